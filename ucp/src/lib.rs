@@ -1,0 +1,1 @@
+//! rucx protocols (ucp).

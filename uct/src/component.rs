@@ -1,0 +1,72 @@
+//! Components, memory domains and transport resources.
+
+use crate::iface::Iface;
+use crate::Result;
+
+/// Kind of device a resource runs on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum DeviceType {
+    /// A network interface (TCP, RDMA).
+    Net,
+    /// Memory shared between processes on one host.
+    Shm,
+    /// The process itself.
+    SelfDev,
+}
+
+impl DeviceType {
+    /// Short name as `rucx-info -d` prints it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            DeviceType::Net => "network",
+            DeviceType::Shm => "intra-node",
+            DeviceType::SelfDev => "loopback",
+        }
+    }
+}
+
+/// One transport on one device: what `RUCX_TLS` and `RUCX_NET_DEVICES` filter.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TlResource {
+    /// Transport name, e.g. `"tcp"`.
+    pub tl_name: String,
+    /// Device name, e.g. `"lo"` or `"eth0"`.
+    pub dev_name: String,
+    /// Kind of device.
+    pub dev_type: DeviceType,
+}
+
+/// Parameters for opening an iface.
+#[derive(Debug, Clone, Default)]
+pub struct IfaceParams {
+    /// The opening worker's unique id (for addresses and logs).
+    pub worker_uuid: u64,
+}
+
+/// A memory domain: registers memory (later) and owns transport resources.
+pub trait MemoryDomain: Send + Sync + std::fmt::Debug {
+    /// Name, e.g. `"tcp"` or `"self"`.
+    fn name(&self) -> &str;
+
+    /// Transport resources on this domain.
+    fn resources(&self) -> Result<Vec<TlResource>>;
+
+    /// Opens an iface on one of [`MemoryDomain::resources`].
+    fn iface_open(&self, resource: &TlResource, params: &IfaceParams) -> Result<Box<dyn Iface>>;
+}
+
+/// A transport family: the entry point of a transport crate.
+pub trait Component: Send + Sync + std::fmt::Debug {
+    /// Name, e.g. `"tcp"`.
+    fn name(&self) -> &'static str;
+
+    /// Opens the memory domains of this component (usually one).
+    fn md_open(&self) -> Result<Vec<Box<dyn MemoryDomain>>>;
+
+    /// Configuration tables of this component, for `rucx-info -c`.
+    fn config_tables(&self) -> Vec<&'static ucs::config::ConfigTable> {
+        Vec::new()
+    }
+}
+
+use crate::ucs;

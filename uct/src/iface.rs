@@ -1,0 +1,240 @@
+//! Interfaces, endpoints and the operations on them.
+
+use crate::perf::PerfModel;
+use crate::{Error, Result};
+use std::os::fd::RawFd;
+
+/// Active message id. Ids `0..AM_ID_MAX` are the protocol layer's; a
+/// transport may use ids above for its own control messages.
+pub type AmId = u8;
+
+/// Number of active message ids open to the layer above (like UCX's 32).
+pub const AM_ID_MAX: AmId = 32;
+
+/// An endpoint of an iface: an index into the iface's own endpoint table.
+///
+/// Only the iface that returned it gives it meaning; ids of destroyed
+/// endpoints may be reused.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct EpId(pub u32);
+
+/// Where an incoming active message came from, as far as the iface knows:
+/// one connection (TCP), one peer iface (shm, self).
+///
+/// Messages with the same `SrcId` arrive in the order they were sent. A
+/// source id is reused only after [`AmSink::src_failed`] or after the source
+/// closed cleanly.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct SrcId(pub u32);
+
+/// Caller's handle for an operation that completes later: handed back in
+/// [`AmSink::completed`] or [`AmSink::pending_ready`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct Token(pub u64);
+
+/// Outcome of posting an operation.
+#[must_use]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Posted {
+    /// Finished: the caller's buffers may be reused.
+    Done,
+    /// Accepted; [`AmSink::completed`] reports the end with the token given.
+    /// Buffers named by the call stay in use until then.
+    InFlight,
+    /// Refused for lack of resources; nothing was sent. Retry after
+    /// [`Iface::pending_add`] reports the endpoint ready.
+    NoResource,
+}
+
+/// A memory range for zero-copy operations.
+///
+/// It is a raw pointer: the caller of an `unsafe` zero-copy operation
+/// promises the range stays valid until the operation completes.
+#[derive(Debug, Clone, Copy)]
+pub struct Iov {
+    /// Start of the range.
+    pub ptr: *const u8,
+    /// Length in bytes.
+    pub len: usize,
+}
+
+impl Iov {
+    /// A range covering `buf`.
+    pub fn from_slice(buf: &[u8]) -> Iov {
+        Iov {
+            ptr: buf.as_ptr(),
+            len: buf.len(),
+        }
+    }
+}
+
+// SAFETY: an Iov is a plain address range; whoever dereferences it does so
+// under the zero-copy contract of the operation it was passed to.
+unsafe impl Send for Iov {}
+
+bitflags::bitflags! {
+    /// What an iface offers. A bit is set only where the operation works.
+    #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+    pub struct Caps: u32 {
+        /// `am_short`.
+        const AM_SHORT = 1 << 0;
+        /// `am_bcopy`.
+        const AM_BCOPY = 1 << 1;
+        /// `am_zcopy`.
+        const AM_ZCOPY = 1 << 2;
+        /// `pending_add` and [`AmSink::pending_ready`].
+        const PENDING = 1 << 3;
+        /// Endpoints connect to a remote iface address.
+        const CONNECT_TO_IFACE = 1 << 4;
+        /// A peer's death fails its endpoints and sources (no hang).
+        const PEER_FAILURE = 1 << 5;
+        /// [`Iface::event_fd`] and [`Iface::arm`] work.
+        const EVENT_FD = 1 << 6;
+    }
+}
+
+/// How endpoints of an iface are created.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ConnectMode {
+    /// From the remote device and iface address alone.
+    ToIface,
+}
+
+/// What an iface offers, its limits and its performance.
+#[derive(Debug, Clone)]
+pub struct IfaceAttr {
+    /// Operations offered.
+    pub caps: Caps,
+    /// Largest `payload` of `am_short` (the 8-byte header not counted).
+    pub max_short: usize,
+    /// Largest total length of `am_bcopy`'s parts.
+    pub max_bcopy: usize,
+    /// Largest total length of `am_zcopy`'s iov (header not counted).
+    pub max_zcopy: usize,
+    /// Largest `header` of `am_zcopy`.
+    pub max_hdr: usize,
+    /// Most entries in `am_zcopy`'s iov.
+    pub max_iov: usize,
+    /// Latency, overhead and bandwidth estimate.
+    pub model: PerfModel,
+    /// Endpoint creation mode.
+    pub connect: ConnectMode,
+}
+
+/// Result of [`Iface::arm`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Armed {
+    /// Nothing pending: the event fd will become readable on the next event.
+    Sleep,
+    /// Events are already pending: call `progress`, do not sleep.
+    Busy,
+}
+
+/// Receiver of everything an iface reports during [`Iface::progress`].
+///
+/// The iface is borrowed while these run, so a sink cannot post on it; it
+/// records what to do and does it after `progress` returns.
+pub trait AmSink {
+    /// An active message arrived. For `am_short` the data is the 8-byte
+    /// header (little-endian) followed by the payload; for `am_bcopy` the
+    /// parts concatenated; for `am_zcopy` the header then the iov. `data` is
+    /// valid only during the call.
+    fn am(&mut self, id: AmId, src: SrcId, data: &[u8]);
+
+    /// An operation that returned [`Posted::InFlight`] finished.
+    fn completed(&mut self, token: Token, result: Result<()>);
+
+    /// An endpoint that refused work can take more; `token` is one given to
+    /// [`Iface::pending_add`], handed back once, in the order added.
+    fn pending_ready(&mut self, ep: EpId, token: Token);
+
+    /// An endpoint failed: every later operation on it fails, in-flight ones
+    /// were (or will be) completed with an error, and its pending tokens are
+    /// handed back through `pending_ready` so that the caller can fail them.
+    fn ep_failed(&mut self, ep: EpId, error: Error);
+
+    /// A source of incoming messages failed before closing cleanly: a
+    /// message it was sending in pieces will not finish.
+    fn src_failed(&mut self, src: SrcId, error: Error);
+}
+
+/// A transport interface opened for one worker.
+///
+/// Single-threaded: one caller at a time (`&mut self`). `Send`, so a worker
+/// may move between threads.
+pub trait Iface: Send + std::fmt::Debug {
+    /// Transport name, e.g. `"tcp"`.
+    fn tl_name(&self) -> &str;
+
+    /// Device name, e.g. `"lo"`.
+    fn dev_name(&self) -> &str;
+
+    /// Capabilities, limits and performance model.
+    fn attr(&self) -> &IfaceAttr;
+
+    /// Address of the device, as a peer needs it to judge reachability.
+    fn device_addr(&self) -> &[u8];
+
+    /// Address of this iface, as a peer needs it to connect.
+    fn iface_addr(&self) -> &[u8];
+
+    /// Whether an endpoint from this iface can reach the given remote
+    /// device and iface. Malformed addresses are unreachable.
+    fn is_reachable(&self, dev_addr: &[u8], iface_addr: &[u8]) -> bool;
+
+    /// Creates an endpoint to a remote iface.
+    fn ep_create(&mut self, dev_addr: &[u8], iface_addr: &[u8]) -> Result<EpId>;
+
+    /// Destroys an endpoint at once. In-flight operations on it complete
+    /// with [`Error::Canceled`] during the next `progress`; its pending
+    /// tokens are dropped.
+    fn ep_destroy(&mut self, ep: EpId);
+
+    /// Sends `header` (8 bytes, little-endian) and `payload` as one active
+    /// message. `payload.len() <= attr().max_short`. Never `InFlight`.
+    fn am_short(&mut self, ep: EpId, id: AmId, header: u64, payload: &[u8]) -> Result<Posted>;
+
+    /// Copies `parts` into a transport buffer and sends them as one active
+    /// message; returns the number of bytes sent. Their total length must
+    /// not exceed `attr().max_bcopy`. `Done` means the parts may be reused.
+    fn am_bcopy(&mut self, ep: EpId, id: AmId, parts: &[&[u8]]) -> Result<(Posted, usize)>;
+
+    /// Sends `header` (copied) followed by the memory of `iov` (not copied)
+    /// as one active message.
+    ///
+    /// # Safety
+    ///
+    /// When this returns `InFlight`, every range of `iov` must stay valid
+    /// and unchanged until `completed(token, ..)` is reported for it.
+    unsafe fn am_zcopy(
+        &mut self,
+        ep: EpId,
+        id: AmId,
+        header: &[u8],
+        iov: &[Iov],
+        token: Token,
+    ) -> Result<Posted>;
+
+    /// Asks to be told, through [`AmSink::pending_ready`] with `token`, when
+    /// `ep` can take more work. Tokens come back in the order added. A token
+    /// added while the endpoint has resources comes back on the next
+    /// `progress`. Without [`Caps::PENDING`] this fails with
+    /// [`Error::Unsupported`].
+    fn pending_add(&mut self, ep: EpId, token: Token) -> Result<()>;
+
+    /// Completes when every operation posted before on `ep` (or on every
+    /// endpoint, with `None`) has left this process: `Done` at once, or
+    /// `InFlight` with `completed(token, ..)` later.
+    fn flush(&mut self, ep: Option<EpId>, token: Token) -> Result<Posted>;
+
+    /// Makes progress: reads, writes, completes; reports to `sink`. Returns
+    /// the number of events reported (0 when idle). Never blocks.
+    fn progress(&mut self, sink: &mut dyn AmSink) -> usize;
+
+    /// A file descriptor that becomes readable when `progress` has work, for
+    /// a worker's epoll set; `None` if the iface has no such fd.
+    fn event_fd(&self) -> Option<RawFd>;
+
+    /// Prepares to sleep on [`Iface::event_fd`].
+    fn arm(&mut self) -> Result<Armed>;
+}

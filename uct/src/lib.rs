@@ -1,0 +1,54 @@
+//! rucx transport API (uct): what every transport provides, and the
+//! in-process `self` transport.
+//!
+//! # The contract
+//!
+//! A transport crate provides:
+//! * a [`Component`]: a static object that names the transport family and
+//!   opens its memory domains;
+//! * one or more [`MemoryDomain`]s: each lists its transport resources
+//!   ([`TlResource`]: transport name + device) and opens an [`Iface`] on one;
+//! * the [`Iface`]: it owns every endpoint it creates (endpoints are
+//!   [`EpId`]s into the iface, not separate objects), does the operations
+//!   (`am_short`, `am_bcopy`, `am_zcopy`, `flush`, `pending_add`), and in
+//!   [`Iface::progress`] delivers what happened to an [`AmSink`]: arrived
+//!   active messages, completions of in-flight operations, endpoints that can
+//!   take more work, endpoints that failed.
+//!
+//! Every operation has one of three typed outcomes ([`Posted`]): done at once,
+//! accepted and completing later through the sink with the caller's
+//! [`Token`], or refused for lack of resources (queue with `pending_add`).
+//! Failures are [`Error`]s and are final for that operation.
+//!
+//! An iface describes itself in [`IfaceAttr`]: the operations it offers
+//! ([`Caps`]), its size limits and its performance model ([`PerfModel`]).
+//! The protocol layer chooses only from these numbers; a capability bit is
+//! set only where the operation works.
+//!
+//! Transports are found through a [`Registry`] that the layer above fills
+//! with one line per transport crate.
+//!
+//! # What uct does not do
+//!
+//! No protocols: no tag matching, no fragmentation beyond one AM, no
+//! rendezvous. No threads: an iface moves only when its `progress` runs.
+
+mod component;
+mod iface;
+pub mod perf;
+mod registry;
+pub mod self_tl;
+#[cfg(any(test, feature = "testing"))]
+pub mod testing;
+
+pub use component::{Component, DeviceType, IfaceParams, MemoryDomain, TlResource};
+pub use iface::{
+    AmId, AmSink, Armed, Caps, ConnectMode, EpId, Iface, IfaceAttr, Iov, Posted, SrcId, Token,
+    AM_ID_MAX,
+};
+pub use perf::PerfModel;
+pub use registry::Registry;
+pub use ucs::{Error, Result, Status};
+
+/// The crate `rucx-ucs`, re-exported under its layer name.
+pub use rucx_ucs as ucs;

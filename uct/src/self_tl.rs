@@ -1,0 +1,1 @@
+//! The in-process `self` transport.

@@ -1,0 +1,1 @@
+//! The transport conformance suite.
