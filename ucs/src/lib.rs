@@ -7,6 +7,7 @@
 //! * [`log`]: `tracing` set up from `RUCX_LOG_LEVEL`;
 //! * [`mpool`]: pools of fixed-size objects;
 //! * [`progress`]: the progress engine (ordered callbacks, one epoll set, timers);
+//! * [`slab`]: entries named by generational ids (requests, endpoints);
 //! * [`sys`]: host identity and small system queries.
 //!
 //! What does not: anything about transports or protocols. ucs knows no
@@ -17,6 +18,7 @@ pub mod error;
 pub mod log;
 pub mod mpool;
 pub mod progress;
+pub mod slab;
 pub mod status;
 pub mod sys;
 

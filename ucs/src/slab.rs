@@ -1,0 +1,190 @@
+//! A slab of entries named by generational ids.
+//!
+//! An id is an index plus a generation. Removing an entry bumps the
+//! generation of its slot, so a stale id — from a completion that raced with
+//! a cancel, or from a peer on the wire — finds nothing instead of someone
+//! else's entry.
+
+/// A generational id: 32-bit slot index and 32-bit generation.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct SlabId {
+    index: u32,
+    gen: u32,
+}
+
+impl SlabId {
+    /// Packs the id into 64 bits (index low, generation high), e.g. for the
+    /// wire or a transport token.
+    pub fn to_u64(self) -> u64 {
+        u64::from(self.index) | (u64::from(self.gen) << 32)
+    }
+
+    /// Unpacks an id made by [`SlabId::to_u64`]. Any value is accepted; a
+    /// forged one simply finds no entry.
+    pub fn from_u64(v: u64) -> SlabId {
+        SlabId {
+            index: v as u32,
+            gen: (v >> 32) as u32,
+        }
+    }
+
+    /// The slot index.
+    pub fn index(self) -> u32 {
+        self.index
+    }
+}
+
+#[derive(Debug)]
+enum Slot<T> {
+    Used(T),
+    Free { next: u32 },
+}
+
+#[derive(Debug)]
+struct Entry<T> {
+    gen: u32,
+    slot: Slot<T>,
+}
+
+const NIL: u32 = u32::MAX;
+
+/// Entries of type `T` in reusable slots.
+#[derive(Debug)]
+pub struct Slab<T> {
+    entries: Vec<Entry<T>>,
+    free: u32,
+    len: usize,
+}
+
+impl<T> Default for Slab<T> {
+    fn default() -> Self {
+        Slab::new()
+    }
+}
+
+impl<T> Slab<T> {
+    /// An empty slab.
+    pub fn new() -> Slab<T> {
+        Slab {
+            entries: Vec::new(),
+            free: NIL,
+            len: 0,
+        }
+    }
+
+    /// Number of entries.
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    /// Whether there are no entries.
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// Inserts `value` and returns its id. Reuses a free slot if any.
+    pub fn insert(&mut self, value: T) -> SlabId {
+        self.len += 1;
+        if self.free != NIL {
+            let index = self.free;
+            let e = &mut self.entries[index as usize];
+            if let Slot::Free { next } = e.slot {
+                self.free = next;
+            }
+            e.slot = Slot::Used(value);
+            return SlabId { index, gen: e.gen };
+        }
+        let index = self.entries.len() as u32;
+        self.entries.push(Entry {
+            gen: 0,
+            slot: Slot::Used(value),
+        });
+        SlabId { index, gen: 0 }
+    }
+
+    /// The entry named by `id`, if it is still there.
+    pub fn get(&self, id: SlabId) -> Option<&T> {
+        match self.entries.get(id.index as usize) {
+            Some(Entry {
+                gen,
+                slot: Slot::Used(v),
+            }) if *gen == id.gen => Some(v),
+            _ => None,
+        }
+    }
+
+    /// The entry named by `id`, mutably, if it is still there.
+    pub fn get_mut(&mut self, id: SlabId) -> Option<&mut T> {
+        match self.entries.get_mut(id.index as usize) {
+            Some(Entry {
+                gen,
+                slot: Slot::Used(v),
+            }) if *gen == id.gen => Some(v),
+            _ => None,
+        }
+    }
+
+    /// Removes and returns the entry named by `id`, if it is still there.
+    pub fn remove(&mut self, id: SlabId) -> Option<T> {
+        let e = self.entries.get_mut(id.index as usize)?;
+        if e.gen != id.gen || matches!(e.slot, Slot::Free { .. }) {
+            return None;
+        }
+        let old = std::mem::replace(&mut e.slot, Slot::Free { next: self.free });
+        e.gen = e.gen.wrapping_add(1);
+        self.free = id.index;
+        self.len -= 1;
+        match old {
+            Slot::Used(v) => Some(v),
+            Slot::Free { .. } => None,
+        }
+    }
+
+    /// Ids and entries, in slot order.
+    pub fn iter(&self) -> impl Iterator<Item = (SlabId, &T)> {
+        self.entries
+            .iter()
+            .enumerate()
+            .filter_map(|(i, e)| match &e.slot {
+                Slot::Used(v) => Some((
+                    SlabId {
+                        index: i as u32,
+                        gen: e.gen,
+                    },
+                    v,
+                )),
+                Slot::Free { .. } => None,
+            })
+    }
+
+    /// Ids of all entries, in slot order.
+    pub fn ids(&self) -> Vec<SlabId> {
+        self.iter().map(|(id, _)| id).collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn stale_ids_find_nothing() {
+        let mut s = Slab::new();
+        let a = s.insert("a");
+        let b = s.insert("b");
+        assert_eq!(s.remove(a), Some("a"));
+        assert_eq!(s.get(a), None);
+        let c = s.insert("c");
+        assert_eq!(c.index(), a.index(), "slot is reused");
+        assert_ne!(c, a, "with a new generation");
+        assert_eq!(s.get(a), None);
+        assert_eq!(s.remove(a), None);
+        assert_eq!(s.get(c), Some(&"c"));
+        assert_eq!(s.get(b), Some(&"b"));
+        assert_eq!(s.len(), 2);
+        assert_eq!(SlabId::from_u64(c.to_u64()), c);
+        assert_eq!(s.get(SlabId::from_u64(u64::MAX)), None);
+        let ids: Vec<_> = s.iter().map(|(_, v)| *v).collect();
+        assert_eq!(ids, vec!["c", "b"]);
+    }
+}
