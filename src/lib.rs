@@ -1,1 +1,41 @@
-//! rucx.
+//! rucx: a unified communication framework in the style of UCX.
+//!
+//! Tag-matched messages between processes over whatever transport they
+//! share — in-process (`self`) or TCP today; shared memory and RDMA are
+//! being added. This crate is the facade: it re-exports the protocol layer
+//! ([`ucp`]) whose [`Context`], [`Worker`] and [`Ep`] are the API, and holds
+//! the `rucx-perftest` and `rucx-info` tools ([`perf`]).
+//!
+//! ```
+//! # fn main() -> rucx::Result<()> {
+//! let ctx = rucx::Context::new()?;
+//! let mut server = ctx.create_worker()?;
+//! let mut client = ctx.create_worker()?;
+//! let ep = client.connect(&server.address())?;
+//! let msg = b"hello".to_vec();
+//! // The owned tier: the buffer moves into the worker while in flight.
+//! let _ = client.tag_send(ep, msg, 7, rucx::Op::new())?;
+//! let mut buf = vec![0u8; 16];
+//! let info = loop {
+//!     client.progress();
+//!     server.progress();
+//!     if server.tag_probe(7, rucx::TAG_MASK_ALL).is_some() {
+//!         break server.tag_recv_blocking(&mut buf, 7, rucx::TAG_MASK_ALL)?;
+//!     }
+//! };
+//! assert_eq!(&buf[..info.length], b"hello");
+//! # Ok(()) }
+//! ```
+
+pub mod perf;
+
+pub use rucx_ucp as ucp;
+pub use rucx_ucp::{
+    Completion, Context, Ep, Error, Info, Op, OpError, Pending, Posted, ReqId, Result, Scope,
+    Worker, TAG_MASK_ALL, TAG_MASK_ANY,
+};
+
+/// The README's examples, compiled and run as doctests.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+pub struct ReadmeDoctests;

@@ -1,1 +1,84 @@
-//! rucx protocols (ucp).
+//! rucx protocols (ucp): the API applications use.
+//!
+//! A [`Context`] finds the transports (filtered by `RUCX_TLS`); a
+//! [`Worker`] opens one iface per transport resource and drives them; an
+//! [`Ep`] connects to a remote worker's address over the best lane both
+//! share; tag-matched sends and receives move messages of any size with
+//! MPI ordering.
+//!
+//! ```
+//! # fn main() -> rucx_ucp::Result<()> {
+//! let ctx = rucx_ucp::Context::new()?;
+//! let mut a = ctx.create_worker()?;
+//! let mut b = ctx.create_worker()?;
+//! let ep = a.connect(&b.address())?;
+//! let mut buf = [0u8; 5];
+//! let info = a.scope(|s| {
+//!     let send = s.tag_send(ep, b"hello", 42);
+//!     let (r, _) = s.wait(send);
+//!     r
+//! })?;
+//! assert_eq!(info.length, 5);
+//! loop {
+//!     a.progress();
+//!     if b.tag_probe(42, u64::MAX).is_some() { break; }
+//!     b.progress();
+//! }
+//! let got = b.tag_recv_blocking(&mut buf, 42, u64::MAX)?;
+//! assert_eq!((got.tag, &buf), (42, b"hello"));
+//! # Ok(()) }
+//! ```
+//!
+//! # Map
+//! * `context.rs`, `config.rs`, `transports.rs`: resources and settings;
+//! * `worker/`: the worker, its progress loop and protocol state (`core`);
+//! * `wireup/`: worker addresses and lane selection;
+//! * `proto/`: wire formats and the eager protocol (send and receive);
+//! * `tag/`: the tag matcher (sans-IO);
+//! * `request/`: the request slab and completion reporting;
+//! * `api/`: the four tiers of operations (blocking, scoped, owned, raw).
+//!
+//! # What it does not do (yet)
+//! Rendezvous, RMA, atomics, streams and active messages for users.
+#![deny(unsafe_code)]
+
+mod api;
+mod config;
+mod context;
+mod error;
+pub mod proto;
+mod request;
+pub mod tag;
+mod transports;
+pub mod wireup;
+mod worker;
+
+pub use api::{OpError, Pending, Scope};
+pub use config::{config_tables, UcpConfig, UCP_TABLE};
+pub use context::Context;
+pub use error::{Error, Result};
+pub use request::{Callback, Completion, Info, IoBuf, IoBufMut, Op, Posted, ReqId};
+pub use transports::registry;
+pub use worker::{Armed, Worker};
+
+/// The crate `rucx-uct`.
+pub use rucx_uct as uct;
+/// The crate `rucx-ucs`.
+pub use uct::ucs;
+use uct::ucs::slab::SlabId;
+
+/// Tag mask that matches only the exact tag.
+pub const TAG_MASK_ALL: u64 = u64::MAX;
+/// Tag mask that matches any tag.
+pub const TAG_MASK_ANY: u64 = 0;
+
+/// An endpoint of a worker: a connection to one remote worker.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct Ep(pub(crate) SlabId);
+
+impl Ep {
+    /// The id as 64 bits (for C handles and user tables).
+    pub fn to_u64(self) -> u64 {
+        self.0.to_u64()
+    }
+}

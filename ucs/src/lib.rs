@@ -3,12 +3,15 @@
 //! What lives here:
 //! * [`status`]: UCX-compatible numeric status codes;
 //! * [`error`]: the error type of ucs, uct and the transports;
-//! * [`config`]: declarative `RUCX_*` configuration tables;
-//! * [`log`]: `tracing` set up from `RUCX_LOG_LEVEL`;
-//! * [`mpool`]: pools of fixed-size objects;
-//! * [`progress`]: the progress engine (ordered callbacks, one epoll set, timers);
+//! * [`config`]: declarative `RUCX_*` configuration tables
+//!   ([`config_table!`], [`config_enum!`]) and their value types;
+//! * [`log`]: `tracing` set up from `RUCX_LOG_LEVEL` and `RUCX_LOG_FILE`;
+//! * [`mpool`]: pools of fixed-size objects and byte buffers, single-threaded
+//!   and shared;
+//! * [`progress`]: the progress engine's parts (ordered callbacks, one epoll
+//!   set, eventfd wakeups, timers);
 //! * [`slab`]: entries named by generational ids (requests, endpoints);
-//! * [`sys`]: host identity and small system queries.
+//! * [`sys`]: host identity, host name, page size, monotonic clock.
 //!
 //! What does not: anything about transports or protocols. ucs knows no
 //! transport and no message format.

@@ -19,11 +19,10 @@ pub const AM_ID_MAX: AmId = 32;
 pub struct EpId(pub u32);
 
 /// Where an incoming active message came from, as far as the iface knows:
-/// one connection (TCP), one peer iface (shm, self).
+/// one connection (TCP), one sending endpoint (self), one peer iface (shm).
 ///
 /// Messages with the same `SrcId` arrive in the order they were sent. A
-/// source id is reused only after [`AmSink::src_failed`] or after the source
-/// closed cleanly.
+/// source id is reused only after [`AmSink::src_failed`] reported its end.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct SrcId(pub u32);
 
@@ -153,8 +152,9 @@ pub trait AmSink {
     /// handed back through `pending_ready` so that the caller can fail them.
     fn ep_failed(&mut self, ep: EpId, error: Error);
 
-    /// A source of incoming messages failed before closing cleanly: a
-    /// message it was sending in pieces will not finish.
+    /// A source of incoming messages is gone: it failed, or closed (even
+    /// cleanly, between messages). A message it was sending in pieces will
+    /// not finish. Reported once per source that delivered anything.
     fn src_failed(&mut self, src: SrcId, error: Error);
 }
 

@@ -1,0 +1,249 @@
+//! An in-memory [`PerfWorker`] for testing the loops and the bootstrap
+//! without a communication layer: workers of one [`MockNet`] exchange
+//! tagged messages through mailboxes, sends complete on the next
+//! `progress`, receives match in posting order.
+
+use super::error::{PerfError, Result};
+use super::worker::{PerfWorker, Started};
+use std::collections::{HashMap, VecDeque};
+use std::sync::{Arc, Mutex};
+
+#[derive(Debug, Default)]
+struct NetState {
+    inboxes: HashMap<Vec<u8>, VecDeque<(u64, Vec<u8>)>>,
+    dead: Vec<Vec<u8>>,
+}
+
+/// Mailboxes shared by the workers of a test.
+#[derive(Debug, Default, Clone)]
+pub(crate) struct MockNet {
+    state: Arc<Mutex<NetState>>,
+}
+
+impl MockNet {
+    /// A worker on this net with a unique address.
+    pub(crate) fn worker(&self, name: &str) -> MockWorker {
+        let addr = name.as_bytes().to_vec();
+        if let Ok(mut st) = self.state.lock() {
+            st.inboxes.insert(addr.clone(), VecDeque::new());
+        }
+        MockWorker {
+            net: self.clone(),
+            addr,
+            peer: None,
+            unexpected: VecDeque::new(),
+            posted: VecDeque::new(),
+            reqs: Vec::new(),
+            sends_in_flight: Vec::new(),
+            sent: 0,
+            corrupt: None,
+            truncate: None,
+        }
+    }
+
+    /// Marks the worker with this address as dead: its peers fail.
+    pub(crate) fn kill(&self, name: &str) {
+        if let Ok(mut st) = self.state.lock() {
+            st.dead.push(name.as_bytes().to_vec());
+        }
+    }
+}
+
+#[derive(Debug)]
+enum ReqState {
+    Pending,
+    Finished(usize),
+}
+
+#[derive(Debug)]
+struct PostedRecv {
+    id: usize,
+    ptr: *mut u8,
+    len: usize,
+    tag: u64,
+    mask: u64,
+}
+
+/// One worker of a [`MockNet`].
+#[derive(Debug)]
+pub(crate) struct MockWorker {
+    net: MockNet,
+    addr: Vec<u8>,
+    peer: Option<Vec<u8>>,
+    unexpected: VecDeque<(u64, Vec<u8>)>,
+    posted: VecDeque<PostedRecv>,
+    reqs: Vec<Option<ReqState>>,
+    sends_in_flight: Vec<usize>,
+    sent: u64,
+    /// Flip a byte in the n-th message sent.
+    pub(crate) corrupt: Option<u64>,
+    /// Send the n-th message one byte short.
+    pub(crate) truncate: Option<u64>,
+}
+
+// SAFETY: the raw pointers of posted receives are only written during
+// `progress` by the thread that owns the worker; the test that posts them
+// keeps them valid (PerfWorker's contract).
+unsafe impl Send for MockWorker {}
+
+impl MockWorker {
+    fn new_req(&mut self, st: ReqState) -> usize {
+        self.reqs.push(Some(st));
+        self.reqs.len() - 1
+    }
+
+    fn deliver(&mut self, tag: u64, data: Vec<u8>) -> Result<()> {
+        let pos = self
+            .posted
+            .iter()
+            .position(|p| p.tag & p.mask == tag & p.mask);
+        match pos.and_then(|i| self.posted.remove(i)) {
+            Some(p) => {
+                if data.len() > p.len {
+                    return Err(PerfError::Params("message truncated".into()));
+                }
+                // SAFETY: the poster promised `p.len` writable bytes at
+                // `p.ptr` until this receive finishes, which is now.
+                unsafe { std::ptr::copy_nonoverlapping(data.as_ptr(), p.ptr, data.len()) };
+                self.reqs[p.id] = Some(ReqState::Finished(data.len()));
+            }
+            None => self.unexpected.push_back((tag, data)),
+        }
+        Ok(())
+    }
+
+    fn peer_dead(&self) -> bool {
+        let st = match self.net.state.lock() {
+            Ok(st) => st,
+            Err(_) => return true,
+        };
+        self.peer.as_ref().is_some_and(|p| st.dead.contains(p))
+    }
+}
+
+impl PerfWorker for MockWorker {
+    type Req = usize;
+
+    fn address(&mut self) -> Result<Vec<u8>> {
+        Ok(self.addr.clone())
+    }
+
+    fn connect(&mut self, remote: &[u8]) -> Result<()> {
+        let known = self
+            .net
+            .state
+            .lock()
+            .map(|st| st.inboxes.contains_key(remote))
+            .unwrap_or(false);
+        if !known {
+            return Err(PerfError::Params("unknown mock address".into()));
+        }
+        self.peer = Some(remote.to_vec());
+        Ok(())
+    }
+
+    fn progress(&mut self) -> usize {
+        let mut events = 0;
+        for id in self.sends_in_flight.drain(..) {
+            self.reqs[id] = Some(ReqState::Finished(0));
+            events += 1;
+        }
+        let incoming: Vec<(u64, Vec<u8>)> = match self.net.state.lock() {
+            Ok(mut st) => st
+                .inboxes
+                .get_mut(&self.addr)
+                .map(|q| q.drain(..).collect())
+                .unwrap_or_default(),
+            Err(_) => Vec::new(),
+        };
+        for (tag, data) in incoming {
+            events += 1;
+            let _ = self.deliver(tag, data);
+        }
+        if events == 0 {
+            // Test threads share few cores: let the peer run.
+            std::thread::yield_now();
+        }
+        events
+    }
+
+    fn check_peer(&mut self) -> Result<()> {
+        if self.peer_dead() {
+            Err(PerfError::PeerGone("mock peer died".into()))
+        } else {
+            Ok(())
+        }
+    }
+
+    unsafe fn tag_send(&mut self, ptr: *const u8, len: usize, tag: u64) -> Result<Started<usize>> {
+        let peer = self
+            .peer
+            .clone()
+            .ok_or_else(|| PerfError::Params("not connected".into()))?;
+        // SAFETY: the caller promised `len` readable bytes at `ptr`.
+        let mut data = unsafe { std::slice::from_raw_parts(ptr, len) }.to_vec();
+        if self.corrupt == Some(self.sent) && !data.is_empty() {
+            let mid = data.len() / 2;
+            data[mid] ^= 0x40;
+        }
+        if self.truncate == Some(self.sent) {
+            data.pop();
+        }
+        self.sent += 1;
+        if let Ok(mut st) = self.net.state.lock() {
+            if let Some(q) = st.inboxes.get_mut(&peer) {
+                q.push_back((tag, data));
+            }
+        }
+        // Every other send finishes later, to exercise the windows.
+        if self.sent % 2 == 0 {
+            let id = self.new_req(ReqState::Pending);
+            self.sends_in_flight.push(id);
+            Ok(Started::InFlight(id))
+        } else {
+            Ok(Started::Done(len))
+        }
+    }
+
+    unsafe fn tag_recv(
+        &mut self,
+        ptr: *mut u8,
+        len: usize,
+        tag: u64,
+        mask: u64,
+    ) -> Result<Started<usize>> {
+        let pos = self
+            .unexpected
+            .iter()
+            .position(|(t, _)| t & mask == tag & mask);
+        if let Some((_, data)) = pos.and_then(|i| self.unexpected.remove(i)) {
+            if data.len() > len {
+                return Err(PerfError::Params("message truncated".into()));
+            }
+            // SAFETY: the caller promised `len` writable bytes at `ptr`.
+            unsafe { std::ptr::copy_nonoverlapping(data.as_ptr(), ptr, data.len()) };
+            return Ok(Started::Done(data.len()));
+        }
+        let id = self.new_req(ReqState::Pending);
+        self.posted.push_back(PostedRecv {
+            id,
+            ptr,
+            len,
+            tag,
+            mask,
+        });
+        Ok(Started::InFlight(id))
+    }
+
+    fn test(&mut self, req: usize) -> Option<Result<usize>> {
+        match self.reqs.get(req) {
+            Some(Some(ReqState::Finished(len))) => {
+                let len = *len;
+                self.reqs[req] = None;
+                Some(Ok(len))
+            }
+            Some(Some(ReqState::Pending)) => None,
+            _ => Some(Err(PerfError::Params(format!("stale request {req}")))),
+        }
+    }
+}

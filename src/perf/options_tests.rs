@@ -1,0 +1,178 @@
+use super::*;
+
+fn args(line: &str) -> Vec<OsString> {
+    line.split_whitespace().map(OsString::from).collect()
+}
+
+fn run(line: &str) -> Options {
+    match parse(args(line)) {
+        Ok(Parsed::Run(o)) => o,
+        other => panic!("{line}: {other:?}"),
+    }
+}
+
+fn err(line: &str) -> String {
+    match parse(args(line)) {
+        Err(UsageError(msg)) => msg,
+        other => panic!("{line}: expected an error, got {other:?}"),
+    }
+}
+
+#[test]
+fn no_arguments_is_a_server_with_defaults() {
+    let o = run("");
+    assert_eq!(o, Options::default());
+    assert_eq!(o.role, Role::Server);
+    assert_eq!(o.port, 13337);
+    assert_eq!(
+        (o.iters, o.warmup, o.msg_sizes.clone()),
+        (1_000_000, 10_000, vec![8])
+    );
+}
+
+#[test]
+fn server_accepts_only_a_port() {
+    let o = run("-p 4000");
+    assert_eq!((o.role, o.port), (Role::Server, 4000));
+    let o = run("-p0");
+    assert_eq!(o.port, 0);
+}
+
+#[test]
+fn client_as_vs_ucx_calls_it() {
+    let o = run("localhost -p 4000 -t tag_lat -s 8 -f -n 1000 -w 100");
+    assert_eq!(o.role, Role::Client("localhost".into()));
+    assert_eq!(o.port, 4000);
+    assert_eq!(o.test, Some(TestKind::TagLat));
+    assert_eq!(o.msg_sizes, vec![8]);
+    assert!(o.output.final_only);
+    assert_eq!((o.iters, o.warmup), (1000, 100));
+}
+
+#[test]
+fn host_may_come_anywhere() {
+    let a = run("-t tag_bw host1 -n 5");
+    let b = run("host1 -t tag_bw -n 5");
+    let c = run("-t tag_bw -n 5 -- host1");
+    assert_eq!(a, b);
+    assert_eq!(b, c);
+    assert_eq!(a.role, Role::Client("host1".into()));
+}
+
+#[test]
+fn each_option() {
+    let o = run("-l -t tag_bw -s 16,48,8192 -n 77 -w 7 -O 4 -R 99.9 -V -f -v -N");
+    assert_eq!(o.role, Role::Loopback);
+    assert_eq!(o.test, Some(TestKind::TagBw));
+    assert_eq!(o.msg_sizes, vec![16, 48, 8192]);
+    assert_eq!((o.iters, o.warmup, o.outstanding), (77, 7, 4));
+    assert_eq!(o.percentile, 99.9);
+    assert!(o.validate);
+    assert_eq!(
+        o.output,
+        OutputFlags {
+            final_only: true,
+            csv: true,
+            numeric: true
+        }
+    );
+    let p = o.test_params().unwrap();
+    assert_eq!(p.message_size(), 16 + 48 + 8192);
+    assert_eq!(p.outstanding, 4);
+}
+
+#[test]
+fn grouped_and_attached_forms() {
+    let a = run("--pair -fNV -ttag_lat -n10 -s64");
+    assert_eq!(a.role, Role::Pair);
+    assert!(a.output.final_only && a.output.numeric && a.validate);
+    assert_eq!((a.iters, a.msg_sizes.clone()), (10, vec![64]));
+    // A group ends at the first letter that takes an argument.
+    let b = run("--pair -Vn10 -t tag_lat");
+    assert!(b.validate);
+    assert_eq!(b.iters, 10);
+}
+
+#[test]
+fn outstanding_zero_takes_test_default() {
+    let lat = run("--pair -t tag_lat -O 0").test_params().unwrap();
+    let bw = run("--pair -t tag_bw").test_params().unwrap();
+    assert_eq!((lat.outstanding, bw.outstanding), (1, 32));
+}
+
+#[test]
+fn help() {
+    assert_eq!(parse(args("-h")), Ok(Parsed::Help));
+    assert_eq!(parse(args("--help")), Ok(Parsed::Help));
+    assert_eq!(parse(args("-t tag_lat -h")), Ok(Parsed::Help));
+    let text = usage("rucx-perftest");
+    for needle in [
+        "-t <test>",
+        "tag_lat",
+        "tag_bw",
+        "-V",
+        "--pair",
+        "-N",
+        "13337",
+    ] {
+        assert!(text.contains(needle), "{needle}");
+    }
+}
+
+#[test]
+fn unknown_options_are_errors() {
+    assert!(err("-x").contains("invalid option -- 'x'"));
+    assert!(err("-fq").contains("'q'"));
+    assert!(err("--bogus").contains("--bogus"));
+    assert!(err("-t").contains("requires an argument"));
+    assert!(err("localhost -t tag_lat -n").contains("requires an argument -- 'n'"));
+}
+
+#[test]
+fn bad_values_are_errors() {
+    for line in [
+        "x -t nosuchtest",
+        "x -t tag_lat -n ten",
+        "x -t tag_lat -n -5",
+        "x -t tag_lat -n 1e3",
+        "x -t tag_lat -w 1.5",
+        "x -t tag_lat -s 8,",
+        "x -t tag_lat -s ,8",
+        "x -t tag_lat -s 8k",
+        "x -t tag_lat -s 99999999999999999999999",
+        "x -t tag_lat -p 70000",
+        "x -t tag_lat -p http",
+        "x -t tag_lat -O 70000",
+        "x -t tag_lat -O -1",
+        "x -t tag_lat -R 101",
+        "x -t tag_lat -R abc",
+        "x -t tag_lat -p 0",
+    ] {
+        let _ = err(line);
+    }
+    assert!(err("x -t tag_sync_lat").contains("not implemented"));
+}
+
+#[test]
+fn conflicts_are_errors() {
+    assert!(err("host -l -t tag_lat").contains("loopback"));
+    assert!(err("host --pair -t tag_lat").contains("--pair"));
+    let _ = err("-l --pair -t tag_lat");
+    let _ = err("a b -t tag_lat");
+}
+
+#[test]
+fn runs_that_send_parameters_need_a_test() {
+    assert!(err("localhost").contains("missing test"));
+    assert!(err("-l").contains("missing test"));
+    assert!(err("--pair").contains("missing test"));
+    // Too much memory for validation buffers is refused before connecting.
+    let _ = err("--pair -t tag_bw -V -O 65536 -s 1073741824");
+}
+
+#[test]
+fn non_utf8_argument_is_an_error() {
+    use std::os::unix::ffi::OsStringExt;
+    let bad = OsString::from_vec(vec![b'-', 0xff]);
+    assert!(parse(vec![bad]).is_err());
+}

@@ -1,0 +1,354 @@
+//! Test parameters and the block the client sends to the server.
+//!
+//! # Parameter block, version 1 (all fields little-endian)
+//!
+//! | offset | size | field |
+//! |---|---|---|
+//! | 0 | 4 | magic `"RXPT"` |
+//! | 4 | 2 | version (1) |
+//! | 6 | 2 | test wire id ([`TestInfo::wire_id`]) |
+//! | 8 | 4 | flags: bit 0 = validate data; other bits must be 0 |
+//! | 12 | 8 | iterations (0 = no limit) |
+//! | 20 | 8 | warm-up iterations |
+//! | 28 | 4 | most uncompleted operations in flight (1..=65536) |
+//! | 32 | 8 | percentile rank, `f64` in 0..=100 |
+//! | 40 | 4 | number of message size entries `n` (1..=256) |
+//! | 44 | 8·n | message size entries; the message is their sum |
+//!
+//! The block must be exactly `44 + 8·n` bytes long. A server rejects a
+//! block that breaks any rule above or asks for more memory than
+//! [`MAX_MESSAGE_SIZE`] and [`MAX_BUFFER_BYTES`] allow.
+//!
+//! [`TestInfo::wire_id`]: super::catalog::TestInfo::wire_id
+
+use super::catalog::TestKind;
+use super::error::{PerfError, Result};
+use super::wire::Reader;
+
+/// First bytes of a parameter block.
+pub const MAGIC: [u8; 4] = *b"RXPT";
+/// Version of the parameter block this code writes and reads.
+pub const VERSION: u16 = 1;
+/// Largest message (sum of the size entries).
+pub const MAX_MESSAGE_SIZE: u64 = 1 << 34;
+/// Most bytes of buffers one side allocates (validation keeps one buffer
+/// per operation in flight).
+pub const MAX_BUFFER_BYTES: u64 = 1 << 35;
+/// Most operations in flight (`-O`).
+pub const MAX_OUTSTANDING: u32 = 65536;
+/// Most message size entries (`-s a,b,c`).
+pub const MAX_SIZE_ENTRIES: usize = 256;
+
+const FLAG_VALIDATE: u32 = 1 << 0;
+const KNOWN_FLAGS: u32 = FLAG_VALIDATE;
+const HEADER_LEN: usize = 44;
+
+/// What both sides need to run one test. The client sends it; the server
+/// takes it as is.
+#[derive(Debug, Clone, PartialEq)]
+pub struct TestParams {
+    /// The test.
+    pub test: TestKind,
+    /// Message size entries; a message is their sum (contiguous layout).
+    pub msg_sizes: Vec<usize>,
+    /// Measured iterations; 0 runs until interrupted.
+    pub iters: u64,
+    /// Warm-up iterations before measuring (capped at a tenth of `iters`).
+    pub warmup: u64,
+    /// Most uncompleted operations in flight.
+    pub outstanding: u32,
+    /// Percentile rank of the latency column, 0..=100.
+    pub percentile: f64,
+    /// Fill send buffers with a pattern and check every received byte.
+    pub validate: bool,
+}
+
+impl TestParams {
+    /// Parameters with UCX's defaults for `test`.
+    pub fn new(test: TestKind) -> TestParams {
+        TestParams {
+            test,
+            msg_sizes: vec![8],
+            iters: 1_000_000,
+            warmup: 10_000,
+            outstanding: test.info().window,
+            percentile: 50.0,
+            validate: false,
+        }
+    }
+
+    /// Message length in bytes: the sum of the size entries.
+    ///
+    /// Only meaningful after [`TestParams::check`] succeeded; saturates
+    /// otherwise.
+    pub fn message_size(&self) -> usize {
+        self.msg_sizes
+            .iter()
+            .fold(0usize, |acc, &s| acc.saturating_add(s))
+    }
+
+    /// Warm-up iterations actually run: at most a tenth of the measured
+    /// iterations, rounded up (none when `iters` is 0), as UCX does.
+    pub fn warmup_iters(&self) -> u64 {
+        self.warmup.min(self.iters.div_ceil(10))
+    }
+
+    /// Number of buffers each direction needs: one per operation in flight
+    /// when validating (each holds a different pattern), else one shared.
+    pub fn buffer_slots(&self) -> usize {
+        if self.validate {
+            self.outstanding as usize
+        } else {
+            1
+        }
+    }
+
+    /// Checks every rule of the parameter block.
+    pub fn check(&self) -> Result<()> {
+        let bad = |msg: String| Err(PerfError::Params(msg));
+        if self.msg_sizes.is_empty() || self.msg_sizes.len() > MAX_SIZE_ENTRIES {
+            return bad(format!(
+                "{} message size entries (1 to {MAX_SIZE_ENTRIES} allowed)",
+                self.msg_sizes.len()
+            ));
+        }
+        let mut total: u64 = 0;
+        for &s in &self.msg_sizes {
+            total = total.saturating_add(s as u64);
+        }
+        if total > MAX_MESSAGE_SIZE {
+            return bad(format!(
+                "message size {total} exceeds the limit of {MAX_MESSAGE_SIZE}"
+            ));
+        }
+        if self.outstanding == 0 || self.outstanding > MAX_OUTSTANDING {
+            return bad(format!(
+                "{} operations in flight (1 to {MAX_OUTSTANDING} allowed)",
+                self.outstanding
+            ));
+        }
+        if !self.percentile.is_finite() || !(0.0..=100.0).contains(&self.percentile) {
+            return bad(format!(
+                "percentile rank {} is not within 0..100",
+                self.percentile
+            ));
+        }
+        let slots = self.buffer_slots() as u64;
+        // Send and receive sides each hold `slots` buffers; the 2 covers both.
+        let need = total.max(1).saturating_mul(slots).saturating_mul(2);
+        if need > MAX_BUFFER_BYTES {
+            return bad(format!(
+                "{need} bytes of buffers (message size {total} x {slots} slots x 2) \
+                 exceed the limit of {MAX_BUFFER_BYTES}"
+            ));
+        }
+        Ok(())
+    }
+
+    /// The parameter block (see the module doc).
+    pub fn encode(&self) -> Vec<u8> {
+        let mut out = Vec::with_capacity(HEADER_LEN + 8 * self.msg_sizes.len());
+        out.extend_from_slice(&MAGIC);
+        out.extend_from_slice(&VERSION.to_le_bytes());
+        out.extend_from_slice(&self.test.info().wire_id.to_le_bytes());
+        let flags = if self.validate { FLAG_VALIDATE } else { 0 };
+        out.extend_from_slice(&flags.to_le_bytes());
+        out.extend_from_slice(&self.iters.to_le_bytes());
+        out.extend_from_slice(&self.warmup.to_le_bytes());
+        out.extend_from_slice(&self.outstanding.to_le_bytes());
+        out.extend_from_slice(&self.percentile.to_bits().to_le_bytes());
+        out.extend_from_slice(&(self.msg_sizes.len() as u32).to_le_bytes());
+        for &s in &self.msg_sizes {
+            out.extend_from_slice(&(s as u64).to_le_bytes());
+        }
+        out
+    }
+
+    /// Parses and checks a parameter block from the peer.
+    pub fn decode(block: &[u8]) -> Result<TestParams> {
+        let mut r = Reader::new(block, "parameter block");
+        let magic = r.bytes(4)?;
+        if magic != MAGIC {
+            return Err(PerfError::Protocol(format!(
+                "parameter block starts with {magic:02x?}, not {MAGIC:02x?}"
+            )));
+        }
+        let version = r.u16()?;
+        if version != VERSION {
+            return Err(PerfError::Protocol(format!(
+                "parameter block version {version}, this program speaks {VERSION}"
+            )));
+        }
+        let wire_id = r.u16()?;
+        let test = TestKind::from_wire_id(wire_id)
+            .ok_or_else(|| PerfError::Protocol(format!("unknown test id {wire_id}")))?;
+        let flags = r.u32()?;
+        if flags & !KNOWN_FLAGS != 0 {
+            return Err(PerfError::Protocol(format!(
+                "unknown flags {:#x}",
+                flags & !KNOWN_FLAGS
+            )));
+        }
+        let iters = r.u64()?;
+        let warmup = r.u64()?;
+        let outstanding = r.u32()?;
+        let percentile = r.f64()?;
+        let count = r.u32()? as usize;
+        if count == 0 || count > MAX_SIZE_ENTRIES {
+            return Err(PerfError::Protocol(format!(
+                "{count} message size entries (1 to {MAX_SIZE_ENTRIES} allowed)"
+            )));
+        }
+        let mut msg_sizes = Vec::with_capacity(count);
+        for _ in 0..count {
+            let s = r.u64()?;
+            let s = usize::try_from(s)
+                .ok()
+                .filter(|&s| s as u64 <= MAX_MESSAGE_SIZE)
+                .ok_or_else(|| PerfError::Protocol(format!("message size entry {s}")))?;
+            msg_sizes.push(s);
+        }
+        r.finish()?;
+        let params = TestParams {
+            test,
+            msg_sizes,
+            iters,
+            warmup,
+            outstanding,
+            percentile,
+            validate: flags & FLAG_VALIDATE != 0,
+        };
+        params
+            .check()
+            .map_err(|e| PerfError::Protocol(e.to_string()))?;
+        Ok(params)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn sample() -> TestParams {
+        TestParams {
+            test: TestKind::TagBw,
+            msg_sizes: vec![16, 48, 8192],
+            iters: 12345,
+            warmup: 77,
+            outstanding: 9,
+            percentile: 99.5,
+            validate: true,
+        }
+    }
+
+    #[test]
+    fn round_trip() {
+        for p in [sample(), TestParams::new(TestKind::TagLat)] {
+            let block = p.encode();
+            assert_eq!(block.len(), HEADER_LEN + 8 * p.msg_sizes.len());
+            assert_eq!(TestParams::decode(&block).unwrap(), p);
+        }
+    }
+
+    #[test]
+    fn defaults_follow_ucx() {
+        let p = TestParams::new(TestKind::TagLat);
+        assert_eq!(
+            (p.iters, p.warmup, p.message_size()),
+            (1_000_000, 10_000, 8)
+        );
+        assert_eq!(p.outstanding, 1);
+        assert_eq!(TestParams::new(TestKind::TagBw).outstanding, 32);
+        assert_eq!(p.warmup_iters(), 10_000);
+        let short = TestParams {
+            iters: 95,
+            ..p.clone()
+        };
+        assert_eq!(short.warmup_iters(), 10);
+        let endless = TestParams { iters: 0, ..p };
+        assert_eq!(endless.warmup_iters(), 0);
+        assert_eq!(sample().message_size(), 16 + 48 + 8192);
+        assert_eq!(sample().buffer_slots(), 9);
+    }
+
+    #[test]
+    fn every_truncation_is_an_error() {
+        let block = sample().encode();
+        for len in 0..block.len() {
+            assert!(TestParams::decode(&block[..len]).is_err(), "len {len}");
+        }
+        let mut long = block.clone();
+        long.push(0);
+        assert!(TestParams::decode(&long).is_err());
+    }
+
+    fn patched(offset: usize, bytes: &[u8]) -> Vec<u8> {
+        let mut block = sample().encode();
+        block[offset..offset + bytes.len()].copy_from_slice(bytes);
+        block
+    }
+
+    #[test]
+    fn bad_fields_are_errors() {
+        let cases: Vec<(&str, Vec<u8>)> = vec![
+            ("magic", patched(0, b"XXXX")),
+            ("version", patched(4, &2u16.to_le_bytes())),
+            ("test id", patched(6, &999u16.to_le_bytes())),
+            ("flags", patched(8, &0x8000_0000u32.to_le_bytes())),
+            ("outstanding 0", patched(28, &0u32.to_le_bytes())),
+            (
+                "outstanding big",
+                patched(28, &(MAX_OUTSTANDING + 1).to_le_bytes()),
+            ),
+            (
+                "percentile nan",
+                patched(32, &f64::NAN.to_bits().to_le_bytes()),
+            ),
+            (
+                "percentile 101",
+                patched(32, &101f64.to_bits().to_le_bytes()),
+            ),
+            ("count 0", patched(40, &0u32.to_le_bytes())),
+            ("count 2", patched(40, &2u32.to_le_bytes())),
+            ("count huge", patched(40, &u32::MAX.to_le_bytes())),
+            ("size huge", patched(44, &u64::MAX.to_le_bytes())),
+            (
+                "size over limit",
+                patched(44, &(MAX_MESSAGE_SIZE + 1).to_le_bytes()),
+            ),
+        ];
+        for (what, block) in cases {
+            assert!(TestParams::decode(&block).is_err(), "{what}");
+        }
+    }
+
+    #[test]
+    fn buffer_limit_counts_validation_slots() {
+        let mut p = sample();
+        p.msg_sizes = vec![1 << 30];
+        p.outstanding = 64;
+        assert!(p.check().is_err());
+        p.validate = false;
+        p.check().unwrap();
+    }
+
+    #[test]
+    fn garbage_never_panics() {
+        // A cheap deterministic byte generator.
+        let mut x: u64 = 0x9e37_79b9_7f4a_7c15;
+        for len in 0..200 {
+            let mut block = Vec::with_capacity(len);
+            for _ in 0..len {
+                x ^= x << 13;
+                x ^= x >> 7;
+                x ^= x << 17;
+                block.push(x as u8);
+            }
+            let _ = TestParams::decode(&block);
+            // Same with a valid header in front.
+            let mut framed = sample().encode()[..12].to_vec();
+            framed.extend_from_slice(&block);
+            let _ = TestParams::decode(&framed);
+        }
+    }
+}

@@ -1,0 +1,405 @@
+//! The test loops, after UCX's `ucp_tests.cc`.
+//!
+//! * Ping-pong (`tag_lat`): the server (UCX's group index 0) sends message
+//!   `sn` and waits for the answer; the client receives it and answers.
+//!   Each side counts an iteration per exchange, so one iteration is a
+//!   round trip and the meter halves it.
+//! * Stream (`tag_bw`): the client sends every message, keeping at most
+//!   `outstanding` sends in flight; the server keeps at most `outstanding`
+//!   receives posted. When the server has received everything it sends a
+//!   1-byte acknowledgement, which ends the client's clock.
+//! * Loopback (`-l`): one worker does both halves of each iteration.
+//!
+//! Without `-V` every message uses the same send and receive buffer, as
+//! UCX does. With `-V` each operation in flight has its own buffer (slot
+//! `sn % outstanding`), the sender writes the pattern of message `sn`
+//! and the receiver checks it on completion.
+//!
+//! While waiting, the loops check the endpoint and a [`Watch`] (the
+//! bootstrap connection) every few thousand polls, so that a vanished peer
+//! ends the run with an error instead of a hang.
+
+use super::buffers::Slots;
+use super::catalog::TestType;
+use super::error::{PerfError, Result};
+use super::measure::{Meter, PerfResult};
+use super::params::TestParams;
+use super::pattern;
+use super::worker::{PerfWorker, Started};
+use std::collections::VecDeque;
+
+/// Tag of every perftest message (UCX's value).
+pub const TAG: u64 = 0x1337_a880;
+/// Tag mask of every receive: exact match.
+pub const TAG_MASK: u64 = u64::MAX;
+
+/// Polls between two checks of the peer.
+const CHECK_EVERY: u32 = 1024;
+
+/// The part this process plays.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Side {
+    /// UCX's group index 0: starts each ping-pong exchange; receives
+    /// streams.
+    Server,
+    /// UCX's group index 1: measures and reports; sends streams.
+    Client,
+    /// Both halves in one worker.
+    Loopback,
+}
+
+/// Something to check now and then while waiting for completions.
+pub trait Watch {
+    /// Fails when the peer is gone or has aborted the test. May skip the
+    /// look when the last one was recent, unless `now` is set.
+    fn check(&mut self, now: bool) -> Result<()>;
+}
+
+/// A [`Watch`] with nothing to check (loopback runs).
+#[derive(Debug, Default, Clone, Copy)]
+pub struct NoWatch;
+
+impl Watch for NoWatch {
+    fn check(&mut self, _now: bool) -> Result<()> {
+        Ok(())
+    }
+}
+
+/// Buffers and in-flight operations of a test, kept across the warm-up and
+/// the measured run.
+#[derive(Debug)]
+pub struct LoopState<R> {
+    msg_len: usize,
+    max: usize,
+    validate: bool,
+    test_type: TestType,
+    send: Slots,
+    recv: Slots,
+    ack: Slots,
+    sends: VecDeque<(R, u64)>,
+    recvs: VecDeque<(R, u64)>,
+}
+
+impl<R: Copy> LoopState<R> {
+    /// Allocates the buffers `params` need.
+    pub fn new(params: &TestParams) -> Result<LoopState<R>> {
+        params.check()?;
+        let msg_len = params.message_size();
+        let slots = params.buffer_slots();
+        let max = params.outstanding as usize;
+        Ok(LoopState {
+            msg_len,
+            max,
+            validate: params.validate,
+            test_type: params.test.info().test_type,
+            send: Slots::new(msg_len, slots)?,
+            recv: Slots::new(msg_len, slots)?,
+            ack: Slots::new(1, 1)?,
+            sends: VecDeque::with_capacity(max),
+            recvs: VecDeque::with_capacity(max),
+        })
+    }
+
+    fn leak(&mut self) {
+        self.send.leak();
+        self.recv.leak();
+        self.ack.leak();
+    }
+}
+
+/// Runs the test loop once for `meter`'s iterations. `report` gets the
+/// figures of each report interval.
+///
+/// After an error, operations may still be in flight on the buffers, so
+/// they are leaked rather than freed; the caller should not run `st`
+/// again.
+pub fn run<W: PerfWorker>(
+    w: &mut W,
+    watch: &mut dyn Watch,
+    st: &mut LoopState<W::Req>,
+    side: Side,
+    meter: &mut Meter,
+    report: &mut dyn FnMut(&PerfResult),
+) -> Result<()> {
+    let mut r = Runner {
+        w,
+        watch,
+        st,
+        polls: 0,
+    };
+    let result = match r.st.test_type {
+        TestType::PingPong => r.ping_pong(side, meter, report),
+        TestType::StreamUni => r.stream(side, meter, report),
+    };
+    if result.is_err() {
+        r.st.sends.clear();
+        r.st.recvs.clear();
+        r.st.leak();
+    }
+    result
+}
+
+struct Runner<'a, W: PerfWorker> {
+    w: &'a mut W,
+    watch: &'a mut dyn Watch,
+    st: &'a mut LoopState<W::Req>,
+    polls: u32,
+}
+
+impl<W: PerfWorker> Runner<'_, W> {
+    fn ping_pong(
+        &mut self,
+        side: Side,
+        meter: &mut Meter,
+        report: &mut dyn FnMut(&PerfResult),
+    ) -> Result<()> {
+        let (len, max) = (self.st.msg_len, self.st.max);
+        let mut sn = 0u64;
+        meter.start_clock();
+        if side == Side::Client {
+            while !meter.done() {
+                self.recv(sn)?;
+                self.wait_recvs(max, None)?;
+                self.send(sn)?;
+                meter.update(len, report);
+                sn += 1;
+            }
+        } else {
+            while !meter.done() {
+                self.send(sn)?;
+                self.recv(sn)?;
+                self.wait_recvs(max, None)?;
+                meter.update(len, report);
+                sn += 1;
+            }
+        }
+        self.wait_recvs(max, None)?;
+        self.wait_sends(max, None)?;
+        self.w.flush()?;
+        meter.mark_end();
+        Ok(())
+    }
+
+    fn stream(
+        &mut self,
+        side: Side,
+        meter: &mut Meter,
+        report: &mut dyn FnMut(&PerfResult),
+    ) -> Result<()> {
+        let (len, max) = (self.st.msg_len, self.st.max);
+        let mut sn = 0u64;
+        meter.start_clock();
+        match side {
+            Side::Loopback => {
+                while !meter.done() {
+                    self.send(sn)?;
+                    self.recv(sn)?;
+                    meter.update(len, report);
+                    sn += 1;
+                }
+                self.wait_sends(max, None)?;
+                self.wait_recvs(max, None)?;
+            }
+            Side::Server => {
+                while !meter.done() {
+                    self.recv(sn)?;
+                    meter.update(len, report);
+                    sn += 1;
+                }
+                self.wait_recvs(max, None)?;
+                self.ack(true)?;
+                self.wait_sends(max, None)?;
+            }
+            Side::Client => {
+                while !meter.done() {
+                    self.send(sn)?;
+                    meter.update(len, report);
+                    sn += 1;
+                }
+                self.wait_sends(max, None)?;
+                self.ack(false)?;
+            }
+        }
+        self.w.flush()?;
+        meter.mark_end();
+        Ok(())
+    }
+
+    /// Progresses once; checks the peer every [`CHECK_EVERY`] calls.
+    #[inline]
+    fn poll(&mut self) -> Result<()> {
+        self.w.progress();
+        self.polls = self.polls.wrapping_add(1);
+        if self.polls % CHECK_EVERY == 0 {
+            if let Err(e) = self.w.check_peer() {
+                // The peer may have said why before it went away.
+                self.watch.check(true)?;
+                return Err(e);
+            }
+            self.watch.check(false)?;
+        }
+        Ok(())
+    }
+
+    /// Forgets finished sends, oldest first.
+    #[inline]
+    fn reap_sends(&mut self) -> Result<()> {
+        while let Some(&(req, _)) = self.st.sends.front() {
+            match self.w.test(req) {
+                None => break,
+                Some(outcome) => {
+                    self.st.sends.pop_front();
+                    outcome?;
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Checks finished receives, oldest first.
+    #[inline]
+    fn reap_recvs(&mut self) -> Result<()> {
+        while let Some(&(req, sn)) = self.st.recvs.front() {
+            match self.w.test(req) {
+                None => break,
+                Some(outcome) => {
+                    self.st.recvs.pop_front();
+                    self.received(sn, outcome?)?;
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Whether message `sn` may use its buffer: always without validation
+    /// (all messages share one), else once the message that used the slot
+    /// before has finished.
+    #[inline]
+    fn slot_free(q: &VecDeque<(W::Req, u64)>, slots: usize, sn: Option<u64>) -> bool {
+        match (sn, q.front()) {
+            (Some(sn), Some(&(_, oldest))) if slots > 1 => oldest + slots as u64 > sn,
+            _ => true,
+        }
+    }
+
+    /// Waits until `n` more sends fit the window (and the buffer of `sn`
+    /// is free). `n == max` waits for every send.
+    #[inline]
+    fn wait_sends(&mut self, n: usize, sn: Option<u64>) -> Result<()> {
+        loop {
+            self.reap_sends()?;
+            if self.st.sends.len() + n <= self.st.max
+                && Self::slot_free(&self.st.sends, self.st.send.count(), sn)
+            {
+                return Ok(());
+            }
+            self.poll()?;
+        }
+    }
+
+    /// Like [`Runner::wait_sends`] for receives.
+    #[inline]
+    fn wait_recvs(&mut self, n: usize, sn: Option<u64>) -> Result<()> {
+        loop {
+            self.reap_recvs()?;
+            if self.st.recvs.len() + n <= self.st.max
+                && Self::slot_free(&self.st.recvs, self.st.recv.count(), sn)
+            {
+                return Ok(());
+            }
+            self.poll()?;
+        }
+    }
+
+    #[inline]
+    fn send(&mut self, sn: u64) -> Result<()> {
+        self.wait_sends(1, Some(sn))?;
+        if self.st.validate {
+            // SAFETY: wait_sends made sure no send is in flight on this
+            // slot, and nothing else ever uses send buffers.
+            pattern::fill(unsafe { self.st.send.slice_mut(sn) }, sn);
+        }
+        let ptr = self.st.send.ptr(sn);
+        // SAFETY: the buffer belongs to `st`, which keeps it until the send
+        // is reaped, or leaks it if the run fails first; nothing writes the
+        // slot until then (slot_free).
+        let started = unsafe { self.w.tag_send(ptr, self.st.msg_len, TAG) }?;
+        if let Started::InFlight(req) = started {
+            self.st.sends.push_back((req, sn));
+        }
+        Ok(())
+    }
+
+    #[inline]
+    fn recv(&mut self, sn: u64) -> Result<()> {
+        self.wait_recvs(1, Some(sn))?;
+        let ptr = self.st.recv.ptr(sn);
+        // SAFETY: as for sends; receive slots are only read (validated)
+        // after their receive finished.
+        let started = unsafe { self.w.tag_recv(ptr, self.st.msg_len, TAG, TAG_MASK) }?;
+        match started {
+            Started::Done(len) => self.received(sn, len),
+            Started::InFlight(req) => {
+                self.st.recvs.push_back((req, sn));
+                Ok(())
+            }
+        }
+    }
+
+    /// Checks a finished receive of message `sn`.
+    fn received(&mut self, sn: u64, len: usize) -> Result<()> {
+        if len != self.st.msg_len {
+            return Err(PerfError::Length {
+                iter: sn,
+                expected: self.st.msg_len,
+                actual: len,
+            });
+        }
+        if self.st.validate {
+            // SAFETY: the receive into this slot has finished and no other
+            // operation uses the slot until a later `recv` posts one.
+            let buf = unsafe { self.st.recv.slice_mut(sn) };
+            pattern::check(buf, sn).map_err(|m| PerfError::Validation {
+                iter: sn,
+                offset: m.offset,
+                expected: m.expected,
+                actual: m.actual,
+            })?;
+        }
+        Ok(())
+    }
+
+    /// Sends (`send == true`) or receives the 1-byte end-of-stream
+    /// acknowledgement and waits for it.
+    fn ack(&mut self, send: bool) -> Result<()> {
+        let ptr = self.st.ack.ptr(0);
+        // SAFETY: the 1-byte ack buffer belongs to `st` and is used by this
+        // one operation, which is waited for below (or leaked on failure).
+        let started = unsafe {
+            if send {
+                self.w.tag_send(ptr, 1, TAG)
+            } else {
+                self.w.tag_recv(ptr, 1, TAG, TAG_MASK)
+            }
+        }?;
+        let len = match started {
+            Started::Done(len) => len,
+            Started::InFlight(req) => loop {
+                if let Some(outcome) = self.w.test(req) {
+                    break outcome?;
+                }
+                self.poll()?;
+            },
+        };
+        if !send && len != 1 {
+            return Err(PerfError::Protocol(format!(
+                "the end-of-stream acknowledgement has {len} bytes, not 1"
+            )));
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+#[path = "runner_tests.rs"]
+mod tests;

@@ -1,0 +1,131 @@
+//! Helpers shared by the integration tests.
+#![allow(dead_code)]
+
+use rucx::ucp::{Context, Ep, UcpConfig, Worker};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// A context limited to the given transports.
+pub(crate) fn context(tls: &str) -> Context {
+    let cfg =
+        UcpConfig::from_lookup(|k| (k == "RUCX_TLS").then(|| tls.to_string())).expect("config");
+    Context::with_config(cfg).expect("context")
+}
+
+/// Hex encoding for passing addresses through the environment.
+pub(crate) fn hex(b: &[u8]) -> String {
+    b.iter().map(|x| format!("{x:02x}")).collect()
+}
+
+/// Inverse of [`hex`].
+pub(crate) fn unhex(s: &str) -> Vec<u8> {
+    (0..s.len() / 2)
+        .map(|i| u8::from_str_radix(&s[2 * i..2 * i + 2], 16).expect("hex"))
+        .collect()
+}
+
+/// A byte pattern that differs per message and per position.
+pub(crate) fn pattern(len: usize, seed: u64) -> Vec<u8> {
+    let mut x = seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1;
+    (0..len)
+        .map(|_| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x as u8
+        })
+        .collect()
+}
+
+/// A child process that is killed when the guard drops (also when the
+/// test fails), so no test leaves a process behind.
+pub(crate) struct ChildGuard(pub(crate) Child);
+
+impl Drop for ChildGuard {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+impl std::ops::Deref for ChildGuard {
+    type Target = Child;
+    fn deref(&self) -> &Child {
+        &self.0
+    }
+}
+
+impl std::ops::DerefMut for ChildGuard {
+    fn deref_mut(&mut self) -> &mut Child {
+        &mut self.0
+    }
+}
+
+/// Starts this test binary again as a child running test `name`, with
+/// `RUCX_TEST_ROLE=child` and extra environment.
+pub(crate) fn spawn_child(name: &str, env: &[(&str, String)]) -> ChildGuard {
+    let exe = std::env::current_exe().expect("current_exe");
+    let mut cmd = Command::new(exe);
+    cmd.args([name, "--exact", "--nocapture", "--test-threads=1"])
+        .env("RUCX_TEST_ROLE", "child")
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped());
+    for (k, v) in env {
+        cmd.env(k, v);
+    }
+    ChildGuard(cmd.spawn().expect("spawn child"))
+}
+
+/// Whether this process is a child started by [`spawn_child`].
+pub(crate) fn is_child() -> bool {
+    std::env::var("RUCX_TEST_ROLE").is_ok_and(|v| v == "child")
+}
+
+/// Progresses `w` until `done` holds, failing after `secs` seconds.
+pub(crate) fn progress_until(w: &mut Worker, secs: u64, mut done: impl FnMut(&mut Worker) -> bool) {
+    let deadline = Instant::now() + Duration::from_secs(secs);
+    while !done(w) {
+        assert!(Instant::now() < deadline, "timed out after {secs} s");
+        w.progress();
+    }
+}
+
+/// Receives the peer's address (sent as the first message, tag 0) and
+/// connects back to it.
+pub(crate) fn accept_peer(w: &mut Worker) -> Ep {
+    let mut addr = vec![0u8; 4096];
+    let info = w
+        .tag_recv_blocking(&mut addr, 0, u64::MAX)
+        .expect("address");
+    addr.truncate(info.length);
+    w.connect(&addr).expect("connect back")
+}
+
+/// Forwards the child's standard output to ours, and signals on the
+/// returned channel when a line equal to `line` appears.
+pub(crate) fn watch_stdout(child: &mut Child, line: &str) -> std::sync::mpsc::Receiver<()> {
+    use std::io::BufRead;
+    let (tx, rx) = std::sync::mpsc::channel();
+    let out = child.stdout.take().expect("child stdout is piped");
+    let want = line.to_string();
+    std::thread::spawn(move || {
+        for l in std::io::BufReader::new(out).lines() {
+            let Ok(l) = l else { break };
+            println!("child: {l}");
+            // The test harness may print its own words before ours.
+            if !want.is_empty() && l.trim().ends_with(want.as_str()) {
+                let _ = tx.send(());
+            }
+        }
+    });
+    rx
+}
+
+/// Reports a test that cannot run here: prints `skipped: <why>`, or fails
+/// when `RUCX_REQUIRE_ALL=1` (as in CI, which installs what tests need).
+pub(crate) fn skip_or_fail(why: &str) {
+    if std::env::var("RUCX_REQUIRE_ALL").is_ok_and(|v| v == "1") {
+        panic!("required but unavailable: {why}");
+    }
+    println!("skipped: {why}");
+}

@@ -1,0 +1,323 @@
+//! Two workers in one process, over `self` and over `tcp`.
+
+mod common;
+
+use common::*;
+use rucx::{Error, Op, Posted, Worker, TAG_MASK_ALL, TAG_MASK_ANY};
+use std::sync::{Arc, Mutex};
+
+fn pair(tls: &str) -> (Worker, Worker, rucx::Ep, rucx::Ep) {
+    let ctx = context(tls);
+    let mut a = ctx.create_worker().expect("worker a");
+    let mut b = ctx.create_worker().expect("worker b");
+    let ab = a.connect(&b.address()).expect("a->b");
+    let ba = b.connect(&a.address()).expect("b->a");
+    (a, b, ab, ba)
+}
+
+/// Progresses both workers until `done` holds (10 s at most).
+fn drive(a: &mut Worker, b: &mut Worker, mut done: impl FnMut(&mut Worker, &mut Worker) -> bool) {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    while !done(a, b) {
+        assert!(std::time::Instant::now() < deadline, "timed out");
+        a.progress();
+        b.progress();
+    }
+}
+
+fn sizes_round_trip(tls: &str) {
+    let (mut a, mut b, ab, _) = pair(tls);
+    for (i, size) in [
+        0usize,
+        1,
+        8,
+        100,
+        4095,
+        8192,
+        65536,
+        65537,
+        1 << 20,
+        8 << 20,
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        let out = pattern(size, i as u64);
+        let tag = 0x100 + i as u64;
+        let recv = b
+            .tag_recv(vec![0u8; size], tag, TAG_MASK_ALL, Op::new())
+            .expect("recv");
+        let send = a.tag_send(ab, out.clone(), tag, Op::new()).expect("send");
+        let recv_id = match recv {
+            Posted::InFlight(id) => id,
+            Posted::Done(..) => panic!("receive done before send"),
+        };
+        if let Posted::InFlight(id) = send {
+            drive(&mut a, &mut b, |a, _| !a.request_is_active(id));
+            let (info, _) = a.take::<Vec<u8>>(id).expect("done").expect("send ok");
+            assert_eq!(info.length, size);
+        }
+        drive(&mut a, &mut b, |_, b| !b.request_is_active(recv_id));
+        let (info, got) = b.take::<Vec<u8>>(recv_id).expect("done").expect("recv ok");
+        assert_eq!((info.tag, info.length), (tag, size));
+        assert!(got == out, "{tls}: size {size} corrupted");
+    }
+}
+
+#[test]
+fn self_sizes() {
+    sizes_round_trip("self");
+}
+
+#[test]
+fn tcp_sizes() {
+    sizes_round_trip("tcp");
+}
+
+fn unexpected_then_posted(tls: &str) {
+    let (mut a, mut b, ab, _) = pair(tls);
+    // Messages arrive before any receive is posted.
+    let msgs: Vec<Vec<u8>> = (0..20).map(|i| pattern(i * 7000, i as u64)).collect();
+    // The receiver progresses (transports need that) but posts nothing.
+    for m in &msgs {
+        let id = match a.tag_send(ab, m.clone(), 5, Op::new()).expect("send") {
+            Posted::InFlight(id) => id,
+            Posted::Done(..) => continue,
+        };
+        drive(&mut a, &mut b, |a, _| !a.request_is_active(id));
+    }
+    drive(&mut a, &mut b, |_, b| {
+        b.tag_probe(5, TAG_MASK_ALL).is_some()
+    });
+    // Per-sender order: the same tag matches in send order.
+    for m in &msgs {
+        let mut buf = vec![0u8; 200_000];
+        let info = b
+            .tag_recv_blocking(&mut buf, 5, TAG_MASK_ALL)
+            .expect("recv");
+        assert_eq!(info.length, m.len());
+        assert!(&buf[..m.len()] == m.as_slice());
+    }
+}
+
+#[test]
+fn self_unexpected_order() {
+    unexpected_then_posted("self");
+}
+
+#[test]
+fn tcp_unexpected_order() {
+    unexpected_then_posted("tcp");
+}
+
+#[test]
+fn wildcard_and_masks() {
+    let (mut a, mut b, ab, _) = pair("tcp");
+    a.tag_send_blocking(ab, b"one", 0xAB_0001).expect("send");
+    a.tag_send_blocking(ab, b"two", 0xCD_0002).expect("send");
+    a.tag_send_blocking(ab, b"three", 0xAB_0003).expect("send");
+    drive(&mut a, &mut b, |_, b| {
+        b.tag_probe(0xAB_0003, TAG_MASK_ALL).is_some()
+    });
+    let mut buf = [0u8; 8];
+    // Mask on the high part: matches the oldest 0xAB____ message.
+    let i = b
+        .tag_recv_blocking(&mut buf, 0xAB_0000, !0xFFFF)
+        .expect("recv");
+    assert_eq!((i.tag, &buf[..i.length]), (0xAB_0001, &b"one"[..]));
+    let i = b
+        .tag_recv_blocking(&mut buf, 0, TAG_MASK_ANY)
+        .expect("recv");
+    assert_eq!((i.tag, &buf[..i.length]), (0xCD_0002, &b"two"[..]));
+    let i = b
+        .tag_recv_blocking(&mut buf, 0xAB_0000, !0xFFFF)
+        .expect("recv");
+    assert_eq!((i.tag, &buf[..i.length]), (0xAB_0003, &b"three"[..]));
+    assert!(b.tag_probe(0, TAG_MASK_ANY).is_none());
+}
+
+#[test]
+fn truncation_is_an_error_not_an_overflow() {
+    let (mut a, mut b, ab, _) = pair("self");
+    let out = pattern(100_000, 1);
+    a.tag_send_blocking(ab, &out, 9).expect("send");
+    let mut small = vec![0u8; 1000];
+    let mut guard = vec![0xEEu8; 16];
+    let r = b.tag_recv_blocking(&mut small, 9, TAG_MASK_ALL);
+    match r {
+        Err(Error::Truncated { length, capacity }) => {
+            assert_eq!((length, capacity), (100_000, 1000));
+        }
+        other => panic!("expected truncation, got {other:?}"),
+    }
+    assert_eq!(&small[..], &out[..1000]);
+    guard.push(0);
+    assert!(guard[..16].iter().all(|&x| x == 0xEE));
+}
+
+#[test]
+fn completion_queue_and_callbacks() {
+    let (mut a, mut b, ab, _) = pair("tcp");
+    let seen = Arc::new(Mutex::new(Vec::new()));
+    let s2 = seen.clone();
+    let r1 = b
+        .tag_recv(
+            vec![0u8; 64],
+            1,
+            TAG_MASK_ALL,
+            Op::new().user_data(11).queue(),
+        )
+        .expect("recv");
+    let r2 = b
+        .tag_recv(
+            vec![0u8; 64],
+            2,
+            TAG_MASK_ALL,
+            Op::new().user_data(22).callback(move |w, c| {
+                s2.lock()
+                    .unwrap()
+                    .push((c.user_data, c.result.clone().map(|i| i.length).ok()));
+                // A callback may post more work on the worker.
+                let _ = w.tag_probe(0, TAG_MASK_ANY);
+            }),
+        )
+        .expect("recv");
+    assert!(matches!(r1, Posted::InFlight(_)) && matches!(r2, Posted::InFlight(_)));
+    a.tag_send_blocking(ab, b"first", 1).expect("send");
+    a.tag_send_blocking(ab, b"second", 2).expect("send");
+    let mut queued = None;
+    drive(&mut a, &mut b, |_, b| {
+        if queued.is_none() {
+            queued = b.next_completion();
+        }
+        queued.is_some() && !seen.lock().unwrap().is_empty()
+    });
+    let c = queued.unwrap();
+    assert_eq!(c.user_data, 11);
+    assert_eq!(c.result.as_ref().map(|i| i.length).ok(), Some(5));
+    let (_, buf) = b.take::<Vec<u8>>(c.id).expect("owned buffer").expect("ok");
+    assert_eq!(&buf[..5], b"first");
+    assert_eq!(seen.lock().unwrap().as_slice(), &[(22, Some(6))]);
+}
+
+#[test]
+fn cancel_unmatched_receive() {
+    let (mut a, mut b, ab, _) = pair("self");
+    let id = match b
+        .tag_recv(vec![0u8; 8], 77, TAG_MASK_ALL, Op::new())
+        .expect("recv")
+    {
+        Posted::InFlight(id) => id,
+        Posted::Done(..) => panic!("nothing was sent"),
+    };
+    assert!(b.request_cancel(id));
+    match b.take::<Vec<u8>>(id) {
+        Some(Err(e)) => assert!(matches!(e.error, Error::Canceled)),
+        other => panic!("expected canceled, got {other:?}"),
+    }
+    // The message sent later is not lost: it waits for the next receive.
+    a.tag_send_blocking(ab, b"late", 77).expect("send");
+    let mut buf = [0u8; 8];
+    drive(&mut a, &mut b, |_, b| {
+        b.tag_probe(77, TAG_MASK_ALL).is_some()
+    });
+    let i = b
+        .tag_recv_blocking(&mut buf, 77, TAG_MASK_ALL)
+        .expect("recv");
+    assert_eq!(&buf[..i.length], b"late");
+}
+
+#[test]
+fn scope_drains_leaked_tokens() {
+    let (mut a, mut b, ab, _) = pair("tcp");
+    let big = pattern(4 << 20, 3);
+    let mut sink = vec![0u8; 16];
+    a.scope(|s| {
+        // Neither token is waited for: one is leaked, one dropped. The
+        // scope must still drain both before `big` and `sink` are free.
+        std::mem::forget(s.tag_send(ab, &big, 1));
+        drop(s.tag_recv(&mut sink, 12345, TAG_MASK_ALL));
+        // Let the receiver take the data while we are in the scope.
+        for _ in 0..100 {
+            s.progress();
+            b.progress();
+        }
+    });
+    let mut got = vec![0u8; 4 << 20];
+    let i = b
+        .tag_recv_blocking(&mut got, 1, TAG_MASK_ALL)
+        .expect("recv");
+    assert_eq!(i.length, big.len());
+    assert!(got == big);
+    assert_eq!(a.requests_outstanding(), 0);
+    sink[0] = 1; // the borrow ended with the scope
+}
+
+#[test]
+fn bad_addresses_are_errors() {
+    let ctx = context("tcp,self");
+    let mut w = ctx.create_worker().expect("worker");
+    for bad in [&b""[..], &[1u8][..], &[9u8; 40][..], &w.address()[..5]] {
+        assert!(w.connect(bad).is_err());
+    }
+    let mut addr = w.address();
+    addr.push(0);
+    assert!(w.connect(&addr).is_err(), "trailing byte accepted");
+}
+
+#[test]
+fn ep_close_fails_queued_sends() {
+    let (mut a, _b, ab, _) = pair("tcp");
+    // Queue enough that some of it must wait for the socket.
+    let mut ids = Vec::new();
+    for _ in 0..8 {
+        if let Posted::InFlight(id) = a.tag_send(ab, vec![1u8; 4 << 20], 1, Op::new()).unwrap() {
+            ids.push(id);
+        }
+    }
+    a.ep_close(ab).expect("close");
+    progress_until(&mut a, 30, |a| {
+        ids.iter().all(|&id| !a.request_is_active(id))
+    });
+    for id in ids {
+        // Each completes: sent before the close, or canceled by it.
+        assert!(a.take::<Vec<u8>>(id).is_some());
+    }
+    assert!(a.ep_status(ab).is_err(), "closed endpoint is still usable");
+    assert!(a.tag_send_blocking(ab, b"x", 1).is_err());
+}
+
+#[test]
+fn flush_waits_until_sends_left() {
+    let (mut a, mut b, ab, _) = pair("tcp");
+    let out = pattern(8 << 20, 4);
+    let id = match a.tag_send(ab, out.clone(), 3, Op::new()).expect("send") {
+        Posted::InFlight(id) => id,
+        Posted::Done(..) => panic!("8 MiB cannot leave at once"),
+    };
+    // The receiver runs in its own thread; workers are Send.
+    let rx = std::thread::spawn(move || {
+        let mut buf = vec![0u8; 8 << 20];
+        let i = b
+            .tag_recv_blocking(&mut buf, 3, TAG_MASK_ALL)
+            .expect("recv");
+        (i.length, buf)
+    });
+    a.ep_flush(ab).expect("flush");
+    assert!(
+        !a.request_is_active(id),
+        "flush returned before the send left"
+    );
+    a.flush().expect("flush all");
+    let (len, buf) = rx.join().expect("receiver");
+    assert_eq!(len, out.len());
+    assert!(buf == out);
+    assert!(matches!(
+        a.request_test(rucx::ReqId::clone(&id)),
+        Some(Ok(_))
+    ));
+    assert!(matches!(
+        a.request_test(id),
+        Some(Err(Error::InvalidHandle))
+    ));
+}

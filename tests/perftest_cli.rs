@@ -1,0 +1,251 @@
+//! End-to-end tests of the `rucx-perftest` binary over the TCP transport:
+//! `--pair` runs with data validation, a separate server and client as
+//! scripts start them, loopback, bad command lines, and peers that vanish.
+
+use std::io::{BufRead, BufReader, Read};
+use std::net::TcpListener;
+use std::process::{Child, Command, ExitStatus, Output, Stdio};
+use std::thread;
+use std::time::{Duration, Instant};
+
+const EXE: &str = env!("CARGO_BIN_EXE_rucx-perftest");
+/// Generous: debug builds on a loaded machine.
+const RUN_TIMEOUT: Duration = Duration::from_secs(120);
+
+fn perftest(args: &[&str]) -> Command {
+    let mut cmd = Command::new(EXE);
+    cmd.args(args)
+        .env("RUCX_TLS", "tcp")
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    cmd
+}
+
+/// Waits for `child` up to `timeout`; kills it and fails the test after.
+fn wait_for(child: &mut Child, timeout: Duration, what: &str) -> ExitStatus {
+    let deadline = Instant::now() + timeout;
+    loop {
+        if let Some(status) = child.try_wait().expect("try_wait") {
+            return status;
+        }
+        if Instant::now() >= deadline {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("{what} did not exit within {timeout:?}");
+        }
+        thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// Runs to completion with a timeout; collects the output.
+fn run(args: &[&str]) -> Output {
+    let mut child = perftest(args).spawn().expect("start rucx-perftest");
+    let mut stdout = child.stdout.take().expect("stdout");
+    let mut stderr = child.stderr.take().expect("stderr");
+    let out = thread::spawn(move || {
+        let mut v = Vec::new();
+        let _ = stdout.read_to_end(&mut v);
+        v
+    });
+    let err = thread::spawn(move || {
+        let mut v = Vec::new();
+        let _ = stderr.read_to_end(&mut v);
+        v
+    });
+    let status = wait_for(&mut child, RUN_TIMEOUT, &format!("rucx-perftest {args:?}"));
+    Output {
+        status,
+        stdout: out.join().expect("stdout reader"),
+        stderr: err.join().expect("stderr reader"),
+    }
+}
+
+/// What `vs-ucx` takes: the last line made of exactly eight numbers once
+/// commas are removed.
+fn final_numbers(text: &str) -> Option<Vec<f64>> {
+    text.lines().rev().find_map(|line| {
+        let cleaned = line.replace(',', "");
+        let parts: Vec<&str> = cleaned.split_whitespace().collect();
+        if parts.len() != 8 {
+            return None;
+        }
+        parts.iter().map(|p| p.parse::<f64>().ok()).collect()
+    })
+}
+
+fn check_success(out: &Output, iters: f64) -> Vec<f64> {
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        out.status.success(),
+        "exit {:?}\nstdout:\n{stdout}\nstderr:\n{stderr}",
+        out.status
+    );
+    let nums = final_numbers(&stdout).unwrap_or_else(|| panic!("no final row in:\n{stdout}"));
+    assert_eq!(nums[0], iters, "{stdout}");
+    assert!(nums.iter().all(|n| n.is_finite() && *n >= 0.0), "{nums:?}");
+    nums
+}
+
+#[test]
+fn pair_tag_lat_with_validation() {
+    let out = run(&[
+        "--pair", "-t", "tag_lat", "-s", "8", "-n", "300", "-w", "30", "-V", "-f",
+    ]);
+    let nums = check_success(&out, 300.0);
+    // Latency columns are positive for a real exchange.
+    assert!(nums[1] > 0.0 && nums[3] > 0.0, "{nums:?}");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(stdout.contains("tag match latency"), "{stdout}");
+}
+
+#[test]
+fn pair_tag_bw_with_validation() {
+    let out = run(&[
+        "--pair", "-t", "tag_bw", "-s", "4096", "-n", "500", "-V", "-f", "-N",
+    ]);
+    let nums = check_success(&out, 500.0);
+    assert!(nums[5] > 0.0 && nums[7] > 0.0, "{nums:?}");
+}
+
+#[test]
+fn pair_tag_bw_large_messages_with_validation() {
+    let out = run(&[
+        "--pair", "-t", "tag_bw", "-s", "200000", "-n", "20", "-w", "2", "-V", "-f",
+    ]);
+    check_success(&out, 20.0);
+}
+
+#[test]
+fn pair_csv_output() {
+    let out = run(&["--pair", "-t", "tag_lat", "-n", "100", "-v"]);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{stdout}");
+    assert!(
+        stdout.contains("iterations,50.0_percentile_lat,avg_lat,overall_lat,avg_bw,overall_bw,avg_mr,overall_mr\n"),
+        "{stdout}"
+    );
+    let last = stdout.lines().last().unwrap_or_default();
+    assert_eq!(last.split(',').count(), 8, "{last}");
+    assert!(last.starts_with("100,"), "{last}");
+}
+
+#[test]
+fn loopback_runs_both_tests() {
+    for test in ["tag_lat", "tag_bw"] {
+        let out = run(&["-l", "-t", test, "-s", "64", "-n", "200", "-V", "-f"]);
+        check_success(&out, 200.0);
+    }
+}
+
+fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .map(|a| a.port())
+        .expect("free port")
+}
+
+#[test]
+fn separate_server_and_client_like_vs_ucx() {
+    let port = free_port().to_string();
+    let mut server = perftest(&["-p", &port])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("start server");
+    let client = run(&[
+        "localhost",
+        "-p",
+        &port,
+        "-t",
+        "tag_bw",
+        "-s",
+        "1024",
+        "-f",
+        "-n",
+        "200",
+        "-w",
+        "20",
+    ]);
+    check_success(&client, 200.0);
+    let status = wait_for(&mut server, RUN_TIMEOUT, "server");
+    assert!(status.success(), "server exit {status:?}");
+}
+
+#[test]
+fn wrong_option_is_a_usage_error() {
+    for args in [
+        &["-x"][..],
+        &["--pair", "-t", "no_such_test"][..],
+        &["--pair", "-t", "tag_lat", "-n", "many"][..],
+        &["localhost"][..],
+        &["--bogus"][..],
+    ] {
+        let out = run(args);
+        assert_eq!(out.status.code(), Some(2), "{args:?}");
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(stderr.contains("Usage:"), "{args:?}: {stderr}");
+        assert!(out.stdout.is_empty(), "{args:?}");
+    }
+    let help = run(&["-h"]);
+    assert!(help.status.success());
+    assert!(String::from_utf8_lossy(&help.stdout).contains("Usage:"));
+}
+
+/// Starts a server the way `--pair` does and returns it with its port.
+fn start_pair_server() -> (Child, u16) {
+    let mut server = perftest(&["--pair-server"])
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("start server");
+    let stdout = server.stdout.take().expect("stdout");
+    let mut lines = BufReader::new(stdout).lines();
+    let port = lines
+        .next()
+        .and_then(|l| l.ok())
+        .and_then(|l| l.strip_prefix("rucx-perftest-port: ").map(str::to_string))
+        .and_then(|p| p.trim().parse().ok())
+        .expect("port line");
+    // Keep draining so the server never blocks on a full pipe.
+    thread::spawn(move || for _ in lines {});
+    (server, port)
+}
+
+#[test]
+fn server_exits_with_error_when_its_client_vanishes() {
+    let (mut server, port) = start_pair_server();
+    let port = port.to_string();
+    let mut client = perftest(&["127.0.0.1", "-p", &port, "-t", "tag_lat", "-n", "0"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("start client");
+    // Wait for the first report row: the test is running.
+    let stdout = client.stdout.take().expect("stdout");
+    let mut lines = BufReader::new(stdout).lines();
+    let started = lines.any(|l| {
+        l.map(|l| l.split_whitespace().count() == 8)
+            .unwrap_or(false)
+    });
+    assert!(started, "the client never reported");
+    client.kill().expect("kill client");
+    let _ = client.wait();
+    let status = wait_for(&mut server, Duration::from_secs(30), "server");
+    assert!(!status.success(), "server exit {status:?}");
+}
+
+#[test]
+fn client_exits_with_error_when_its_server_vanishes() {
+    let (mut server, port) = start_pair_server();
+    let port = port.to_string();
+    let mut client = perftest(&["127.0.0.1", "-p", &port, "-t", "tag_bw", "-n", "0"])
+        .stdout(Stdio::null())
+        .spawn()
+        .expect("start client");
+    thread::sleep(Duration::from_millis(1500));
+    server.kill().expect("kill server");
+    let _ = server.wait();
+    let status = wait_for(&mut client, Duration::from_secs(30), "client");
+    assert!(!status.success(), "client exit {status:?}");
+}

@@ -1,0 +1,192 @@
+//! `RUCX_TCP_*` options, and the limits derived from them.
+
+use uct::ucs;
+use uct::ucs::config::{ConfigValue, MemUnits, Time};
+use uct::ucs::{Error, Result};
+
+use crate::wire::{FRAME_HDR, HELLO_LEN};
+
+/// Largest `am_zcopy` header.
+pub(crate) const MAX_HDR: usize = 128;
+/// Most `am_zcopy` iov entries.
+pub(crate) const MAX_IOV: usize = 16;
+/// Largest `am_short` message, header included: `max_short` is this minus 8.
+const SHORT_LIMIT: usize = 8 << 10;
+/// Largest frame payload a configuration may ask for (keeps lengths far
+/// from `u32::MAX` and receive buffers sane).
+const FRAME_LIMIT: usize = 64 << 20;
+
+/// Ports for listening sockets: `0` (any free port) or `lo-hi`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PortRange {
+    /// First port tried; 0 means an ephemeral port.
+    pub first: u16,
+    /// Last port tried.
+    pub last: u16,
+}
+
+impl ConfigValue for PortRange {
+    const KIND: &'static str = "port range";
+    const SYNTAX: &'static str = "0 (any free port) or <first>-<last>, e.g. 13000-13100";
+
+    fn parse(text: &str) -> std::result::Result<Self, String> {
+        let t = text.trim();
+        if t == "0" {
+            return Ok(PortRange { first: 0, last: 0 });
+        }
+        let (a, b) = t
+            .split_once('-')
+            .ok_or_else(|| "expected 0 or <first>-<last>".to_string())?;
+        let first = u16::parse(a).map_err(|e| format!("first port: {e}"))?;
+        let last = u16::parse(b).map_err(|e| format!("last port: {e}"))?;
+        if first == 0 || first > last {
+            return Err("expected 1 <= first <= last <= 65535".to_string());
+        }
+        Ok(PortRange { first, last })
+    }
+
+    fn to_text(&self) -> String {
+        if self.first == 0 {
+            "0".to_string()
+        } else {
+            format!("{}-{}", self.first, self.last)
+        }
+    }
+}
+
+ucs::config_table! {
+    /// Options of the TCP transport, from `RUCX_TCP_*`.
+    pub struct TcpConfig in TCP_TABLE ("tcp", "TCP_") {
+        /// Set TCP_NODELAY on every connection, so that small messages
+        /// leave at once.
+        NODELAY nodelay: bool = "y",
+        /// Initial receive buffer of a connection. It grows up to the
+        /// largest frame when a frame needs more.
+        RX_SEG_SIZE rx_seg_size: MemUnits = "64k",
+        /// Largest am_bcopy message; also the send buffer of an endpoint.
+        TX_SEG_SIZE tx_seg_size: MemUnits = "64k",
+        /// Largest am_zcopy payload. A receiver buffers a whole frame, so
+        /// this also bounds a connection's receive buffer.
+        MAX_ZCOPY max_zcopy: MemUnits = "1m",
+        /// Kernel send buffer of a connection (SO_SNDBUF); auto keeps the
+        /// kernel's autotuning.
+        SNDBUF sndbuf: MemUnits = "auto",
+        /// Kernel receive buffer of a connection (SO_RCVBUF); auto keeps
+        /// the kernel's autotuning.
+        RCVBUF rcvbuf: MemUnits = "auto",
+        /// Listening port: 0 for any free port, or a range first-last tried
+        /// in order.
+        PORT_RANGE port_range: PortRange = "0",
+        /// Backlog of the listening socket.
+        BACKLOG backlog: u32 = "1024",
+        /// Time a connection may take to be established before its endpoint
+        /// fails. Establishing includes the peer's acceptance, which happens
+        /// when the peer calls progress; inf (the default) waits as long as
+        /// the peer's host answers, as a peer busy computing must not be
+        /// taken for a dead one (keepalive detects dead hosts).
+        CONN_TIMEOUT conn_timeout: Time = "inf",
+        /// Idle time before TCP keepalive probes start on a connection; inf
+        /// disables keepalive.
+        KEEPIDLE keepidle: Time = "10s",
+        /// Interval between TCP keepalive probes.
+        KEEPINTVL keepintvl: Time = "2s",
+    }
+}
+
+/// Sizes an iface works with, checked and derived from a [`TcpConfig`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Limits {
+    pub(crate) max_short: usize,
+    pub(crate) max_bcopy: usize,
+    pub(crate) max_zcopy: usize,
+    /// Largest frame payload accepted from a peer.
+    pub(crate) max_frame: usize,
+    /// Capacity of an endpoint's send buffer.
+    pub(crate) tx_buf: usize,
+    /// Initial capacity of a connection's receive buffer.
+    pub(crate) rx_buf: usize,
+}
+
+fn size(name: &str, v: MemUnits, min: usize, max: usize) -> Result<usize> {
+    match v.bytes() {
+        Some(n) if n >= min as u64 && n <= max as u64 => Ok(n as usize),
+        _ => Err(Error::InvalidParam(format!(
+            "RUCX_TCP_{name}={}: expected a size from {min} to {max} bytes",
+            v.to_text()
+        ))),
+    }
+}
+
+impl Limits {
+    pub(crate) fn from_config(c: &TcpConfig) -> Result<Limits> {
+        let max_bcopy = size("TX_SEG_SIZE", c.tx_seg_size, 1024, FRAME_LIMIT)?;
+        let max_zcopy = size("MAX_ZCOPY", c.max_zcopy, 1024, FRAME_LIMIT)?;
+        let rx_seg = size("RX_SEG_SIZE", c.rx_seg_size, 1024, FRAME_LIMIT)?;
+        let max_short = SHORT_LIMIT.min(max_bcopy) - 8;
+        let max_frame = max_bcopy.max(8 + max_short).max(MAX_HDR + max_zcopy);
+        let largest_copy = max_bcopy.max(8 + max_short).max(MAX_HDR);
+        Ok(Limits {
+            max_short,
+            max_bcopy,
+            max_zcopy,
+            max_frame,
+            tx_buf: FRAME_HDR + largest_copy,
+            rx_buf: rx_seg.max(HELLO_LEN + FRAME_HDR),
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn defaults_parse() {
+        TCP_TABLE.check_defaults().unwrap();
+        let c = TcpConfig::default();
+        assert!(c.nodelay);
+        assert_eq!(c.port_range, PortRange { first: 0, last: 0 });
+        let l = Limits::from_config(&c).unwrap();
+        assert_eq!(l.max_bcopy, 64 << 10);
+        assert_eq!(l.max_short, (8 << 10) - 8);
+        assert_eq!(l.max_zcopy, 1 << 20);
+        assert_eq!(l.max_frame, (1 << 20) + MAX_HDR);
+        assert!(l.tx_buf >= FRAME_HDR + l.max_bcopy);
+    }
+
+    #[test]
+    fn port_range_parses() {
+        assert_eq!(
+            PortRange::parse("100-200"),
+            Ok(PortRange {
+                first: 100,
+                last: 200
+            })
+        );
+        for bad in ["", "x", "5", "0-5", "9-8", "1-70000", "-", "1-"] {
+            assert!(PortRange::parse(bad).is_err(), "{bad:?}");
+        }
+        let r = PortRange::parse("7-7").unwrap();
+        assert_eq!(PortRange::parse(&r.to_text()), Ok(r));
+    }
+
+    #[test]
+    fn bad_sizes_are_errors() {
+        let c =
+            TcpConfig::from_lookup(|v| (v == "RUCX_TCP_TX_SEG_SIZE").then(|| "1".into())).unwrap();
+        assert!(Limits::from_config(&c).is_err());
+        let c =
+            TcpConfig::from_lookup(|v| (v == "RUCX_TCP_MAX_ZCOPY").then(|| "inf".into())).unwrap();
+        assert!(Limits::from_config(&c).is_err());
+        let c = TcpConfig::from_lookup(|v| (v == "RUCX_TCP_RX_SEG_SIZE").then(|| "auto".into()))
+            .unwrap();
+        assert!(Limits::from_config(&c).is_err());
+        assert!(
+            TcpConfig::from_lookup(|v| (v == "RUCX_TCP_NODELAY").then(|| "maybe".into())).is_err()
+        );
+        let c =
+            TcpConfig::from_lookup(|v| (v == "RUCX_TCP_TX_SEG_SIZE").then(|| "4k".into())).unwrap();
+        let l = Limits::from_config(&c).unwrap();
+        assert_eq!(l.max_short, 4096 - 8);
+    }
+}

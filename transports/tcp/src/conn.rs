@@ -1,0 +1,222 @@
+//! A connection between two ifaces: its socket, state, and both halves.
+
+use std::collections::VecDeque;
+use std::io;
+use std::net::SocketAddrV4;
+use std::os::fd::{AsRawFd, OwnedFd, RawFd};
+use std::time::Instant;
+
+use uct::{EpId, SrcId, Token};
+
+use crate::rx::RxState;
+use crate::sys::{self, Epoll};
+use crate::tx::TxState;
+use crate::wire::HELLO_LEN;
+
+/// Interest besides `EPOLLOUT`: incoming bytes, and the peer going away.
+const BASE_EVENTS: u32 = (libc::EPOLLIN | libc::EPOLLRDHUP) as u32;
+
+/// Where a connection is in its life.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum ConnState {
+    /// Opened by us; TCP connect in progress.
+    Connecting,
+    /// Opened by us; hello sent (or being sent), waiting for the answer.
+    AwaitAccept,
+    /// Opened by us and refused: the peer's own connection to us wins and
+    /// our endpoints move to it when it arrives. The socket is closed.
+    Rejected,
+    /// Opened by the peer; waiting for its hello.
+    AwaitHello,
+    /// Frames flow both ways.
+    Open,
+}
+
+/// Someone waiting for a connection's backlog to drain.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Waiter {
+    /// `flush(Some(ep), token)`.
+    Ep(EpId, Token),
+    /// `flush(None, ..)`: index of the iface-wide flush.
+    Global(u32),
+}
+
+/// One TCP connection.
+#[derive(Debug)]
+pub(crate) struct Conn {
+    fd: Option<OwnedFd>,
+    /// The peer's socket address, for messages.
+    pub(crate) peer: SocketAddrV4,
+    /// The peer iface's key (see [`crate::wire::key`]), once known.
+    pub(crate) key: Option<u64>,
+    /// This connection's epoll data.
+    pub(crate) tag: u64,
+    /// Its id as a source of messages.
+    pub(crate) src: SrcId,
+    pub(crate) state: ConnState,
+    /// When a connection that is not open yet gives up.
+    pub(crate) deadline: Option<Instant>,
+    hello: [u8; HELLO_LEN],
+    hello_sent: usize,
+    pub(crate) tx: TxState,
+    pub(crate) rx: RxState,
+    out_armed: bool,
+    /// Endpoints sending on it.
+    pub(crate) eps: Vec<u32>,
+    /// `pending_add` tokens, in order.
+    pub(crate) pending: VecDeque<(EpId, Token)>,
+    /// Flushes waiting for the backlog to drain.
+    pub(crate) waiters: Vec<Waiter>,
+}
+
+impl Conn {
+    /// A connection we opened to the iface `key` at `peer`; `hello` goes
+    /// first once connected.
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn connector(
+        fd: OwnedFd,
+        peer: SocketAddrV4,
+        key: u64,
+        hello: [u8; HELLO_LEN],
+        connected: bool,
+        deadline: Option<Instant>,
+        tx_cap: usize,
+        rx_cap: usize,
+    ) -> Conn {
+        let mut c = Conn::new(fd, peer, deadline, tx_cap, RxState::new(rx_cap, false));
+        c.key = Some(key);
+        c.hello = hello;
+        c.hello_sent = 0;
+        c.state = if connected {
+            ConnState::AwaitAccept
+        } else {
+            ConnState::Connecting
+        };
+        c
+    }
+
+    /// A connection the peer opened to us.
+    pub(crate) fn acceptor(
+        fd: OwnedFd,
+        peer: SocketAddrV4,
+        deadline: Option<Instant>,
+        tx_cap: usize,
+        rx_cap: usize,
+    ) -> Conn {
+        Conn::new(fd, peer, deadline, tx_cap, RxState::new(rx_cap, true))
+    }
+
+    fn new(
+        fd: OwnedFd,
+        peer: SocketAddrV4,
+        deadline: Option<Instant>,
+        tx_cap: usize,
+        rx: RxState,
+    ) -> Conn {
+        Conn {
+            fd: Some(fd),
+            peer,
+            key: None,
+            tag: 0,
+            src: SrcId(0),
+            state: ConnState::AwaitHello,
+            deadline,
+            hello: [0; HELLO_LEN],
+            hello_sent: HELLO_LEN,
+            tx: TxState::new(tx_cap),
+            rx,
+            out_armed: false,
+            eps: Vec::new(),
+            pending: VecDeque::new(),
+            waiters: Vec::new(),
+        }
+    }
+
+    pub(crate) fn raw_fd(&self) -> Option<RawFd> {
+        self.fd.as_ref().map(|f| f.as_raw_fd())
+    }
+
+    /// The socket, if frames may be written to it now.
+    pub(crate) fn open_fd(&self) -> Option<RawFd> {
+        match self.state {
+            ConnState::Open => self.raw_fd(),
+            _ => None,
+        }
+    }
+
+    pub(crate) fn is_open(&self) -> bool {
+        self.state == ConnState::Open
+    }
+
+    /// Whether posted work can go out now: open with an empty backlog.
+    pub(crate) fn is_free(&self) -> bool {
+        self.is_open() && !self.tx.has_backlog()
+    }
+
+    fn wants_out(&self) -> bool {
+        match self.state {
+            ConnState::Connecting => true,
+            ConnState::AwaitAccept => self.hello_sent < HELLO_LEN,
+            ConnState::Open => self.tx.has_backlog(),
+            ConnState::Rejected | ConnState::AwaitHello => false,
+        }
+    }
+
+    /// Epoll interest for the current state.
+    pub(crate) fn events(&self) -> u32 {
+        BASE_EVENTS
+            | if self.wants_out() {
+                libc::EPOLLOUT as u32
+            } else {
+                0
+            }
+    }
+
+    /// Registers the socket with `epoll`.
+    pub(crate) fn register(&mut self, epoll: &Epoll) -> uct::Result<()> {
+        self.out_armed = self.wants_out();
+        match self.raw_fd() {
+            Some(fd) => epoll.add(fd, self.events(), self.tag),
+            None => Ok(()),
+        }
+    }
+
+    /// Watches `EPOLLOUT` exactly when something waits to be written.
+    pub(crate) fn sync_interest(&mut self, epoll: &Epoll) -> io::Result<()> {
+        let want = self.wants_out();
+        if want != self.out_armed {
+            if let Some(fd) = self.raw_fd() {
+                epoll.modify(fd, self.events(), self.tag)?;
+            }
+            self.out_armed = want;
+        }
+        Ok(())
+    }
+
+    /// The result of the non-blocking connect, once the socket reports.
+    pub(crate) fn finish_connect(&mut self) -> io::Result<()> {
+        let fd = self.fd.as_ref().ok_or(io::ErrorKind::NotConnected)?;
+        match sys::take_error(fd)? {
+            Some(e) => Err(e),
+            None => {
+                self.state = ConnState::AwaitAccept;
+                Ok(())
+            }
+        }
+    }
+
+    /// Writes what is left of the hello.
+    pub(crate) fn send_hello(&mut self) -> io::Result<()> {
+        if self.hello_sent < HELLO_LEN {
+            let fd = self.raw_fd().ok_or(io::ErrorKind::NotConnected)?;
+            self.hello_sent += sys::send(fd, &self.hello[self.hello_sent..])?;
+        }
+        Ok(())
+    }
+
+    /// Closes the socket (the connection object may live on).
+    pub(crate) fn close_socket(&mut self) {
+        self.fd = None;
+        self.out_armed = false;
+    }
+}

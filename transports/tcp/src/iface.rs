@@ -1,0 +1,307 @@
+//! The TCP iface: its sockets, its endpoints and sources, and opening it.
+
+use std::collections::{HashMap, VecDeque};
+use std::net::SocketAddrV4;
+use std::os::fd::{AsRawFd, OwnedFd};
+use std::time::{Duration, Instant};
+
+use uct::ucs::{Error, Result};
+use uct::{Caps, ConnectMode, EpId, IfaceAttr, IfaceParams, PerfModel, SrcId, Token, AM_ID_MAX};
+
+use crate::addr::{self, Local, DEV_ADDR_LEN, IFACE_ADDR_LEN};
+use crate::config::{Limits, TcpConfig, MAX_HDR, MAX_IOV};
+use crate::conn::Conn;
+use crate::netif::{self, NetIf};
+use crate::slots::Slots;
+use crate::sys::{self, Epoll};
+use crate::wire;
+
+/// Events fetched per `epoll_wait`.
+pub(crate) const EVENT_BATCH: usize = 64;
+
+/// Fixed part of the modelled latency, like UCX's TCP model.
+const LATENCY_BASE: f64 = 5.2e-6;
+/// Bits on the wire for a small message, divided by the link speed.
+const LATENCY_BITS: f64 = 576.0;
+/// Sender CPU time per message: about two system calls and the kernel's
+/// TCP send path, as measured for 8-byte messages on loopback (UCX models
+/// 50 us, which is far from what a modern host shows).
+const OVERHEAD: f64 = 2e-6;
+/// Bandwidth cap, like UCX's `MAX_BW=2200MBs` (MiB per second).
+const MAX_BW: f64 = 2200.0 * 1024.0 * 1024.0;
+/// Link speed assumed when the driver reports none.
+const DEFAULT_BPS: f64 = 10e9;
+/// Link speed of a loopback device.
+const LOOPBACK_BPS: f64 = 100e9;
+
+/// Epoll data of the listening socket; a connection's is
+/// `1 << 63 | serial << 32 | index`.
+pub(crate) const LISTENER_TAG: u64 = 0;
+
+/// Something to tell the sink on the next `progress`.
+#[derive(Debug)]
+pub(crate) enum Notice {
+    EpFailed(EpId, Error),
+    SrcFailed(SrcId, Error),
+    Completed(Token, Result<()>),
+    Ready(EpId, Token),
+}
+
+/// An endpoint: a user of one connection.
+#[derive(Debug)]
+pub(crate) struct Ep {
+    /// Index of its connection; `None` once failed.
+    pub(crate) conn: Option<u32>,
+    /// The remote iface's listening address.
+    pub(crate) peer: SocketAddrV4,
+    /// Why it failed.
+    pub(crate) failed: Option<Error>,
+}
+
+/// An iface-wide flush: completes when `left` endpoints have drained.
+#[derive(Debug)]
+pub(crate) struct GlobalFlush {
+    pub(crate) token: Token,
+    pub(crate) left: u32,
+}
+
+/// Socket options applied to every connection.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct SockOpts {
+    nodelay: bool,
+    sndbuf: Option<libc::c_int>,
+    rcvbuf: Option<libc::c_int>,
+    /// Keepalive idle time and probe interval, seconds.
+    keepalive: Option<(libc::c_int, libc::c_int)>,
+    pub(crate) conn_timeout: Option<Duration>,
+}
+
+fn secs(d: Duration) -> libc::c_int {
+    d.as_secs().clamp(1, i32::MAX as u64) as libc::c_int
+}
+
+fn bytes(v: uct::ucs::config::MemUnits) -> Option<libc::c_int> {
+    v.bytes().map(|n| n.min(i32::MAX as u64) as libc::c_int)
+}
+
+impl SockOpts {
+    fn from_config(c: &TcpConfig) -> SockOpts {
+        SockOpts {
+            nodelay: c.nodelay,
+            sndbuf: bytes(c.sndbuf),
+            rcvbuf: bytes(c.rcvbuf),
+            keepalive: c
+                .keepidle
+                .finite()
+                .map(|idle| (secs(idle), secs(c.keepintvl.as_duration()))),
+            conn_timeout: c.conn_timeout.finite(),
+        }
+    }
+
+    /// Applies the options to a connection's socket.
+    pub(crate) fn apply(&self, fd: &OwnedFd) -> Result<()> {
+        use libc::{IPPROTO_TCP, SOL_SOCKET};
+        if self.nodelay {
+            sys::set_opt(
+                fd,
+                IPPROTO_TCP,
+                libc::TCP_NODELAY,
+                1,
+                "setsockopt(TCP_NODELAY)",
+            )?;
+        }
+        if let Some(n) = self.sndbuf {
+            sys::set_opt(fd, SOL_SOCKET, libc::SO_SNDBUF, n, "setsockopt(SO_SNDBUF)")?;
+        }
+        if let Some(n) = self.rcvbuf {
+            sys::set_opt(fd, SOL_SOCKET, libc::SO_RCVBUF, n, "setsockopt(SO_RCVBUF)")?;
+        }
+        if let Some((idle, intvl)) = self.keepalive {
+            sys::set_opt(
+                fd,
+                SOL_SOCKET,
+                libc::SO_KEEPALIVE,
+                1,
+                "setsockopt(SO_KEEPALIVE)",
+            )?;
+            sys::set_opt(
+                fd,
+                IPPROTO_TCP,
+                libc::TCP_KEEPIDLE,
+                idle,
+                "setsockopt(TCP_KEEPIDLE)",
+            )?;
+            sys::set_opt(
+                fd,
+                IPPROTO_TCP,
+                libc::TCP_KEEPINTVL,
+                intvl,
+                "setsockopt(TCP_KEEPINTVL)",
+            )?;
+        }
+        Ok(())
+    }
+}
+
+/// A TCP iface on one network device.
+#[derive(Debug)]
+pub(crate) struct TcpIface {
+    pub(crate) dev: String,
+    pub(crate) attr: IfaceAttr,
+    pub(crate) dev_addr: [u8; DEV_ADDR_LEN],
+    pub(crate) iface_addr: [u8; IFACE_ADDR_LEN],
+    pub(crate) local: Local,
+    /// Where this iface listens, as peers know it.
+    pub(crate) listen: SocketAddrV4,
+    /// Its key (see [`crate::wire::key`]).
+    pub(crate) own_key: u64,
+    pub(crate) limits: Limits,
+    pub(crate) opts: SockOpts,
+    pub(crate) listener: OwnedFd,
+    pub(crate) epoll: Epoll,
+    pub(crate) events: Vec<libc::epoll_event>,
+    pub(crate) conns: Slots<Conn>,
+    pub(crate) eps: Slots<Ep>,
+    /// The connection to each peer iface, by key.
+    pub(crate) peers: HashMap<u64, u32>,
+    /// Reports made outside `progress`, delivered by the next one.
+    pub(crate) notices: VecDeque<Notice>,
+    /// Connections whose pending tokens go back on the next `progress`.
+    pub(crate) ready: Vec<u32>,
+    pub(crate) flushes: Slots<GlobalFlush>,
+    /// Connections not open yet (they have deadlines).
+    pub(crate) unopened: usize,
+    /// Counter making every connection's epoll data unique.
+    pub(crate) serial: u32,
+    /// When connection deadlines are next checked.
+    pub(crate) next_timeout_check: Instant,
+}
+
+/// The performance model of an iface on `nif`.
+fn model(nif: &NetIf) -> PerfModel {
+    let speed = if nif.loopback {
+        LOOPBACK_BPS
+    } else {
+        netif::link_speed_bps(&nif.name).unwrap_or(DEFAULT_BPS)
+    };
+    PerfModel {
+        latency: LATENCY_BASE + LATENCY_BITS / speed,
+        overhead: OVERHEAD,
+        bandwidth: (speed / 8.0).min(MAX_BW),
+    }
+}
+
+/// Binds the listening socket on `ip`, to a port of the configured range.
+fn bind_listener(fd: &OwnedFd, ip: std::net::Ipv4Addr, c: &TcpConfig) -> Result<()> {
+    let range = c.port_range;
+    if range.first == 0 {
+        let addr = SocketAddrV4::new(ip, 0);
+        return sys::bind(fd, addr).map_err(|e| Error::io(format!("bind {addr}"), e));
+    }
+    let mut last_err = None;
+    for port in range.first..=range.last {
+        let addr = SocketAddrV4::new(ip, port);
+        match sys::bind(fd, addr) {
+            Ok(()) => return Ok(()),
+            Err(e) if e.raw_os_error() == Some(libc::EADDRINUSE) => last_err = Some(e),
+            Err(e) => return Err(Error::io(format!("bind {addr}"), e)),
+        }
+    }
+    Err(Error::io(
+        format!("bind {ip}:{}-{}", range.first, range.last),
+        last_err.unwrap_or_else(|| std::io::Error::from_raw_os_error(libc::EADDRINUSE)),
+    ))
+}
+
+impl TcpIface {
+    /// Opens an iface listening on device `dev`.
+    pub(crate) fn open(dev: &str, params: &IfaceParams, config: &TcpConfig) -> Result<TcpIface> {
+        let limits = Limits::from_config(config)?;
+        let nif = netif::find(dev)?;
+        let listener = sys::tcp_socket()?;
+        sys::set_opt(
+            &listener,
+            libc::SOL_SOCKET,
+            libc::SO_REUSEADDR,
+            1,
+            "setsockopt(SO_REUSEADDR)",
+        )?;
+        bind_listener(&listener, nif.addr, config)?;
+        let backlog = config.backlog.clamp(1, i32::MAX as u32) as libc::c_int;
+        sys::listen(&listener, backlog)?;
+        let bound = sys::local_addr(&listener)?;
+        let epoll = Epoll::new()?;
+        epoll.add(listener.as_raw_fd(), libc::EPOLLIN as u32, LISTENER_TAG)?;
+        let host_id = uct::ucs::sys::host_id();
+        tracing::debug!(
+            dev,
+            %bound,
+            worker = params.worker_uuid,
+            "tcp iface listening"
+        );
+        let attr = IfaceAttr {
+            caps: Caps::AM_SHORT
+                | Caps::AM_BCOPY
+                | Caps::AM_ZCOPY
+                | Caps::PENDING
+                | Caps::CONNECT_TO_IFACE
+                | Caps::PEER_FAILURE
+                | Caps::EVENT_FD,
+            max_short: limits.max_short,
+            max_bcopy: limits.max_bcopy,
+            max_zcopy: limits.max_zcopy,
+            max_hdr: MAX_HDR,
+            max_iov: MAX_IOV,
+            model: model(&nif),
+            connect: ConnectMode::ToIface,
+        };
+        let listen = SocketAddrV4::new(nif.addr, bound.port());
+        Ok(TcpIface {
+            dev: nif.name.clone(),
+            attr,
+            dev_addr: addr::pack_dev(nif.addr, host_id),
+            iface_addr: addr::pack_iface(bound.port()),
+            local: Local {
+                host_id,
+                loopback: nif.loopback,
+            },
+            listen,
+            own_key: wire::key(listen),
+            limits,
+            opts: SockOpts::from_config(config),
+            listener,
+            epoll,
+            events: vec![sys::EMPTY_EVENT; EVENT_BATCH],
+            conns: Slots::new(),
+            eps: Slots::new(),
+            peers: HashMap::new(),
+            notices: VecDeque::new(),
+            ready: Vec::new(),
+            flushes: Slots::new(),
+            unopened: 0,
+            serial: 0,
+            next_timeout_check: Instant::now(),
+        })
+    }
+
+    /// Epoll data for a new connection in slot `idx`.
+    pub(crate) fn next_tag(&mut self, idx: u32) -> u64 {
+        self.serial = self.serial.wrapping_add(1) & 0x7fff_ffff;
+        (1 << 63) | (u64::from(self.serial) << 32) | u64::from(idx)
+    }
+}
+
+/// The error for an unknown endpoint id.
+pub(crate) fn no_ep(ep: EpId) -> Error {
+    Error::InvalidParam(format!("tcp: no endpoint {}", ep.0))
+}
+
+/// Checks an active message id.
+pub(crate) fn check_id(id: uct::AmId) -> Result<()> {
+    if id >= AM_ID_MAX {
+        return Err(Error::InvalidParam(format!(
+            "tcp: active message id {id} >= {AM_ID_MAX}"
+        )));
+    }
+    Ok(())
+}

@@ -1,0 +1,261 @@
+//! The [`Iface`] operations of the TCP iface.
+
+use std::os::fd::RawFd;
+
+use uct::ucs::{Error, Result};
+use uct::{AmId, AmSink, Armed, EpId, Iface, IfaceAttr, Iov, Posted, Token};
+
+use crate::addr;
+use crate::config::MAX_IOV;
+use crate::conn::Waiter;
+use crate::iface::{check_id, no_ep, Ep, GlobalFlush, Notice, TcpIface};
+use crate::wire;
+
+impl TcpIface {
+    /// The connection of a live endpoint, or the error of a failed one.
+    fn ep_conn(&self, ep: EpId) -> Result<u32> {
+        let e = self.eps.get(ep.0).ok_or_else(|| no_ep(ep))?;
+        match (&e.failed, e.conn) {
+            (None, Some(c)) => Ok(c),
+            (Some(err), _) => Err(Error::EndpointFailed(format!("{}: {err}", e.peer))),
+            (None, None) => Err(Error::EndpointFailed(format!("{}", e.peer))),
+        }
+    }
+
+    /// Ends an operation whose socket call failed: fails the connection and
+    /// returns the error for the caller.
+    fn op_failed<T>(&mut self, ci: u32, e: std::io::Error) -> Result<T> {
+        let peer = self.conns.get(ci).map(|c| c.peer.to_string());
+        let err = Error::ConnectionLost {
+            peer: peer.unwrap_or_default(),
+            reason: e.to_string(),
+        };
+        self.fail_conn(ci, err.duplicate());
+        Err(err)
+    }
+
+    fn copy_send(&mut self, ep: EpId, id: AmId, parts: &[&[u8]], total: usize) -> Result<Posted> {
+        check_id(id)?;
+        let ci = self.ep_conn(ep)?;
+        let Some(c) = self.conns.get_mut(ci) else {
+            return Err(no_ep(ep));
+        };
+        if !c.pending.is_empty() {
+            return Ok(Posted::NoResource);
+        }
+        let hdr = wire::frame_hdr(id, total as u32);
+        match c.tx.post_copy(c.open_fd(), &hdr, parts, total) {
+            Ok(true) => match c.sync_interest(&self.epoll) {
+                Ok(()) => Ok(Posted::Done),
+                Err(e) => self.op_failed(ci, e),
+            },
+            Ok(false) => Ok(Posted::NoResource),
+            Err(e) => self.op_failed(ci, e),
+        }
+    }
+}
+
+impl Iface for TcpIface {
+    fn tl_name(&self) -> &str {
+        "tcp"
+    }
+
+    fn dev_name(&self) -> &str {
+        &self.dev
+    }
+
+    fn attr(&self) -> &IfaceAttr {
+        &self.attr
+    }
+
+    fn device_addr(&self) -> &[u8] {
+        &self.dev_addr
+    }
+
+    fn iface_addr(&self) -> &[u8] {
+        &self.iface_addr
+    }
+
+    fn is_reachable(&self, dev_addr: &[u8], iface_addr: &[u8]) -> bool {
+        self.local.is_reachable(dev_addr, iface_addr)
+    }
+
+    /// Reuses the connection to the remote iface if there is one (opened by
+    /// either side), else opens one.
+    fn ep_create(&mut self, dev_addr: &[u8], iface_addr: &[u8]) -> Result<EpId> {
+        let remote = addr::unpack(dev_addr, iface_addr)
+            .ok_or_else(|| Error::InvalidAddr("tcp: malformed device or iface address".into()))?;
+        if !self.local.reaches(&remote) {
+            return Err(Error::Unreachable(format!(
+                "tcp: {} from device {}",
+                remote.addr, self.dev
+            )));
+        }
+        let key = wire::key(remote.addr);
+        let ci = match self.peers.get(&key) {
+            Some(&ci) => ci,
+            None => self.connect(remote.addr, key)?,
+        };
+        let (idx, _) = self.eps.insert(Ep {
+            conn: Some(ci),
+            peer: remote.addr,
+            failed: None,
+        });
+        if let Some(c) = self.conns.get_mut(ci) {
+            c.eps.push(idx);
+        }
+        Ok(EpId(idx))
+    }
+
+    /// The connection stays (for other endpoints, and the peer's).
+    fn ep_destroy(&mut self, ep: EpId) {
+        let Some(e) = self.eps.remove(ep.0) else {
+            return;
+        };
+        let Some(c) = e.conn.and_then(|ci| self.conns.get_mut(ci)) else {
+            return;
+        };
+        c.eps.retain(|&x| x != ep.0);
+        c.pending.retain(|&(x, _)| x != ep);
+        let notices = &mut self.notices;
+        c.waiters.retain(|w| match *w {
+            Waiter::Ep(x, t) if x == ep => {
+                notices.push_back(Notice::Completed(t, Err(Error::Canceled)));
+                false
+            }
+            _ => true,
+        });
+        if let Some(t) = c.tx.detach_zcopy(ep) {
+            notices.push_back(Notice::Completed(t, Err(Error::Canceled)));
+        }
+    }
+
+    fn am_short(&mut self, ep: EpId, id: AmId, header: u64, payload: &[u8]) -> Result<Posted> {
+        if payload.len() > self.limits.max_short {
+            return Err(Error::InvalidParam(format!(
+                "tcp: am_short payload of {} bytes > {}",
+                payload.len(),
+                self.limits.max_short
+            )));
+        }
+        let h = header.to_le_bytes();
+        self.copy_send(ep, id, &[&h, payload], 8 + payload.len())
+    }
+
+    fn am_bcopy(&mut self, ep: EpId, id: AmId, parts: &[&[u8]]) -> Result<(Posted, usize)> {
+        let total: usize = parts.iter().map(|p| p.len()).sum();
+        if total > self.limits.max_bcopy {
+            return Err(Error::InvalidParam(format!(
+                "tcp: am_bcopy of {total} bytes > {}",
+                self.limits.max_bcopy
+            )));
+        }
+        self.copy_send(ep, id, parts, total).map(|p| (p, total))
+    }
+
+    unsafe fn am_zcopy(
+        &mut self,
+        ep: EpId,
+        id: AmId,
+        header: &[u8],
+        iov: &[Iov],
+        token: Token,
+    ) -> Result<Posted> {
+        let total: usize = iov.iter().map(|r| r.len).sum();
+        if header.len() > self.attr.max_hdr || iov.len() > MAX_IOV || total > self.limits.max_zcopy
+        {
+            return Err(Error::InvalidParam(format!(
+                "tcp: am_zcopy header {} bytes, {} iov, {total} bytes: limits are {}, {MAX_IOV}, {}",
+                header.len(),
+                iov.len(),
+                self.attr.max_hdr,
+                self.limits.max_zcopy
+            )));
+        }
+        check_id(id)?;
+        let ci = self.ep_conn(ep)?;
+        let Some(c) = self.conns.get_mut(ci) else {
+            return Err(no_ep(ep));
+        };
+        let Some(fd) = c.open_fd() else {
+            return Ok(Posted::NoResource);
+        };
+        if !c.pending.is_empty() {
+            return Ok(Posted::NoResource);
+        }
+        let hdr = wire::frame_hdr(id, (header.len() + total) as u32);
+        // SAFETY: the caller of am_zcopy vouches for `iov` until completion;
+        // the iface reports completion exactly when the backlog holding it
+        // drains, or copies it out (ep_destroy) or drops it (failure)
+        // before reporting.
+        match unsafe { c.tx.post_zcopy(fd, &hdr, header, iov, (ep, token)) } {
+            Ok(None) => Ok(Posted::NoResource),
+            Ok(Some(false)) => Ok(Posted::Done),
+            Ok(Some(true)) => match c.sync_interest(&self.epoll) {
+                Ok(()) => Ok(Posted::InFlight),
+                Err(e) => self.op_failed(ci, e),
+            },
+            Err(e) => self.op_failed(ci, e),
+        }
+    }
+
+    fn pending_add(&mut self, ep: EpId, token: Token) -> Result<()> {
+        let ci = self.ep_conn(ep)?;
+        let Some(c) = self.conns.get_mut(ci) else {
+            return Err(no_ep(ep));
+        };
+        c.pending.push_back((ep, token));
+        if c.pending.len() == 1 && c.is_free() {
+            self.ready.push(ci);
+        }
+        Ok(())
+    }
+
+    fn flush(&mut self, ep: Option<EpId>, token: Token) -> Result<Posted> {
+        if let Some(ep) = ep {
+            let ci = self.ep_conn(ep)?;
+            let Some(c) = self.conns.get_mut(ci) else {
+                return Err(no_ep(ep));
+            };
+            if !c.tx.has_backlog() {
+                return Ok(Posted::Done);
+            }
+            c.waiters.push(Waiter::Ep(ep, token));
+            return Ok(Posted::InFlight);
+        }
+        let busy: Vec<u32> = self
+            .conns
+            .indices()
+            .filter(|&i| self.conns.get(i).is_some_and(|c| c.tx.has_backlog()))
+            .collect();
+        if busy.is_empty() {
+            return Ok(Posted::Done);
+        }
+        let (g, _) = self.flushes.insert(GlobalFlush {
+            token,
+            left: busy.len() as u32,
+        });
+        for i in busy {
+            if let Some(c) = self.conns.get_mut(i) {
+                c.waiters.push(Waiter::Global(g));
+            }
+        }
+        Ok(Posted::InFlight)
+    }
+
+    fn progress(&mut self, sink: &mut dyn AmSink) -> usize {
+        self.run_progress(sink)
+    }
+
+    fn event_fd(&self) -> Option<RawFd> {
+        Some(self.epoll.raw())
+    }
+
+    fn arm(&mut self) -> Result<Armed> {
+        if self.notices.is_empty() && self.ready.is_empty() {
+            Ok(Armed::Sleep)
+        } else {
+            Ok(Armed::Busy)
+        }
+    }
+}

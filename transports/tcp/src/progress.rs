@@ -1,0 +1,259 @@
+//! `progress`: epoll events, reading and writing connections, reports.
+
+use std::time::{Duration, Instant};
+
+use uct::ucs::{Error, PeerMisbehaved};
+use uct::{AmSink, EpId, Token};
+
+use crate::conn::{ConnState, Waiter};
+use crate::iface::{Notice, TcpIface, EVENT_BATCH, LISTENER_TAG};
+use crate::rx::Filled;
+use crate::tx::Flushed;
+
+/// Most `recv` calls on one connection per event, so that one busy
+/// connection cannot hold up the others.
+const RECV_BUDGET: usize = 4;
+/// How often connection deadlines are checked.
+const TIMEOUT_CHECK: Duration = Duration::from_millis(10);
+
+const EV_IN: u32 = libc::EPOLLIN as u32;
+const EV_OUT: u32 = libc::EPOLLOUT as u32;
+const EV_ERR: u32 = (libc::EPOLLERR | libc::EPOLLHUP | libc::EPOLLRDHUP) as u32;
+
+impl TcpIface {
+    pub(crate) fn run_progress(&mut self, sink: &mut dyn AmSink) -> usize {
+        let mut count = 0;
+        if !self.ready.is_empty() {
+            count += self.dispatch_ready(sink);
+        }
+        let n = match self.epoll.wait(&mut self.events, 0) {
+            Ok(n) => n.min(EVENT_BATCH),
+            Err(e) => {
+                if e.kind() != std::io::ErrorKind::Interrupted {
+                    tracing::warn!(error = %e, dev = %self.dev, "tcp: epoll_wait failed");
+                }
+                0
+            }
+        };
+        for i in 0..n {
+            let ev = self.events[i];
+            let (bits, tag) = (ev.events, ev.u64);
+            if tag == LISTENER_TAG {
+                self.accept_all();
+            } else {
+                count += self.on_conn(tag, bits, sink);
+            }
+        }
+        if self.unopened > 0 {
+            self.check_timeouts();
+        }
+        while let Some(notice) = self.notices.pop_front() {
+            match notice {
+                Notice::EpFailed(ep, e) => sink.ep_failed(ep, e),
+                Notice::SrcFailed(src, e) => sink.src_failed(src, e),
+                Notice::Completed(token, r) => sink.completed(token, r),
+                Notice::Ready(ep, token) => sink.pending_ready(ep, token),
+            }
+            count += 1;
+        }
+        count
+    }
+
+    /// Hands back the pending tokens of connections that can take work.
+    fn dispatch_ready(&mut self, sink: &mut dyn AmSink) -> usize {
+        let mut n = 0;
+        for i in 0..self.ready.len() {
+            let ci = self.ready[i];
+            if let Some(c) = self.conns.get_mut(ci) {
+                if c.is_free() {
+                    while let Some((ep, token)) = c.pending.pop_front() {
+                        sink.pending_ready(ep, token);
+                        n += 1;
+                    }
+                }
+            }
+        }
+        self.ready.clear();
+        n
+    }
+
+    fn on_conn(&mut self, tag: u64, bits: u32, sink: &mut dyn AmSink) -> usize {
+        let ci = tag as u32;
+        let Some(c) = self.conns.get_mut(ci) else {
+            return 0;
+        };
+        if c.tag != tag || c.raw_fd().is_none() {
+            return 0;
+        }
+        if c.state == ConnState::Connecting {
+            if bits & (EV_OUT | EV_ERR) == 0 {
+                return 0;
+            }
+            if let Err(e) = c.finish_connect().and_then(|()| c.send_hello()) {
+                let err = Error::io(format!("connect {}", c.peer), e);
+                self.fail_conn(ci, err);
+                return 0;
+            }
+        }
+        let mut n = 0;
+        if bits & (EV_IN | EV_ERR) != 0 {
+            n += self.read_conn(ci, sink);
+        }
+        if bits & EV_OUT != 0 {
+            n += self.kick(ci, sink);
+        } else if let Some(c) = self.conns.get_mut(ci) {
+            if let Err(e) = c.sync_interest(&self.epoll) {
+                let err = self.lost(ci, &e.to_string());
+                self.fail_conn(ci, err);
+            }
+        }
+        n
+    }
+
+    /// A connection-lost error for connection `ci`.
+    pub(crate) fn lost(&self, ci: u32, reason: &str) -> Error {
+        Error::ConnectionLost {
+            peer: self
+                .conns
+                .get(ci)
+                .map(|c| c.peer.to_string())
+                .unwrap_or_default(),
+            reason: reason.to_string(),
+        }
+    }
+
+    /// Reads a connection and handles what came.
+    fn read_conn(&mut self, ci: u32, sink: &mut dyn AmSink) -> usize {
+        let mut n = 0;
+        for _ in 0..RECV_BUDGET {
+            let Some(c) = self.conns.get_mut(ci) else {
+                return n;
+            };
+            let Some(fd) = c.raw_fd() else {
+                return n;
+            };
+            let more = match c.rx.fill(fd) {
+                Ok(Filled::Data { more }) => more,
+                Ok(Filled::WouldBlock) => break,
+                Ok(Filled::Eof) => {
+                    self.conn_eof(ci);
+                    return n;
+                }
+                Err(e) => {
+                    let err = self.lost(ci, &e.to_string());
+                    self.fail_conn(ci, err);
+                    return n;
+                }
+            };
+            if !self.parse_conn(ci, sink, &mut n) || !more {
+                break;
+            }
+        }
+        n
+    }
+
+    /// Parses what a connection received; false when it is gone.
+    fn parse_conn(&mut self, ci: u32, sink: &mut dyn AmSink, n: &mut usize) -> bool {
+        let max = self.limits.max_frame;
+        loop {
+            let Some(c) = self.conns.get_mut(ci) else {
+                return false;
+            };
+            match c.rx.parse(c.src, max, sink, n) {
+                Ok(None) => return true,
+                Ok(Some(ctrl)) => {
+                    if !self.on_ctrl(ci, ctrl, sink, n) {
+                        return false;
+                    }
+                }
+                Err(what) => {
+                    self.misbehaved(ci, what);
+                    return false;
+                }
+            }
+        }
+    }
+
+    /// Fails a connection whose peer broke the protocol.
+    pub(crate) fn misbehaved(&mut self, ci: u32, what: PeerMisbehaved) {
+        let peer = self.conns.get(ci).map(|c| c.peer.to_string());
+        let err = Error::PeerMisbehaved {
+            peer: peer.unwrap_or_default(),
+            what,
+        };
+        tracing::warn!(error = %err, dev = %self.dev, "tcp: closing a connection");
+        self.fail_conn(ci, err);
+    }
+
+    /// Writes what an open connection has buffered (or its hello) and
+    /// reports a drained backlog.
+    pub(crate) fn kick(&mut self, ci: u32, sink: &mut dyn AmSink) -> usize {
+        let Some(c) = self.conns.get_mut(ci) else {
+            return 0;
+        };
+        let res = match (c.state, c.raw_fd()) {
+            (ConnState::AwaitAccept, _) => c.send_hello().map(|()| Flushed::Partial),
+            (ConnState::Open, Some(fd)) => c.tx.flush_out(fd),
+            _ => Ok(Flushed::Partial),
+        };
+        let res = res.and_then(|f| c.sync_interest(&self.epoll).map(|()| f));
+        match res {
+            Ok(Flushed::Partial) => 0,
+            Ok(Flushed::Drained(owner)) => self.drained(ci, owner, sink),
+            Err(e) => {
+                let err = self.lost(ci, &e.to_string());
+                self.fail_conn(ci, err);
+                0
+            }
+        }
+    }
+
+    /// A connection's backlog is gone: completes its zero-copy send and
+    /// flushes, and hands back its pending tokens.
+    fn drained(&mut self, ci: u32, owner: Option<(EpId, Token)>, sink: &mut dyn AmSink) -> usize {
+        let mut n = 0;
+        if let Some((_, t)) = owner {
+            sink.completed(t, Ok(()));
+            n += 1;
+        }
+        let Some(c) = self.conns.get_mut(ci) else {
+            return n;
+        };
+        for w in c.waiters.drain(..) {
+            match w {
+                Waiter::Ep(_, t) => {
+                    sink.completed(t, Ok(()));
+                    n += 1;
+                }
+                Waiter::Global(g) => {
+                    crate::lifecycle::global_done(&mut self.flushes, &mut self.notices, g)
+                }
+            }
+        }
+        while let Some((ep, t)) = c.pending.pop_front() {
+            sink.pending_ready(ep, t);
+            n += 1;
+        }
+        n
+    }
+
+    fn check_timeouts(&mut self) {
+        let now = Instant::now();
+        if now < self.next_timeout_check {
+            return;
+        }
+        self.next_timeout_check = now + TIMEOUT_CHECK;
+        let expired: Vec<u32> = self
+            .conns
+            .indices()
+            .filter(|&i| {
+                self.conns
+                    .get(i)
+                    .is_some_and(|c| c.deadline.is_some_and(|d| now >= d))
+            })
+            .collect();
+        for ci in expired {
+            self.conn_timed_out(ci);
+        }
+    }
+}

@@ -1,0 +1,320 @@
+//! The libc calls the transport makes, each behind a small safe wrapper.
+//!
+//! Setup calls return [`ucs::Error`] naming the operation. The data-path
+//! calls (`send`, `writev`, `recv`) return `io::Result` with "would block"
+//! folded into the value, so that the hot path neither allocates nor builds
+//! an error for back-pressure.
+
+use std::io;
+use std::mem;
+use std::net::{Ipv4Addr, SocketAddrV4};
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
+
+use uct::ucs::{Error, Result};
+
+/// Turns a libc return value of -1 into the current `errno`.
+macro_rules! syscall {
+    ($call:expr) => {{
+        let res = $call;
+        if res == -1 {
+            Err(io::Error::last_os_error())
+        } else {
+            Ok(res)
+        }
+    }};
+}
+
+/// Flags of every data-path send: never block, never raise `SIGPIPE`.
+const SEND_FLAGS: libc::c_int = libc::MSG_NOSIGNAL | libc::MSG_DONTWAIT;
+
+fn sockaddr_in(addr: SocketAddrV4) -> libc::sockaddr_in {
+    // SAFETY: sockaddr_in is plain old data; all-zero is a valid value.
+    let mut sa: libc::sockaddr_in = unsafe { mem::zeroed() };
+    sa.sin_family = libc::AF_INET as libc::sa_family_t;
+    sa.sin_port = addr.port().to_be();
+    sa.sin_addr = libc::in_addr {
+        s_addr: u32::from_ne_bytes(addr.ip().octets()),
+    };
+    sa
+}
+
+fn from_sockaddr_in(sa: &libc::sockaddr_in) -> SocketAddrV4 {
+    SocketAddrV4::new(
+        Ipv4Addr::from(sa.sin_addr.s_addr.to_ne_bytes()),
+        u16::from_be(sa.sin_port),
+    )
+}
+
+/// A new non-blocking, close-on-exec IPv4 TCP socket.
+pub(crate) fn tcp_socket() -> Result<OwnedFd> {
+    let ty = libc::SOCK_STREAM | libc::SOCK_NONBLOCK | libc::SOCK_CLOEXEC;
+    // SAFETY: socket() takes no pointers.
+    let fd = syscall!(unsafe { libc::socket(libc::AF_INET, ty, 0) })
+        .map_err(|e| Error::io("socket", e))?;
+    // SAFETY: fd was just returned by socket() and nobody else owns it.
+    Ok(unsafe { OwnedFd::from_raw_fd(fd) })
+}
+
+/// Sets an integer socket option.
+pub(crate) fn set_opt(
+    fd: &OwnedFd,
+    level: libc::c_int,
+    name: libc::c_int,
+    value: libc::c_int,
+    what: &'static str,
+) -> Result<()> {
+    // SAFETY: the pointer and length describe `value`, alive for the call.
+    syscall!(unsafe {
+        libc::setsockopt(
+            fd.as_raw_fd(),
+            level,
+            name,
+            (&value as *const libc::c_int).cast(),
+            mem::size_of::<libc::c_int>() as libc::socklen_t,
+        )
+    })
+    .map(drop)
+    .map_err(|e| Error::io(what, e))
+}
+
+/// The pending error of a socket (`SO_ERROR`), cleared by reading it.
+pub(crate) fn take_error(fd: &OwnedFd) -> io::Result<Option<io::Error>> {
+    let mut value: libc::c_int = 0;
+    let mut len = mem::size_of::<libc::c_int>() as libc::socklen_t;
+    // SAFETY: the pointers describe `value` and `len`, alive for the call.
+    syscall!(unsafe {
+        libc::getsockopt(
+            fd.as_raw_fd(),
+            libc::SOL_SOCKET,
+            libc::SO_ERROR,
+            (&mut value as *mut libc::c_int).cast(),
+            &mut len,
+        )
+    })?;
+    Ok((value != 0).then(|| io::Error::from_raw_os_error(value)))
+}
+
+/// Binds a socket to an address.
+pub(crate) fn bind(fd: &OwnedFd, addr: SocketAddrV4) -> io::Result<()> {
+    let sa = sockaddr_in(addr);
+    // SAFETY: the pointer and length describe `sa`, alive for the call.
+    syscall!(unsafe {
+        libc::bind(
+            fd.as_raw_fd(),
+            (&sa as *const libc::sockaddr_in).cast(),
+            mem::size_of::<libc::sockaddr_in>() as libc::socklen_t,
+        )
+    })
+    .map(drop)
+}
+
+/// Starts listening.
+pub(crate) fn listen(fd: &OwnedFd, backlog: libc::c_int) -> Result<()> {
+    // SAFETY: listen() takes no pointers.
+    syscall!(unsafe { libc::listen(fd.as_raw_fd(), backlog) })
+        .map(drop)
+        .map_err(|e| Error::io("listen", e))
+}
+
+/// The address a socket is bound to.
+pub(crate) fn local_addr(fd: &OwnedFd) -> Result<SocketAddrV4> {
+    // SAFETY: sockaddr_in is plain old data; all-zero is a valid value.
+    let mut sa: libc::sockaddr_in = unsafe { mem::zeroed() };
+    let mut len = mem::size_of::<libc::sockaddr_in>() as libc::socklen_t;
+    // SAFETY: the pointers describe `sa` and `len`, alive for the call.
+    syscall!(unsafe {
+        libc::getsockname(
+            fd.as_raw_fd(),
+            (&mut sa as *mut libc::sockaddr_in).cast(),
+            &mut len,
+        )
+    })
+    .map_err(|e| Error::io("getsockname", e))?;
+    Ok(from_sockaddr_in(&sa))
+}
+
+/// Starts connecting a non-blocking socket: `Ok(true)` when connected at
+/// once, `Ok(false)` when the connection completes later.
+pub(crate) fn connect(fd: &OwnedFd, addr: SocketAddrV4) -> io::Result<bool> {
+    let sa = sockaddr_in(addr);
+    loop {
+        // SAFETY: the pointer and length describe `sa`, alive for the call.
+        let res = syscall!(unsafe {
+            libc::connect(
+                fd.as_raw_fd(),
+                (&sa as *const libc::sockaddr_in).cast(),
+                mem::size_of::<libc::sockaddr_in>() as libc::socklen_t,
+            )
+        });
+        return match res {
+            Ok(_) => Ok(true),
+            Err(e) if e.raw_os_error() == Some(libc::EINPROGRESS) => Ok(false),
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+            Err(e) => Err(e),
+        };
+    }
+}
+
+/// Accepts one connection as a non-blocking, close-on-exec socket; `None`
+/// when no connection is waiting.
+pub(crate) fn accept(fd: &OwnedFd) -> io::Result<Option<(OwnedFd, SocketAddrV4)>> {
+    loop {
+        // SAFETY: sockaddr_in is plain old data; all-zero is a valid value.
+        let mut sa: libc::sockaddr_in = unsafe { mem::zeroed() };
+        let mut len = mem::size_of::<libc::sockaddr_in>() as libc::socklen_t;
+        // SAFETY: the pointers describe `sa` and `len`, alive for the call.
+        let res = syscall!(unsafe {
+            libc::accept4(
+                fd.as_raw_fd(),
+                (&mut sa as *mut libc::sockaddr_in).cast(),
+                &mut len,
+                libc::SOCK_NONBLOCK | libc::SOCK_CLOEXEC,
+            )
+        });
+        return match res {
+            // SAFETY: accept4 returned a new descriptor that nobody else owns.
+            Ok(new) => Ok(Some((
+                unsafe { OwnedFd::from_raw_fd(new) },
+                from_sockaddr_in(&sa),
+            ))),
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => Ok(None),
+            // The connection died in the backlog: try the next one.
+            Err(e) if e.raw_os_error() == Some(libc::ECONNABORTED) => continue,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+            Err(e) => Err(e),
+        };
+    }
+}
+
+/// Sends what the socket takes of `buf`; 0 when it takes nothing now.
+pub(crate) fn send(fd: RawFd, buf: &[u8]) -> io::Result<usize> {
+    loop {
+        // SAFETY: the pointer and length describe `buf`, alive for the call.
+        let res = syscall!(unsafe { libc::send(fd, buf.as_ptr().cast(), buf.len(), SEND_FLAGS) });
+        return match res {
+            Ok(n) => Ok(n as usize),
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => Ok(0),
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+            Err(e) => Err(e),
+        };
+    }
+}
+
+/// Sends what the socket takes of the ranges in `iov`; 0 when it takes
+/// nothing now.
+///
+/// # Safety
+///
+/// Every entry of `iov` must describe readable memory, valid for the call.
+pub(crate) unsafe fn sendv(fd: RawFd, iov: &[libc::iovec]) -> io::Result<usize> {
+    // SAFETY: sockaddr-less msghdr; all-zero is a valid value.
+    let mut msg: libc::msghdr = unsafe { mem::zeroed() };
+    msg.msg_iov = iov.as_ptr().cast_mut();
+    msg.msg_iovlen = iov.len() as _;
+    loop {
+        // SAFETY: msg points at `iov`, whose ranges the caller vouches for;
+        // sendmsg only reads them.
+        let res = syscall!(unsafe { libc::sendmsg(fd, &msg, SEND_FLAGS) });
+        return match res {
+            Ok(n) => Ok(n as usize),
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => Ok(0),
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+            Err(e) => Err(e),
+        };
+    }
+}
+
+/// What a `recv` found.
+#[derive(Debug)]
+pub(crate) enum Recv {
+    /// This many bytes arrived (at least one).
+    Data(usize),
+    /// Nothing to read now.
+    WouldBlock,
+    /// The peer closed its side.
+    Eof,
+}
+
+/// Receives into `buf` (which must not be empty).
+pub(crate) fn recv(fd: RawFd, buf: &mut [u8]) -> io::Result<Recv> {
+    loop {
+        // SAFETY: the pointer and length describe `buf`, alive and writable
+        // for the call.
+        let res = syscall!(unsafe {
+            libc::recv(fd, buf.as_mut_ptr().cast(), buf.len(), libc::MSG_DONTWAIT)
+        });
+        return match res {
+            Ok(0) => Ok(Recv::Eof),
+            Ok(n) => Ok(Recv::Data(n as usize)),
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => Ok(Recv::WouldBlock),
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+            Err(e) => Err(e),
+        };
+    }
+}
+
+/// An `iovec` for a byte slice.
+pub(crate) fn iovec(buf: &[u8]) -> libc::iovec {
+    libc::iovec {
+        iov_base: buf.as_ptr().cast_mut().cast(),
+        iov_len: buf.len(),
+    }
+}
+
+/// An epoll instance (level-triggered).
+#[derive(Debug)]
+pub(crate) struct Epoll {
+    fd: OwnedFd,
+}
+
+impl Epoll {
+    pub(crate) fn new() -> Result<Epoll> {
+        // SAFETY: epoll_create1 takes no pointers.
+        let fd = syscall!(unsafe { libc::epoll_create1(libc::EPOLL_CLOEXEC) })
+            .map_err(|e| Error::io("epoll_create1", e))?;
+        // SAFETY: fd was just returned by epoll_create1 and nobody else owns it.
+        Ok(Epoll {
+            fd: unsafe { OwnedFd::from_raw_fd(fd) },
+        })
+    }
+
+    pub(crate) fn raw(&self) -> RawFd {
+        self.fd.as_raw_fd()
+    }
+
+    fn ctl(&self, op: libc::c_int, fd: RawFd, events: u32, data: u64) -> io::Result<()> {
+        let mut ev = libc::epoll_event { events, u64: data };
+        // SAFETY: `ev` is alive for the call; epoll copies it.
+        syscall!(unsafe { libc::epoll_ctl(self.fd.as_raw_fd(), op, fd, &mut ev) }).map(drop)
+    }
+
+    /// Adds `fd` with interest `events`, reported with `data`.
+    pub(crate) fn add(&self, fd: RawFd, events: u32, data: u64) -> Result<()> {
+        self.ctl(libc::EPOLL_CTL_ADD, fd, events, data)
+            .map_err(|e| Error::io("epoll_ctl(ADD)", e))
+    }
+
+    /// Changes the interest of `fd`.
+    pub(crate) fn modify(&self, fd: RawFd, events: u32, data: u64) -> io::Result<()> {
+        self.ctl(libc::EPOLL_CTL_MOD, fd, events, data)
+    }
+
+    /// Waits up to `timeout_ms` (0: not at all) and fills `events`; returns
+    /// how many were filled.
+    pub(crate) fn wait(
+        &self,
+        events: &mut [libc::epoll_event],
+        timeout_ms: libc::c_int,
+    ) -> io::Result<usize> {
+        let max = events.len().min(libc::c_int::MAX as usize) as libc::c_int;
+        // SAFETY: the pointer and count describe `events`, writable for the
+        // call.
+        let n = syscall!(unsafe {
+            libc::epoll_wait(self.fd.as_raw_fd(), events.as_mut_ptr(), max, timeout_ms)
+        })?;
+        Ok(n as usize)
+    }
+}
+
+/// An empty epoll event, for filling event arrays.
+pub(crate) const EMPTY_EVENT: libc::epoll_event = libc::epoll_event { events: 0, u64: 0 };

@@ -1,0 +1,331 @@
+//! The sending half of a connection: its backlog.
+//!
+//! Frames go straight to the socket. What the socket does not take stays in
+//! the backlog: copied bytes in `buf` (fixed capacity) followed, for a
+//! zero-copy send, by the caller's remaining iov. While there is a backlog
+//! (or the connection is not open yet), copy sends are appended to `buf`
+//! if they fit, without a system call, and zero-copy sends are refused;
+//! [`TxState::flush_out`] writes the backlog with one `sendmsg` per call.
+//!
+//! Invariant: nothing is appended behind a zero-copy tail, so the tail is
+//! the last thing in the backlog and completes exactly when the backlog
+//! drains.
+
+use std::io;
+use std::os::fd::RawFd;
+
+use uct::{EpId, Iov, Token};
+
+use crate::config::MAX_IOV;
+use crate::sys;
+use crate::wire::FRAME_HDR;
+
+/// Copy sends at most this long are assembled in `buf` and sent with one
+/// `send`; longer ones are written with `sendmsg` from the caller's parts.
+const COPY_MAX: usize = 2048;
+/// Most parts of a copy send written without assembling them.
+const MAX_PARTS: usize = 8;
+
+const NO_IOVEC: libc::iovec = libc::iovec {
+    iov_base: std::ptr::null_mut(),
+    iov_len: 0,
+};
+const NO_IOV: Iov = Iov {
+    ptr: std::ptr::null(),
+    len: 0,
+};
+
+fn iovec_of(r: &Iov) -> libc::iovec {
+    libc::iovec {
+        iov_base: r.ptr.cast_mut().cast(),
+        iov_len: r.len,
+    }
+}
+
+/// The caller memory of a zero-copy send not yet written.
+#[derive(Debug)]
+struct ZcopyTail {
+    iov: [Iov; MAX_IOV],
+    /// First entry not yet fully written.
+    idx: usize,
+    count: usize,
+    /// The endpoint and token to complete; `None` once detached.
+    owner: Option<(EpId, Token)>,
+}
+
+/// What [`TxState::flush_out`] achieved.
+#[derive(Debug, PartialEq, Eq)]
+pub(crate) enum Flushed {
+    /// The socket is full; more remains.
+    Partial,
+    /// The backlog is gone; a zero-copy send in it completed.
+    Drained(Option<(EpId, Token)>),
+}
+
+/// The backlog of a connection.
+#[derive(Debug)]
+pub(crate) struct TxState {
+    /// Unsent bytes are `buf[off..]`.
+    buf: Vec<u8>,
+    off: usize,
+    zc: Option<ZcopyTail>,
+    /// The rest of a detached zero-copy send, copied (see `detach_zcopy`).
+    owned_tail: Vec<u8>,
+}
+
+impl TxState {
+    pub(crate) fn new(cap: usize) -> TxState {
+        TxState {
+            buf: Vec::with_capacity(cap),
+            off: 0,
+            zc: None,
+            owned_tail: Vec::new(),
+        }
+    }
+
+    /// Whether bytes of posted operations are still in this process.
+    pub(crate) fn has_backlog(&self) -> bool {
+        self.off < self.buf.len() || self.zc.as_ref().is_some_and(|z| z.idx < z.count)
+    }
+
+    /// Sends or buffers one frame of `hdr` and `parts` (`total` bytes after
+    /// the header). `fd` is `None` while the connection is not open: the
+    /// frame is only buffered. `Ok(false)`: no room, nothing done.
+    pub(crate) fn post_copy(
+        &mut self,
+        fd: Option<RawFd>,
+        hdr: &[u8; FRAME_HDR],
+        parts: &[&[u8]],
+        total: usize,
+    ) -> io::Result<bool> {
+        let need = FRAME_HDR + total;
+        let fd = match fd {
+            Some(fd) if !self.has_backlog() => fd,
+            _ => {
+                if self.zc.is_some() {
+                    // Nothing goes behind a zero-copy tail.
+                    return Ok(false);
+                }
+                if self.buf.len() + need > self.buf.capacity() {
+                    if self.buf.len() - self.off + need > self.buf.capacity() {
+                        return Ok(false);
+                    }
+                    self.buf.drain(..self.off);
+                    self.off = 0;
+                }
+                self.append(hdr, parts);
+                return Ok(true);
+            }
+        };
+        if total <= COPY_MAX || parts.len() >= MAX_PARTS {
+            self.buf.clear();
+            self.off = 0;
+            self.append(hdr, parts);
+            let n = sys::send(fd, &self.buf)?;
+            if n == self.buf.len() {
+                self.buf.clear();
+            } else {
+                self.off = n;
+            }
+            return Ok(true);
+        }
+        let mut v = [NO_IOVEC; MAX_PARTS];
+        v[0] = sys::iovec(hdr);
+        let mut k = 1;
+        for p in parts.iter().filter(|p| !p.is_empty()) {
+            v[k] = sys::iovec(p);
+            k += 1;
+        }
+        // SAFETY: every iovec describes `hdr` or a part, borrowed for the
+        // call.
+        let n = unsafe { sys::sendv(fd, &v[..k]) }?;
+        if n < need {
+            // Keep what the socket did not take.
+            self.buf.clear();
+            self.off = 0;
+            let mut skip = n;
+            for chunk in std::iter::once(&hdr[..]).chain(parts.iter().copied()) {
+                if skip >= chunk.len() {
+                    skip -= chunk.len();
+                } else {
+                    self.buf.extend_from_slice(&chunk[skip..]);
+                    skip = 0;
+                }
+            }
+        }
+        Ok(true)
+    }
+
+    fn append(&mut self, hdr: &[u8; FRAME_HDR], parts: &[&[u8]]) {
+        self.buf.extend_from_slice(hdr);
+        for p in parts {
+            self.buf.extend_from_slice(p);
+        }
+    }
+
+    /// Sends `hdr`, `header` and the memory of `iov` as one frame on an open
+    /// connection. `None`: there is a backlog, nothing done. `Some(false)`:
+    /// all sent. `Some(true)`: the rest of `iov` stays in use until
+    /// [`Flushed::Drained`] returns `(ep, token)` (or it is detached or
+    /// aborted).
+    ///
+    /// # Safety
+    ///
+    /// The ranges of `iov` are readable now and, when `Some(true)` is
+    /// returned, stay valid and unchanged until then.
+    pub(crate) unsafe fn post_zcopy(
+        &mut self,
+        fd: RawFd,
+        hdr: &[u8; FRAME_HDR],
+        header: &[u8],
+        iov: &[Iov],
+        owner: (EpId, Token),
+    ) -> io::Result<Option<bool>> {
+        if self.has_backlog() {
+            return Ok(None);
+        }
+        let mut v = [NO_IOVEC; 2 + MAX_IOV];
+        v[0] = sys::iovec(hdr);
+        v[1] = sys::iovec(header);
+        let mut k = 2;
+        let mut total = FRAME_HDR + header.len();
+        for r in iov.iter().filter(|r| r.len > 0) {
+            v[k] = iovec_of(r);
+            k += 1;
+            total += r.len;
+        }
+        // SAFETY: hdr and header are borrowed for the call; the caller
+        // vouches for the ranges of `iov`.
+        let n = unsafe { sys::sendv(fd, &v[..k]) }?;
+        if n == total {
+            return Ok(Some(false));
+        }
+        self.buf.clear();
+        self.off = 0;
+        let head = FRAME_HDR + header.len();
+        if n < FRAME_HDR {
+            self.buf.extend_from_slice(&hdr[n..]);
+            self.buf.extend_from_slice(header);
+        } else if n < head {
+            self.buf.extend_from_slice(&header[n - FRAME_HDR..]);
+        }
+        let mut skip = n.saturating_sub(head);
+        let mut tail = ZcopyTail {
+            iov: [NO_IOV; MAX_IOV],
+            idx: 0,
+            count: 0,
+            owner: Some(owner),
+        };
+        for r in iov.iter().filter(|r| r.len > 0) {
+            if skip >= r.len {
+                skip -= r.len;
+                continue;
+            }
+            tail.iov[tail.count] = Iov {
+                // skip < len keeps the pointer inside the range.
+                ptr: r.ptr.wrapping_add(skip),
+                len: r.len - skip,
+            };
+            tail.count += 1;
+            skip = 0;
+        }
+        self.zc = Some(tail);
+        Ok(Some(true))
+    }
+
+    /// Writes the backlog with one `sendmsg`.
+    pub(crate) fn flush_out(&mut self, fd: RawFd) -> io::Result<Flushed> {
+        if self.has_backlog() {
+            let mut v = [NO_IOVEC; 1 + MAX_IOV];
+            let mut k = 0;
+            if self.off < self.buf.len() {
+                v[0] = sys::iovec(&self.buf[self.off..]);
+                k = 1;
+            }
+            if let Some(z) = &self.zc {
+                for r in &z.iov[z.idx..z.count] {
+                    v[k] = iovec_of(r);
+                    k += 1;
+                }
+            }
+            // SAFETY: the first iovec is within `buf`; the others are the
+            // rest of a zero-copy send, valid until it completes (contract
+            // of `post_zcopy`) or within `owned_tail` once detached.
+            let n = unsafe { sys::sendv(fd, &v[..k]) }?;
+            self.advance(n);
+            if self.has_backlog() {
+                return Ok(Flushed::Partial);
+            }
+        }
+        self.buf.clear();
+        self.off = 0;
+        let owner = self.zc.take().and_then(|z| z.owner);
+        if !self.owned_tail.is_empty() {
+            self.owned_tail = Vec::new();
+        }
+        Ok(Flushed::Drained(owner))
+    }
+
+    fn advance(&mut self, mut n: usize) {
+        let in_buf = (self.buf.len() - self.off).min(n);
+        self.off += in_buf;
+        n -= in_buf;
+        if let Some(z) = &mut self.zc {
+            while n > 0 && z.idx < z.count {
+                let r = &mut z.iov[z.idx];
+                let step = r.len.min(n);
+                r.ptr = r.ptr.wrapping_add(step);
+                r.len -= step;
+                n -= step;
+                if r.len == 0 {
+                    z.idx += 1;
+                }
+            }
+        }
+    }
+
+    /// The token of `ep`'s unfinished zero-copy send, if any; its remaining
+    /// bytes are copied so that the frame can still be finished without the
+    /// caller's memory.
+    pub(crate) fn detach_zcopy(&mut self, ep: EpId) -> Option<Token> {
+        let z = self.zc.as_mut()?;
+        let (owner, token) = z.owner?;
+        if owner != ep {
+            return None;
+        }
+        let mut rest = Vec::new();
+        for r in &z.iov[z.idx..z.count] {
+            // SAFETY: the range is still valid: its operation has not been
+            // reported complete (contract of `post_zcopy`).
+            rest.extend_from_slice(unsafe { std::slice::from_raw_parts(r.ptr, r.len) });
+        }
+        self.owned_tail = rest;
+        z.iov[0] = Iov::from_slice(&self.owned_tail);
+        z.idx = 0;
+        z.count = usize::from(!self.owned_tail.is_empty());
+        z.owner = None;
+        Some(token)
+    }
+
+    /// Drops the backlog; returns the owner of an unfinished zero-copy send.
+    pub(crate) fn abort(&mut self) -> Option<(EpId, Token)> {
+        self.buf.clear();
+        self.off = 0;
+        self.owned_tail = Vec::new();
+        self.zc.take().and_then(|z| z.owner)
+    }
+
+    /// Appends the buffered frames of `other`, a connection that never sent
+    /// any (it was not open), leaving it empty.
+    pub(crate) fn absorb(&mut self, other: &mut TxState) {
+        if !self.has_backlog() {
+            self.buf.clear();
+            self.off = 0;
+            std::mem::swap(&mut self.buf, &mut other.buf);
+        } else {
+            self.buf.extend_from_slice(&other.buf[other.off..]);
+            other.buf.clear();
+        }
+        other.off = 0;
+    }
+}

@@ -1,0 +1,224 @@
+//! What travels on a connection.
+//!
+//! One TCP connection joins a pair of ifaces and carries frames both ways.
+//! The side that connected starts with a hello of 16 bytes:
+//!
+//! | bytes  | field   | value                                        |
+//! |--------|---------|----------------------------------------------|
+//! | 0..8   | magic   | [`MAGIC`], little-endian                     |
+//! | 8..10  | version | [`VERSION`], little-endian                   |
+//! | 10..12 | port    | the connector's listening port, big-endian   |
+//! | 12..16 | ip      | the connector's iface IPv4 address           |
+//!
+//! The accepting side answers with an `ACCEPT` or `REJECT` control frame.
+//! After that, both sides send frames, each a 5-byte header and its payload:
+//!
+//! | bytes  | field  | value                                 |
+//! |--------|--------|---------------------------------------|
+//! | 0      | am_id  | active message id                     |
+//! | 1..5   | length | payload length, u32 little-endian     |
+//! | 5..    | payload| `length` bytes                        |
+//!
+//! Ids below [`uct::AM_ID_MAX`] are the user's. Above, the transport's own:
+//! [`CTRL_ACCEPT`] and [`CTRL_REJECT`], with no payload, only as the first
+//! frame towards a connector. Any other id is an error.
+//!
+//! The payload of an `am_short` frame is the 8-byte little-endian header
+//! followed by the payload; `am_bcopy`, the parts concatenated; `am_zcopy`,
+//! the header then the iov. A receiver rejects a length above its largest
+//! frame.
+//!
+//! REJECT settles connections opened by both sides at once: the connection
+//! opened by the iface with the smaller [`key`] is kept, the other one is
+//! rejected and its queued frames move to the kept one before any frame was
+//! sent on it.
+
+use std::net::{Ipv4Addr, SocketAddrV4};
+
+use uct::ucs::PeerMisbehaved;
+use uct::{AmId, AM_ID_MAX};
+
+/// Length of a frame header.
+pub(crate) const FRAME_HDR: usize = 5;
+
+/// First 8 bytes of every connection: `"rucx-tcp"` read as a little-endian
+/// u64.
+pub(crate) const MAGIC: u64 = u64::from_le_bytes(*b"rucx-tcp");
+
+/// Version of this wire format.
+pub(crate) const VERSION: u16 = 1;
+
+/// Length of the hello.
+pub(crate) const HELLO_LEN: usize = 16;
+
+/// Control frame: the connection is accepted; frames may flow.
+pub(crate) const CTRL_ACCEPT: AmId = 0xf0;
+/// Control frame: the connection is refused in favour of the one the
+/// acceptor opened towards the connector.
+pub(crate) const CTRL_REJECT: AmId = 0xf1;
+
+/// A control frame.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Ctrl {
+    /// The connector's hello, with its iface key.
+    Hello(u64),
+    Accept,
+    Reject,
+}
+
+/// The key of an iface: its listening address as one number, the same on
+/// both sides of a connection.
+pub(crate) fn key(addr: SocketAddrV4) -> u64 {
+    (u64::from(u32::from(*addr.ip())) << 16) | u64::from(addr.port())
+}
+
+/// Encodes a frame header.
+pub(crate) fn frame_hdr(id: AmId, len: u32) -> [u8; FRAME_HDR] {
+    let l = len.to_le_bytes();
+    [id, l[0], l[1], l[2], l[3]]
+}
+
+/// What a frame header announces.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Frame {
+    /// A user message of this id and payload length.
+    Am(AmId, usize),
+    /// A control frame (no payload).
+    Ctrl(Ctrl),
+}
+
+/// Decodes and checks a frame header.
+pub(crate) fn parse_frame_hdr(
+    hdr: &[u8; FRAME_HDR],
+    max_len: usize,
+) -> Result<Frame, PeerMisbehaved> {
+    let id = hdr[0];
+    let len = u32::from_le_bytes([hdr[1], hdr[2], hdr[3], hdr[4]]) as usize;
+    if id < AM_ID_MAX {
+        if len > max_len {
+            return Err(PeerMisbehaved::FrameTooLong { len, max: max_len });
+        }
+        return Ok(Frame::Am(id, len));
+    }
+    let ctrl = match id {
+        CTRL_ACCEPT => Ctrl::Accept,
+        CTRL_REJECT => Ctrl::Reject,
+        _ => return Err(PeerMisbehaved::UnknownId(id)),
+    };
+    if len != 0 {
+        return Err(PeerMisbehaved::Invalid {
+            what: "control frame length",
+            detail: format!("{len}, expected 0"),
+        });
+    }
+    Ok(Frame::Ctrl(ctrl))
+}
+
+/// The hello of a connector listening on `me`.
+pub(crate) fn hello(me: SocketAddrV4) -> [u8; HELLO_LEN] {
+    let mut out = [0u8; HELLO_LEN];
+    out[..8].copy_from_slice(&MAGIC.to_le_bytes());
+    out[8..10].copy_from_slice(&VERSION.to_le_bytes());
+    out[10..12].copy_from_slice(&me.port().to_be_bytes());
+    out[12..].copy_from_slice(&me.ip().octets());
+    out
+}
+
+/// Checks a received hello; returns the connector's listening address.
+pub(crate) fn parse_hello(b: &[u8; HELLO_LEN]) -> Result<SocketAddrV4, PeerMisbehaved> {
+    let mut magic = [0u8; 8];
+    magic.copy_from_slice(&b[..8]);
+    let magic = u64::from_le_bytes(magic);
+    if magic != MAGIC {
+        return Err(PeerMisbehaved::BadMagic(magic));
+    }
+    let version = u16::from_le_bytes([b[8], b[9]]);
+    if version != VERSION {
+        return Err(PeerMisbehaved::Invalid {
+            what: "protocol version",
+            detail: format!("{version}, expected {VERSION}"),
+        });
+    }
+    let port = u16::from_be_bytes([b[10], b[11]]);
+    Ok(SocketAddrV4::new(
+        Ipv4Addr::new(b[12], b[13], b[14], b[15]),
+        port,
+    ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn frame_header_round_trip() {
+        let h = frame_hdr(7, 0x0102_0304);
+        assert_eq!(h, [7, 4, 3, 2, 1]);
+        assert_eq!(
+            parse_frame_hdr(&h, usize::MAX),
+            Ok(Frame::Am(7, 0x0102_0304))
+        );
+        assert_eq!(parse_frame_hdr(&frame_hdr(0, 0), 0), Ok(Frame::Am(0, 0)));
+        assert_eq!(
+            parse_frame_hdr(&frame_hdr(CTRL_ACCEPT, 0), 0),
+            Ok(Frame::Ctrl(Ctrl::Accept))
+        );
+        assert_eq!(
+            parse_frame_hdr(&frame_hdr(CTRL_REJECT, 0), 0),
+            Ok(Frame::Ctrl(Ctrl::Reject))
+        );
+    }
+
+    #[test]
+    fn bad_frames_are_rejected() {
+        assert_eq!(
+            parse_frame_hdr(&frame_hdr(1, 101), 100),
+            Err(PeerMisbehaved::FrameTooLong { len: 101, max: 100 })
+        );
+        assert_eq!(
+            parse_frame_hdr(&frame_hdr(AM_ID_MAX, 1), 100),
+            Err(PeerMisbehaved::UnknownId(AM_ID_MAX))
+        );
+        assert!(matches!(
+            parse_frame_hdr(&frame_hdr(CTRL_ACCEPT, 1), 100),
+            Err(PeerMisbehaved::Invalid { .. })
+        ));
+        assert_eq!(
+            parse_frame_hdr(&[255; FRAME_HDR], 100),
+            Err(PeerMisbehaved::UnknownId(255))
+        );
+        assert_eq!(
+            parse_frame_hdr(&[0, 255, 255, 255, 255], 100),
+            Err(PeerMisbehaved::FrameTooLong {
+                len: u32::MAX as usize,
+                max: 100
+            })
+        );
+    }
+
+    #[test]
+    fn hello_checks() {
+        let me: SocketAddrV4 = "10.1.2.3:4567".parse().unwrap();
+        assert_eq!(parse_hello(&hello(me)), Ok(me));
+        let mut bad = hello(me);
+        bad[0] ^= 1;
+        assert!(matches!(
+            parse_hello(&bad),
+            Err(PeerMisbehaved::BadMagic(_))
+        ));
+        let mut bad = hello(me);
+        bad[8] = 9;
+        assert!(matches!(
+            parse_hello(&bad),
+            Err(PeerMisbehaved::Invalid { .. })
+        ));
+    }
+
+    #[test]
+    fn keys_order_by_address() {
+        let a = key("10.0.0.1:9".parse().unwrap());
+        let b = key("10.0.0.1:10".parse().unwrap());
+        let c = key("10.0.0.2:1".parse().unwrap());
+        assert!(a < b && b < c);
+    }
+}

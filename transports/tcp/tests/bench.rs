@@ -1,0 +1,275 @@
+//! Micro-benchmarks, ignored by default (they measure, never assert a time):
+//!
+//! ```text
+//! cargo test -p rucx-tcp --release --test bench -- --ignored --nocapture
+//! ```
+
+mod common;
+
+use std::time::{Duration, Instant};
+
+use common::lo;
+use rucx_tcp::TcpConfig;
+use rucx_uct::{AmId, AmSink, EpId, Error, Iface, Iov, Posted, SrcId, Token};
+
+/// Counts messages and copies them out, as a protocol layer would.
+struct Sink {
+    msgs: u64,
+    bytes: u64,
+    last: u64,
+    copy_to: Vec<u8>,
+    completed: u64,
+    ready: u64,
+}
+
+impl Sink {
+    fn new(copy: usize) -> Sink {
+        Sink {
+            msgs: 0,
+            bytes: 0,
+            last: 0,
+            copy_to: vec![0; copy],
+            completed: 0,
+            ready: 0,
+        }
+    }
+}
+
+impl AmSink for Sink {
+    fn am(&mut self, _id: AmId, _src: SrcId, data: &[u8]) {
+        self.msgs += 1;
+        self.bytes += data.len() as u64;
+        if data.len() >= 8 {
+            self.last = u64::from_le_bytes(data[..8].try_into().unwrap());
+        }
+        let n = data.len().min(self.copy_to.len());
+        self.copy_to[..n].copy_from_slice(&data[..n]);
+    }
+    fn completed(&mut self, _token: Token, result: rucx_uct::Result<()>) {
+        result.unwrap();
+        self.completed += 1;
+    }
+    fn pending_ready(&mut self, _ep: EpId, _token: Token) {
+        self.ready += 1;
+    }
+    fn ep_failed(&mut self, ep: EpId, error: Error) {
+        panic!("{ep:?} failed: {error}");
+    }
+    fn src_failed(&mut self, src: SrcId, error: Error) {
+        panic!("{src:?} failed: {error}");
+    }
+}
+
+fn pair() -> (Box<dyn Iface>, EpId, Box<dyn Iface>, EpId) {
+    let cfg = TcpConfig::default();
+    let (mut a, mut b) = (lo(&cfg), lo(&cfg));
+    let ab = a.ep_create(b.device_addr(), b.iface_addr()).unwrap();
+    let ba = b.ep_create(a.device_addr(), a.iface_addr()).unwrap();
+    (a, ab, b, ba)
+}
+
+fn send_short(i: &mut dyn Iface, s: &mut Sink, ep: EpId, v: u64) {
+    while i.am_short(ep, 1, v, &[]).unwrap() != Posted::Done {
+        i.progress(s);
+    }
+}
+
+#[test]
+#[ignore]
+fn pingpong_8b() {
+    let (mut a, ab, mut b, ba) = pair();
+    let iters: u64 = std::env::var("PP_ITERS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(200_000);
+    let warm = iters / 20;
+    let echo = std::thread::spawn(move || {
+        let mut s = Sink::new(0);
+        for k in 0..iters + warm {
+            while s.msgs <= k {
+                b.progress(&mut s);
+            }
+            let v = s.last;
+            send_short(b.as_mut(), &mut s, ba, v);
+        }
+    });
+    let mut s = Sink::new(0);
+    let mut rtt = Vec::with_capacity(iters as usize);
+    for k in 0..iters + warm {
+        let t = Instant::now();
+        send_short(a.as_mut(), &mut s, ab, k);
+        while s.msgs <= k {
+            a.progress(&mut s);
+        }
+        assert_eq!(s.last, k);
+        if k >= warm {
+            rtt.push(t.elapsed());
+        }
+    }
+    echo.join().unwrap();
+    rtt.sort();
+    let med = rtt[rtt.len() / 2];
+    println!(
+        "am_short 8 B ping-pong: median round trip {:.2} us, one way {:.2} us (p99 rtt {:.2} us)",
+        med.as_secs_f64() * 1e6,
+        med.as_secs_f64() * 0.5e6,
+        rtt[rtt.len() * 99 / 100].as_secs_f64() * 1e6
+    );
+}
+
+/// One-way stream of `size`-byte messages; the receiver copies each out.
+fn stream(size: usize, secs: f64) {
+    let (mut a, ab, mut b, _ba) = pair();
+    let zcopy = size > a.attr().max_bcopy;
+    let msg = vec![7u8; size];
+    let stop = Duration::from_secs_f64(secs);
+    let rx = std::thread::spawn(move || {
+        let mut s = Sink::new(size);
+        let t = Instant::now();
+        let mut first = None;
+        loop {
+            if b.progress(&mut s) > 0 && first.is_none() {
+                first = Some(Instant::now());
+            }
+            if s.msgs > 0 && s.last == u64::MAX {
+                break;
+            }
+            assert!(t.elapsed() < stop * 10, "stream stuck");
+        }
+        let el = first.unwrap().elapsed().as_secs_f64();
+        (s.msgs - 1, s.bytes, el)
+    });
+    let mut s = Sink::new(0);
+    let t = Instant::now();
+    let mut sent = 0u64;
+    let mut hdr = msg.clone();
+    while t.elapsed() < stop {
+        for _ in 0..64 {
+            hdr[..8].copy_from_slice(&sent.to_le_bytes());
+            let r = if size <= 8 {
+                a.am_short(ab, 1, sent, &[]).unwrap()
+            } else if !zcopy {
+                a.am_bcopy(ab, 1, &[&hdr]).unwrap().0
+            } else {
+                let iov = [Iov::from_slice(&msg)];
+                // SAFETY: `msg` outlives the loop; completion is awaited
+                // before reuse below (flush).
+                let r = unsafe { a.am_zcopy(ab, 1, &hdr[..8], &iov, Token(sent)) }.unwrap();
+                if r == Posted::InFlight {
+                    // Keep the buffer unchanged: wait for this one.
+                    let want = s.completed + 1;
+                    while s.completed < want {
+                        a.progress(&mut s);
+                    }
+                }
+                r
+            };
+            if r == Posted::NoResource {
+                a.progress(&mut s);
+            } else {
+                sent += 1;
+            }
+        }
+    }
+    send_short(a.as_mut(), &mut s, ab, u64::MAX);
+    while a.flush(Some(ab), Token(0)).unwrap() != Posted::Done {
+        a.progress(&mut s);
+    }
+    let (msgs, bytes, el) = rx.join().unwrap();
+    assert_eq!(msgs, sent);
+    println!(
+        "{size:>8} B {}: {:.0} msg/s, {:.1} MB/s (MiB/s)",
+        if size <= 8 {
+            "short"
+        } else if zcopy {
+            "zcopy"
+        } else {
+            "bcopy"
+        },
+        msgs as f64 / el,
+        bytes as f64 / el / 1048576.0
+    );
+}
+
+#[test]
+#[ignore]
+fn bandwidth() {
+    for size in [8, 4096, 65536, 1 << 20] {
+        stream(size, 2.0);
+    }
+}
+
+/// The floor: the same ping-pong on plain sockets, spinning on `recv`.
+#[test]
+#[ignore]
+fn pingpong_raw_sockets() {
+    use std::io::{Read, Write};
+    let iters: u64 = std::env::var("PP_ITERS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(200_000);
+    let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let mut c = std::net::TcpStream::connect(l.local_addr().unwrap()).unwrap();
+    let (mut s, _) = l.accept().unwrap();
+    // PP_TWO=1: one connection per direction, like the transport.
+    let two = std::env::var("PP_TWO").is_ok();
+    let (mut c_rx, mut s_tx) = if two {
+        let c2 = std::net::TcpStream::connect(l.local_addr().unwrap()).unwrap();
+        let (s2, _) = l.accept().unwrap();
+        (s2, c2)
+    } else {
+        (c.try_clone().unwrap(), s.try_clone().unwrap())
+    };
+    for x in [&c, &s, &c_rx, &s_tx] {
+        x.set_nodelay(true).unwrap();
+        x.set_nonblocking(true).unwrap();
+    }
+    let quick = std::env::var("PP_QUICK").is_ok();
+    if quick {
+        use std::os::fd::AsRawFd;
+        for x in [&s, &c_rx] {
+            let one: libc::c_int = 1;
+            // SAFETY: valid fd and option buffer.
+            unsafe {
+                libc::setsockopt(
+                    x.as_raw_fd(),
+                    libc::IPPROTO_TCP,
+                    libc::TCP_QUICKACK,
+                    (&one as *const libc::c_int).cast(),
+                    4,
+                );
+            }
+        }
+    }
+    fn get(x: &mut std::net::TcpStream, b: &mut [u8; 13]) {
+        let mut n = 0;
+        while n < 13 {
+            if let Ok(k) = x.read(&mut b[n..]) {
+                n += k;
+            }
+        }
+    }
+    let echo = std::thread::spawn(move || {
+        let mut b = [0u8; 13];
+        for _ in 0..iters {
+            get(&mut s, &mut b);
+            s_tx.write_all(&b).unwrap();
+        }
+    });
+    let mut rtt = Vec::new();
+    let mut b = [0u8; 13];
+    for _ in 0..iters {
+        let t = Instant::now();
+        c.write_all(&b).unwrap();
+        get(&mut c_rx, &mut b);
+        rtt.push(t.elapsed());
+    }
+    echo.join().unwrap();
+    rtt.sort();
+    let med = rtt[rtt.len() / 2];
+    println!(
+        "raw sockets 13 B ping-pong: median round trip {:.2} us, one way {:.2} us",
+        med.as_secs_f64() * 1e6,
+        med.as_secs_f64() * 0.5e6
+    );
+}

@@ -1,0 +1,284 @@
+//! Arbitrary bytes from a peer, written into a real iface over a loopback
+//! connection: the iface never panics or hangs, delivers exactly the
+//! frames the wire format allows (checked against a model), fails only
+//! that connection, and keeps serving a well-behaved endpoint.
+//!
+//! Inputs are random bytes, streams built from valid and invalid pieces,
+//! and valid streams with truncations, bit flips and length fields set to
+//! huge values. The `tcp_stream` fuzz target runs the same harness.
+
+#[path = "decoder_robustness/harness.rs"]
+mod harness;
+
+use std::cell::RefCell;
+use std::net::{Ipv4Addr, SocketAddrV4};
+
+use harness::{frame, frame_hdr, hello, Target, CTRL_ACCEPT, CTRL_REJECT};
+use proptest::prelude::*;
+use proptest::sample::Index;
+use proptest::test_runner::{Config, TestRunner};
+use rucx_uct::AM_ID_MAX;
+
+/// Who the hello claims to be.
+#[derive(Debug, Clone)]
+enum Hello {
+    /// A made-up iface on 127.0.0.2.
+    Stranger(u16),
+    /// The iface under attack itself.
+    Itself,
+    /// The peer whose connection is already open (must be rejected).
+    OpenPeer,
+    /// Sixteen arbitrary bytes.
+    Garbage([u8; 16]),
+    /// No hello at all.
+    Missing,
+}
+
+/// One piece of a stream after the hello.
+#[derive(Debug, Clone)]
+enum Piece {
+    /// A valid user frame.
+    Am(u8, Vec<u8>),
+    /// A control frame with some length.
+    Ctrl(bool, u32),
+    /// A header with an arbitrary id and length, then some bytes.
+    Hdr(u8, u32, Vec<u8>),
+    /// Arbitrary bytes.
+    Raw(Vec<u8>),
+}
+
+/// Damage done to a stream.
+#[derive(Debug, Clone)]
+enum Mutation {
+    Truncate(Index),
+    FlipBit(Index, u8),
+    /// Sets 1, 2 or 4 bytes (a length field or part of one) to 0xff.
+    Huge(Index, u8),
+    Insert(Index, Vec<u8>),
+    Remove(Index),
+}
+
+#[derive(Debug, Clone)]
+struct Case {
+    hello: Hello,
+    pieces: Vec<Piece>,
+    mutations: Vec<Mutation>,
+    /// Sizes of the writes.
+    writes: Vec<usize>,
+}
+
+fn hello_strategy() -> impl Strategy<Value = Hello> {
+    prop_oneof![
+        6 => any::<u16>().prop_map(Hello::Stranger),
+        1 => Just(Hello::Itself),
+        1 => Just(Hello::OpenPeer),
+        1 => any::<[u8; 16]>().prop_map(Hello::Garbage),
+        1 => Just(Hello::Missing),
+    ]
+}
+
+fn piece_strategy() -> impl Strategy<Value = Piece> {
+    let bytes = |n| prop::collection::vec(any::<u8>(), 0..n);
+    prop_oneof![
+        6 => (0..AM_ID_MAX, bytes(300)).prop_map(|(id, p)| Piece::Am(id, p)),
+        1 => (any::<bool>(), prop_oneof![Just(0u32), any::<u32>()])
+            .prop_map(|(a, l)| Piece::Ctrl(a, l)),
+        1 => (any::<u8>(), prop_oneof![0..64u32, Just(u32::MAX), any::<u32>()], bytes(64))
+            .prop_map(|(id, l, b)| Piece::Hdr(id, l, b)),
+        1 => bytes(40).prop_map(Piece::Raw),
+    ]
+}
+
+fn mutation_strategy() -> impl Strategy<Value = Mutation> {
+    prop_oneof![
+        any::<Index>().prop_map(Mutation::Truncate),
+        (any::<Index>(), 0..8u8).prop_map(|(i, b)| Mutation::FlipBit(i, b)),
+        (any::<Index>(), prop_oneof![Just(1u8), Just(2), Just(4)])
+            .prop_map(|(i, w)| Mutation::Huge(i, w)),
+        (any::<Index>(), prop::collection::vec(any::<u8>(), 1..8))
+            .prop_map(|(i, b)| Mutation::Insert(i, b)),
+        any::<Index>().prop_map(Mutation::Remove),
+    ]
+}
+
+fn case_strategy() -> impl Strategy<Value = Case> {
+    (
+        hello_strategy(),
+        prop::collection::vec(piece_strategy(), 0..8),
+        prop_oneof![
+            2 => Just(Vec::new()),
+            1 => prop::collection::vec(mutation_strategy(), 1..4),
+        ],
+        prop::collection::vec(1..200usize, 1..4),
+    )
+        .prop_map(|(hello, pieces, mutations, writes)| Case {
+            hello,
+            pieces,
+            mutations,
+            writes,
+        })
+}
+
+fn apply(mut v: Vec<u8>, muts: &[Mutation]) -> Vec<u8> {
+    for m in muts {
+        if v.is_empty() {
+            break;
+        }
+        match m {
+            Mutation::Truncate(i) => v.truncate(i.index(v.len())),
+            Mutation::FlipBit(i, b) => {
+                let at = i.index(v.len());
+                v[at] ^= 1 << b;
+            }
+            Mutation::Huge(i, w) => {
+                let at = i.index(v.len());
+                let end = (at + *w as usize).min(v.len());
+                v[at..end].fill(0xff);
+            }
+            Mutation::Insert(i, b) => {
+                let at = i.index(v.len() + 1);
+                v.splice(at..at, b.iter().copied());
+            }
+            Mutation::Remove(i) => {
+                v.remove(i.index(v.len()));
+            }
+        }
+    }
+    v
+}
+
+fn build(t: &Target, c: &Case) -> Vec<u8> {
+    let mut v = match &c.hello {
+        Hello::Stranger(port) => hello(SocketAddrV4::new(Ipv4Addr::new(127, 0, 0, 2), *port)),
+        Hello::Itself => hello(t.own_addr()),
+        Hello::OpenPeer => hello(t.peer_addr()),
+        Hello::Garbage(b) => b.to_vec(),
+        Hello::Missing => Vec::new(),
+    };
+    for p in &c.pieces {
+        match p {
+            Piece::Am(id, payload) => v.extend(frame(*id, payload)),
+            Piece::Ctrl(accept, len) => {
+                let id = if *accept { CTRL_ACCEPT } else { CTRL_REJECT };
+                v.extend(frame_hdr(id, *len));
+            }
+            Piece::Hdr(id, len, rest) => {
+                v.extend(frame_hdr(*id, *len));
+                v.extend_from_slice(rest);
+            }
+            Piece::Raw(b) => v.extend_from_slice(b),
+        }
+    }
+    apply(v, &c.mutations)
+}
+
+/// 256 cases by default (`PROPTEST_CASES` overrides); no regression
+/// files are written into the source tree.
+fn config() -> Config {
+    Config {
+        failure_persistence: None,
+        ..Config::default()
+    }
+}
+
+#[test]
+fn structured_and_mutated_streams_match_the_model() {
+    let target = RefCell::new(Target::open());
+    let mut runner = TestRunner::new(config());
+    let result = runner.run(&case_strategy(), |c| {
+        let mut t = target.borrow_mut();
+        let bytes = build(&t, &c);
+        t.check(&bytes, &c.writes);
+        Ok(())
+    });
+    if let Err(e) = result {
+        panic!("{e}");
+    }
+}
+
+#[test]
+fn random_bytes_match_the_model() {
+    let target = RefCell::new(Target::open());
+    let mut runner = TestRunner::new(config());
+    let strategy = (
+        prop::collection::vec(any::<u8>(), 0..600),
+        prop::collection::vec(1..100usize, 1..3),
+    );
+    let result = runner.run(&strategy, |(bytes, writes)| {
+        target.borrow_mut().check(&bytes, &writes);
+        Ok(())
+    });
+    if let Err(e) = result {
+        panic!("{e}");
+    }
+}
+
+#[test]
+fn known_edge_cases_match_the_model() {
+    let mut t = Target::open();
+    let me = SocketAddrV4::new(Ipv4Addr::new(127, 0, 0, 2), 9);
+    let h = hello(me);
+    let max = t.max_frame as u32;
+    let with = |tail: &[u8]| {
+        let mut v = h.clone();
+        v.extend_from_slice(tail);
+        v
+    };
+    let edge_cases: Vec<Vec<u8>> = vec![
+        Vec::new(),
+        h[..15].to_vec(),
+        h.clone(),
+        with(&frame(1, b"one")),
+        // Largest id, empty payload; then the first reserved id.
+        with(&[frame(AM_ID_MAX - 1, b""), frame(AM_ID_MAX, b"")].concat()),
+        // Length at the limit (never completed) and just above it.
+        with(&frame_hdr(2, max)),
+        with(&[frame(3, b"x"), frame_hdr(2, max + 1).to_vec()].concat()),
+        with(&[frame(3, b"x"), frame_hdr(2, u32::MAX).to_vec()].concat()),
+        // Control frames after the acceptance.
+        with(&[frame(3, b"x"), frame_hdr(CTRL_ACCEPT, 0).to_vec()].concat()),
+        with(&frame_hdr(CTRL_REJECT, 0)),
+        with(&frame_hdr(CTRL_ACCEPT, 7)),
+        // A second hello where a frame belongs.
+        with(&h),
+        // Partial header at the end, after a delivered message.
+        with(&[frame(4, b"y"), vec![5, 1]].concat()),
+        // Hellos with the wrong version or magic.
+        [&h[..8], &2u16.to_le_bytes()[..], &h[10..]].concat(),
+        [&b"RUCX-TCP"[..], &h[8..]].concat(),
+        // The open peer's identity.
+        [hello(t.peer_addr()), frame(1, b"spoof")].concat(),
+    ];
+    for bytes in &edge_cases {
+        for pieces in [&[usize::MAX][..], &[1], &[3, 16, 5]] {
+            t.check(bytes, pieces);
+        }
+    }
+    // The largest frame arrives whole; one byte more fails the source.
+    let largest = vec![0xa5; t.max_frame];
+    for payload in [&largest[..], &[largest.as_slice(), &[1]].concat()] {
+        let bytes = with(&[frame(1, b"x"), frame(2, payload), frame(3, b"z")].concat());
+        t.check(&bytes, &[32 << 10]);
+    }
+}
+
+#[test]
+fn the_model_itself_is_not_trivial() {
+    // The oracle must tell deliveries, rejections and failures apart.
+    let peer = SocketAddrV4::new(Ipv4Addr::LOCALHOST, 4000);
+    let h = hello(SocketAddrV4::new(Ipv4Addr::LOCALHOST, 5000));
+    let ok = harness::expect(
+        &[h.clone(), frame(1, b"a"), frame(2, b"")].concat(),
+        100,
+        peer,
+    );
+    assert_eq!(ok.ams, vec![(1, b"a".to_vec()), (2, vec![])]);
+    // A source that delivered anything is reported when it goes away.
+    assert!(ok.src_failed);
+    let broken = harness::expect(&[h.clone(), frame(1, b"a"), vec![9]].concat(), 100, peer);
+    assert!(broken.src_failed && broken.ams.len() == 1);
+    let too_long = harness::expect(&[h.clone(), frame(1, &[0; 101])].concat(), 100, peer);
+    assert!(too_long.ams.is_empty() && !too_long.src_failed);
+    let spoof = harness::expect(&[hello(peer), frame(1, b"a")].concat(), 100, peer);
+    assert!(spoof.ams.is_empty());
+}

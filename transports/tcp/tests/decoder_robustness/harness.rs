@@ -1,0 +1,339 @@
+//! A raw peer that writes arbitrary bytes into a TCP iface over loopback,
+//! and a model of what the iface must make of them.
+//!
+//! The model follows the wire format documented in the crate (`wire.rs`):
+//! a 16-byte hello, then frames of a 5-byte header and a payload. It
+//! predicts, for any byte stream from one connection, which active
+//! messages reach the sink and whether the source fails. [`Target::run`]
+//! checks the prediction, and that a well-behaved endpoint into the same
+//! iface still delivers afterwards.
+//!
+//! Shared by the `decoder_robustness` test and the `tcp_stream` fuzz
+//! target, so it uses the public API only.
+
+#![allow(dead_code)]
+
+use std::io::{ErrorKind, Read, Write};
+use std::net::{Ipv4Addr, Shutdown, SocketAddrV4, TcpStream};
+use std::time::{Duration, Instant};
+
+use rucx_tcp::COMPONENT;
+use rucx_uct::{
+    AmId, AmSink, Component, EpId, Error, Iface, IfaceParams, Posted, SrcId, Token, AM_ID_MAX,
+};
+
+/// First 8 bytes of a connector's hello.
+pub(crate) const MAGIC: [u8; 8] = *b"rucx-tcp";
+/// Wire format version.
+pub(crate) const VERSION: u16 = 1;
+/// Length of the hello.
+pub(crate) const HELLO_LEN: usize = 16;
+/// Length of a frame header.
+pub(crate) const FRAME_HDR: usize = 5;
+/// Control frame ids.
+pub(crate) const CTRL_ACCEPT: AmId = 0xf0;
+/// Control frame id of a rejection.
+pub(crate) const CTRL_REJECT: AmId = 0xf1;
+
+/// Longest a run may take before it counts as a hang.
+const HANG: Duration = Duration::from_secs(20);
+
+/// The hello of a connector that says it listens on `addr`.
+pub(crate) fn hello(addr: SocketAddrV4) -> Vec<u8> {
+    let mut v = MAGIC.to_vec();
+    v.extend_from_slice(&VERSION.to_le_bytes());
+    v.extend_from_slice(&addr.port().to_be_bytes());
+    v.extend_from_slice(&addr.ip().octets());
+    v
+}
+
+/// A frame header announcing `len` payload bytes.
+pub(crate) fn frame_hdr(id: AmId, len: u32) -> [u8; FRAME_HDR] {
+    let l = len.to_le_bytes();
+    [id, l[0], l[1], l[2], l[3]]
+}
+
+/// A whole frame.
+pub(crate) fn frame(id: AmId, payload: &[u8]) -> Vec<u8> {
+    let mut v = frame_hdr(id, payload.len() as u32).to_vec();
+    v.extend_from_slice(payload);
+    v
+}
+
+/// What the iface must report for one connection's bytes.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub(crate) struct Outcome {
+    /// Active messages delivered, in order.
+    pub(crate) ams: Vec<(AmId, Vec<u8>)>,
+    /// Whether the source was reported failed.
+    pub(crate) src_failed: bool,
+}
+
+impl Outcome {
+    /// Ids and lengths, short enough for a failure message.
+    pub(crate) fn summary(&self) -> String {
+        let ams: Vec<(AmId, usize)> = self.ams.iter().map(|(id, d)| (*id, d.len())).collect();
+        format!("ams (id, len) {ams:?}, src_failed {}", self.src_failed)
+    }
+}
+
+/// Predicts the outcome of a connection that sends `bytes` and then
+/// closes. `max_frame` is the largest payload the iface accepts; a hello
+/// naming `open_peer` (the iface whose connection is already open) is
+/// rejected.
+pub(crate) fn expect(bytes: &[u8], max_frame: usize, open_peer: SocketAddrV4) -> Outcome {
+    let mut out = Outcome::default();
+    let Some((h, mut rest)) = bytes.split_first_chunk::<HELLO_LEN>() else {
+        // Closed before a whole hello: dropped silently.
+        return out;
+    };
+    let version = u16::from_le_bytes([h[8], h[9]]);
+    if h[..8] != MAGIC || version != VERSION {
+        return out;
+    }
+    let from = SocketAddrV4::new(
+        Ipv4Addr::new(h[12], h[13], h[14], h[15]),
+        u16::from_be_bytes([h[10], h[11]]),
+    );
+    if from == open_peer {
+        return out;
+    }
+    // Accepted: frames until an error or the end.
+    while let Some((hdr, after)) = rest.split_first_chunk::<FRAME_HDR>() {
+        let id = hdr[0];
+        let len = u32::from_le_bytes([hdr[1], hdr[2], hdr[3], hdr[4]]) as usize;
+        if id >= AM_ID_MAX {
+            // Unknown id, or a control frame after the acceptance: both
+            // break the protocol.
+            break;
+        }
+        if len > max_frame {
+            break;
+        }
+        if after.len() < len {
+            // Closed in the middle of a frame.
+            break;
+        }
+        out.ams.push((id, after[..len].to_vec()));
+        rest = &after[len..];
+    }
+    // A source that delivered anything is reported when it goes away,
+    // whether it broke the protocol or closed cleanly between messages.
+    out.src_failed = !out.ams.is_empty();
+    out
+}
+
+/// Everything a sink was told.
+#[derive(Debug, Default)]
+pub(crate) struct Recorder {
+    /// Active messages.
+    pub(crate) ams: Vec<(AmId, SrcId, Vec<u8>)>,
+    /// Failed sources.
+    pub(crate) src_failed: Vec<SrcId>,
+    /// Failed endpoints.
+    pub(crate) ep_failed: Vec<(EpId, String)>,
+    /// Completions.
+    pub(crate) completed: Vec<Token>,
+    /// Pending tokens handed back.
+    pub(crate) ready: Vec<Token>,
+}
+
+impl AmSink for Recorder {
+    fn am(&mut self, id: AmId, src: SrcId, data: &[u8]) {
+        self.ams.push((id, src, data.to_vec()));
+    }
+    fn completed(&mut self, token: Token, _result: rucx_uct::Result<()>) {
+        self.completed.push(token);
+    }
+    fn pending_ready(&mut self, _ep: EpId, token: Token) {
+        self.ready.push(token);
+    }
+    fn ep_failed(&mut self, ep: EpId, error: Error) {
+        self.ep_failed.push((ep, error.to_string()));
+    }
+    fn src_failed(&mut self, src: SrcId, _error: Error) {
+        self.src_failed.push(src);
+    }
+}
+
+/// Opens an iface on the loopback device through the component, as the
+/// protocol layer does.
+pub(crate) fn open_lo() -> Box<dyn Iface> {
+    let mds = COMPONENT.md_open().expect("open the tcp memory domain");
+    for md in &mds {
+        let res = md.resources().expect("list tcp resources");
+        if let Some(lo) = res.iter().find(|r| r.dev_name == "lo") {
+            return md
+                .iface_open(lo, &IfaceParams::default())
+                .expect("open the tcp iface on lo");
+        }
+    }
+    panic!("no tcp resource on lo");
+}
+
+/// The listening address of a loopback iface, from its documented
+/// addresses (device: IPv4 then host id; iface: port, big-endian).
+pub(crate) fn listen_addr(iface: &dyn Iface) -> SocketAddrV4 {
+    let d = iface.device_addr();
+    let p = iface.iface_addr();
+    assert!(d.len() >= 4 && p.len() == 2, "tcp address layout");
+    SocketAddrV4::new(
+        Ipv4Addr::new(d[0], d[1], d[2], d[3]),
+        u16::from_be_bytes([p[0], p[1]]),
+    )
+}
+
+/// The iface under attack (`a`) and a well-behaved peer (`b`) with an
+/// endpoint into it.
+#[derive(Debug)]
+pub(crate) struct Target {
+    a: Box<dyn Iface>,
+    sa: Recorder,
+    b: Box<dyn Iface>,
+    sb: Recorder,
+    ep: EpId,
+    good_src: SrcId,
+    seq: u64,
+    /// Largest frame payload `a` accepts.
+    pub(crate) max_frame: usize,
+}
+
+impl Target {
+    /// Opens both ifaces and checks the good endpoint works.
+    pub(crate) fn open() -> Target {
+        let a = open_lo();
+        let mut b = open_lo();
+        let ep = b
+            .ep_create(a.device_addr(), a.iface_addr())
+            .expect("ep_create");
+        let at = a.attr();
+        // The largest frame a sender with these limits can produce: a
+        // receiver accepts exactly these.
+        let max_frame = at
+            .max_bcopy
+            .max(at.max_short + 8)
+            .max(at.max_hdr + at.max_zcopy);
+        let mut t = Target {
+            a,
+            sa: Recorder::default(),
+            b,
+            sb: Recorder::default(),
+            ep,
+            good_src: SrcId(u32::MAX),
+            seq: 0,
+            max_frame,
+        };
+        t.good_src = t.still_works();
+        t
+    }
+
+    /// The address of the peer whose connection into `a` is open.
+    pub(crate) fn peer_addr(&self) -> SocketAddrV4 {
+        listen_addr(self.b.as_ref())
+    }
+
+    /// The address `a` listens on.
+    pub(crate) fn own_addr(&self) -> SocketAddrV4 {
+        listen_addr(self.a.as_ref())
+    }
+
+    fn progress(&mut self) {
+        self.a.progress(&mut self.sa);
+        self.b.progress(&mut self.sb);
+    }
+
+    /// Sends one message on the good endpoint and waits for it; returns
+    /// its source.
+    fn still_works(&mut self) -> SrcId {
+        self.seq += 1;
+        let seq = self.seq;
+        let before = self.sa.ams.len();
+        let posted = self.b.am_short(self.ep, 7, seq, b"still here");
+        assert!(
+            matches!(posted, Ok(Posted::Done)),
+            "good endpoint refused a send: {posted:?}"
+        );
+        let start = Instant::now();
+        while self.sa.ams.len() == before {
+            self.progress();
+            assert!(start.elapsed() < HANG, "good message never arrived");
+        }
+        let (id, src, data) = &self.sa.ams[before];
+        let mut want = seq.to_le_bytes().to_vec();
+        want.extend_from_slice(b"still here");
+        assert_eq!((*id, data), (7, &want), "good message corrupted");
+        assert!(self.sb.ep_failed.is_empty(), "{:?}", self.sb.ep_failed);
+        *src
+    }
+
+    /// Connects a raw socket to `a`, writes `bytes` in pieces of the given
+    /// sizes (cycled; progressing between pieces), closes the writing
+    /// side, and waits until `a` closes the connection. Returns what `a`
+    /// reported for it, after checking the good endpoint still works.
+    pub(crate) fn run(&mut self, bytes: &[u8], pieces: &[usize]) -> Outcome {
+        self.sa.ams.clear();
+        self.sa.src_failed.clear();
+        let mut s = TcpStream::connect(self.own_addr()).expect("connect a raw socket to the iface");
+        let _ = s.set_nodelay(true);
+        let mut at = 0;
+        let mut sizes = pieces.iter().copied().filter(|&n| n > 0).cycle();
+        while at < bytes.len() {
+            let n = sizes.next().unwrap_or(bytes.len()).min(bytes.len() - at);
+            // The iface may already have closed on an earlier error.
+            if s.write_all(&bytes[at..at + n]).is_err() {
+                break;
+            }
+            at += n;
+            self.progress();
+        }
+        let _ = s.shutdown(Shutdown::Write);
+        s.set_nonblocking(true).expect("nonblocking");
+        let start = Instant::now();
+        let mut b = [0u8; 256];
+        loop {
+            match s.read(&mut b) {
+                Ok(0) => break,
+                Ok(_) => {}
+                Err(e) if e.kind() == ErrorKind::WouldBlock => {}
+                Err(e) if e.kind() == ErrorKind::Interrupted => {}
+                Err(_) => break,
+            }
+            self.progress();
+            assert!(start.elapsed() < HANG, "iface never closed the connection");
+        }
+        let good = self.good_src;
+        let out = Outcome {
+            ams: self
+                .sa
+                .ams
+                .iter()
+                .filter(|m| m.1 != good)
+                .map(|(id, _, d)| (*id, d.clone()))
+                .collect(),
+            src_failed: self.sa.src_failed.iter().any(|&s| s != good),
+        };
+        assert!(
+            !self.sa.src_failed.contains(&good),
+            "the good source failed"
+        );
+        let src = self.still_works();
+        assert_eq!(src, good, "the good connection was replaced");
+        out
+    }
+
+    /// Runs `bytes` and asserts the outcome matches the model.
+    pub(crate) fn check(&mut self, bytes: &[u8], pieces: &[usize]) {
+        let want = expect(bytes, self.max_frame, self.peer_addr());
+        let got = self.run(bytes, pieces);
+        if got != want {
+            let shown = &bytes[..bytes.len().min(256)];
+            panic!(
+                "iface disagrees with the model on {} bytes starting {shown:02x?}\n\
+                 got:  {}\nwant: {}",
+                bytes.len(),
+                got.summary(),
+                want.summary()
+            );
+        }
+    }
+}

@@ -1,0 +1,112 @@
+//! The context: transport resources a program may use.
+
+use crate::config::UcpConfig;
+use crate::uct::{DeviceType, MemoryDomain, TlResource};
+use crate::worker::Worker;
+use crate::{Error, Result};
+use std::sync::Arc;
+
+/// One program's view of the available transports, filtered by `RUCX_TLS`
+/// and `RUCX_NET_DEVICES`. Cheap to clone, `Send + Sync`; create workers
+/// from it.
+#[derive(Clone, Debug)]
+pub struct Context {
+    inner: Arc<Inner>,
+}
+
+#[derive(Debug)]
+struct Inner {
+    config: UcpConfig,
+    mds: Vec<Box<dyn MemoryDomain>>,
+    /// (memory domain index, resource)
+    resources: Vec<(usize, TlResource)>,
+}
+
+impl Context {
+    /// A context configured from the environment (`RUCX_*`).
+    pub fn new() -> Result<Context> {
+        crate::ucs::log::init();
+        let config = UcpConfig::from_env()?;
+        crate::ucs::config::warn_unknown(&crate::config::config_tables());
+        Context::with_config(config)
+    }
+
+    /// A context with the given configuration.
+    pub fn with_config(config: UcpConfig) -> Result<Context> {
+        let mut mds = Vec::new();
+        let mut resources = Vec::new();
+        for comp in crate::transports::registry().components() {
+            let opened = match comp.md_open() {
+                Ok(m) => m,
+                Err(e) => {
+                    tracing::info!("transport component {} unavailable: {e}", comp.name());
+                    continue;
+                }
+            };
+            for md in opened {
+                let list = match md.resources() {
+                    Ok(l) => l,
+                    Err(e) => {
+                        tracing::info!("memory domain {} has no resources: {e}", md.name());
+                        continue;
+                    }
+                };
+                let md_index = mds.len();
+                let mut any = false;
+                for r in list {
+                    if !config.tls.allows(&r.tl_name) {
+                        continue;
+                    }
+                    if r.dev_type == DeviceType::Net && !config.net_devices.allows(&r.dev_name) {
+                        continue;
+                    }
+                    resources.push((md_index, r));
+                    any = true;
+                }
+                if any {
+                    mds.push(md);
+                }
+            }
+        }
+        if resources.is_empty() {
+            return Err(Error::Unsupported(format!(
+                "no transport resources left after RUCX_TLS={} RUCX_NET_DEVICES={}",
+                crate::ucs::config::ConfigValue::to_text(&config.tls),
+                crate::ucs::config::ConfigValue::to_text(&config.net_devices),
+            )));
+        }
+        Ok(Context {
+            inner: Arc::new(Inner {
+                config,
+                mds,
+                resources,
+            }),
+        })
+    }
+
+    /// The configuration in force.
+    pub fn config(&self) -> &UcpConfig {
+        &self.inner.config
+    }
+
+    /// Transport resources this context uses.
+    pub fn resources(&self) -> Vec<TlResource> {
+        self.inner
+            .resources
+            .iter()
+            .map(|(_, r)| r.clone())
+            .collect()
+    }
+
+    /// Creates a worker with one iface per resource.
+    pub fn create_worker(&self) -> Result<Worker> {
+        Worker::new(self.clone())
+    }
+
+    pub(crate) fn resource_list(&self) -> impl Iterator<Item = (&dyn MemoryDomain, &TlResource)> {
+        self.inner
+            .resources
+            .iter()
+            .map(|(m, r)| (self.inner.mds[*m].as_ref(), r))
+    }
+}

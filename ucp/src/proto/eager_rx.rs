@@ -1,0 +1,335 @@
+//! Receiving side of the eager tag protocol.
+//!
+//! An arriving message (or first fragment) is matched against posted
+//! receives; without a match it waits in the unexpected queue, copied out of
+//! the transport's buffer. Later fragments find their message by
+//! [`FragKey`] and land in the matched receive or the unexpected entry.
+//! Every length and offset from the wire is checked against the message's
+//! announced total before any byte is written. Fragments of a message that
+//! is still unexpected must arrive in order (memory for it grows only with
+//! bytes received); fragments of a matched message may come in any order.
+
+use super::wire::{self, FirstHdr, MiddleHdr, AM_EAGER_FIRST, AM_EAGER_MIDDLE, AM_EAGER_ONLY};
+use super::FragKey;
+use crate::request::buf::RecvBuf;
+use crate::request::{Info, Kind, Op, RecvState, Request};
+use crate::tag::PostOutcome;
+use crate::ucs::slab::SlabId;
+use crate::ucs::PeerMisbehaved;
+use crate::uct::{AmId, SrcId};
+use crate::worker::core::{Core, FragTarget, Unexp};
+use crate::{ucs, Error, Result};
+
+/// Outcome of posting a receive.
+#[derive(Debug)]
+pub(crate) enum RecvStarted {
+    Done(Info),
+    InFlight(SlabId),
+}
+
+/// Most bytes reserved up front for an unexpected multi-fragment message;
+/// the rest grows as fragments arrive, so a peer's claimed length alone
+/// cannot make the receiver allocate.
+const UNEXP_RESERVE_MAX: usize = 1 << 20;
+
+fn invalid(what: &'static str, detail: String) -> PeerMisbehaved {
+    PeerMisbehaved::Invalid { what, detail }
+}
+
+impl Core {
+    /// Dispatches an eager active message.
+    pub(crate) fn eager_arrived(&mut self, id: AmId, src: SrcId, data: &[u8]) {
+        let r = match id {
+            AM_EAGER_ONLY => self.rx_only(data),
+            AM_EAGER_FIRST => self.rx_first(src, data),
+            AM_EAGER_MIDDLE => self.rx_middle(src, data),
+            other => Err(PeerMisbehaved::UnknownId(other)),
+        };
+        if let Err(what) = r {
+            tracing::warn!("dropping message from source {}: {what}", src.0);
+            let e = ucs::Error::PeerMisbehaved {
+                peer: format!("source {} of iface {}", src.0, self.cur_iface),
+                what,
+            };
+            self.source_failed(src, e);
+        }
+    }
+
+    fn rx_only(&mut self, data: &[u8]) -> Result<(), PeerMisbehaved> {
+        let (tag, payload) = wire::decode_only(data)?;
+        if let Some(req) = self.matcher.arrive(tag) {
+            if let Some(r) = self.recv_state(req) {
+                r.post = None;
+                r.tag = tag;
+                r.total = payload.len();
+                r.buf.write(0, payload);
+                r.received = payload.len();
+            }
+            self.finish_recv(req);
+        } else {
+            let mut v = self.take_spare(payload.len());
+            v.extend_from_slice(payload);
+            self.matcher.push_unexpected(
+                tag,
+                Unexp {
+                    tag,
+                    data: v,
+                    total: payload.len(),
+                    received: payload.len(),
+                    key: None,
+                },
+            );
+        }
+        Ok(())
+    }
+
+    fn rx_first(&mut self, src: SrcId, data: &[u8]) -> Result<(), PeerMisbehaved> {
+        let (h, frag) = FirstHdr::decode(data)?;
+        let total = usize::try_from(h.total)
+            .map_err(|_| invalid("message length", format!("{}", h.total)))?;
+        let key = FragKey {
+            iface: self.cur_iface as u16,
+            src: src.0,
+            msg_id: h.msg_id,
+        };
+        if self.frags.contains_key(&key) {
+            return Err(invalid("message id", format!("{} reused", h.msg_id)));
+        }
+        let done = frag.len() == total;
+        if let Some(req) = self.matcher.arrive(h.tag) {
+            if let Some(r) = self.recv_state(req) {
+                r.post = None;
+                r.tag = h.tag;
+                r.total = total;
+                r.buf.write(0, frag);
+                r.received = frag.len();
+                r.frag = (!done).then_some(key);
+            }
+            if done {
+                self.finish_recv(req);
+            } else {
+                self.frags.insert(key, FragTarget::Req(req));
+            }
+        } else {
+            let mut v = self.take_spare(total.min(UNEXP_RESERVE_MAX));
+            v.extend_from_slice(frag);
+            let uid = self.matcher.push_unexpected(
+                h.tag,
+                Unexp {
+                    tag: h.tag,
+                    data: v,
+                    total,
+                    received: frag.len(),
+                    key: (!done).then_some(key),
+                },
+            );
+            if !done {
+                self.frags.insert(key, FragTarget::Unexp(uid));
+            }
+        }
+        Ok(())
+    }
+
+    fn rx_middle(&mut self, src: SrcId, data: &[u8]) -> Result<(), PeerMisbehaved> {
+        let (h, frag) = MiddleHdr::decode(data)?;
+        let key = FragKey {
+            iface: self.cur_iface as u16,
+            src: src.0,
+            msg_id: h.msg_id,
+        };
+        let Some(&target) = self.frags.get(&key) else {
+            return Err(invalid("message id", format!("{} is not open", h.msg_id)));
+        };
+        let offset = usize::try_from(h.offset)
+            .map_err(|_| invalid("fragment offset", format!("{}", h.offset)))?;
+        let check = |total: usize| {
+            if offset.checked_add(frag.len()).is_none_or(|end| end > total) {
+                Err(invalid(
+                    "fragment",
+                    format!("{}+{} beyond {total}", offset, frag.len()),
+                ))
+            } else {
+                Ok(())
+            }
+        };
+        match target {
+            FragTarget::Req(req) => {
+                let Some(r) = self.recv_state(req) else {
+                    self.frags.remove(&key);
+                    return Ok(());
+                };
+                check(r.total)?;
+                r.buf.write(offset, frag);
+                r.received += frag.len();
+                if r.received >= r.total {
+                    r.frag = None;
+                    self.frags.remove(&key);
+                    self.finish_recv(req);
+                }
+            }
+            FragTarget::Unexp(uid) => {
+                let Some(u) = self.matcher.unexpected_mut(uid) else {
+                    self.frags.remove(&key);
+                    return Ok(());
+                };
+                check(u.total)?;
+                // Unexpected data is kept contiguous: a fragment must follow
+                // what arrived, so memory grows only with bytes received,
+                // never with a length or offset the peer merely claims.
+                if offset != u.data.len() {
+                    return Err(invalid(
+                        "fragment offset",
+                        format!("{offset}, expected {}", u.data.len()),
+                    ));
+                }
+                u.data.extend_from_slice(frag);
+                u.received += frag.len();
+                if u.received >= u.total {
+                    u.key = None;
+                    self.frags.remove(&key);
+                }
+            }
+        }
+        Ok(())
+    }
+
+    fn recv_state(&mut self, id: SlabId) -> Option<&mut RecvState> {
+        match self.reqs.get_mut(id) {
+            Some(Request {
+                kind: Kind::Recv(r),
+                ..
+            }) => Some(r),
+            _ => None,
+        }
+    }
+
+    /// Completes a receive whose bytes have all arrived.
+    fn finish_recv(&mut self, id: SlabId) {
+        let Some(r) = self.recv_state(id) else {
+            return;
+        };
+        let result = if r.total > r.buf.capacity() {
+            Err(Error::Truncated {
+                length: r.total,
+                capacity: r.buf.capacity(),
+            })
+        } else {
+            Ok(Info {
+                tag: r.tag,
+                length: r.total,
+            })
+        };
+        self.complete(id, result);
+    }
+
+    /// Posts a tag receive into `buf`.
+    pub(crate) fn recv_start(
+        &mut self,
+        buf: RecvBuf,
+        tag: u64,
+        mask: u64,
+        op: Op,
+    ) -> Result<RecvStarted> {
+        let id = self.reqs.insert(Request::new(
+            Kind::Recv(RecvState {
+                buf,
+                post: None,
+                tag: 0,
+                total: 0,
+                received: 0,
+                frag: None,
+            }),
+            op,
+        ));
+        match self.matcher.post(tag, mask, id) {
+            PostOutcome::Queued(post) => {
+                if let Some(r) = self.recv_state(id) {
+                    r.post = Some(post);
+                }
+                Ok(RecvStarted::InFlight(id))
+            }
+            PostOutcome::Matched { msg: u, .. } => {
+                buf.write(0, &u.data);
+                let Unexp {
+                    tag: utag,
+                    data,
+                    total,
+                    received,
+                    key,
+                } = u;
+                self.give_spare(data);
+                match key {
+                    Some(key) if received < total => {
+                        if let Some(r) = self.recv_state(id) {
+                            r.tag = utag;
+                            r.total = total;
+                            r.received = received;
+                            r.frag = Some(key);
+                        }
+                        self.frags.insert(key, FragTarget::Req(id));
+                        Ok(RecvStarted::InFlight(id))
+                    }
+                    _ => {
+                        self.reqs.remove(id);
+                        if total > buf.capacity() {
+                            Err(Error::Truncated {
+                                length: total,
+                                capacity: buf.capacity(),
+                            })
+                        } else {
+                            Ok(RecvStarted::Done(Info {
+                                tag: utag,
+                                length: total,
+                            }))
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    /// Cancels receive `id` if it has not matched a message yet.
+    pub(crate) fn recv_cancel(&mut self, id: SlabId) -> bool {
+        let Some(post) = self.recv_state(id).and_then(|r| r.post.take()) else {
+            return false;
+        };
+        self.matcher.cancel(post);
+        self.complete(id, Err(Error::Canceled));
+        true
+    }
+
+    /// The oldest unexpected message matching (tag, mask), if any.
+    pub(crate) fn probe(&self, tag: u64, mask: u64) -> Option<Info> {
+        self.matcher.probe(tag, mask).map(|(_, _, u)| Info {
+            tag: u.tag,
+            length: u.total,
+        })
+    }
+
+    /// A transport source failed: messages it was still sending in pieces
+    /// will not finish.
+    pub(crate) fn source_failed(&mut self, src: SrcId, err: ucs::Error) {
+        let iface = self.cur_iface as u16;
+        let keys: Vec<FragKey> = self
+            .frags
+            .keys()
+            .filter(|k| k.iface == iface && k.src == src.0)
+            .copied()
+            .collect();
+        if keys.is_empty() {
+            return;
+        }
+        let err = Error::endpoint(err);
+        for k in keys {
+            match self.frags.remove(&k) {
+                Some(FragTarget::Req(req)) => self.complete(req, Err(err.clone())),
+                Some(FragTarget::Unexp(uid)) => {
+                    if let Some(u) = self.matcher.take_unexpected(uid) {
+                        self.give_spare(u.data);
+                    }
+                }
+                None => {}
+            }
+        }
+    }
+}

@@ -1,0 +1,316 @@
+//! Sending side of the eager tag protocol.
+//!
+//! A message that fits one active message goes as `am_short` or `am_bcopy`
+//! and completes at once. A larger one becomes a request that sends an
+//! `EAGER_FIRST` fragment and then `EAGER_MIDDLE` fragments, zero-copy
+//! where the lane can, stopping when the transport runs out of resources and
+//! resuming when it reports the endpoint ready. Sends on one endpoint leave
+//! in posting order: once one waits, later ones queue behind it.
+
+use super::wire::{FirstHdr, MiddleHdr, AM_EAGER_FIRST, AM_EAGER_MIDDLE, AM_EAGER_ONLY};
+use crate::request::buf::SendBuf;
+use crate::request::{Info, Kind, Op, Request, SendState};
+use crate::ucs::slab::SlabId;
+use crate::uct::{Iface, Iov, Posted, Token};
+use crate::worker::core::{Core, EpConfig};
+use crate::{Error, Result};
+
+/// How far a send got.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Step {
+    /// Everything is with the transport.
+    Handed,
+    /// The transport is out of resources; wait for the endpoint.
+    Blocked,
+    /// The send failed and was completed with an error.
+    Failed,
+}
+
+/// A fragment header on the stack.
+struct HdrBuf {
+    bytes: [u8; super::wire::FIRST_HDR],
+    len: usize,
+}
+
+impl HdrBuf {
+    fn first(h: FirstHdr) -> HdrBuf {
+        HdrBuf {
+            bytes: h.encode(),
+            len: super::wire::FIRST_HDR,
+        }
+    }
+
+    fn middle(h: MiddleHdr) -> HdrBuf {
+        let mut bytes = [0u8; super::wire::FIRST_HDR];
+        bytes[..super::wire::MIDDLE_HDR].copy_from_slice(&h.encode());
+        HdrBuf {
+            bytes,
+            len: super::wire::MIDDLE_HDR,
+        }
+    }
+
+    fn as_slice(&self) -> &[u8] {
+        &self.bytes[..self.len]
+    }
+}
+
+/// Outcome of starting a send.
+#[derive(Debug)]
+pub(crate) enum Started {
+    Done(Info),
+    InFlight(SlabId),
+}
+
+fn send_single(
+    iface: &mut dyn Iface,
+    uct_ep: crate::uct::EpId,
+    cfg: &EpConfig,
+    tag: u64,
+    data: &[u8],
+) -> crate::ucs::Result<Posted> {
+    if data.len() <= cfg.max_short {
+        iface.am_short(uct_ep, AM_EAGER_ONLY, tag, data)
+    } else {
+        let t = tag.to_le_bytes();
+        iface
+            .am_bcopy(uct_ep, AM_EAGER_ONLY, &[&t, data])
+            .map(|(p, _)| p)
+    }
+}
+
+impl Core {
+    /// Starts a tag send of `buf` on endpoint `ep`.
+    pub(crate) fn send_start(
+        &mut self,
+        ifaces: &mut [Box<dyn Iface>],
+        ep: SlabId,
+        buf: SendBuf,
+        tag: u64,
+        op: Op,
+    ) -> Result<Started> {
+        let st = self.eps.get(ep).ok_or(Error::InvalidHandle)?;
+        if let Some(e) = &st.failed {
+            return Err(e.clone());
+        }
+        let (iface_idx, uct_ep, cfg) = (st.iface, st.uct_ep, st.cfg);
+        let len = buf.len();
+        let single = len <= cfg.max_bcopy_single;
+        if single && st.queue.is_empty() {
+            let iface = ifaces[iface_idx].as_mut();
+            match send_single(iface, uct_ep, &cfg, tag, buf.slice(0, len)) {
+                Ok(Posted::Done) | Ok(Posted::InFlight) => {
+                    return Ok(Started::Done(Info { tag, length: len }))
+                }
+                Ok(Posted::NoResource) => {}
+                Err(e) => return Err(Error::endpoint(e)),
+            }
+        }
+        let msg_id = if single {
+            0
+        } else {
+            let m = self.next_msg_id;
+            self.next_msg_id += 1;
+            m
+        };
+        let id = self.reqs.insert(Request::new(
+            Kind::Send(SendState {
+                ep,
+                tag,
+                buf,
+                offset: 0,
+                msg_id,
+                zcopy_inflight: 0,
+                error: None,
+            }),
+            op,
+        ));
+        let queued = !self.eps.get(ep).is_some_and(|s| s.queue.is_empty());
+        if let Some(s) = self.eps.get_mut(ep) {
+            s.queue.push_back(id);
+        }
+        if !queued {
+            self.resume_ep(ifaces, ep);
+        }
+        if self.reqs.get(id).is_some_and(|r| r.result.is_none()) {
+            return Ok(Started::InFlight(id));
+        }
+        // Finished within this call (all fragments went out at once).
+        match self.reqs.remove(id).and_then(|r| r.result) {
+            Some(Ok(info)) => Ok(Started::Done(info)),
+            Some(Err(e)) => Err(e),
+            None => Ok(Started::InFlight(id)),
+        }
+    }
+
+    /// Sends what the endpoint's queue holds until the transport refuses.
+    /// Returns the number of sends that left the queue.
+    pub(crate) fn resume_ep(&mut self, ifaces: &mut [Box<dyn Iface>], ep: SlabId) -> usize {
+        let mut n = 0;
+        loop {
+            let Some(st) = self.eps.get(ep) else {
+                return n;
+            };
+            let Some(&id) = st.queue.front() else {
+                return n;
+            };
+            match self.push_send(ifaces, id) {
+                Step::Handed | Step::Failed => {
+                    if let Some(st) = self.eps.get_mut(ep) {
+                        st.queue.pop_front();
+                    }
+                    n += 1;
+                }
+                Step::Blocked => {
+                    self.wait_for_room(ifaces, ep);
+                    return n;
+                }
+            }
+        }
+    }
+
+    fn wait_for_room(&mut self, ifaces: &mut [Box<dyn Iface>], ep: SlabId) {
+        let Some(st) = self.eps.get_mut(ep) else {
+            return;
+        };
+        if st.waiting {
+            return;
+        }
+        match ifaces[st.iface].pending_add(st.uct_ep, Token(ep.to_u64())) {
+            Ok(()) => st.waiting = true,
+            Err(e) => self.fail_ep(ep, Error::endpoint(e)),
+        }
+    }
+
+    /// Hands as much of send `id` to the transport as it takes.
+    fn push_send(&mut self, ifaces: &mut [Box<dyn Iface>], id: SlabId) -> Step {
+        let Some(Request {
+            kind: Kind::Send(s),
+            ..
+        }) = self.reqs.get(id)
+        else {
+            return Step::Failed;
+        };
+        let (ep, tag, buf, msg_id, mut offset) = (s.ep, s.tag, s.buf, s.msg_id, s.offset);
+        let Some(st) = self.eps.get(ep) else {
+            self.fail_send(id, Error::InvalidHandle);
+            return Step::Failed;
+        };
+        let (iface, uct_ep, cfg) = (ifaces[st.iface].as_mut(), st.uct_ep, st.cfg);
+        let len = buf.len();
+        let mut step = Step::Handed;
+        let mut inflight = 0;
+        let mut failure = None;
+        if msg_id == 0 {
+            // A queued single-fragment message.
+            match send_single(iface, uct_ep, &cfg, tag, buf.slice(0, len)) {
+                Ok(Posted::Done) | Ok(Posted::InFlight) => offset = len,
+                Ok(Posted::NoResource) => step = Step::Blocked,
+                Err(e) => failure = Some(e),
+            }
+        } else {
+            while offset < len {
+                let (am_id, hdr) = if offset == 0 {
+                    let h = FirstHdr {
+                        tag,
+                        total: len as u64,
+                        msg_id,
+                    };
+                    (AM_EAGER_FIRST, HdrBuf::first(h))
+                } else {
+                    let h = MiddleHdr {
+                        msg_id,
+                        offset: offset as u64,
+                    };
+                    (AM_EAGER_MIDDLE, HdrBuf::middle(h))
+                };
+                let hdr = hdr.as_slice();
+                let remaining = len - offset;
+                let (frag, r) = if cfg.max_zcopy > 0 {
+                    let frag = remaining.min(cfg.max_zcopy);
+                    let iov = [Iov {
+                        ptr: buf.ptr_at(offset),
+                        len: frag,
+                    }];
+                    // SAFETY: the range lies in the request's send buffer,
+                    // which stays valid until the request completes; the
+                    // request completes only after this fragment's
+                    // completion (zcopy_inflight counts it).
+                    #[allow(unsafe_code)]
+                    let r = unsafe { iface.am_zcopy(uct_ep, am_id, hdr, &iov, Token(id.to_u64())) };
+                    (frag, r)
+                } else {
+                    let frag = remaining.min(cfg.max_bcopy - hdr.len());
+                    let r = iface
+                        .am_bcopy(uct_ep, am_id, &[hdr, buf.slice(offset, frag)])
+                        .map(|(p, _)| p);
+                    (frag, r)
+                };
+                match r {
+                    Ok(Posted::Done) => offset += frag,
+                    Ok(Posted::InFlight) => {
+                        offset += frag;
+                        inflight += 1;
+                    }
+                    Ok(Posted::NoResource) => {
+                        step = Step::Blocked;
+                        break;
+                    }
+                    Err(e) => {
+                        failure = Some(e);
+                        break;
+                    }
+                }
+            }
+        }
+        let Some(Request {
+            kind: Kind::Send(s),
+            ..
+        }) = self.reqs.get_mut(id)
+        else {
+            return Step::Failed;
+        };
+        s.offset = offset;
+        s.zcopy_inflight += inflight;
+        let idle = s.zcopy_inflight == 0;
+        if let Some(e) = failure {
+            self.fail_send(id, Error::endpoint(e));
+            return Step::Failed;
+        }
+        if step == Step::Handed && idle {
+            self.complete(id, Ok(Info { tag, length: len }));
+        }
+        step
+    }
+
+    /// A zero-copy fragment of send `id` left the transport.
+    pub(crate) fn zcopy_completed(&mut self, id: SlabId, result: crate::ucs::Result<()>) {
+        let Some(req) = self.reqs.get_mut(id) else {
+            return;
+        };
+        let s = match &mut req.kind {
+            Kind::Send(s) => s,
+            Kind::Flush => {
+                let r = result.map(|()| Info { tag: 0, length: 0 });
+                self.complete(id, r.map_err(Error::endpoint));
+                return;
+            }
+            Kind::Recv(_) => return,
+        };
+        s.zcopy_inflight = s.zcopy_inflight.saturating_sub(1);
+        if let Err(e) = result {
+            if s.error.is_none() {
+                s.error = Some(Error::endpoint(e));
+            }
+        }
+        if s.offset >= s.buf.len() && s.zcopy_inflight == 0 {
+            let r = match s.error.take() {
+                Some(e) => Err(e),
+                None => Ok(Info {
+                    tag: s.tag,
+                    length: s.buf.len(),
+                }),
+            };
+            self.complete(id, r);
+        }
+    }
+}

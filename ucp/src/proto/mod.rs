@@ -1,0 +1,14 @@
+//! Protocols: wire formats and the eager tag protocol.
+
+pub(crate) mod eager_rx;
+pub(crate) mod eager_tx;
+pub mod wire;
+
+/// Identifies a multi-fragment message in reassembly: which iface and
+/// transport source it arrives on, and the sender's message id.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub(crate) struct FragKey {
+    pub(crate) iface: u16,
+    pub(crate) src: u32,
+    pub(crate) msg_id: u64,
+}

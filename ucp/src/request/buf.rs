@@ -1,0 +1,103 @@
+//! Raw views of user buffers held by in-flight requests.
+//!
+//! This is the one place in ucp that dereferences user memory through raw
+//! pointers. Each view is created by an API tier that guarantees the memory
+//! stays valid (and, for receive buffers, unaliased) until the request
+//! completes: the scope drains before the borrow ends, the owned tier holds
+//! the buffer in the request, the raw tier is `unsafe` with that contract.
+#![allow(unsafe_code)]
+
+/// A send buffer: read-only bytes valid while its request is active.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct SendBuf {
+    ptr: *const u8,
+    len: usize,
+}
+
+// SAFETY: the buffer is only read, from the thread that owns the worker; the
+// tier that created it keeps the memory alive and unmodified.
+unsafe impl Send for SendBuf {}
+
+impl SendBuf {
+    /// # Safety
+    /// `ptr..ptr+len` must be readable and unmodified until the request
+    /// holding this view completes (or `len` is 0).
+    pub(crate) unsafe fn new(ptr: *const u8, len: usize) -> SendBuf {
+        SendBuf { ptr, len }
+    }
+
+    pub(crate) fn len(&self) -> usize {
+        self.len
+    }
+
+    pub(crate) fn ptr_at(&self, offset: usize) -> *const u8 {
+        self.ptr.wrapping_add(offset)
+    }
+
+    /// Bytes `offset..offset+len`, clamped to the buffer.
+    pub(crate) fn slice(&self, offset: usize, len: usize) -> &[u8] {
+        let start = offset.min(self.len);
+        let n = len.min(self.len - start);
+        if n == 0 {
+            return &[];
+        }
+        // SAFETY: in bounds by the clamps above; valid and unmodified for
+        // the request's lifetime by the constructor's contract, and the
+        // returned borrow does not outlive `self`'s use in one call.
+        unsafe { std::slice::from_raw_parts(self.ptr.add(start), n) }
+    }
+}
+
+/// A receive buffer: writable bytes owned by its request while active.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct RecvBuf {
+    ptr: *mut u8,
+    cap: usize,
+}
+
+// SAFETY: written only from the thread that owns the worker; the tier that
+// created it grants exclusive access until completion.
+unsafe impl Send for RecvBuf {}
+
+impl RecvBuf {
+    /// # Safety
+    /// `ptr..ptr+cap` must be writable, and accessed by nobody else, until
+    /// the request holding this view completes (or `cap` is 0).
+    pub(crate) unsafe fn new(ptr: *mut u8, cap: usize) -> RecvBuf {
+        RecvBuf { ptr, cap }
+    }
+
+    pub(crate) fn capacity(&self) -> usize {
+        self.cap
+    }
+
+    /// Copies `data` to `offset`, dropping what falls beyond the capacity.
+    /// Returns the number of bytes written.
+    pub(crate) fn write(&self, offset: usize, data: &[u8]) -> usize {
+        if offset >= self.cap {
+            return 0;
+        }
+        let n = data.len().min(self.cap - offset);
+        if n > 0 {
+            // SAFETY: destination in bounds by the checks above and
+            // exclusively ours by the constructor's contract; `data` is a
+            // live slice that cannot overlap memory lent to the request.
+            unsafe { std::ptr::copy_nonoverlapping(data.as_ptr(), self.ptr.add(offset), n) };
+        }
+        n
+    }
+}
+
+/// Rebuilds the `&'a mut [u8]` that a scoped receive borrowed.
+///
+/// # Safety
+/// `b` must come from a `&'a mut [u8]` whose borrow was moved into the
+/// request, and the request must have completed.
+pub(crate) unsafe fn into_mut_slice<'a>(b: RecvBuf) -> &'a mut [u8] {
+    if b.cap == 0 {
+        return &mut [];
+    }
+    // SAFETY: by the contract, the memory is the caller's `&'a mut [u8]`,
+    // nobody else accesses it any more.
+    unsafe { std::slice::from_raw_parts_mut(b.ptr, b.cap) }
+}

@@ -1,0 +1,196 @@
+//! Requests: the state of operations that did not complete at once.
+//!
+//! Requests live in a slab of the worker and are named by [`ReqId`]s,
+//! generational, so a stale id finds nothing. How a caller learns of
+//! completion is chosen per operation with [`Op`]: by polling the id, from
+//! the completion queue with its `user_data`, or by a callback run after
+//! `progress`.
+
+pub(crate) mod buf;
+mod owned;
+
+pub use owned::{IoBuf, IoBufMut};
+
+use crate::worker::Worker;
+use crate::{Error, Result};
+use buf::{RecvBuf, SendBuf};
+use std::any::Any;
+use ucs::slab::SlabId;
+
+use crate::ucs;
+
+/// Names an in-flight request of one worker.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct ReqId(pub(crate) SlabId);
+
+impl ReqId {
+    /// The id as 64 bits (for C handles, logs and user tables).
+    pub fn to_u64(self) -> u64 {
+        self.0.to_u64()
+    }
+}
+
+/// What a completed operation reports.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Info {
+    /// Tag of the message (the sender's tag, for a receive).
+    pub tag: u64,
+    /// Length of the message in bytes.
+    pub length: usize,
+}
+
+/// Outcome of posting an operation.
+#[must_use = "an in-flight request must be waited for, tested or released"]
+#[derive(Debug)]
+pub enum Posted<B> {
+    /// Completed at once; the buffer comes back.
+    Done(Info, B),
+    /// In flight; learn of completion through the id.
+    InFlight(ReqId),
+}
+
+/// One entry of the worker's completion queue.
+#[derive(Debug, Clone)]
+pub struct Completion {
+    /// The request.
+    pub id: ReqId,
+    /// The `user_data` given in [`Op`].
+    pub user_data: u64,
+    /// How it ended.
+    pub result: Result<Info>,
+}
+
+/// A completion callback: runs after `progress`, with the worker free to
+/// post more operations.
+pub type Callback = Box<dyn FnOnce(&mut Worker, Completion) + Send>;
+
+/// How a caller wants to learn of an operation's completion.
+#[derive(Default)]
+pub struct Op {
+    pub(crate) user_data: u64,
+    pub(crate) notify: Notify,
+}
+
+impl std::fmt::Debug for Op {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Op")
+            .field("user_data", &self.user_data)
+            .field("notify", &self.notify)
+            .finish()
+    }
+}
+
+impl Op {
+    /// Completion by polling the id (`request_test`, `request_wait`).
+    pub fn new() -> Op {
+        Op::default()
+    }
+
+    /// Sets the `user_data` reported with the completion.
+    pub fn user_data(mut self, v: u64) -> Op {
+        self.user_data = v;
+        self
+    }
+
+    /// Reports completion through [`Worker::next_completion`] instead of
+    /// by polling. Applies only if the operation goes in flight.
+    pub fn queue(mut self) -> Op {
+        self.notify = Notify::Queue;
+        self
+    }
+
+    /// Runs `f` on completion, after the `progress` call that saw it.
+    /// Applies only if the operation goes in flight.
+    pub fn callback(mut self, f: impl FnOnce(&mut Worker, Completion) + Send + 'static) -> Op {
+        self.notify = Notify::Callback(Box::new(f));
+        self
+    }
+}
+
+#[derive(Default)]
+pub(crate) enum Notify {
+    #[default]
+    Poll,
+    Queue,
+    Callback(Callback),
+    /// Owned by a scope; the scope's token polls it.
+    Scope,
+}
+
+impl std::fmt::Debug for Notify {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Notify::Poll => "Poll",
+            Notify::Queue => "Queue",
+            Notify::Callback(_) => "Callback",
+            Notify::Scope => "Scope",
+        })
+    }
+}
+
+/// State of a tag send.
+#[derive(Debug)]
+pub(crate) struct SendState {
+    pub(crate) ep: SlabId,
+    pub(crate) tag: u64,
+    pub(crate) buf: SendBuf,
+    /// Bytes handed to the transport so far.
+    pub(crate) offset: usize,
+    /// Message id of a multi-fragment send (0 until the first fragment).
+    pub(crate) msg_id: u64,
+    /// Zero-copy fragments not yet completed by the transport.
+    pub(crate) zcopy_inflight: u32,
+    /// First error seen; the request completes with it once nothing is in
+    /// flight.
+    pub(crate) error: Option<Error>,
+}
+
+/// State of a tag receive.
+#[derive(Debug)]
+pub(crate) struct RecvState {
+    pub(crate) buf: RecvBuf,
+    /// Posted in the matcher under this id, until matched.
+    pub(crate) post: Option<crate::tag::PostId>,
+    /// Sender's tag, once matched.
+    pub(crate) tag: u64,
+    /// Total length the sender announced, once matched.
+    pub(crate) total: usize,
+    /// Bytes received so far.
+    pub(crate) received: usize,
+    /// Fragment key while more fragments are due.
+    pub(crate) frag: Option<crate::proto::FragKey>,
+}
+
+#[derive(Debug)]
+pub(crate) enum Kind {
+    Send(SendState),
+    Recv(RecvState),
+    /// A transport flush; completes when the transport reports it.
+    Flush,
+}
+
+#[derive(Debug)]
+pub(crate) struct Request {
+    pub(crate) kind: Kind,
+    pub(crate) notify: Notify,
+    pub(crate) user_data: u64,
+    /// Result once complete; the slot stays until someone collects it.
+    pub(crate) result: Option<Result<Info>>,
+    /// Buffer of the owned tier, returned by `take`.
+    pub(crate) owner: Option<Box<dyn Any + Send>>,
+    /// Nobody will collect the result: free the slot at completion.
+    pub(crate) detached: bool,
+}
+
+impl Request {
+    pub(crate) fn new(kind: Kind, op: Op) -> Request {
+        Request {
+            kind,
+            notify: op.notify,
+            user_data: op.user_data,
+            result: None,
+            owner: None,
+            detached: false,
+        }
+    }
+}

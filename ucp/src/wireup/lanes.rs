@@ -1,0 +1,54 @@
+//! Lane selection: which local iface serves an endpoint, from the models.
+//!
+//! Deterministic and driven only by the numbers in [`uct::IfaceAttr`] and
+//! the remote worker address: no transport names in the decision.
+
+use super::address::{IfaceEntry, WorkerAddress};
+use crate::uct::{Caps, Iface};
+
+/// A chosen lane: local iface index and the remote iface entry it reaches.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct LaneChoice {
+    /// Index of the local iface in the worker.
+    pub iface: usize,
+    /// Index of the remote iface in the remote address.
+    pub remote: usize,
+}
+
+/// Capabilities an active-message lane needs.
+pub const AM_LANE_CAPS: Caps = Caps::AM_SHORT.union(Caps::AM_BCOPY);
+
+fn am_score(local: &dyn Iface, remote: &IfaceEntry) -> f64 {
+    let l = &local.attr().model;
+    l.latency.max(remote.model.latency) + l.overhead + remote.model.overhead
+}
+
+/// Picks the active-message lane: the reachable pair of ifaces with the
+/// lowest latency plus overheads. `None` if nothing reaches the peer.
+pub fn select_am_lane(locals: &[Box<dyn Iface>], remote: &WorkerAddress) -> Option<LaneChoice> {
+    let mut best: Option<(f64, LaneChoice)> = None;
+    for (li, local) in locals.iter().enumerate() {
+        if !local.attr().caps.contains(AM_LANE_CAPS) {
+            continue;
+        }
+        for (ri, r) in remote.ifaces.iter().enumerate() {
+            if r.tl_name != local.tl_name()
+                || !r.caps.contains(AM_LANE_CAPS)
+                || !local.is_reachable(&r.dev_addr, &r.iface_addr)
+            {
+                continue;
+            }
+            let score = am_score(local.as_ref(), r);
+            if best.is_none_or(|(s, _)| score < s) {
+                best = Some((
+                    score,
+                    LaneChoice {
+                        iface: li,
+                        remote: ri,
+                    },
+                ));
+            }
+        }
+    }
+    best.map(|(_, c)| c)
+}

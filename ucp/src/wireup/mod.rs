@@ -1,0 +1,4 @@
+//! Wireup: worker addresses and lane selection.
+
+pub mod address;
+pub mod lanes;

@@ -1,0 +1,272 @@
+//! Protocol state of a worker: endpoints, requests, tag matching.
+//!
+//! [`Core`] is what an iface's `progress` reports to (it implements
+//! [`AmSink`]). It never holds an iface: work that needs one (resuming a
+//! send when its endpoint has room again, failing an endpoint) is recorded
+//! during `progress` and done right after, in [`Core::run_deferred`].
+
+use crate::proto::FragKey;
+use crate::request::{Callback, Completion, Info, Kind, Notify, Request};
+use crate::tag::TagMatcher;
+use crate::ucs::slab::{Slab, SlabId};
+use crate::uct::{AmId, AmSink, EpId, Iface, SrcId, Token};
+use crate::{ucs, Error, Result};
+use std::collections::{HashMap, VecDeque};
+
+/// Transport-level settings of an endpoint, from its lane's iface.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct EpConfig {
+    /// Largest payload sent with `am_short` (after the 8-byte tag).
+    pub(crate) max_short: usize,
+    /// Largest payload of a single-fragment `am_bcopy` message.
+    pub(crate) max_bcopy_single: usize,
+    /// Largest `am_bcopy` total (header + fragment).
+    pub(crate) max_bcopy: usize,
+    /// Largest zero-copy fragment, 0 if the lane has no `am_zcopy`.
+    pub(crate) max_zcopy: usize,
+}
+
+/// A protocol endpoint.
+#[derive(Debug)]
+pub(crate) struct EpState {
+    pub(crate) iface: usize,
+    pub(crate) uct_ep: EpId,
+    pub(crate) cfg: EpConfig,
+    /// Sends waiting for transport resources, in posting order.
+    pub(crate) queue: VecDeque<SlabId>,
+    /// A `pending_add` is outstanding on the transport endpoint.
+    pub(crate) waiting: bool,
+    /// Set once the endpoint failed; every later operation fails with it.
+    pub(crate) failed: Option<Error>,
+    /// The remote worker's uuid.
+    pub(crate) remote_uuid: u64,
+}
+
+/// A message that arrived before a matching receive was posted.
+#[derive(Debug)]
+pub(crate) struct Unexp {
+    pub(crate) tag: u64,
+    pub(crate) data: Vec<u8>,
+    pub(crate) total: usize,
+    pub(crate) received: usize,
+    pub(crate) key: Option<FragKey>,
+}
+
+/// Where the later fragments of a message go.
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum FragTarget {
+    Req(SlabId),
+    Unexp(crate::tag::UnexpId),
+}
+
+#[derive(Debug, Default)]
+pub(crate) struct Deferred {
+    /// Transport endpoints that have room again.
+    pub(crate) ready: Vec<(usize, EpId)>,
+    /// Transport endpoints that failed.
+    pub(crate) failed: Vec<(usize, EpId, ucs::Error)>,
+}
+
+/// The protocol half of a worker.
+pub(crate) struct Core {
+    pub(crate) eps: Slab<EpState>,
+    pub(crate) reqs: Slab<Request>,
+    pub(crate) matcher: TagMatcher<SlabId, Unexp>,
+    pub(crate) frags: HashMap<FragKey, FragTarget>,
+    /// Per iface, per transport endpoint index: the protocol endpoint.
+    pub(crate) lane_eps: Vec<Vec<Option<SlabId>>>,
+    pub(crate) completions: VecDeque<Completion>,
+    pub(crate) callbacks: Vec<(Callback, Completion)>,
+    pub(crate) cur_iface: usize,
+    pub(crate) deferred: Deferred,
+    pub(crate) next_msg_id: u64,
+    /// Spare buffers for unexpected messages.
+    pub(crate) spare: Vec<Vec<u8>>,
+}
+
+impl std::fmt::Debug for Core {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Core")
+            .field("eps", &self.eps.len())
+            .field("reqs", &self.reqs.len())
+            .field("frags", &self.frags.len())
+            .finish_non_exhaustive()
+    }
+}
+
+/// Unexpected buffers kept for reuse, and the largest kept.
+const SPARE_MAX: usize = 64;
+const SPARE_MAX_CAP: usize = 256 * 1024;
+
+impl Core {
+    pub(crate) fn new(n_ifaces: usize) -> Core {
+        Core {
+            eps: Slab::new(),
+            reqs: Slab::new(),
+            matcher: TagMatcher::new(),
+            frags: HashMap::new(),
+            lane_eps: vec![Vec::new(); n_ifaces],
+            completions: VecDeque::new(),
+            callbacks: Vec::new(),
+            cur_iface: 0,
+            deferred: Deferred::default(),
+            next_msg_id: 1,
+            spare: Vec::new(),
+        }
+    }
+
+    pub(crate) fn take_spare(&mut self, want: usize) -> Vec<u8> {
+        match self.spare.pop() {
+            Some(mut v) => {
+                v.clear();
+                v.reserve(want);
+                v
+            }
+            None => Vec::with_capacity(want),
+        }
+    }
+
+    pub(crate) fn give_spare(&mut self, v: Vec<u8>) {
+        if self.spare.len() < SPARE_MAX && v.capacity() <= SPARE_MAX_CAP {
+            self.spare.push(v);
+        }
+    }
+
+    pub(crate) fn set_lane_ep(&mut self, iface: usize, uct_ep: EpId, ep: Option<SlabId>) {
+        let v = &mut self.lane_eps[iface];
+        let i = uct_ep.0 as usize;
+        if v.len() <= i {
+            v.resize(i + 1, None);
+        }
+        v[i] = ep;
+    }
+
+    fn lane_ep(&self, iface: usize, uct_ep: EpId) -> Option<SlabId> {
+        self.lane_eps
+            .get(iface)
+            .and_then(|v| v.get(uct_ep.0 as usize))
+            .copied()
+            .flatten()
+    }
+
+    /// Finishes request `id` with `result`, notifying as it asked.
+    pub(crate) fn complete(&mut self, id: SlabId, result: Result<Info>) {
+        let Some(req) = self.reqs.get_mut(id) else {
+            return;
+        };
+        let user_data = req.user_data;
+        match std::mem::replace(&mut req.notify, Notify::Poll) {
+            Notify::Poll | Notify::Scope => {
+                req.result = Some(result);
+                if req.detached {
+                    self.reqs.remove(id);
+                }
+                return;
+            }
+            Notify::Queue => {
+                let c = Completion {
+                    id: crate::ReqId(id),
+                    user_data,
+                    result: result.clone(),
+                };
+                self.completions.push_back(c);
+            }
+            Notify::Callback(cb) => {
+                let c = Completion {
+                    id: crate::ReqId(id),
+                    user_data,
+                    result: result.clone(),
+                };
+                self.callbacks.push((cb, c));
+            }
+        }
+        // Queue and callback hand the result out; keep the slot only for an
+        // owned buffer still to be taken.
+        if req.owner.is_some() && !req.detached {
+            req.result = Some(result);
+        } else {
+            self.reqs.remove(id);
+        }
+    }
+
+    /// Fails the sends queued on endpoint `ep` and marks it failed.
+    pub(crate) fn fail_ep(&mut self, ep: SlabId, err: Error) {
+        let Some(state) = self.eps.get_mut(ep) else {
+            return;
+        };
+        if state.failed.is_none() {
+            tracing::debug!("endpoint {:?} failed: {err}", ep);
+            state.failed = Some(err.clone());
+        }
+        let queue = std::mem::take(&mut state.queue);
+        for id in queue {
+            self.fail_send(id, err.clone());
+        }
+    }
+
+    /// Records a send's failure; completes it unless zero-copy fragments
+    /// are still with the transport (their completions finish it).
+    pub(crate) fn fail_send(&mut self, id: SlabId, err: Error) {
+        let Some(req) = self.reqs.get_mut(id) else {
+            return;
+        };
+        if let Kind::Send(s) = &mut req.kind {
+            if s.error.is_none() {
+                s.error = Some(err.clone());
+            }
+            s.offset = s.buf.len();
+            if s.zcopy_inflight > 0 {
+                return;
+            }
+        }
+        self.complete(id, Err(err));
+    }
+
+    /// Work recorded during `progress` that needs the ifaces.
+    pub(crate) fn run_deferred(&mut self, ifaces: &mut [Box<dyn Iface>]) -> usize {
+        let mut n = 0;
+        while let Some((iface, uct_ep, e)) = self.deferred.failed.pop() {
+            if let Some(ep) = self.lane_ep(iface, uct_ep) {
+                self.fail_ep(ep, Error::endpoint(e));
+                n += 1;
+            }
+        }
+        while let Some((iface, uct_ep)) = self.deferred.ready.pop() {
+            if let Some(ep) = self.lane_ep(iface, uct_ep) {
+                if let Some(s) = self.eps.get_mut(ep) {
+                    s.waiting = false;
+                }
+                n += self.resume_ep(ifaces, ep);
+            }
+        }
+        n
+    }
+
+    pub(crate) fn has_deferred(&self) -> bool {
+        !self.deferred.ready.is_empty() || !self.deferred.failed.is_empty()
+    }
+}
+
+impl AmSink for Core {
+    fn am(&mut self, id: AmId, src: SrcId, data: &[u8]) {
+        self.eager_arrived(id, src, data);
+    }
+
+    fn completed(&mut self, token: Token, result: ucs::Result<()>) {
+        self.zcopy_completed(SlabId::from_u64(token.0), result);
+    }
+
+    fn pending_ready(&mut self, ep: EpId, _token: Token) {
+        let iface = self.cur_iface;
+        self.deferred.ready.push((iface, ep));
+    }
+
+    fn ep_failed(&mut self, ep: EpId, error: ucs::Error) {
+        let iface = self.cur_iface;
+        self.deferred.failed.push((iface, ep, error));
+    }
+
+    fn src_failed(&mut self, src: SrcId, error: ucs::Error) {
+        self.source_failed(src, error);
+    }
+}

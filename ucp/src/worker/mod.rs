@@ -1,0 +1,349 @@
+//! Workers: ifaces, progress, endpoints and requests of one thread.
+
+pub(crate) mod core;
+mod wakeup;
+
+use self::core::{Core, EpConfig, EpState};
+use crate::context::Context;
+use crate::proto::wire::{FIRST_HDR, ONLY_HDR};
+use crate::request::{Completion, Info, Kind, ReqId, Request};
+use crate::uct::{Caps, Iface, IfaceParams, Posted, Token};
+use crate::wireup::address::{IfaceEntry, WorkerAddress};
+use crate::wireup::lanes::select_am_lane;
+use crate::{Ep, Error, Result};
+pub use wakeup::Armed;
+
+/// A progress engine with its own ifaces, endpoints and requests.
+///
+/// One thread uses a worker at a time (`&mut self`); it is `Send`, so it
+/// may move between threads. Nothing happens unless [`Worker::progress`]
+/// runs (directly, or inside a waiting call).
+pub struct Worker {
+    // Ifaces drop before the protocol state, so that no transport can touch
+    // a request's memory after the request is gone.
+    pub(crate) ifaces: Vec<Box<dyn Iface>>,
+    pub(crate) core: Core,
+    ctx: Context,
+    uuid: u64,
+    address: Vec<u8>,
+    wake: wakeup::Wakeup,
+}
+
+impl std::fmt::Debug for Worker {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Worker")
+            .field("uuid", &format_args!("{:#x}", self.uuid))
+            .field("ifaces", &self.ifaces)
+            .field("core", &self.core)
+            .finish_non_exhaustive()
+    }
+}
+
+fn new_uuid() -> u64 {
+    use std::sync::atomic::{AtomicU64, Ordering};
+    static COUNTER: AtomicU64 = AtomicU64::new(0);
+    let t = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_nanos() as u64)
+        .unwrap_or(0);
+    let mut x = t
+        ^ (u64::from(std::process::id()) << 32)
+        ^ COUNTER
+            .fetch_add(1, Ordering::Relaxed)
+            .wrapping_mul(0x9e37_79b9_7f4a_7c15);
+    // splitmix64 finaliser
+    x = (x ^ (x >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    x = (x ^ (x >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+    x ^ (x >> 31)
+}
+
+impl Worker {
+    pub(crate) fn new(ctx: Context) -> Result<Worker> {
+        let uuid = new_uuid();
+        let params = IfaceParams { worker_uuid: uuid };
+        let mut ifaces = Vec::new();
+        for (md, res) in ctx.resource_list() {
+            match md.iface_open(res, &params) {
+                Ok(i) => ifaces.push(i),
+                Err(e) => {
+                    tracing::warn!("cannot open {}/{}: {e}", res.tl_name, res.dev_name)
+                }
+            }
+        }
+        if ifaces.is_empty() {
+            return Err(Error::Unsupported("no iface could be opened".into()));
+        }
+        let entries = ifaces
+            .iter()
+            .map(|i| IfaceEntry {
+                tl_name: i.tl_name().to_string(),
+                dev_addr: i.device_addr().to_vec(),
+                iface_addr: i.iface_addr().to_vec(),
+                model: i.attr().model,
+                caps: i.attr().caps,
+            })
+            .collect();
+        let address = WorkerAddress {
+            uuid,
+            ifaces: entries,
+        }
+        .encode()?;
+        let core = Core::new(ifaces.len());
+        Ok(Worker {
+            ifaces,
+            core,
+            ctx,
+            uuid,
+            address,
+            wake: wakeup::Wakeup::default(),
+        })
+    }
+
+    /// The context this worker belongs to.
+    pub fn context(&self) -> &Context {
+        &self.ctx
+    }
+
+    /// This worker's address: give it to peers so they can connect.
+    pub fn address(&self) -> Vec<u8> {
+        self.address.clone()
+    }
+
+    /// The ifaces of this worker (for introspection).
+    pub fn ifaces(&self) -> impl Iterator<Item = &dyn Iface> {
+        self.ifaces.iter().map(|i| i.as_ref())
+    }
+
+    /// Creates an endpoint to the worker whose address is `remote`.
+    pub fn connect(&mut self, remote: &[u8]) -> Result<Ep> {
+        let addr = WorkerAddress::decode(remote)?;
+        let Some(lane) = select_am_lane(&self.ifaces, &addr) else {
+            let offered: Vec<&str> = addr.ifaces.iter().map(|i| i.tl_name.as_str()).collect();
+            let ours: Vec<String> = self
+                .ifaces
+                .iter()
+                .map(|i| format!("{}/{}", i.tl_name(), i.dev_name()))
+                .collect();
+            return Err(Error::Unreachable(format!(
+                "no local transport ({}) reaches the peer's ({})",
+                ours.join(", "),
+                offered.join(", ")
+            )));
+        };
+        let r = &addr.ifaces[lane.remote];
+        let iface = &mut self.ifaces[lane.iface];
+        let uct_ep = iface
+            .ep_create(&r.dev_addr, &r.iface_addr)
+            .map_err(Error::transport)?;
+        let a = iface.attr().clone();
+        if a.max_bcopy <= FIRST_HDR {
+            iface.ep_destroy(uct_ep);
+            return Err(Error::Unsupported(format!(
+                "{} max_bcopy {} too small for eager fragments",
+                iface.tl_name(),
+                a.max_bcopy
+            )));
+        }
+        let zcopy = a.caps.contains(Caps::AM_ZCOPY) && a.max_hdr >= FIRST_HDR && a.max_iov >= 1;
+        let cfg = EpConfig {
+            max_short: if a.caps.contains(Caps::AM_SHORT) {
+                a.max_short
+            } else {
+                0
+            },
+            max_bcopy_single: a.max_bcopy - ONLY_HDR,
+            max_bcopy: a.max_bcopy,
+            max_zcopy: if zcopy { a.max_zcopy } else { 0 },
+        };
+        tracing::debug!(
+            "endpoint to worker {:#x}: am lane {}/{}",
+            addr.uuid,
+            iface.tl_name(),
+            iface.dev_name()
+        );
+        let id = self.core.eps.insert(EpState {
+            iface: lane.iface,
+            uct_ep,
+            cfg,
+            queue: Default::default(),
+            waiting: false,
+            failed: None,
+            remote_uuid: addr.uuid,
+        });
+        self.core.set_lane_ep(lane.iface, uct_ep, Some(id));
+        Ok(Ep(id))
+    }
+
+    /// `Ok` while the endpoint works; the error once it failed.
+    pub fn ep_status(&self, ep: Ep) -> Result<()> {
+        match self.core.eps.get(ep.0) {
+            None => Err(Error::InvalidHandle),
+            Some(s) => match &s.failed {
+                None => Ok(()),
+                Some(e) => Err(e.clone()),
+            },
+        }
+    }
+
+    /// The uuid of the worker at the other end of `ep`.
+    pub fn ep_remote_uuid(&self, ep: Ep) -> Result<u64> {
+        self.core
+            .eps
+            .get(ep.0)
+            .map(|s| s.remote_uuid)
+            .ok_or(Error::InvalidHandle)
+    }
+
+    /// Closes an endpoint at once: queued sends fail with
+    /// [`Error::Canceled`]; sends already with the transport complete
+    /// during later progress.
+    pub fn ep_close(&mut self, ep: Ep) -> Result<()> {
+        let Some(state) = self.core.eps.get(ep.0) else {
+            return Err(Error::InvalidHandle);
+        };
+        let (iface, uct_ep) = (state.iface, state.uct_ep);
+        self.core.fail_ep(ep.0, Error::Canceled);
+        self.core.eps.remove(ep.0);
+        self.core.set_lane_ep(iface, uct_ep, None);
+        self.ifaces[iface].ep_destroy(uct_ep);
+        Ok(())
+    }
+
+    /// Waits until every send posted on `ep` has left this process (its
+    /// buffers may be reused and the transport holds nothing of it).
+    pub fn ep_flush(&mut self, ep: Ep) -> Result<()> {
+        loop {
+            let st = self.core.eps.get(ep.0).ok_or(Error::InvalidHandle)?;
+            if let Some(e) = &st.failed {
+                return Err(e.clone());
+            }
+            if !st.queue.is_empty() {
+                self.progress();
+                continue;
+            }
+            let (iface, uct_ep) = (st.iface, st.uct_ep);
+            let id = self
+                .core
+                .reqs
+                .insert(Request::new(Kind::Flush, crate::Op::new()));
+            match self.ifaces[iface].flush(Some(uct_ep), Token(id.to_u64())) {
+                Ok(Posted::InFlight) => return self.request_wait(ReqId(id)).map(|_| ()),
+                Ok(Posted::Done) => {
+                    self.core.reqs.remove(id);
+                    return Ok(());
+                }
+                Ok(Posted::NoResource) => {
+                    self.core.reqs.remove(id);
+                    self.progress();
+                }
+                Err(e) => {
+                    self.core.reqs.remove(id);
+                    return Err(Error::endpoint(e));
+                }
+            }
+        }
+    }
+
+    /// [`Worker::ep_flush`] on every endpoint; the first error, if any,
+    /// after trying them all.
+    pub fn flush(&mut self) -> Result<()> {
+        let mut first = Ok(());
+        for id in self.core.eps.ids() {
+            if let Err(e) = self.ep_flush(Ep(id)) {
+                if first.is_ok() {
+                    first = Err(e);
+                }
+            }
+        }
+        first
+    }
+
+    /// This worker's unique id.
+    pub fn uuid(&self) -> u64 {
+        self.uuid
+    }
+
+    /// Makes progress on every iface and runs completion callbacks.
+    /// Returns how many events it handled; never blocks.
+    pub fn progress(&mut self) -> usize {
+        let mut n = 0;
+        for (i, iface) in self.ifaces.iter_mut().enumerate() {
+            self.core.cur_iface = i;
+            n += iface.progress(&mut self.core);
+        }
+        if self.core.has_deferred() {
+            n += self.core.run_deferred(&mut self.ifaces);
+        }
+        if !self.core.callbacks.is_empty() {
+            let cbs = std::mem::take(&mut self.core.callbacks);
+            n += cbs.len();
+            for (cb, c) in cbs {
+                cb(self, c);
+            }
+        }
+        n
+    }
+
+    /// The next entry of the completion queue (operations posted with
+    /// [`crate::Op::queue`]).
+    pub fn next_completion(&mut self) -> Option<Completion> {
+        self.core.completions.pop_front()
+    }
+
+    /// The result of request `id` if it completed; the request is then
+    /// released (an owned buffer with it: use [`Worker::take`] for those).
+    /// `None` while in flight; `Some(Err(InvalidHandle))` if `id` is not a
+    /// request of this worker (any more).
+    pub fn request_test(&mut self, id: ReqId) -> Option<Result<Info>> {
+        let Some(r) = self.core.reqs.get(id.0) else {
+            return Some(Err(Error::InvalidHandle));
+        };
+        r.result.as_ref()?;
+        self.core.reqs.remove(id.0).and_then(|r| r.result)
+    }
+
+    /// Whether request `id` is still in flight.
+    pub fn request_is_active(&self, id: ReqId) -> bool {
+        self.core.reqs.get(id.0).is_some_and(|r| r.result.is_none())
+    }
+
+    /// Progresses until request `id` completes, then releases it.
+    pub fn request_wait(&mut self, id: ReqId) -> Result<Info> {
+        loop {
+            if let Some(r) = self.request_test(id) {
+                return r;
+            }
+            self.progress();
+        }
+    }
+
+    /// Lets request `id` finish on its own: nobody will collect it. An
+    /// owned buffer it holds is dropped at completion.
+    pub fn request_release(&mut self, id: ReqId) {
+        if let Some(r) = self.core.reqs.get_mut(id.0) {
+            if r.result.is_some() {
+                self.core.reqs.remove(id.0);
+            } else {
+                r.detached = true;
+            }
+        }
+    }
+
+    /// Cancels a receive that has not matched a message yet; it completes
+    /// with [`Error::Canceled`]. Returns whether it was canceled. Sends and
+    /// matched receives run to completion.
+    pub fn request_cancel(&mut self, id: ReqId) -> bool {
+        self.core.recv_cancel(id.0)
+    }
+
+    /// Information on the oldest unexpected message matching `(tag, mask)`,
+    /// without receiving it.
+    pub fn tag_probe(&mut self, tag: u64, mask: u64) -> Option<Info> {
+        self.core.probe(tag, mask)
+    }
+
+    /// Number of requests in flight or waiting to be collected.
+    pub fn requests_outstanding(&self) -> usize {
+        self.core.reqs.len()
+    }
+}

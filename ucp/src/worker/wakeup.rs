@@ -1,0 +1,72 @@
+//! Sleeping until a worker has work: one fd for all ifaces.
+
+use super::Worker;
+use crate::ucs::progress::{EventSet, Interest, Readiness};
+use crate::{Error, Result};
+use std::os::fd::{AsRawFd, RawFd};
+use std::time::Duration;
+
+pub use crate::uct::Armed;
+
+/// The worker's epoll set, created on first use.
+#[derive(Debug, Default)]
+pub(crate) struct Wakeup {
+    set: Option<EventSet>,
+    events: Vec<(u64, Readiness)>,
+}
+
+impl Worker {
+    fn wake_set(&mut self) -> Result<&mut EventSet> {
+        if self.wake.set.is_none() {
+            let set = EventSet::new().map_err(Error::transport)?;
+            for (i, iface) in self.ifaces.iter().enumerate() {
+                if let Some(fd) = iface.event_fd() {
+                    set.add(fd, i as u64, Interest::READABLE)
+                        .map_err(Error::transport)?;
+                }
+            }
+            self.wake.set = Some(set);
+        }
+        match self.wake.set.as_mut() {
+            Some(s) => Ok(s),
+            None => Err(Error::Unsupported("event set".into())),
+        }
+    }
+
+    /// One file descriptor that becomes readable when the worker may have
+    /// work; call [`Worker::arm`] before sleeping on it.
+    pub fn event_fd(&mut self) -> Result<RawFd> {
+        Ok(self.wake_set()?.as_raw_fd())
+    }
+
+    /// Prepares to sleep: `Busy` if work is already pending (progress
+    /// instead of sleeping), `Sleep` if the event fd will signal new work.
+    pub fn arm(&mut self) -> Result<Armed> {
+        if !self.core.completions.is_empty()
+            || !self.core.callbacks.is_empty()
+            || self.core.has_deferred()
+        {
+            return Ok(Armed::Busy);
+        }
+        self.wake_set()?;
+        for iface in &mut self.ifaces {
+            if iface.arm().map_err(Error::transport)? == Armed::Busy {
+                return Ok(Armed::Busy);
+            }
+        }
+        Ok(Armed::Sleep)
+    }
+
+    /// Sleeps until an iface signals work or `timeout` passes, unless work
+    /// is already pending. Returns at once if `arm` says busy.
+    pub fn wait_event(&mut self, timeout: Option<Duration>) -> Result<()> {
+        if self.arm()? == Armed::Busy {
+            return Ok(());
+        }
+        let mut events = std::mem::take(&mut self.wake.events);
+        let r = self.wake_set()?.wait(timeout, &mut events);
+        self.wake.events = events;
+        r.map_err(Error::transport)?;
+        Ok(())
+    }
+}

@@ -1,0 +1,90 @@
+//! Properties of the protocol layer's decoders, checked on any input:
+//! accepted input means what it says, refused input is refused for a
+//! documented reason, and nothing panics.
+//!
+//! Shared by the `decoder_robustness` test and the `ucp_eager_headers` and
+//! `ucp_worker_address` fuzz targets.
+
+#![allow(dead_code)]
+
+use rucx_ucp::proto::wire::{decode_only, FirstHdr, MiddleHdr, FIRST_HDR, MIDDLE_HDR, ONLY_HDR};
+use rucx_ucp::uct::Caps;
+use rucx_ucp::wireup::address::WorkerAddress;
+
+fn le64(b: &[u8], at: usize) -> u64 {
+    let mut a = [0u8; 8];
+    a.copy_from_slice(&b[at..at + 8]);
+    u64::from_le_bytes(a)
+}
+
+/// Every eager header decoder on `data`: accepted input decodes to the
+/// fields at their documented offsets, the payload is the rest, and
+/// encoding the header gives the input back.
+pub(crate) fn check_eager_headers(data: &[u8]) {
+    match decode_only(data) {
+        Ok((tag, payload)) => {
+            assert_eq!(tag, le64(data, 0));
+            assert_eq!(payload, &data[ONLY_HDR..]);
+        }
+        Err(_) => assert!(data.len() < ONLY_HDR),
+    }
+    match FirstHdr::decode(data) {
+        Ok((h, frag)) => {
+            assert_eq!(frag, &data[FIRST_HDR..]);
+            assert!(frag.len() as u64 <= h.total, "fragment beyond the total");
+            assert_eq!(h.encode(), data[..FIRST_HDR]);
+        }
+        Err(_) => assert!(
+            data.len() < FIRST_HDR || (data.len() - FIRST_HDR) as u64 > le64(data, 8),
+            "valid first header refused"
+        ),
+    }
+    match MiddleHdr::decode(data) {
+        Ok((h, frag)) => {
+            assert_eq!(frag, &data[MIDDLE_HDR..]);
+            assert_eq!(h.encode(), data[..MIDDLE_HDR]);
+        }
+        Err(_) => assert!(data.len() < MIDDLE_HDR),
+    }
+}
+
+/// Positions of the capability words in an accepted address.
+pub(crate) fn caps_offsets(a: &WorkerAddress) -> Vec<usize> {
+    let mut at = 1 + 8 + 1;
+    let mut out = Vec::new();
+    for i in &a.ifaces {
+        at += 3 + i.tl_name.len() + i.dev_addr.len() + i.iface_addr.len() + 24;
+        out.push(at);
+        at += 4;
+    }
+    out
+}
+
+/// The address decoder on `data`: no panic; an accepted address
+/// re-encodes to the input (capability bits this build does not know
+/// cleared, if the decoder drops them) and decodes to itself again.
+pub(crate) fn check_address(data: &[u8]) {
+    let Ok(a) = WorkerAddress::decode(data) else {
+        return;
+    };
+    for i in &a.ifaces {
+        assert!(!i.tl_name.is_empty() && i.tl_name.len() <= 32);
+        let m = i.model;
+        for v in [m.latency, m.overhead, m.bandwidth] {
+            assert!(v.is_finite() && v >= 0.0, "model {m:?}");
+        }
+        assert!(m.bandwidth > 0.0);
+    }
+    let enc = a.encode().expect("an accepted address encodes");
+    if enc != data {
+        let mut known = data.to_vec();
+        for at in caps_offsets(&a) {
+            let mut w = [0u8; 4];
+            w.copy_from_slice(&known[at..at + 4]);
+            let bits = Caps::from_bits_truncate(u32::from_le_bytes(w)).bits();
+            known[at..at + 4].copy_from_slice(&bits.to_le_bytes());
+        }
+        assert_eq!(enc, known, "re-encoding changed more than unknown caps");
+    }
+    assert_eq!(WorkerAddress::decode(&enc).expect("re-decodes"), a);
+}

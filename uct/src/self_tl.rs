@@ -1,1 +1,0 @@
-//! The in-process `self` transport.

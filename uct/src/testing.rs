@@ -1,1 +1,0 @@
-//! The transport conformance suite.
