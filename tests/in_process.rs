@@ -321,3 +321,45 @@ fn flush_waits_until_sends_left() {
         Some(Err(Error::InvalidHandle))
     ));
 }
+
+/// A worker sleeps on its event fd and wakes when a message arrives.
+fn sleeping_receiver(tls: &str) {
+    let (mut a, mut b, ab, _) = pair(tls);
+    let rx = std::thread::spawn(move || {
+        let mut wakeups = 0u32;
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+        while b.tag_probe(8, TAG_MASK_ALL).is_none() {
+            assert!(std::time::Instant::now() < deadline, "never woke up");
+            b.wait_event(Some(std::time::Duration::from_secs(5)))
+                .expect("wait");
+            b.progress();
+            wakeups += 1;
+        }
+        let mut buf = [0u8; 4];
+        let i = b
+            .tag_recv_blocking(&mut buf, 8, TAG_MASK_ALL)
+            .expect("recv");
+        (wakeups, buf[..i.length].to_vec())
+    });
+    std::thread::sleep(std::time::Duration::from_millis(200));
+    a.tag_send_blocking(ab, b"wake", 8).expect("send");
+    // Keep the sender progressing until the receiver has the message.
+    while !rx.is_finished() {
+        a.progress();
+    }
+    let (wakeups, got) = rx.join().expect("receiver");
+    assert_eq!(got, b"wake");
+    // A receiver that slept wakes a handful of times, not thousands (which
+    // would mean arm/wait_event never actually slept).
+    assert!(wakeups < 100, "{wakeups} wakeups: the worker did not sleep");
+}
+
+#[test]
+fn self_sleeping_receiver() {
+    sleeping_receiver("self");
+}
+
+#[test]
+fn tcp_sleeping_receiver() {
+    sleeping_receiver("tcp");
+}

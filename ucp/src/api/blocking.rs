@@ -32,9 +32,19 @@ impl Drop for InFlightGuard<'_> {
 impl Worker {
     /// Sends `buf` with `tag` and waits until the buffer may be reused.
     pub fn tag_send_blocking(&mut self, ep: Ep, buf: &[u8], tag: u64) -> Result<Info> {
+        self.send_blocking(ep, buf, tag, Op::new())
+    }
+
+    /// Sends `buf` with `tag` and waits until a receive on the other side
+    /// has matched it (`MPI_Ssend`).
+    pub fn tag_send_sync_blocking(&mut self, ep: Ep, buf: &[u8], tag: u64) -> Result<Info> {
+        self.send_blocking(ep, buf, tag, Op::new().sync())
+    }
+
+    fn send_blocking(&mut self, ep: Ep, buf: &[u8], tag: u64, op: Op) -> Result<Info> {
         // SAFETY: `buf` stays borrowed for this whole call, and the call
         // returns only after the request completed (or aborts).
-        match unsafe { self.tag_send_raw(ep, buf.as_ptr(), buf.len(), tag, Op::new())? } {
+        match unsafe { self.tag_send_raw(ep, buf.as_ptr(), buf.len(), tag, op)? } {
             Posted::Done(info, ()) => Ok(info),
             Posted::InFlight(id) => InFlightGuard { worker: self, id }.wait(),
         }

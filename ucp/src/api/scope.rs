@@ -138,13 +138,23 @@ impl<'s, 'env> Scope<'s, 'env> {
     /// Sends `buf` with `tag` on `ep`; `buf` stays borrowed until
     /// [`Scope::wait`] or the end of the scope.
     pub fn tag_send(&self, ep: Ep, buf: &'env [u8], tag: u64) -> Pending<'s, &'env [u8]> {
+        self.send(ep, buf, tag, scoped_op())
+    }
+
+    /// As [`Scope::tag_send`], but completes only once a receive on the
+    /// other side has matched the message.
+    pub fn tag_send_sync(&self, ep: Ep, buf: &'env [u8], tag: u64) -> Pending<'s, &'env [u8]> {
+        self.send(ep, buf, tag, scoped_op().sync())
+    }
+
+    fn send(&self, ep: Ep, buf: &'env [u8], tag: u64, op: Op) -> Pending<'s, &'env [u8]> {
         // SAFETY: `buf` is borrowed for 'env, which outlives the scope, and
         // the scope drains this request before it returns.
         let sb = unsafe { SendBuf::new(buf.as_ptr(), buf.len()) };
         let r = {
             let mut w = self.worker.borrow_mut();
             let w = &mut **w;
-            w.core.send_start(&mut w.ifaces, ep.0, sb, tag, scoped_op())
+            w.core.send_start(&mut w.ifaces, ep.0, sb, tag, op)
         };
         self.pending(
             r.map(|s| match s {
@@ -264,7 +274,7 @@ impl<'s, 'env> Scope<'s, 'env> {
 
 fn scoped_op() -> Op {
     Op {
-        user_data: 0,
         notify: Notify::Scope,
+        ..Op::default()
     }
 }

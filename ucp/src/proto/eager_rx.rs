@@ -9,7 +9,10 @@
 //! is still unexpected must arrive in order (memory for it grows only with
 //! bytes received); fragments of a matched message may come in any order.
 
-use super::wire::{self, FirstHdr, MiddleHdr, AM_EAGER_FIRST, AM_EAGER_MIDDLE, AM_EAGER_ONLY};
+use super::wire::{
+    self, FirstHdr, MiddleHdr, AM_EAGER_FIRST, AM_EAGER_MIDDLE, AM_EAGER_ONLY, AM_EAGER_SYNC_FIRST,
+    AM_EAGER_SYNC_ONLY, AM_SYNC_ACK, AM_WIREUP,
+};
 use super::FragKey;
 use crate::request::buf::RecvBuf;
 use crate::request::{Info, Kind, Op, RecvState, Request};
@@ -17,7 +20,8 @@ use crate::tag::PostOutcome;
 use crate::ucs::slab::SlabId;
 use crate::ucs::PeerMisbehaved;
 use crate::uct::{AmId, SrcId};
-use crate::worker::core::{Core, FragTarget, Unexp};
+use crate::wireup::address::WorkerAddress;
+use crate::worker::core::{AckTo, Core, FragTarget, Unexp};
 use crate::{ucs, Error, Result};
 
 /// Outcome of posting a receive.
@@ -39,10 +43,20 @@ fn invalid(what: &'static str, detail: String) -> PeerMisbehaved {
 impl Core {
     /// Dispatches an eager active message.
     pub(crate) fn eager_arrived(&mut self, id: AmId, src: SrcId, data: &[u8]) {
+        let iface = self.cur_iface;
+        let ack = |sreq| AckTo { iface, src, sreq };
         let r = match id {
-            AM_EAGER_ONLY => self.rx_only(data),
-            AM_EAGER_FIRST => self.rx_first(src, data),
+            AM_EAGER_ONLY => wire::decode_only(data).map(|(tag, p)| self.rx_whole(tag, p, None)),
+            AM_EAGER_SYNC_ONLY => wire::decode_sync_only(data)
+                .map(|(tag, sreq, p)| self.rx_whole(tag, p, Some(ack(sreq)))),
+            AM_EAGER_FIRST => {
+                FirstHdr::decode(data).and_then(|(h, f)| self.rx_first(src, h, f, None))
+            }
+            AM_EAGER_SYNC_FIRST => wire::decode_sync_first(data)
+                .and_then(|(h, sreq, f)| self.rx_first(src, h, f, Some(ack(sreq)))),
             AM_EAGER_MIDDLE => self.rx_middle(src, data),
+            AM_WIREUP => self.rx_wireup(src, data),
+            AM_SYNC_ACK => wire::decode_ack(data).map(|r| self.sync_acked(SlabId::from_u64(r))),
             other => Err(PeerMisbehaved::UnknownId(other)),
         };
         if let Err(what) = r {
@@ -55,8 +69,17 @@ impl Core {
         }
     }
 
-    fn rx_only(&mut self, data: &[u8]) -> Result<(), PeerMisbehaved> {
-        let (tag, payload) = wire::decode_only(data)?;
+    fn rx_wireup(&mut self, src: SrcId, data: &[u8]) -> Result<(), PeerMisbehaved> {
+        let addr = WorkerAddress::decode(data).map_err(|e| PeerMisbehaved::Invalid {
+            what: "wireup address",
+            detail: e.to_string(),
+        })?;
+        self.deferred.wireups.push((self.cur_iface, src, addr));
+        Ok(())
+    }
+
+    /// A whole message arrived.
+    fn rx_whole(&mut self, tag: u64, payload: &[u8], ack: Option<AckTo>) {
         if let Some(req) = self.matcher.arrive(tag) {
             if let Some(r) = self.recv_state(req) {
                 r.post = None;
@@ -65,6 +88,7 @@ impl Core {
                 r.buf.write(0, payload);
                 r.received = payload.len();
             }
+            self.deferred.acks.extend(ack);
             self.finish_recv(req);
         } else {
             let mut v = self.take_spare(payload.len());
@@ -77,14 +101,19 @@ impl Core {
                     total: payload.len(),
                     received: payload.len(),
                     key: None,
+                    ack,
                 },
             );
         }
-        Ok(())
     }
 
-    fn rx_first(&mut self, src: SrcId, data: &[u8]) -> Result<(), PeerMisbehaved> {
-        let (h, frag) = FirstHdr::decode(data)?;
+    fn rx_first(
+        &mut self,
+        src: SrcId,
+        h: FirstHdr,
+        frag: &[u8],
+        ack: Option<AckTo>,
+    ) -> Result<(), PeerMisbehaved> {
         let total = usize::try_from(h.total)
             .map_err(|_| invalid("message length", format!("{}", h.total)))?;
         let key = FragKey {
@@ -105,6 +134,7 @@ impl Core {
                 r.received = frag.len();
                 r.frag = (!done).then_some(key);
             }
+            self.deferred.acks.extend(ack);
             if done {
                 self.finish_recv(req);
             } else {
@@ -121,6 +151,7 @@ impl Core {
                     total,
                     received: frag.len(),
                     key: (!done).then_some(key),
+                    ack,
                 },
             );
             if !done {
@@ -256,8 +287,10 @@ impl Core {
                     total,
                     received,
                     key,
+                    ack,
                 } = u;
                 self.give_spare(data);
+                self.deferred.acks.extend(ack);
                 match key {
                     Some(key) if received < total => {
                         if let Some(r) = self.recv_state(id) {

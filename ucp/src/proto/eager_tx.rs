@@ -7,7 +7,10 @@
 //! resuming when it reports the endpoint ready. Sends on one endpoint leave
 //! in posting order: once one waits, later ones queue behind it.
 
-use super::wire::{FirstHdr, MiddleHdr, AM_EAGER_FIRST, AM_EAGER_MIDDLE, AM_EAGER_ONLY};
+use super::wire::{
+    FirstHdr, MiddleHdr, AM_EAGER_FIRST, AM_EAGER_MIDDLE, AM_EAGER_ONLY, AM_EAGER_SYNC_FIRST,
+    AM_EAGER_SYNC_ONLY, SYNC_FIRST_HDR, SYNC_ONLY_HDR,
+};
 use crate::request::buf::SendBuf;
 use crate::request::{Info, Kind, Op, Request, SendState};
 use crate::ucs::slab::SlabId;
@@ -28,20 +31,27 @@ pub(crate) enum Step {
 
 /// A fragment header on the stack.
 struct HdrBuf {
-    bytes: [u8; super::wire::FIRST_HDR],
+    bytes: [u8; SYNC_FIRST_HDR],
     len: usize,
 }
 
 impl HdrBuf {
-    fn first(h: FirstHdr) -> HdrBuf {
-        HdrBuf {
-            bytes: h.encode(),
-            len: super::wire::FIRST_HDR,
-        }
+    /// First-fragment header; with the sender's request for a sync send.
+    fn first(h: FirstHdr, sreq: Option<u64>) -> HdrBuf {
+        let mut bytes = [0u8; SYNC_FIRST_HDR];
+        bytes[..super::wire::FIRST_HDR].copy_from_slice(&h.encode());
+        let len = match sreq {
+            Some(r) => {
+                bytes[super::wire::FIRST_HDR..].copy_from_slice(&r.to_le_bytes());
+                SYNC_FIRST_HDR
+            }
+            None => super::wire::FIRST_HDR,
+        };
+        HdrBuf { bytes, len }
     }
 
     fn middle(h: MiddleHdr) -> HdrBuf {
-        let mut bytes = [0u8; super::wire::FIRST_HDR];
+        let mut bytes = [0u8; SYNC_FIRST_HDR];
         bytes[..super::wire::MIDDLE_HDR].copy_from_slice(&h.encode());
         HdrBuf {
             bytes,
@@ -88,14 +98,19 @@ impl Core {
         tag: u64,
         op: Op,
     ) -> Result<Started> {
+        let sync = op.sync;
         let st = self.eps.get(ep).ok_or(Error::InvalidHandle)?;
         if let Some(e) = &st.failed {
             return Err(e.clone());
         }
         let (iface_idx, uct_ep, cfg) = (st.iface, st.uct_ep, st.cfg);
         let len = buf.len();
-        let single = len <= cfg.max_bcopy_single;
-        if single && st.queue.is_empty() {
+        let single = if sync {
+            len <= cfg.max_bcopy - SYNC_ONLY_HDR
+        } else {
+            len <= cfg.max_bcopy_single
+        };
+        if single && !sync && st.queue.is_empty() {
             let iface = ifaces[iface_idx].as_mut();
             match send_single(iface, uct_ep, &cfg, tag, buf.slice(0, len)) {
                 Ok(Posted::Done) | Ok(Posted::InFlight) => {
@@ -121,6 +136,8 @@ impl Core {
                 msg_id,
                 zcopy_inflight: 0,
                 error: None,
+                sync,
+                acked: false,
             }),
             op,
         ));
@@ -183,26 +200,33 @@ impl Core {
 
     /// Hands as much of send `id` to the transport as it takes.
     fn push_send(&mut self, ifaces: &mut [Box<dyn Iface>], id: SlabId) -> Step {
-        let Some(Request {
-            kind: Kind::Send(s),
-            ..
-        }) = self.reqs.get(id)
-        else {
-            return Step::Failed;
+        let (ep, tag, buf, msg_id, mut offset, sync) = match self.reqs.get(id).map(|r| &r.kind) {
+            Some(Kind::Send(s)) => (s.ep, s.tag, s.buf, s.msg_id, s.offset, s.sync),
+            Some(Kind::Ctrl(_)) => return self.push_ctrl(ifaces, id),
+            _ => return Step::Failed,
         };
-        let (ep, tag, buf, msg_id, mut offset) = (s.ep, s.tag, s.buf, s.msg_id, s.offset);
         let Some(st) = self.eps.get(ep) else {
             self.fail_send(id, Error::InvalidHandle);
             return Step::Failed;
         };
         let (iface, uct_ep, cfg) = (ifaces[st.iface].as_mut(), st.uct_ep, st.cfg);
+        let sreq = sync.then_some(id.to_u64());
         let len = buf.len();
         let mut step = Step::Handed;
         let mut inflight = 0;
         let mut failure = None;
         if msg_id == 0 {
             // A queued single-fragment message.
-            match send_single(iface, uct_ep, &cfg, tag, buf.slice(0, len)) {
+            let r = match sreq {
+                Some(r) => {
+                    let (t, q) = (tag.to_le_bytes(), r.to_le_bytes());
+                    iface
+                        .am_bcopy(uct_ep, AM_EAGER_SYNC_ONLY, &[&t, &q, buf.slice(0, len)])
+                        .map(|(p, _)| p)
+                }
+                None => send_single(iface, uct_ep, &cfg, tag, buf.slice(0, len)),
+            };
+            match r {
                 Ok(Posted::Done) | Ok(Posted::InFlight) => offset = len,
                 Ok(Posted::NoResource) => step = Step::Blocked,
                 Err(e) => failure = Some(e),
@@ -215,7 +239,12 @@ impl Core {
                         total: len as u64,
                         msg_id,
                     };
-                    (AM_EAGER_FIRST, HdrBuf::first(h))
+                    let id = if sync {
+                        AM_EAGER_SYNC_FIRST
+                    } else {
+                        AM_EAGER_FIRST
+                    };
+                    (id, HdrBuf::first(h, sreq))
                 } else {
                     let h = MiddleHdr {
                         msg_id,
@@ -271,15 +300,80 @@ impl Core {
         };
         s.offset = offset;
         s.zcopy_inflight += inflight;
-        let idle = s.zcopy_inflight == 0;
         if let Some(e) = failure {
             self.fail_send(id, Error::endpoint(e));
             return Step::Failed;
         }
-        if step == Step::Handed && idle {
-            self.complete(id, Ok(Info { tag, length: len }));
+        if step == Step::Handed {
+            self.finish_send(id);
         }
         step
+    }
+
+    /// Sends a queued protocol message.
+    fn push_ctrl(&mut self, ifaces: &mut [Box<dyn Iface>], id: SlabId) -> Step {
+        let Some(Request {
+            kind: Kind::Ctrl(c),
+            ..
+        }) = self.reqs.get(id)
+        else {
+            return Step::Failed;
+        };
+        let Some(st) = self.eps.get(c.ep) else {
+            self.reqs.remove(id);
+            return Step::Failed;
+        };
+        let r = ifaces[st.iface].am_bcopy(st.uct_ep, c.am_id, &[&c.data]);
+        match r {
+            Ok((Posted::NoResource, _)) => Step::Blocked,
+            Ok(_) => {
+                self.reqs.remove(id);
+                Step::Handed
+            }
+            Err(e) => {
+                tracing::debug!("protocol message failed: {e}");
+                self.reqs.remove(id);
+                Step::Failed
+            }
+        }
+    }
+
+    /// Completes send `id` if all of it left and, for a synchronous send,
+    /// the receiver has matched it.
+    pub(crate) fn finish_send(&mut self, id: SlabId) {
+        let Some(Request {
+            kind: Kind::Send(s),
+            ..
+        }) = self.reqs.get_mut(id)
+        else {
+            return;
+        };
+        if s.offset < s.buf.len() || s.zcopy_inflight > 0 || (s.sync && !s.acked) {
+            return;
+        }
+        let r = match s.error.take() {
+            Some(e) => Err(e),
+            None => Ok(Info {
+                tag: s.tag,
+                length: s.buf.len(),
+            }),
+        };
+        self.complete(id, r);
+    }
+
+    /// The receiver matched synchronous send `id` (from the wire: may be
+    /// stale or forged, in which case nothing happens).
+    pub(crate) fn sync_acked(&mut self, id: SlabId) {
+        if let Some(Request {
+            kind: Kind::Send(s),
+            ..
+        }) = self.reqs.get_mut(id)
+        {
+            if s.sync {
+                s.acked = true;
+                self.finish_send(id);
+            }
+        }
     }
 
     /// A zero-copy fragment of send `id` left the transport.
@@ -294,23 +388,16 @@ impl Core {
                 self.complete(id, r.map_err(Error::endpoint));
                 return;
             }
-            Kind::Recv(_) => return,
+            Kind::Recv(_) | Kind::Ctrl(_) => return,
         };
         s.zcopy_inflight = s.zcopy_inflight.saturating_sub(1);
         if let Err(e) = result {
             if s.error.is_none() {
                 s.error = Some(Error::endpoint(e));
             }
+            // A send that failed does not wait for an acknowledgement.
+            s.acked = true;
         }
-        if s.offset >= s.buf.len() && s.zcopy_inflight == 0 {
-            let r = match s.error.take() {
-                Some(e) => Err(e),
-                None => Ok(Info {
-                    tag: s.tag,
-                    length: s.buf.len(),
-                }),
-            };
-            self.complete(id, r);
-        }
+        self.finish_send(id);
     }
 }

@@ -8,6 +8,17 @@
 //! | 1 | `EAGER_ONLY` | tag: u64 | the whole payload |
 //! | 2 | `EAGER_FIRST` | tag: u64, total length: u64, message id: u64 | the first fragment |
 //! | 3 | `EAGER_MIDDLE` | message id: u64, offset: u64 | a later fragment |
+//! | 4 | `WIREUP` | — | the sender's worker address |
+//! | 5 | `EAGER_SYNC_ONLY` | tag: u64, sender request: u64 | the whole payload |
+//! | 6 | `EAGER_SYNC_FIRST` | tag, total length, message id, sender request: u64 each | the first fragment |
+//! | 7 | `SYNC_ACK` | sender request: u64 | — |
+//!
+//! `WIREUP` is the first message on every new endpoint: it tells the
+//! receiver who sends on that transport source, so it can answer (and it
+//! creates an endpoint back if it has none). A synchronous send carries the
+//! sender's request id; the receiver answers `SYNC_ACK` with it once a
+//! receive has matched the message. Request ids from the wire are
+//! generational: a stale or forged one finds nothing.
 //!
 //! A message id is unique per sending worker; fragments of one message may
 //! arrive in any order after its first fragment, on the same transport
@@ -23,6 +34,20 @@ pub const AM_EAGER_ONLY: AmId = 1;
 pub const AM_EAGER_FIRST: AmId = 2;
 /// A later fragment of a multi-fragment message.
 pub const AM_EAGER_MIDDLE: AmId = 3;
+
+/// The sender's worker address.
+pub const AM_WIREUP: AmId = 4;
+/// Whole message of a synchronous send.
+pub const AM_EAGER_SYNC_ONLY: AmId = 5;
+/// First fragment of a synchronous multi-fragment send.
+pub const AM_EAGER_SYNC_FIRST: AmId = 6;
+/// A receive matched the synchronous send named in the header.
+pub const AM_SYNC_ACK: AmId = 7;
+
+/// Size of the `EAGER_SYNC_ONLY` header.
+pub const SYNC_ONLY_HDR: usize = 16;
+/// Size of the `EAGER_SYNC_FIRST` header.
+pub const SYNC_FIRST_HDR: usize = 32;
 
 /// Size of the `EAGER_ONLY` header.
 pub const ONLY_HDR: usize = 8;
@@ -53,6 +78,36 @@ fn need(what: &'static str, data: &[u8], min: usize) -> Result<(), PeerMisbehave
 pub fn decode_only(data: &[u8]) -> Result<(u64, &[u8]), PeerMisbehaved> {
     need("eager header", data, ONLY_HDR)?;
     Ok((u64_at(data, 0), &data[ONLY_HDR..]))
+}
+
+/// Decodes `EAGER_SYNC_ONLY`: (tag, sender request, payload).
+pub fn decode_sync_only(data: &[u8]) -> Result<(u64, u64, &[u8]), PeerMisbehaved> {
+    need("sync eager header", data, SYNC_ONLY_HDR)?;
+    Ok((u64_at(data, 0), u64_at(data, 8), &data[SYNC_ONLY_HDR..]))
+}
+
+/// Decodes `EAGER_SYNC_FIRST`: the first-fragment header, the sender's
+/// request and the fragment.
+pub fn decode_sync_first(data: &[u8]) -> Result<(FirstHdr, u64, &[u8]), PeerMisbehaved> {
+    need("sync eager first header", data, SYNC_FIRST_HDR)?;
+    let sreq = u64_at(data, 24);
+    let mut v = [0u8; FIRST_HDR];
+    v.copy_from_slice(&data[..FIRST_HDR]);
+    let (h, _) = FirstHdr::decode(&v)?;
+    let frag = &data[SYNC_FIRST_HDR..];
+    if frag.len() as u64 > h.total {
+        return Err(PeerMisbehaved::Invalid {
+            what: "sync eager first fragment",
+            detail: format!("{} bytes of a {}-byte message", frag.len(), h.total),
+        });
+    }
+    Ok((h, sreq, frag))
+}
+
+/// Decodes `SYNC_ACK`: the sender's request id.
+pub fn decode_ack(data: &[u8]) -> Result<u64, PeerMisbehaved> {
+    need("sync ack", data, 8)?;
+    Ok(u64_at(data, 0))
 }
 
 /// Header of a first fragment.
@@ -154,6 +209,30 @@ mod tests {
         only.push(42);
         let (tag, payload) = decode_only(&only).unwrap();
         assert_eq!((tag, payload), (5, &[42u8][..]));
+    }
+
+    #[test]
+    fn sync_headers() {
+        let f = FirstHdr {
+            tag: 1,
+            total: 10,
+            msg_id: 2,
+        };
+        let mut b = f.encode().to_vec();
+        b.extend_from_slice(&77u64.to_le_bytes());
+        b.extend_from_slice(&[5; 4]);
+        let (h, sreq, frag) = decode_sync_first(&b).unwrap();
+        assert_eq!((h, sreq, frag), (f, 77, &[5u8; 4][..]));
+        b.extend_from_slice(&[0; 7]);
+        assert!(decode_sync_first(&b).is_err(), "fragment beyond total");
+        assert!(decode_sync_first(&b[..31]).is_err());
+        let mut o = 3u64.to_le_bytes().to_vec();
+        o.extend_from_slice(&4u64.to_le_bytes());
+        o.push(9);
+        assert_eq!(decode_sync_only(&o).unwrap(), (3, 4, &[9u8][..]));
+        assert!(decode_sync_only(&o[..15]).is_err());
+        assert_eq!(decode_ack(&o[8..16]).unwrap(), 4);
+        assert!(decode_ack(&o[..7]).is_err());
     }
 
     #[test]

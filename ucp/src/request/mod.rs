@@ -69,6 +69,7 @@ pub type Callback = Box<dyn FnOnce(&mut Worker, Completion) + Send>;
 pub struct Op {
     pub(crate) user_data: u64,
     pub(crate) notify: Notify,
+    pub(crate) sync: bool,
 }
 
 impl std::fmt::Debug for Op {
@@ -76,6 +77,7 @@ impl std::fmt::Debug for Op {
         f.debug_struct("Op")
             .field("user_data", &self.user_data)
             .field("notify", &self.notify)
+            .field("sync", &self.sync)
             .finish()
     }
 }
@@ -89,6 +91,14 @@ impl Op {
     /// Sets the `user_data` reported with the completion.
     pub fn user_data(mut self, v: u64) -> Op {
         self.user_data = v;
+        self
+    }
+
+    /// Makes a send synchronous: it completes only once a receive on the
+    /// other side has matched the message (MPI's `MPI_Ssend`). No effect
+    /// on receives.
+    pub fn sync(mut self) -> Op {
+        self.sync = true;
         self
     }
 
@@ -143,6 +153,18 @@ pub(crate) struct SendState {
     /// First error seen; the request completes with it once nothing is in
     /// flight.
     pub(crate) error: Option<Error>,
+    /// A synchronous send: completes only once the receiver matched it.
+    pub(crate) sync: bool,
+    /// The receiver's acknowledgement of a synchronous send arrived.
+    pub(crate) acked: bool,
+}
+
+/// A protocol message of the worker itself (wireup, acknowledgements).
+#[derive(Debug)]
+pub(crate) struct CtrlState {
+    pub(crate) ep: SlabId,
+    pub(crate) am_id: crate::uct::AmId,
+    pub(crate) data: Vec<u8>,
 }
 
 /// State of a tag receive.
@@ -167,6 +189,8 @@ pub(crate) enum Kind {
     Recv(RecvState),
     /// A transport flush; completes when the transport reports it.
     Flush,
+    /// A protocol message queued on an endpoint.
+    Ctrl(CtrlState),
 }
 
 #[derive(Debug)]

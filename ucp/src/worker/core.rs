@@ -10,6 +10,7 @@ use crate::request::{Callback, Completion, Info, Kind, Notify, Request};
 use crate::tag::TagMatcher;
 use crate::ucs::slab::{Slab, SlabId};
 use crate::uct::{AmId, AmSink, EpId, Iface, SrcId, Token};
+use crate::wireup::address::WorkerAddress;
 use crate::{ucs, Error, Result};
 use std::collections::{HashMap, VecDeque};
 
@@ -50,6 +51,16 @@ pub(crate) struct Unexp {
     pub(crate) total: usize,
     pub(crate) received: usize,
     pub(crate) key: Option<FragKey>,
+    /// Acknowledge to the sender when matched (synchronous send).
+    pub(crate) ack: Option<AckTo>,
+}
+
+/// Where to send the acknowledgement of a synchronous send.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct AckTo {
+    pub(crate) iface: usize,
+    pub(crate) src: SrcId,
+    pub(crate) sreq: u64,
 }
 
 /// Where the later fragments of a message go.
@@ -65,6 +76,10 @@ pub(crate) struct Deferred {
     pub(crate) ready: Vec<(usize, EpId)>,
     /// Transport endpoints that failed.
     pub(crate) failed: Vec<(usize, EpId, ucs::Error)>,
+    /// Wireup messages: (iface, source, sender's address).
+    pub(crate) wireups: Vec<(usize, SrcId, WorkerAddress)>,
+    /// Acknowledgements of synchronous sends to send.
+    pub(crate) acks: Vec<AckTo>,
 }
 
 /// The protocol half of a worker.
@@ -82,6 +97,10 @@ pub(crate) struct Core {
     pub(crate) next_msg_id: u64,
     /// Spare buffers for unexpected messages.
     pub(crate) spare: Vec<Vec<u8>>,
+    /// This worker's address, sent in wireup messages.
+    pub(crate) address: Vec<u8>,
+    /// Which endpoint answers a transport source (learned from wireup).
+    pub(crate) src_eps: HashMap<(usize, SrcId), SlabId>,
 }
 
 impl std::fmt::Debug for Core {
@@ -99,7 +118,7 @@ const SPARE_MAX: usize = 64;
 const SPARE_MAX_CAP: usize = 256 * 1024;
 
 impl Core {
-    pub(crate) fn new(n_ifaces: usize) -> Core {
+    pub(crate) fn new(n_ifaces: usize, address: Vec<u8>) -> Core {
         Core {
             eps: Slab::new(),
             reqs: Slab::new(),
@@ -112,6 +131,8 @@ impl Core {
             deferred: Deferred::default(),
             next_msg_id: 1,
             spare: Vec::new(),
+            address,
+            src_eps: HashMap::new(),
         }
     }
 
@@ -202,6 +223,17 @@ impl Core {
         for id in queue {
             self.fail_send(id, err.clone());
         }
+        // Synchronous sends that left but wait for the receiver's answer.
+        let waiting: Vec<SlabId> = self
+            .reqs
+            .iter()
+            .filter(|(_, r)| matches!(&r.kind, Kind::Send(s) if s.ep == ep && s.sync && !s.acked))
+            .map(|(id, _)| id)
+            .collect();
+        for id in waiting {
+            self.fail_send(id, err.clone());
+        }
+        self.src_eps.retain(|_, e| *e != ep);
     }
 
     /// Records a send's failure; completes it unless zero-copy fragments
@@ -231,6 +263,27 @@ impl Core {
                 n += 1;
             }
         }
+        for (iface, src, addr) in std::mem::take(&mut self.deferred.wireups) {
+            n += 1;
+            match self.wireup_peer(ifaces, &addr) {
+                Ok(ep) => {
+                    self.src_eps.insert((iface, src), ep);
+                }
+                Err(e) => tracing::warn!("no endpoint back to worker {:#x}: {e}", addr.uuid),
+            }
+        }
+        for ack in std::mem::take(&mut self.deferred.acks) {
+            n += 1;
+            match self.src_eps.get(&(ack.iface, ack.src)) {
+                Some(&ep) => self.send_ctrl(
+                    ifaces,
+                    ep,
+                    crate::proto::wire::AM_SYNC_ACK,
+                    ack.sreq.to_le_bytes().to_vec(),
+                ),
+                None => tracing::warn!("no endpoint to acknowledge a synchronous send on"),
+            }
+        }
         while let Some((iface, uct_ep)) = self.deferred.ready.pop() {
             if let Some(ep) = self.lane_ep(iface, uct_ep) {
                 if let Some(s) = self.eps.get_mut(ep) {
@@ -243,7 +296,10 @@ impl Core {
     }
 
     pub(crate) fn has_deferred(&self) -> bool {
-        !self.deferred.ready.is_empty() || !self.deferred.failed.is_empty()
+        !self.deferred.ready.is_empty()
+            || !self.deferred.failed.is_empty()
+            || !self.deferred.wireups.is_empty()
+            || !self.deferred.acks.is_empty()
     }
 }
 
@@ -267,6 +323,7 @@ impl AmSink for Core {
     }
 
     fn src_failed(&mut self, src: SrcId, error: ucs::Error) {
+        self.src_eps.remove(&(self.cur_iface, src));
         self.source_failed(src, error);
     }
 }

@@ -1,15 +1,14 @@
 //! Workers: ifaces, progress, endpoints and requests of one thread.
 
+mod connect;
 pub(crate) mod core;
 mod wakeup;
 
-use self::core::{Core, EpConfig, EpState};
+use self::core::Core;
 use crate::context::Context;
-use crate::proto::wire::{FIRST_HDR, ONLY_HDR};
 use crate::request::{Completion, Info, Kind, ReqId, Request};
-use crate::uct::{Caps, Iface, IfaceParams, Posted, Token};
+use crate::uct::{Iface, IfaceParams, Posted, Token};
 use crate::wireup::address::{IfaceEntry, WorkerAddress};
-use crate::wireup::lanes::select_am_lane;
 use crate::{Ep, Error, Result};
 pub use wakeup::Armed;
 
@@ -88,7 +87,7 @@ impl Worker {
             ifaces: entries,
         }
         .encode()?;
-        let core = Core::new(ifaces.len());
+        let core = Core::new(ifaces.len(), address.clone());
         Ok(Worker {
             ifaces,
             core,
@@ -114,64 +113,12 @@ impl Worker {
         self.ifaces.iter().map(|i| i.as_ref())
     }
 
-    /// Creates an endpoint to the worker whose address is `remote`.
+    /// Creates an endpoint to the worker whose address is `remote`, or
+    /// returns the working endpoint this worker already has to it (one it
+    /// made, or one made when that worker connected here first).
     pub fn connect(&mut self, remote: &[u8]) -> Result<Ep> {
         let addr = WorkerAddress::decode(remote)?;
-        let Some(lane) = select_am_lane(&self.ifaces, &addr) else {
-            let offered: Vec<&str> = addr.ifaces.iter().map(|i| i.tl_name.as_str()).collect();
-            let ours: Vec<String> = self
-                .ifaces
-                .iter()
-                .map(|i| format!("{}/{}", i.tl_name(), i.dev_name()))
-                .collect();
-            return Err(Error::Unreachable(format!(
-                "no local transport ({}) reaches the peer's ({})",
-                ours.join(", "),
-                offered.join(", ")
-            )));
-        };
-        let r = &addr.ifaces[lane.remote];
-        let iface = &mut self.ifaces[lane.iface];
-        let uct_ep = iface
-            .ep_create(&r.dev_addr, &r.iface_addr)
-            .map_err(Error::transport)?;
-        let a = iface.attr().clone();
-        if a.max_bcopy <= FIRST_HDR {
-            iface.ep_destroy(uct_ep);
-            return Err(Error::Unsupported(format!(
-                "{} max_bcopy {} too small for eager fragments",
-                iface.tl_name(),
-                a.max_bcopy
-            )));
-        }
-        let zcopy = a.caps.contains(Caps::AM_ZCOPY) && a.max_hdr >= FIRST_HDR && a.max_iov >= 1;
-        let cfg = EpConfig {
-            max_short: if a.caps.contains(Caps::AM_SHORT) {
-                a.max_short
-            } else {
-                0
-            },
-            max_bcopy_single: a.max_bcopy - ONLY_HDR,
-            max_bcopy: a.max_bcopy,
-            max_zcopy: if zcopy { a.max_zcopy } else { 0 },
-        };
-        tracing::debug!(
-            "endpoint to worker {:#x}: am lane {}/{}",
-            addr.uuid,
-            iface.tl_name(),
-            iface.dev_name()
-        );
-        let id = self.core.eps.insert(EpState {
-            iface: lane.iface,
-            uct_ep,
-            cfg,
-            queue: Default::default(),
-            waiting: false,
-            failed: None,
-            remote_uuid: addr.uuid,
-        });
-        self.core.set_lane_ep(lane.iface, uct_ep, Some(id));
-        Ok(Ep(id))
+        self.core.wireup_peer(&mut self.ifaces, &addr).map(Ep)
     }
 
     /// `Ok` while the endpoint works; the error once it failed.

@@ -1,0 +1,129 @@
+//! Endpoint creation and wireup.
+//!
+//! `connect` picks the lane, creates the transport endpoint and queues a
+//! `WIREUP` message carrying this worker's address as the endpoint's first
+//! message. A worker that receives one learns which endpoint answers that
+//! transport source, creating an endpoint back to the sender if it has none,
+//! so that either side can answer the other (acknowledgements, later
+//! rendezvous replies) whoever connected first.
+
+use super::core::{Core, EpConfig, EpState};
+use crate::proto::wire::{AM_WIREUP, FIRST_HDR, ONLY_HDR};
+use crate::request::{CtrlState, Kind, Op, Request};
+use crate::ucs::slab::SlabId;
+use crate::uct::{AmId, Caps, Iface};
+use crate::wireup::address::WorkerAddress;
+use crate::wireup::lanes::select_am_lane;
+use crate::{Error, Result};
+
+impl Core {
+    /// A working endpoint to the worker with `uuid`, if there is one.
+    pub(crate) fn find_ep(&self, uuid: u64) -> Option<SlabId> {
+        self.eps
+            .iter()
+            .find(|(_, e)| e.remote_uuid == uuid && e.failed.is_none())
+            .map(|(id, _)| id)
+    }
+
+    /// The endpoint to `addr`'s worker: an existing one, or a new one.
+    pub(crate) fn wireup_peer(
+        &mut self,
+        ifaces: &mut [Box<dyn Iface>],
+        addr: &WorkerAddress,
+    ) -> Result<SlabId> {
+        match self.find_ep(addr.uuid) {
+            Some(ep) => Ok(ep),
+            None => self.connect(ifaces, addr),
+        }
+    }
+
+    /// Creates an endpoint to `addr`'s worker and queues its wireup.
+    pub(crate) fn connect(
+        &mut self,
+        ifaces: &mut [Box<dyn Iface>],
+        addr: &WorkerAddress,
+    ) -> Result<SlabId> {
+        let Some(lane) = select_am_lane(ifaces, addr) else {
+            let offered: Vec<&str> = addr.ifaces.iter().map(|i| i.tl_name.as_str()).collect();
+            let ours: Vec<String> = ifaces
+                .iter()
+                .map(|i| format!("{}/{}", i.tl_name(), i.dev_name()))
+                .collect();
+            return Err(Error::Unreachable(format!(
+                "no local transport ({}) reaches the peer's ({})",
+                ours.join(", "),
+                offered.join(", ")
+            )));
+        };
+        let r = &addr.ifaces[lane.remote];
+        let iface = &mut ifaces[lane.iface];
+        let uct_ep = iface
+            .ep_create(&r.dev_addr, &r.iface_addr)
+            .map_err(Error::transport)?;
+        let a = iface.attr().clone();
+        if a.max_bcopy <= self.address.len().max(FIRST_HDR + 8) {
+            iface.ep_destroy(uct_ep);
+            return Err(Error::Unsupported(format!(
+                "{} max_bcopy {} too small for eager fragments",
+                iface.tl_name(),
+                a.max_bcopy
+            )));
+        }
+        let zcopy = a.caps.contains(Caps::AM_ZCOPY) && a.max_hdr >= FIRST_HDR + 8 && a.max_iov >= 1;
+        let cfg = EpConfig {
+            max_short: if a.caps.contains(Caps::AM_SHORT) {
+                a.max_short
+            } else {
+                0
+            },
+            max_bcopy_single: a.max_bcopy - ONLY_HDR,
+            max_bcopy: a.max_bcopy,
+            max_zcopy: if zcopy { a.max_zcopy } else { 0 },
+        };
+        tracing::debug!(
+            "endpoint to worker {:#x}: am lane {}/{}",
+            addr.uuid,
+            iface.tl_name(),
+            iface.dev_name()
+        );
+        let id = self.eps.insert(EpState {
+            iface: lane.iface,
+            uct_ep,
+            cfg,
+            queue: Default::default(),
+            waiting: false,
+            failed: None,
+            remote_uuid: addr.uuid,
+        });
+        self.set_lane_ep(lane.iface, uct_ep, Some(id));
+        let me = self.address.clone();
+        self.send_ctrl(ifaces, id, AM_WIREUP, me);
+        Ok(id)
+    }
+
+    /// Queues a protocol message on endpoint `ep`, behind earlier sends.
+    pub(crate) fn send_ctrl(
+        &mut self,
+        ifaces: &mut [Box<dyn Iface>],
+        ep: SlabId,
+        am_id: AmId,
+        data: Vec<u8>,
+    ) {
+        let Some(st) = self.eps.get_mut(ep) else {
+            return;
+        };
+        if st.failed.is_some() {
+            return;
+        }
+        let mut req = Request::new(Kind::Ctrl(CtrlState { ep, am_id, data }), Op::new());
+        req.detached = true;
+        let id = self.reqs.insert(req);
+        let idle = self.eps.get(ep).is_some_and(|s| s.queue.is_empty());
+        if let Some(st) = self.eps.get_mut(ep) {
+            st.queue.push_back(id);
+        }
+        if idle {
+            self.resume_ep(ifaces, ep);
+        }
+    }
+}
