@@ -110,6 +110,40 @@ fn pair_tag_bw_with_validation() {
 }
 
 #[test]
+fn pair_tag_sync_tests_with_validation() {
+    let out = run(&[
+        "--pair",
+        "-t",
+        "tag_sync_lat",
+        "-s",
+        "8",
+        "-n",
+        "300",
+        "-w",
+        "30",
+        "-V",
+        "-f",
+    ]);
+    check_success(&out, 300.0);
+    let out = run(&[
+        "--pair",
+        "-t",
+        "tag_sync_bw",
+        "-s",
+        "70000",
+        "-n",
+        "200",
+        "-w",
+        "20",
+        "-V",
+        "-f",
+    ]);
+    check_success(&out, 200.0);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(stdout.contains("tag sync match bandwidth"), "{stdout}");
+}
+
+#[test]
 fn pair_tag_bw_large_messages_with_validation() {
     let out = run(&[
         "--pair", "-t", "tag_bw", "-s", "200000", "-n", "20", "-w", "2", "-V", "-f",

@@ -11,6 +11,8 @@
 pub enum Command {
     /// Tag-matched send and receive.
     Tag,
+    /// Synchronous tag-matched send (completes once matched) and receive.
+    TagSync,
 }
 
 /// How the two sides exchange messages.
@@ -30,6 +32,10 @@ pub enum TestKind {
     TagLat,
     /// `tag_bw`: tag-matching bandwidth and message rate.
     TagBw,
+    /// `tag_sync_lat`: synchronous tag-matching ping-pong latency.
+    TagSyncLat,
+    /// `tag_sync_bw`: synchronous tag-matching bandwidth and message rate.
+    TagSyncBw,
 }
 
 /// Static description of a test.
@@ -75,13 +81,31 @@ pub const TESTS: &[TestInfo] = &[
         test_type: TestType::StreamUni,
         wire_id: 2,
     },
+    TestInfo {
+        kind: TestKind::TagSyncLat,
+        name: "tag_sync_lat",
+        desc: "tag sync match latency",
+        time_label: "latency",
+        window: 1,
+        command: Command::TagSync,
+        test_type: TestType::PingPong,
+        wire_id: 3,
+    },
+    TestInfo {
+        kind: TestKind::TagSyncBw,
+        name: "tag_sync_bw",
+        desc: "tag sync match bandwidth",
+        time_label: "overhead",
+        window: 32,
+        command: Command::TagSync,
+        test_type: TestType::StreamUni,
+        wire_id: 4,
+    },
 ];
 
 /// Tests of UCX's `ucx_perftest` that rucx does not run yet; `-t` with one
 /// of these names says so instead of calling the name unknown.
 pub const NOT_YET: &[&str] = &[
-    "tag_sync_lat",
-    "tag_sync_bw",
     "ucp_put_lat",
     "ucp_put_bw",
     "ucp_get",
@@ -153,7 +177,9 @@ mod tests {
     fn lookups() {
         assert_eq!(TestKind::from_name("tag_lat"), Some(TestKind::TagLat));
         assert_eq!(TestKind::from_name("tag_bw"), Some(TestKind::TagBw));
-        assert_eq!(TestKind::from_name("tag_sync_lat"), None);
+        assert_eq!(TestKind::from_name("tag_sync_lat"), Some(TestKind::TagSyncLat));
+        assert_eq!(TestKind::from_name("ucp_put_lat"), None);
+        assert_eq!(TestKind::from_wire_id(4), Some(TestKind::TagSyncBw));
         assert_eq!(TestKind::from_wire_id(2), Some(TestKind::TagBw));
         assert_eq!(TestKind::from_wire_id(0), None);
         assert_eq!(TestKind::TagBw.info().window, 32);

@@ -175,7 +175,13 @@ impl PerfWorker for MockWorker {
         }
     }
 
-    unsafe fn tag_send(&mut self, ptr: *const u8, len: usize, tag: u64) -> Result<Started<usize>> {
+    unsafe fn tag_send(
+        &mut self,
+        ptr: *const u8,
+        len: usize,
+        tag: u64,
+        _sync: bool,
+    ) -> Result<Started<usize>> {
         let peer = self
             .peer
             .clone()

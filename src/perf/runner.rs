@@ -73,6 +73,8 @@ pub struct LoopState<R> {
     max: usize,
     validate: bool,
     test_type: TestType,
+    /// Data messages are synchronous sends.
+    sync: bool,
     send: Slots,
     recv: Slots,
     ack: Slots,
@@ -92,6 +94,7 @@ impl<R: Copy> LoopState<R> {
             max,
             validate: params.validate,
             test_type: params.test.info().test_type,
+            sync: params.test.info().command == crate::perf::catalog::Command::TagSync,
             send: Slots::new(msg_len, slots)?,
             recv: Slots::new(msg_len, slots)?,
             ack: Slots::new(1, 1)?,
@@ -323,7 +326,7 @@ impl<W: PerfWorker> Runner<'_, W> {
         // SAFETY: the buffer belongs to `st`, which keeps it until the send
         // is reaped, or leaks it if the run fails first; nothing writes the
         // slot until then (slot_free).
-        let started = unsafe { self.w.tag_send(ptr, self.st.msg_len, TAG) }?;
+        let started = unsafe { self.w.tag_send(ptr, self.st.msg_len, TAG, self.st.sync) }?;
         if let Started::InFlight(req) = started {
             self.st.sends.push_back((req, sn));
         }
@@ -377,7 +380,7 @@ impl<W: PerfWorker> Runner<'_, W> {
         // one operation, which is waited for below (or leaked on failure).
         let started = unsafe {
             if send {
-                self.w.tag_send(ptr, 1, TAG)
+                self.w.tag_send(ptr, 1, TAG, false)
             } else {
                 self.w.tag_recv(ptr, 1, TAG, TAG_MASK)
             }

@@ -82,11 +82,18 @@ impl PerfWorker for UcpWorker {
     }
 
     #[inline]
-    unsafe fn tag_send(&mut self, ptr: *const u8, len: usize, tag: u64) -> Result<Started<ReqId>> {
+    unsafe fn tag_send(
+        &mut self,
+        ptr: *const u8,
+        len: usize,
+        tag: u64,
+        sync: bool,
+    ) -> Result<Started<ReqId>> {
         let ep = self.ep()?;
+        let op = if sync { Op::new().sync() } else { Op::new() };
         // SAFETY: PerfWorker::tag_send has the same contract as
         // tag_send_raw: the bytes stay valid until completion is seen.
-        unsafe { self.worker.tag_send_raw(ep, ptr, len, tag, Op::default()) }
+        unsafe { self.worker.tag_send_raw(ep, ptr, len, tag, op) }
             .map(started)
             .map_err(|e| op_error("tag send", e))
     }

@@ -48,6 +48,7 @@ pub trait PerfWorker {
         ptr: *const u8,
         len: usize,
         tag: u64,
+        sync: bool,
     ) -> Result<Started<Self::Req>>;
 
     /// Receives a message whose tag matches `tag` under `mask` into up to
