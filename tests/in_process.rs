@@ -363,3 +363,58 @@ fn self_sleeping_receiver() {
 fn tcp_sleeping_receiver() {
     sleeping_receiver("tcp");
 }
+
+#[test]
+fn cancel_queued_send() {
+    let (mut a, mut b, ab, _) = pair("tcp");
+    // Establish the connection first (it needs both sides' progress).
+    a.tag_send_blocking(ab, b"hi", 100).expect("send");
+    let mut hi = [0u8; 2];
+    drive(&mut a, &mut b, |_, b| b.tag_probe(100, TAG_MASK_ALL).is_some());
+    b.tag_recv_blocking(&mut hi, 100, TAG_MASK_ALL).expect("recv");
+    // Fill the connection so that later sends wait in the queue.
+    let mut ids = Vec::new();
+    for i in 0..16u64 {
+        if let Posted::InFlight(id) = a
+            .tag_send(ab, vec![i as u8; 1 << 20], i, Op::new())
+            .unwrap()
+        {
+            ids.push((i, id));
+        }
+    }
+    let (last_tag, last) = *ids.last().expect("some sends must wait");
+    assert!(
+        a.request_cancel(last),
+        "a send still in the queue can be canceled"
+    );
+    match a.take::<Vec<u8>>(last) {
+        Some(Err(e)) => assert!(matches!(e.error, Error::Canceled)),
+        other => panic!("expected canceled, got {other:?}"),
+    }
+    // A send already under way (part of it is in the socket) is not.
+    let (_, first) = ids[0];
+    assert!(a.request_is_active(first));
+    assert!(!a.request_cancel(first));
+    // Everything else still arrives, in order; the canceled one never does.
+    let mut buf = vec![0u8; 1 << 20];
+    for i in 0..16u64 {
+        if i == last_tag {
+            continue;
+        }
+        let r = b.scope(|s| {
+            let p = s.tag_recv(&mut buf, i, TAG_MASK_ALL);
+            loop {
+                if s.test(&p) {
+                    break s.wait(p).0;
+                }
+                s.progress();
+                a.progress();
+            }
+        });
+        assert_eq!(r.expect("recv").length, 1 << 20);
+    }
+    drive(&mut a, &mut b, |a, _| {
+        ids.iter().all(|&(_, id)| !a.request_is_active(id))
+    });
+    assert!(b.tag_probe(last_tag, TAG_MASK_ALL).is_none());
+}

@@ -361,6 +361,26 @@ impl Core {
         self.complete(id, r);
     }
 
+    /// Cancels send `id` if none of it has reached the transport yet (it
+    /// waits in its endpoint's queue); it completes with `Canceled`.
+    pub(crate) fn send_cancel(&mut self, id: SlabId) -> bool {
+        let ep = match self.reqs.get(id).map(|r| &r.kind) {
+            Some(Kind::Send(s)) if s.offset == 0 && s.zcopy_inflight == 0 => s.ep,
+            _ => return false,
+        };
+        let Some(st) = self.eps.get_mut(ep) else {
+            return false;
+        };
+        // The queue's head may be partly handed over already (a
+        // multi-fragment send blocked after its first pieces).
+        let Some(pos) = st.queue.iter().position(|&q| q == id) else {
+            return false;
+        };
+        st.queue.remove(pos);
+        self.complete(id, Err(Error::Canceled));
+        true
+    }
+
     /// The receiver matched synchronous send `id` (from the wire: may be
     /// stale or forged, in which case nothing happens).
     pub(crate) fn sync_acked(&mut self, id: SlabId) {

@@ -276,11 +276,12 @@ impl Worker {
         }
     }
 
-    /// Cancels a receive that has not matched a message yet; it completes
-    /// with [`Error::Canceled`]. Returns whether it was canceled. Sends and
-    /// matched receives run to completion.
+    /// Cancels a receive that has not matched a message yet, or a send
+    /// none of which has left yet (it waits for transport resources); it
+    /// completes with [`Error::Canceled`]. Returns whether it was canceled.
+    /// Sends under way and matched receives run to completion.
     pub fn request_cancel(&mut self, id: ReqId) -> bool {
-        self.core.recv_cancel(id.0)
+        self.core.recv_cancel(id.0) || self.core.send_cancel(id.0)
     }
 
     /// Information on the oldest unexpected message matching `(tag, mask)`,
