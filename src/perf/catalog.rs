@@ -177,7 +177,10 @@ mod tests {
     fn lookups() {
         assert_eq!(TestKind::from_name("tag_lat"), Some(TestKind::TagLat));
         assert_eq!(TestKind::from_name("tag_bw"), Some(TestKind::TagBw));
-        assert_eq!(TestKind::from_name("tag_sync_lat"), Some(TestKind::TagSyncLat));
+        assert_eq!(
+            TestKind::from_name("tag_sync_lat"),
+            Some(TestKind::TagSyncLat)
+        );
         assert_eq!(TestKind::from_name("ucp_put_lat"), None);
         assert_eq!(TestKind::from_wire_id(4), Some(TestKind::TagSyncBw));
         assert_eq!(TestKind::from_wire_id(2), Some(TestKind::TagBw));
