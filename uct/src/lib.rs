@@ -1,5 +1,6 @@
-//! rucx transport API (uct): what every transport provides, and the
-//! in-process `self` transport.
+//! rucx transport API (uct): what every transport provides, the in-process
+//! `self` transport, and `virt`, a virtual network for deterministic tests
+//! (delay, reordering, loss and peer death under a clock the test drives).
 //!
 //! # The contract
 //!
@@ -40,6 +41,7 @@ mod registry;
 pub mod self_tl;
 #[cfg(any(test, feature = "testing"))]
 pub mod testing;
+pub mod virt;
 
 pub use component::{Component, DeviceType, IfaceParams, MemoryDomain, TlResource};
 pub use iface::{

@@ -1,0 +1,256 @@
+//! [`VirtIface`]: the [`Iface`] implementation, a handle on one node of a
+//! [`VirtNet`].
+
+use super::config::{NodeId, Op};
+use super::net::Report;
+use super::VirtNet;
+use crate::{
+    AmId, AmSink, Armed, Caps, ConnectMode, EpId, Error, Iface, IfaceAttr, Iov, Posted, Result,
+    Token,
+};
+use std::os::fd::RawFd;
+
+/// An iface on a [`VirtNet`]: sends go on the net's virtual wire and
+/// arrive when the net's clock says so.
+///
+/// Dropping it is a clean close: what it sent is still delivered, the
+/// receivers then see its sources end (`src_failed`), and endpoints to it
+/// fail.
+#[derive(Debug)]
+pub struct VirtIface {
+    net: VirtNet,
+    node: usize,
+    attr: IfaceAttr,
+    dev_name: String,
+    dev_addr: [u8; 8],
+    iface_addr: [u8; 8],
+    event_fd: Option<RawFd>,
+    /// Reports collected under the lock, delivered after it.
+    out: Vec<Report>,
+}
+
+fn too_big(what: &str, len: usize, max: usize) -> Error {
+    Error::InvalidParam(format!("virt: {what} of {len} exceeds {max}"))
+}
+
+impl VirtIface {
+    pub(super) fn open(net: &VirtNet, name: &str) -> Result<VirtIface> {
+        let mut n = net.lock();
+        let node = n.add_node(name)?;
+        let cfg = &n.cfg;
+        let mut caps = Caps::AM_SHORT
+            | Caps::AM_BCOPY
+            | Caps::AM_ZCOPY
+            | Caps::PENDING
+            | Caps::CONNECT_TO_IFACE
+            | Caps::PEER_FAILURE;
+        if cfg.event_fd {
+            caps |= Caps::EVENT_FD;
+        }
+        let attr = IfaceAttr {
+            caps,
+            max_short: cfg.max_short,
+            max_bcopy: cfg.max_bcopy,
+            max_zcopy: cfg.max_zcopy,
+            max_hdr: cfg.max_hdr,
+            max_iov: cfg.max_iov,
+            model: cfg.perf_model(),
+            connect: ConnectMode::ToIface,
+        };
+        Ok(VirtIface {
+            attr,
+            dev_name: cfg.dev_name.clone(),
+            dev_addr: n.id.to_le_bytes(),
+            iface_addr: (node as u64).to_le_bytes(),
+            event_fd: n.nodes[node].event.as_ref().map(|e| e.raw()),
+            node,
+            net: net.clone(),
+            out: Vec::new(),
+        })
+    }
+
+    /// This iface's id on its net.
+    pub fn node(&self) -> NodeId {
+        NodeId(self.node as u64)
+    }
+
+    /// The net it lives on.
+    pub fn net(&self) -> &VirtNet {
+        &self.net
+    }
+
+    /// The name given at creation.
+    pub fn name(&self) -> String {
+        self.net.lock().nodes[self.node].name.clone()
+    }
+
+    /// The node an address names, if the device is this net's.
+    fn decode(&self, dev_addr: &[u8], iface_addr: &[u8]) -> Result<usize> {
+        if dev_addr.len() != 8 || iface_addr.len() != 8 {
+            return Err(Error::InvalidAddr(format!(
+                "virt: addresses of {} and {} bytes, expected 8 and 8",
+                dev_addr.len(),
+                iface_addr.len()
+            )));
+        }
+        if dev_addr != self.dev_addr {
+            return Err(Error::Unreachable("virt: another virtual net".into()));
+        }
+        let id = NodeId::from_iface_addr(iface_addr).map_or(u64::MAX, NodeId::get);
+        usize::try_from(id).map_err(|_| Error::Unreachable(format!("virt: no iface {id}")))
+    }
+}
+
+impl Drop for VirtIface {
+    fn drop(&mut self) {
+        self.net.lock().close(self.node);
+    }
+}
+
+impl Iface for VirtIface {
+    fn tl_name(&self) -> &str {
+        super::TL_NAME
+    }
+
+    fn dev_name(&self) -> &str {
+        &self.dev_name
+    }
+
+    fn attr(&self) -> &IfaceAttr {
+        &self.attr
+    }
+
+    fn device_addr(&self) -> &[u8] {
+        &self.dev_addr
+    }
+
+    fn iface_addr(&self) -> &[u8] {
+        &self.iface_addr
+    }
+
+    fn is_reachable(&self, dev_addr: &[u8], iface_addr: &[u8]) -> bool {
+        let Ok(target) = self.decode(dev_addr, iface_addr) else {
+            return false;
+        };
+        let n = self.net.lock();
+        n.is_open(self.node) && n.is_open(target)
+    }
+
+    fn ep_create(&mut self, dev_addr: &[u8], iface_addr: &[u8]) -> Result<EpId> {
+        let target = self.decode(dev_addr, iface_addr)?;
+        self.net.lock().ep_create(self.node, target)
+    }
+
+    fn ep_destroy(&mut self, ep: EpId) {
+        self.net.lock().ep_destroy(self.node, ep);
+    }
+
+    fn am_short(&mut self, ep: EpId, id: AmId, header: u64, payload: &[u8]) -> Result<Posted> {
+        if payload.len() > self.attr.max_short {
+            return Err(too_big(
+                "am_short payload",
+                payload.len(),
+                self.attr.max_short,
+            ));
+        }
+        let len = 8 + payload.len();
+        self.net
+            .lock()
+            .post(self.node, ep, Op::Short, id, len, None, |b| {
+                b.extend_from_slice(&header.to_le_bytes());
+                b.extend_from_slice(payload);
+            })
+    }
+
+    fn am_bcopy(&mut self, ep: EpId, id: AmId, parts: &[&[u8]]) -> Result<(Posted, usize)> {
+        let max = self.attr.max_bcopy;
+        let total = parts
+            .iter()
+            .try_fold(0usize, |acc, p| acc.checked_add(p.len()))
+            .filter(|&t| t <= max)
+            .ok_or_else(|| Error::InvalidParam(format!("virt: am_bcopy exceeds {max} bytes")))?;
+        let posted = self
+            .net
+            .lock()
+            .post(self.node, ep, Op::Bcopy, id, total, None, |b| {
+                for p in parts {
+                    b.extend_from_slice(p);
+                }
+            })?;
+        Ok(match posted {
+            Posted::Done => (Posted::Done, total),
+            other => (other, 0),
+        })
+    }
+
+    /// Copies header and iov when accepted and returns `InFlight`; the
+    /// completion comes when the message arrives on the virtual wire (or
+    /// with an error if its endpoint or the peer goes first).
+    unsafe fn am_zcopy(
+        &mut self,
+        ep: EpId,
+        id: AmId,
+        header: &[u8],
+        iov: &[Iov],
+        token: Token,
+    ) -> Result<Posted> {
+        let a = &self.attr;
+        if header.len() > a.max_hdr {
+            return Err(too_big("am_zcopy header", header.len(), a.max_hdr));
+        }
+        if iov.len() > a.max_iov {
+            return Err(too_big("am_zcopy iov count", iov.len(), a.max_iov));
+        }
+        let total = iov
+            .iter()
+            .try_fold(0usize, |acc, v| acc.checked_add(v.len))
+            .filter(|&t| t <= a.max_zcopy)
+            .ok_or_else(|| {
+                Error::InvalidParam(format!("virt: am_zcopy exceeds {} bytes", a.max_zcopy))
+            })?;
+        let len = header.len() + total;
+        self.net
+            .lock()
+            .post(self.node, ep, Op::Zcopy, id, len, Some(token), |b| {
+                b.extend_from_slice(header);
+                for v in iov.iter().filter(|v| v.len > 0) {
+                    // SAFETY: the caller of `am_zcopy` promises each range
+                    // is valid for reads until the operation completes,
+                    // which is after this call. Empty ranges are skipped,
+                    // so their pointer may be anything.
+                    b.extend_from_slice(unsafe { std::slice::from_raw_parts(v.ptr, v.len) });
+                }
+            })
+    }
+
+    fn pending_add(&mut self, ep: EpId, token: Token) -> Result<()> {
+        self.net.lock().pending_add(self.node, ep, token)
+    }
+
+    /// `Done` if nothing of the endpoint (or iface) is still on the wire,
+    /// else `InFlight` until the last of it arrives.
+    fn flush(&mut self, ep: Option<EpId>, token: Token) -> Result<Posted> {
+        self.net.lock().flush(self.node, ep, token)
+    }
+
+    /// Reports, in order: completions and failures queued since the last
+    /// call, up to 64 arrived messages, then pending tokens of endpoints
+    /// whose link has room. With auto-advance, first moves the clock if no
+    /// iface of the net has work at the current time.
+    fn progress(&mut self, sink: &mut dyn AmSink) -> usize {
+        self.net.lock().progress(self.node, &mut self.out);
+        let n = self.out.len();
+        for r in self.out.drain(..) {
+            r.deliver(sink);
+        }
+        n
+    }
+
+    fn event_fd(&self) -> Option<RawFd> {
+        self.event_fd
+    }
+
+    fn arm(&mut self) -> Result<Armed> {
+        self.net.lock().arm(self.node)
+    }
+}
