@@ -2,6 +2,7 @@
 
 pub(crate) mod eager_rx;
 pub(crate) mod eager_tx;
+pub mod select;
 pub mod wire;
 
 /// Identifies a multi-fragment message in reassembly: which iface and

@@ -1,6 +1,6 @@
 //! Lane selection: which local iface serves an endpoint, from the models.
 //!
-//! Deterministic and driven only by the numbers in [`uct::IfaceAttr`] and
+//! Deterministic and driven only by the numbers in `uct::IfaceAttr` and
 //! the remote worker address: no transport names in the decision.
 
 use super::address::{IfaceEntry, WorkerAddress};
