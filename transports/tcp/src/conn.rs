@@ -8,6 +8,7 @@ use std::time::Instant;
 
 use uct::{EpId, SrcId, Token};
 
+use crate::config::Limits;
 use crate::rx::RxState;
 use crate::sys::{self, Epoll};
 use crate::tx::TxState;
@@ -72,7 +73,6 @@ pub(crate) struct Conn {
 impl Conn {
     /// A connection we opened to the iface `key` at `peer`; `hello` goes
     /// first once connected.
-    #[allow(clippy::too_many_arguments)]
     pub(crate) fn connector(
         fd: OwnedFd,
         peer: SocketAddrV4,
@@ -80,10 +80,10 @@ impl Conn {
         hello: [u8; HELLO_LEN],
         connected: bool,
         deadline: Option<Instant>,
-        tx_cap: usize,
-        rx_cap: usize,
+        limits: &Limits,
     ) -> Conn {
-        let mut c = Conn::new(fd, peer, deadline, tx_cap, RxState::new(rx_cap, false));
+        let rx = RxState::new(limits.rx_buf, false);
+        let mut c = Conn::new(fd, peer, deadline, limits.tx_buf, rx);
         c.key = Some(key);
         c.hello = hello;
         c.hello_sent = 0;
@@ -100,10 +100,10 @@ impl Conn {
         fd: OwnedFd,
         peer: SocketAddrV4,
         deadline: Option<Instant>,
-        tx_cap: usize,
-        rx_cap: usize,
+        limits: &Limits,
     ) -> Conn {
-        Conn::new(fd, peer, deadline, tx_cap, RxState::new(rx_cap, true))
+        let rx = RxState::new(limits.rx_buf, true);
+        Conn::new(fd, peer, deadline, limits.tx_buf, rx)
     }
 
     fn new(

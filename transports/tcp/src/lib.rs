@@ -4,28 +4,40 @@
 //!
 //! One [`uct::Component`] ([`COMPONENT`], named `tcp`) with one memory
 //! domain listing a resource per IPv4 network interface that is up
-//! (loopback included). An iface listens on its interface's address; an
-//! endpoint is a TCP connection to a remote iface (connect-to-iface, like
-//! UCX): the endpoint only sends on it, the remote iface accepts it and only
-//! receives on it, reporting its messages under one [`uct::SrcId`].
+//! (loopback included). An iface listens on its interface's address, and
+//! endpoints connect to a remote iface's address (connect-to-iface).
 //!
-//! * Framing: a 12-byte handshake (magic, version), then frames of a 5-byte
-//!   header (`am_id`, little-endian `u32` length) and the payload; see
-//!   `wire.rs`. A frame longer than the iface's largest frame, an id at or
-//!   above [`uct::AM_ID_MAX`] or a bad handshake fails that connection only.
+//! * Connections: one full-duplex TCP connection per pair of ifaces, shared
+//!   by all endpoints between them in both directions: an endpoint reuses
+//!   the connection the peer opened to us, so that replies ride the same
+//!   socket (and its ACKs) as requests. The connecting side sends a hello
+//!   naming its own listening address; the accepting side answers
+//!   `ACCEPT`, or `REJECT` when both sides connected at once and its own
+//!   connection wins (the one opened by the smaller address). Frames wait
+//!   in the connection's buffer until it is accepted, so nothing is ever
+//!   sent on a connection that loses, and messages keep their order.
+//!   Connections stay until the iface is closed or they fail. All messages
+//!   from one peer iface arrive under one [`uct::SrcId`].
+//! * Framing: frames of a 5-byte header (`am_id`, little-endian `u32`
+//!   length) and the payload; see `wire.rs`. A bad hello, a frame longer
+//!   than the iface's largest frame, or an unknown id fails that connection
+//!   only.
 //! * Sending: `am_short`/`am_bcopy` write at once (`send`, or `sendmsg` from
 //!   the caller's parts above 2 KiB) and keep what the socket did not take
-//!   in the endpoint's buffer (`Done`); later copy sends are appended to that
-//!   buffer while it has room, otherwise `NoResource`. `am_zcopy` writes
-//!   from the caller's memory and, if the socket takes part, finishes from
-//!   `progress` (`InFlight`). `EPOLLOUT` is watched only while something is
-//!   buffered.
+//!   in the connection's buffer (`Done`); later copy sends are appended to
+//!   that buffer while it has room, otherwise `NoResource`. `am_zcopy`
+//!   writes from the caller's memory and, if the socket takes part,
+//!   finishes from `progress` (`InFlight`). `EPOLLOUT` is watched only
+//!   while something is buffered.
 //! * Receiving: every connection reads into its own buffer (grown up to the
 //!   largest frame when needed) and hands complete frames to the sink
 //!   without copying them again.
 //! * Failure: a peer that closes, resets or breaks the protocol fails only
-//!   its own endpoint (`ep_failed`) or source (`src_failed`); no peer
-//!   behaviour panics, blocks or stops the iface. `SIGPIPE` is never raised.
+//!   its own connection: `ep_failed` for the endpoints on it, `src_failed`
+//!   for its source; no peer behaviour panics, blocks or stops the iface.
+//!   `SIGPIPE` is never raised. A connection not accepted within
+//!   `RUCX_TCP_CONN_TIMEOUT` fails; TCP keepalive (`RUCX_TCP_KEEPIDLE`)
+//!   finds silent peers.
 //! * Sleeping: the iface owns an epoll set (level-triggered) of all its
 //!   sockets; [`uct::Iface::event_fd`] returns it.
 //!
@@ -36,8 +48,9 @@
 //!
 //! # What it does not do
 //!
-//! No IPv6, no put/get emulation, no connect-to-endpoint mode, no receive
-//! into caller memory, no threads: nothing moves unless `progress` runs.
+//! No IPv6, no put/get emulation, no receive into caller memory, no
+//! closing of idle connections, no threads: nothing moves unless
+//! `progress` runs.
 //!
 //! # Map
 //!
@@ -45,10 +58,12 @@
 //! * `config.rs`: [`TcpConfig`] / [`TCP_TABLE`] and the derived limits;
 //! * `iface.rs`: the iface state, opening it, socket options, the model;
 //! * `ops.rs`: the [`uct::Iface`] operations;
-//! * `progress.rs`: epoll events, accepting, failures, reports to the sink;
-//! * `ep.rs`: an endpoint's socket and backlog (sending);
-//! * `rx.rs`: an accepted connection's buffer and frame parser (receiving);
-//! * `wire.rs`: handshake and frame header;
+//! * `progress.rs`: epoll events, reading and writing, reports to the sink;
+//! * `lifecycle.rs`: connect, accept, hello/accept/reject, failure;
+//! * `conn.rs`: a connection's socket, state and queues;
+//! * `tx.rs`: a connection's send backlog;
+//! * `rx.rs`: a connection's receive buffer and frame parser;
+//! * `wire.rs`: hello, frame header, control frames;
 //! * `addr.rs`: device/iface addresses, host id, reachability;
 //! * `netif.rs`: network interfaces and link speed;
 //! * `slots.rs`: the index table behind endpoint and source ids;

@@ -104,8 +104,7 @@ impl TcpIface {
             wire::hello(self.listen),
             connected,
             self.deadline(),
-            self.limits.tx_buf,
-            self.limits.rx_buf,
+            &self.limits,
         );
         if connected {
             c.send_hello()
@@ -135,13 +134,7 @@ impl TcpIface {
 
     fn add_accepted(&mut self, fd: OwnedFd, peer: SocketAddrV4) -> Result<()> {
         self.opts.apply(&fd)?;
-        let c = Conn::acceptor(
-            fd,
-            peer,
-            self.deadline(),
-            self.limits.tx_buf,
-            self.limits.rx_buf,
-        );
+        let c = Conn::acceptor(fd, peer, self.deadline(), &self.limits);
         self.insert_conn(c).map(drop)
     }
 

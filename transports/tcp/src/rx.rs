@@ -38,6 +38,8 @@ pub(crate) struct RxState {
     pub(crate) announced: bool,
     /// Received bytes not yet consumed are `buf[start..end]`.
     buf: Vec<u8>,
+    /// The initial buffer size.
+    seg: usize,
     start: usize,
     end: usize,
 }
@@ -49,6 +51,7 @@ impl RxState {
             data_ok: false,
             announced: false,
             buf: vec![0; buf_size.max(HELLO_LEN + FRAME_HDR)],
+            seg: buf_size.max(HELLO_LEN + FRAME_HDR),
             start: 0,
             end: 0,
         }
@@ -65,6 +68,11 @@ impl RxState {
             // Only a partial header can sit at the very end (make_room keeps
             // a known frame in reach); move it to the front.
             self.compact();
+        }
+        if self.end == self.buf.len() {
+            // Cannot happen (see above); never read into nothing, which
+            // would look like the end of the stream.
+            self.buf.resize(self.buf.len() + self.seg, 0);
         }
         let want = self.buf.len() - self.end;
         Ok(match sys::recv(fd, &mut self.buf[self.end..])? {
@@ -149,7 +157,9 @@ impl RxState {
     /// Makes sure a frame of `frame` bytes starting at `start` fits.
     fn make_room(&mut self, frame: usize) {
         if self.buf.len() < frame {
-            let mut bigger = vec![0; frame];
+            // Room for the next frame's start too, so that one read can
+            // span the boundary.
+            let mut bigger = vec![0; frame + self.seg];
             bigger[..self.end - self.start].copy_from_slice(&self.buf[self.start..self.end]);
             self.buf = bigger;
             self.end -= self.start;

@@ -18,6 +18,7 @@ struct Sink {
     bytes: u64,
     last: u64,
     copy_to: Vec<u8>,
+    pos: usize,
     completed: u64,
     ready: u64,
 }
@@ -29,6 +30,7 @@ impl Sink {
             bytes: 0,
             last: 0,
             copy_to: vec![0; copy],
+            pos: 0,
             completed: 0,
             ready: 0,
         }
@@ -42,8 +44,15 @@ impl AmSink for Sink {
         if data.len() >= 8 {
             self.last = u64::from_le_bytes(data[..8].try_into().unwrap());
         }
-        let n = data.len().min(self.copy_to.len());
-        self.copy_to[..n].copy_from_slice(&data[..n]);
+        // Copy out at a moving offset, as a receiver filling a large
+        // buffer fragment by fragment would.
+        let cap = self.copy_to.len();
+        if cap > 0 {
+            let n = data.len().min(cap);
+            let at = if self.pos + n > cap { 0 } else { self.pos };
+            self.copy_to[at..at + n].copy_from_slice(&data[..n]);
+            self.pos = (at + n) % cap;
+        }
     }
     fn completed(&mut self, _token: Token, result: rucx_uct::Result<()>) {
         result.unwrap();
@@ -61,7 +70,12 @@ impl AmSink for Sink {
 }
 
 fn pair() -> (Box<dyn Iface>, EpId, Box<dyn Iface>, EpId) {
-    let cfg = TcpConfig::default();
+    let mut cfg = TcpConfig::default();
+    // BENCH_MAX_ZCOPY=256k: fragment size for large messages.
+    if let Ok(v) = std::env::var("BENCH_MAX_ZCOPY") {
+        use rucx_uct::ucs::config::ConfigValue;
+        cfg.max_zcopy = rucx_uct::ucs::config::MemUnits::parse(&v).unwrap();
+    }
     let (mut a, mut b) = (lo(&cfg), lo(&cfg));
     let ab = a.ep_create(b.device_addr(), b.iface_addr()).unwrap();
     let ba = b.ep_create(a.device_addr(), a.iface_addr()).unwrap();
@@ -121,6 +135,8 @@ fn pingpong_8b() {
 fn stream(size: usize, secs: f64) {
     let (mut a, ab, mut b, _ba) = pair();
     let zcopy = size > a.attr().max_bcopy;
+    let max_zcopy = a.attr().max_zcopy;
+    let frags = size.div_ceil(max_zcopy) as u64;
     let msg = vec![7u8; size];
     let stop = Duration::from_secs_f64(secs);
     let rx = std::thread::spawn(move || {
@@ -151,14 +167,18 @@ fn stream(size: usize, secs: f64) {
             } else if !zcopy {
                 a.am_bcopy(ab, 1, &[&hdr]).unwrap().0
             } else {
-                let iov = [Iov::from_slice(&msg)];
-                // SAFETY: `msg` outlives the loop; completion is awaited
-                // before reuse below (flush).
-                let r = unsafe { a.am_zcopy(ab, 1, &hdr[..8], &iov, Token(sent)) }.unwrap();
-                if r == Posted::InFlight {
-                    // Keep the buffer unchanged: wait for this one.
-                    let want = s.completed + 1;
-                    while s.completed < want {
+                // Fragments of at most max_zcopy, as a protocol would send.
+                let mut r = Posted::Done;
+                for (i, frag) in msg.chunks(max_zcopy).enumerate() {
+                    let iov = [Iov::from_slice(frag)];
+                    let h = (sent << 16 | i as u64).to_le_bytes();
+                    loop {
+                        // SAFETY: `msg` is never changed and outlives every
+                        // completion (flushed below).
+                        r = unsafe { a.am_zcopy(ab, 1, &h, &iov, Token(sent)) }.unwrap();
+                        if r != Posted::NoResource {
+                            break;
+                        }
                         a.progress(&mut s);
                     }
                 }
@@ -176,6 +196,7 @@ fn stream(size: usize, secs: f64) {
         a.progress(&mut s);
     }
     let (msgs, bytes, el) = rx.join().unwrap();
+    let msgs = if zcopy { msgs / frags } else { msgs };
     assert_eq!(msgs, sent);
     println!(
         "{size:>8} B {}: {:.0} msg/s, {:.1} MB/s (MiB/s)",
@@ -211,7 +232,8 @@ fn pingpong_raw_sockets() {
     let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     let mut c = std::net::TcpStream::connect(l.local_addr().unwrap()).unwrap();
     let (mut s, _) = l.accept().unwrap();
-    // PP_TWO=1: one connection per direction, like the transport.
+    // PP_TWO=1: one connection per direction (why the transport shares one
+    // connection between two ifaces: separate ACK packets cost latency).
     let two = std::env::var("PP_TWO").is_ok();
     let (mut c_rx, mut s_tx) = if two {
         let c2 = std::net::TcpStream::connect(l.local_addr().unwrap()).unwrap();
@@ -223,23 +245,6 @@ fn pingpong_raw_sockets() {
     for x in [&c, &s, &c_rx, &s_tx] {
         x.set_nodelay(true).unwrap();
         x.set_nonblocking(true).unwrap();
-    }
-    let quick = std::env::var("PP_QUICK").is_ok();
-    if quick {
-        use std::os::fd::AsRawFd;
-        for x in [&s, &c_rx] {
-            let one: libc::c_int = 1;
-            // SAFETY: valid fd and option buffer.
-            unsafe {
-                libc::setsockopt(
-                    x.as_raw_fd(),
-                    libc::IPPROTO_TCP,
-                    libc::TCP_QUICKACK,
-                    (&one as *const libc::c_int).cast(),
-                    4,
-                );
-            }
-        }
     }
     fn get(x: &mut std::net::TcpStream, b: &mut [u8; 13]) {
         let mut n = 0;
