@@ -317,6 +317,8 @@ mod tests {
             max_zcopy: 1 << 20,
             max_hdr: 128,
             max_iov: 6,
+            max_put_zcopy: 0,
+            max_get_zcopy: 0,
             model: PerfModel {
                 latency: 10e-6,
                 overhead: 50e-9,

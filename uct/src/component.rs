@@ -1,6 +1,7 @@
 //! Components, memory domains and transport resources.
 
 use crate::iface::Iface;
+use crate::mem::{Access, MemHandle, RegCost, RemoteKey};
 use crate::Result;
 
 /// Kind of device a resource runs on.
@@ -53,6 +54,58 @@ pub trait MemoryDomain: Send + Sync + std::fmt::Debug {
 
     /// Opens an iface on one of [`MemoryDomain::resources`].
     fn iface_open(&self, resource: &TlResource, params: &IfaceParams) -> Result<Box<dyn Iface>>;
+
+    /// Whether this domain registers memory (and packs keys for peers).
+    fn can_register(&self) -> bool {
+        false
+    }
+
+    /// Cost model of [`MemoryDomain::mem_reg`].
+    fn reg_cost(&self) -> RegCost {
+        RegCost::default()
+    }
+
+    /// Registers `len` bytes at `addr` with `access` rights.
+    ///
+    /// # Safety
+    ///
+    /// The memory must stay valid (and, with remote write rights, not be
+    /// accessed through Rust references while peers may write it) until
+    /// [`MemoryDomain::mem_dereg`] returns.
+    unsafe fn mem_reg(&self, addr: *mut u8, len: usize, access: Access) -> Result<MemHandle> {
+        let _ = (addr, len, access);
+        Err(crate::Error::Unsupported(format!(
+            "{}: mem_reg",
+            self.name()
+        )))
+    }
+
+    /// Ends a registration: later accesses through its keys fail.
+    fn mem_dereg(&self, memh: &MemHandle) -> Result<()> {
+        let _ = memh;
+        Err(crate::Error::Unsupported(format!(
+            "{}: mem_dereg",
+            self.name()
+        )))
+    }
+
+    /// Bytes a peer turns into a [`RemoteKey`] with `rkey_unpack`.
+    fn mkey_pack(&self, memh: &MemHandle) -> Result<Vec<u8>> {
+        let _ = memh;
+        Err(crate::Error::Unsupported(format!(
+            "{}: mkey_pack",
+            self.name()
+        )))
+    }
+
+    /// Validates and unpacks a key packed by a peer's domain of this kind.
+    fn rkey_unpack(&self, packed: &[u8]) -> Result<RemoteKey> {
+        let _ = packed;
+        Err(crate::Error::Unsupported(format!(
+            "{}: rkey_unpack",
+            self.name()
+        )))
+    }
 }
 
 /// A transport family: the entry point of a transport crate.

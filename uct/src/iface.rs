@@ -89,6 +89,10 @@ bitflags::bitflags! {
         const PEER_FAILURE = 1 << 5;
         /// [`Iface::event_fd`] and [`Iface::arm`] work.
         const EVENT_FD = 1 << 6;
+        /// `put_zcopy`: write a peer's registered memory.
+        const PUT_ZCOPY = 1 << 7;
+        /// `get_zcopy`: read a peer's registered memory.
+        const GET_ZCOPY = 1 << 8;
     }
 }
 
@@ -114,6 +118,10 @@ pub struct IfaceAttr {
     pub max_hdr: usize,
     /// Most entries in `am_zcopy`'s iov.
     pub max_iov: usize,
+    /// Largest `put_zcopy` (0 without [`Caps::PUT_ZCOPY`]).
+    pub max_put_zcopy: usize,
+    /// Largest `get_zcopy` (0 without [`Caps::GET_ZCOPY`]).
+    pub max_get_zcopy: usize,
     /// Latency, overhead and bandwidth estimate.
     pub model: PerfModel,
     /// Endpoint creation mode.
@@ -214,6 +222,50 @@ pub trait Iface: Send + std::fmt::Debug {
         iov: &[Iov],
         token: Token,
     ) -> Result<Posted>;
+
+    /// Writes the local ranges of `iov` to `remote_addr` in the peer's
+    /// memory named by `rkey`. The peer checks the key, the range and the
+    /// rights; a refused access fails the operation (and, for transports
+    /// where the peer can only say so by closing, the endpoint).
+    ///
+    /// Without [`Caps::PUT_ZCOPY`] this fails with [`Error::Unsupported`].
+    ///
+    /// # Safety
+    ///
+    /// As for [`Iface::am_zcopy`]: the ranges stay valid and unchanged until
+    /// the operation completes.
+    unsafe fn put_zcopy(
+        &mut self,
+        ep: EpId,
+        iov: &[Iov],
+        remote_addr: u64,
+        rkey: &crate::RemoteKey,
+        token: Token,
+    ) -> Result<Posted> {
+        let _ = (ep, iov, remote_addr, rkey, token);
+        Err(Error::Unsupported(format!("{}: put_zcopy", self.tl_name())))
+    }
+
+    /// Reads `remote_addr` of the peer's memory named by `rkey` into the
+    /// local ranges of `iov`.
+    ///
+    /// Without [`Caps::GET_ZCOPY`] this fails with [`Error::Unsupported`].
+    ///
+    /// # Safety
+    ///
+    /// The ranges of `iov` must stay valid for writes, and untouched by
+    /// anyone else, until the operation completes.
+    unsafe fn get_zcopy(
+        &mut self,
+        ep: EpId,
+        iov: &[Iov],
+        remote_addr: u64,
+        rkey: &crate::RemoteKey,
+        token: Token,
+    ) -> Result<Posted> {
+        let _ = (ep, iov, remote_addr, rkey, token);
+        Err(Error::Unsupported(format!("{}: get_zcopy", self.tl_name())))
+    }
 
     /// Asks to be told, through [`AmSink::pending_ready`] with `token`, when
     /// `ep` can take more work. Tokens come back in the order added. A token

@@ -36,6 +36,7 @@
 
 mod component;
 mod iface;
+mod mem;
 pub mod perf;
 mod registry;
 pub mod self_tl;
@@ -48,6 +49,7 @@ pub use iface::{
     AmId, AmSink, Armed, Caps, ConnectMode, EpId, Iface, IfaceAttr, Iov, Posted, SrcId, Token,
     AM_ID_MAX,
 };
+pub use mem::{Access, MemHandle, RegCost, RemoteKey};
 pub use perf::PerfModel;
 pub use registry::Registry;
 pub use ucs::{Error, Result, Status};

@@ -156,6 +156,8 @@ fn iface_attr() -> IfaceAttr {
         max_zcopy: MAX_ZCOPY,
         max_hdr: MAX_HDR,
         max_iov: MAX_IOV,
+        max_put_zcopy: 0,
+        max_get_zcopy: 0,
         // A memcpy: no wire latency, a few instructions per message, memory
         // bandwidth (UCX's self estimates 10 ns and 6911 MB/s).
         model: PerfModel {

@@ -54,6 +54,8 @@ impl VirtIface {
             max_zcopy: cfg.max_zcopy,
             max_hdr: cfg.max_hdr,
             max_iov: cfg.max_iov,
+            max_put_zcopy: 0,
+            max_get_zcopy: 0,
             model: cfg.perf_model(),
             connect: ConnectMode::ToIface,
         };
