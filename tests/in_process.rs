@@ -370,8 +370,11 @@ fn cancel_queued_send() {
     // Establish the connection first (it needs both sides' progress).
     a.tag_send_blocking(ab, b"hi", 100).expect("send");
     let mut hi = [0u8; 2];
-    drive(&mut a, &mut b, |_, b| b.tag_probe(100, TAG_MASK_ALL).is_some());
-    b.tag_recv_blocking(&mut hi, 100, TAG_MASK_ALL).expect("recv");
+    drive(&mut a, &mut b, |_, b| {
+        b.tag_probe(100, TAG_MASK_ALL).is_some()
+    });
+    b.tag_recv_blocking(&mut hi, 100, TAG_MASK_ALL)
+        .expect("recv");
     // Fill the connection so that later sends wait in the queue.
     let mut ids = Vec::new();
     for i in 0..16u64 {
