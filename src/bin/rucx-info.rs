@@ -7,6 +7,9 @@
 //! * `-c`: every `RUCX_*` variable with its description, syntax and the
 //!   value in force (default or environment); `-f` is accepted for
 //!   `ucx_info -cf` compatibility;
+//! * `-e`: the protocol selection tables (size range -> protocol -> lanes)
+//!   of an endpoint between two workers of this process, for the
+//!   transports `RUCX_TLS` allows (like `ucx_info -e`);
 //! * `-h`: usage.
 
 use rucx::perf::options::UsageError;
@@ -22,6 +25,7 @@ struct Show {
     version: bool,
     devices: bool,
     config: bool,
+    endpoint: bool,
 }
 
 fn parse(args: impl IntoIterator<Item = OsString>) -> Result<Option<Show>, UsageError> {
@@ -42,6 +46,7 @@ fn parse(args: impl IntoIterator<Item = OsString>) -> Result<Option<Show>, Usage
                 'v' => show.version = true,
                 'd' => show.devices = true,
                 'c' => show.config = true,
+                'e' => show.endpoint = true,
                 'f' => {}
                 'h' => return Ok(None),
                 _ => return Err(UsageError(format!("invalid option -- '{c}'"))),
@@ -49,7 +54,7 @@ fn parse(args: impl IntoIterator<Item = OsString>) -> Result<Option<Show>, Usage
         }
     }
     if show == Show::default() {
-        return Err(UsageError("nothing to print: give -v, -d or -c".into()));
+        return Err(UsageError("nothing to print: give -v, -d, -c or -e".into()));
     }
     Ok(Some(show))
 }
@@ -226,6 +231,20 @@ fn print_version(out: &mut dyn Write) -> io::Result<()> {
     writeln!(out, "# Transports built in: {}", names.join(", "))
 }
 
+/// Protocol tables of an endpoint between two workers of this process.
+fn print_endpoint(out: &mut dyn Write) -> io::Result<()> {
+    let fail = |e: rucx::Error| io::Error::other(e.to_string());
+    let ctx = rucx::Context::new().map_err(fail)?;
+    let mut a = ctx.create_worker().map_err(fail)?;
+    let b = ctx.create_worker().map_err(fail)?;
+    let ep = a.connect(&b.address()).map_err(fail)?;
+    writeln!(out, "#\n# Endpoint between two workers of this process\n#")?;
+    for table in a.ep_protocols(ep).map_err(fail)? {
+        writeln!(out, "{table}")?;
+    }
+    Ok(())
+}
+
 fn main() {
     let show = match parse(std::env::args_os().skip(1)) {
         Ok(Some(show)) => show,
@@ -251,6 +270,9 @@ fn main() {
     if show.devices {
         result = result.and_then(|()| print_devices(&mut out));
     }
+    if show.endpoint {
+        result = result.and_then(|()| print_endpoint(&mut out));
+    }
     if let Err(e) = result.and_then(|()| out.flush()) {
         if e.kind() != io::ErrorKind::BrokenPipe {
             eprintln!("{PROGRAM}: error: {e}");
@@ -274,9 +296,10 @@ mod tests {
             version: true,
             devices: true,
             config: true,
+            endpoint: true,
         };
-        assert_eq!(parse(args("-v -d -c")), Ok(Some(all)));
-        assert_eq!(parse(args("-vdc")), Ok(Some(all)));
+        assert_eq!(parse(args("-v -d -c -e")), Ok(Some(all)));
+        assert_eq!(parse(args("-vdce")), Ok(Some(all)));
         assert_eq!(
             parse(args("-cf")),
             Ok(Some(Show {

@@ -1,6 +1,7 @@
 //! Configuration of the protocol layer, and the list of every table.
 
-use crate::ucs::config::{AllowList, ConfigTable, GLOBAL_TABLE};
+use crate::proto::select::{RndvScheme, SelectConfig, RNDV_FRAG_SIZE};
+use crate::ucs::config::{AllowList, ConfigTable, MemUnits, GLOBAL_TABLE};
 
 crate::ucs::config_table! {
     /// Protocol layer options.
@@ -11,6 +12,44 @@ crate::ucs::config_table! {
         /// Comma-separated list of network devices to use (e.g. `lo,eth0`),
         /// same syntax as TLS; applies to network transports only.
         NET_DEVICES net_devices: AllowList = "all",
+        /// Message size from which rendezvous is used: `auto` (by the
+        /// performance model), a size (forced at and above, never below),
+        /// or `inf` (never).
+        RNDV_THRESH rndv_thresh: MemUnits = "auto",
+        /// Message size from which eager sends go zero-copy instead of
+        /// copying (`auto`, a size, or `inf`); same priority rules.
+        ZCOPY_THRESH zcopy_thresh: MemUnits = "auto",
+        /// Message size from which eager sends copy instead of sending
+        /// inline (`auto`, a size, or `inf`); same priority rules.
+        BCOPY_THRESH bcopy_thresh: MemUnits = "auto",
+        /// Rendezvous flavour: auto, get_zcopy, put_zcopy or am. One the
+        /// lanes cannot do falls back to one they can (logged at info).
+        RNDV_SCHEME rndv_scheme: RndvScheme = "auto",
+        /// Size of one rendezvous fragment.
+        RNDV_FRAG_SIZE rndv_frag_size: MemUnits = "512k",
+        /// Most lanes one rendezvous transfer spreads over.
+        MAX_RNDV_LANES max_rndv_lanes: usize = "2",
+        /// Print the protocol selection table of every new endpoint
+        /// (to standard error), like UCX_PROTO_INFO.
+        PROTO_INFO proto_info: bool = "n",
+    }
+}
+
+impl UcpConfig {
+    /// The settings of protocol selection.
+    ///
+    /// Rendezvous protocols are not implemented yet: until they are, the
+    /// table never chooses them (`rndv_thresh` is taken as `inf`).
+    pub fn select_config(&self) -> SelectConfig {
+        SelectConfig {
+            rndv_thresh: MemUnits::Inf,
+            zcopy_thresh: self.zcopy_thresh,
+            bcopy_thresh: self.bcopy_thresh,
+            rndv_scheme: self.rndv_scheme,
+            rndv_frag_size: self.rndv_frag_size.usize_or(RNDV_FRAG_SIZE),
+            max_rndv_lanes: self.max_rndv_lanes,
+            ..SelectConfig::default()
+        }
     }
 }
 

@@ -7,6 +7,7 @@
 //! resuming when it reports the endpoint ready. Sends on one endpoint leave
 //! in posting order: once one waits, later ones queue behind it.
 
+use super::select::ProtocolId;
 use super::wire::{
     FirstHdr, MiddleHdr, AM_EAGER_FIRST, AM_EAGER_MIDDLE, AM_EAGER_ONLY, AM_EAGER_SYNC_FIRST,
     AM_EAGER_SYNC_ONLY, SYNC_FIRST_HDR, SYNC_ONLY_HDR,
@@ -71,14 +72,73 @@ pub(crate) enum Started {
     InFlight(SlabId),
 }
 
+/// How one send goes out, from the endpoint's selection table.
+#[derive(Debug, Clone, Copy)]
+struct Plan {
+    /// One active message (else fragments).
+    single: bool,
+    /// `am_short` allowed.
+    short: bool,
+    /// Zero-copy operations.
+    zcopy: bool,
+}
+
+impl Plan {
+    fn of(proto: ProtocolId, cfg: &EpConfig, len: usize, sync: bool) -> Plan {
+        use ProtocolId::*;
+        let can_zcopy = cfg.max_zcopy > 0;
+        let mut p = match proto {
+            EagerShort => Plan {
+                single: true,
+                short: true,
+                zcopy: false,
+            },
+            EagerBcopySingle | EagerSyncBcopySingle => Plan {
+                single: true,
+                short: false,
+                zcopy: false,
+            },
+            EagerZcopySingle | EagerSyncZcopySingle => Plan {
+                single: true,
+                short: false,
+                zcopy: can_zcopy,
+            },
+            EagerBcopyMulti | EagerSyncBcopyMulti => Plan {
+                single: false,
+                short: false,
+                zcopy: false,
+            },
+            // Rendezvous is never selected yet (see UcpConfig::select_config).
+            EagerZcopyMulti | EagerSyncZcopyMulti | RndvGetZcopy | RndvPutZcopy | RndvAm => Plan {
+                single: false,
+                short: false,
+                zcopy: can_zcopy,
+            },
+        };
+        // The table follows the same limits; stay safe if it did not.
+        let hdr = if sync { SYNC_ONLY_HDR } else { 8 };
+        let fits = if p.zcopy {
+            len <= cfg.max_zcopy
+        } else {
+            len <= cfg.max_bcopy - hdr
+        };
+        if p.single && !fits {
+            p.single = false;
+            p.zcopy = can_zcopy;
+        }
+        p
+    }
+}
+
 fn send_single(
     iface: &mut dyn Iface,
     uct_ep: crate::uct::EpId,
     cfg: &EpConfig,
+    short: bool,
     tag: u64,
     data: &[u8],
 ) -> crate::ucs::Result<Posted> {
-    if data.len() <= cfg.max_short {
+    if short && data.len() <= cfg.max_short {
         iface.am_short(uct_ep, AM_EAGER_ONLY, tag, data)
     } else {
         let t = tag.to_le_bytes();
@@ -105,14 +165,12 @@ impl Core {
         }
         let (iface_idx, uct_ep, cfg) = (st.iface, st.uct_ep, st.cfg);
         let len = buf.len();
-        let single = if sync {
-            len <= cfg.max_bcopy - SYNC_ONLY_HDR
-        } else {
-            len <= cfg.max_bcopy_single
-        };
-        if single && !sync && st.queue.is_empty() {
+        let proto = st.tables[usize::from(sync)].lookup(len).proto;
+        let plan = Plan::of(proto, &cfg, len, sync);
+        let single = plan.single;
+        if single && !sync && !plan.zcopy && st.queue.is_empty() {
             let iface = ifaces[iface_idx].as_mut();
-            match send_single(iface, uct_ep, &cfg, tag, buf.slice(0, len)) {
+            match send_single(iface, uct_ep, &cfg, plan.short, tag, buf.slice(0, len)) {
                 Ok(Posted::Done) | Ok(Posted::InFlight) => {
                     return Ok(Started::Done(Info { tag, length: len }))
                 }
@@ -138,6 +196,7 @@ impl Core {
                 error: None,
                 sync,
                 acked: false,
+                zcopy: plan.zcopy,
             }),
             op,
         ));
@@ -200,11 +259,12 @@ impl Core {
 
     /// Hands as much of send `id` to the transport as it takes.
     fn push_send(&mut self, ifaces: &mut [Box<dyn Iface>], id: SlabId) -> Step {
-        let (ep, tag, buf, msg_id, mut offset, sync) = match self.reqs.get(id).map(|r| &r.kind) {
-            Some(Kind::Send(s)) => (s.ep, s.tag, s.buf, s.msg_id, s.offset, s.sync),
-            Some(Kind::Ctrl(_)) => return self.push_ctrl(ifaces, id),
-            _ => return Step::Failed,
-        };
+        let (ep, tag, buf, msg_id, mut offset, sync, zcopy) =
+            match self.reqs.get(id).map(|r| &r.kind) {
+                Some(Kind::Send(s)) => (s.ep, s.tag, s.buf, s.msg_id, s.offset, s.sync, s.zcopy),
+                Some(Kind::Ctrl(_)) => return self.push_ctrl(ifaces, id),
+                _ => return Step::Failed,
+            };
         let Some(st) = self.eps.get(ep) else {
             self.fail_send(id, Error::InvalidHandle);
             return Step::Failed;
@@ -216,15 +276,39 @@ impl Core {
         let mut inflight = 0;
         let mut failure = None;
         if msg_id == 0 {
-            // A queued single-fragment message.
-            let r = match sreq {
-                Some(r) => {
-                    let (t, q) = (tag.to_le_bytes(), r.to_le_bytes());
-                    iface
-                        .am_bcopy(uct_ep, AM_EAGER_SYNC_ONLY, &[&t, &q, buf.slice(0, len)])
-                        .map(|(p, _)| p)
+            // A single-fragment message that could not leave at once.
+            let (t, q) = (tag.to_le_bytes(), sreq.unwrap_or(0).to_le_bytes());
+            let (am_id, hdr): (_, &[u8]) = match sreq {
+                Some(_) => (AM_EAGER_SYNC_ONLY, &[t, q].concat()),
+                None => (AM_EAGER_ONLY, &t),
+            };
+            let r = if zcopy && len > 0 {
+                let iov = [Iov {
+                    ptr: buf.ptr_at(0),
+                    len,
+                }];
+                // SAFETY: as for the fragments below: the send buffer stays
+                // valid until this request completes, which waits for the
+                // zero-copy completion.
+                #[allow(unsafe_code)]
+                let r = unsafe { iface.am_zcopy(uct_ep, am_id, hdr, &iov, Token(id.to_u64())) };
+                if matches!(r, Ok(Posted::InFlight)) {
+                    inflight += 1;
                 }
-                None => send_single(iface, uct_ep, &cfg, tag, buf.slice(0, len)),
+                r
+            } else if sreq.is_some() {
+                iface
+                    .am_bcopy(uct_ep, am_id, &[hdr, buf.slice(0, len)])
+                    .map(|(p, _)| p)
+            } else {
+                send_single(
+                    iface,
+                    uct_ep,
+                    &cfg,
+                    len <= cfg.max_short,
+                    tag,
+                    buf.slice(0, len),
+                )
             };
             match r {
                 Ok(Posted::Done) | Ok(Posted::InFlight) => offset = len,
@@ -254,7 +338,7 @@ impl Core {
                 };
                 let hdr = hdr.as_slice();
                 let remaining = len - offset;
-                let (frag, r) = if cfg.max_zcopy > 0 {
+                let (frag, r) = if zcopy {
                     let frag = remaining.min(cfg.max_zcopy);
                     let iov = [Iov {
                         ptr: buf.ptr_at(offset),

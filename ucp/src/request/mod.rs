@@ -155,6 +155,8 @@ pub(crate) struct SendState {
     pub(crate) error: Option<Error>,
     /// A synchronous send: completes only once the receiver matched it.
     pub(crate) sync: bool,
+    /// Sent with zero-copy operations (else copied into the transport).
+    pub(crate) zcopy: bool,
     /// The receiver's acknowledgement of a synchronous send arrived.
     pub(crate) acked: bool,
 }

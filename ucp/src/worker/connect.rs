@@ -8,7 +8,8 @@
 //! rendezvous replies) whoever connected first.
 
 use super::core::{Core, EpConfig, EpState};
-use crate::proto::wire::{AM_WIREUP, FIRST_HDR, ONLY_HDR};
+use crate::proto::select::{EpLanes, LaneInfo, Op as SelOp};
+use crate::proto::wire::{AM_WIREUP, FIRST_HDR};
 use crate::request::{CtrlState, Kind, Op, Request};
 use crate::ucs::slab::SlabId;
 use crate::uct::{AmId, Caps, Iface};
@@ -76,16 +77,32 @@ impl Core {
             } else {
                 0
             },
-            max_bcopy_single: a.max_bcopy - ONLY_HDR,
             max_bcopy: a.max_bcopy,
             max_zcopy: if zcopy { a.max_zcopy } else { 0 },
         };
-        tracing::debug!(
-            "endpoint to worker {:#x}: am lane {}/{}",
-            addr.uuid,
-            iface.tl_name(),
-            iface.dev_name()
-        );
+        let name = format!("{}/{}", iface.tl_name(), iface.dev_name());
+        tracing::debug!("endpoint to worker {:#x}: am lane {name}", addr.uuid);
+        let lanes = EpLanes::new(vec![LaneInfo::from_attr(name, &a)]);
+        let table = |core: &mut Core, op| {
+            core.select
+                .get(&lanes, op)
+                .map_err(|e| Error::Unsupported(format!("no protocol for some message sizes: {e}")))
+        };
+        let tables = match (table(self, SelOp::TagSend), table(self, SelOp::TagSendSync)) {
+            (Ok(t), Ok(s)) => [t, s],
+            (Err(e), _) | (_, Err(e)) => {
+                ifaces[lane.iface].ep_destroy(uct_ep);
+                return Err(e);
+            }
+        };
+        for t in &tables {
+            for note in t.notes() {
+                tracing::info!("protocol selection: {note}");
+            }
+            if self.proto_info {
+                eprintln!("endpoint to worker {:#x}:\n{t}", addr.uuid);
+            }
+        }
         let id = self.eps.insert(EpState {
             iface: lane.iface,
             uct_ep,
@@ -94,6 +111,7 @@ impl Core {
             waiting: false,
             failed: None,
             remote_uuid: addr.uuid,
+            tables,
         });
         self.set_lane_ep(lane.iface, uct_ep, Some(id));
         let me = self.address.clone();

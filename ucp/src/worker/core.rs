@@ -5,6 +5,7 @@
 //! send when its endpoint has room again, failing an endpoint) is recorded
 //! during `progress` and done right after, in [`Core::run_deferred`].
 
+use crate::proto::select::{SelectCache, SelectConfig, SelectionTable};
 use crate::proto::FragKey;
 use crate::request::{Callback, Completion, Info, Kind, Notify, Request};
 use crate::tag::TagMatcher;
@@ -13,14 +14,13 @@ use crate::uct::{AmId, AmSink, EpId, Iface, SrcId, Token};
 use crate::wireup::address::WorkerAddress;
 use crate::{ucs, Error, Result};
 use std::collections::{HashMap, VecDeque};
+use std::sync::Arc;
 
 /// Transport-level settings of an endpoint, from its lane's iface.
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct EpConfig {
     /// Largest payload sent with `am_short` (after the 8-byte tag).
     pub(crate) max_short: usize,
-    /// Largest payload of a single-fragment `am_bcopy` message.
-    pub(crate) max_bcopy_single: usize,
     /// Largest `am_bcopy` total (header + fragment).
     pub(crate) max_bcopy: usize,
     /// Largest zero-copy fragment, 0 if the lane has no `am_zcopy`.
@@ -41,6 +41,8 @@ pub(crate) struct EpState {
     pub(crate) failed: Option<Error>,
     /// The remote worker's uuid.
     pub(crate) remote_uuid: u64,
+    /// Protocol by message size: tag send, synchronous tag send.
+    pub(crate) tables: [Arc<SelectionTable>; 2],
 }
 
 /// A message that arrived before a matching receive was posted.
@@ -101,6 +103,10 @@ pub(crate) struct Core {
     pub(crate) address: Vec<u8>,
     /// Which endpoint answers a transport source (learned from wireup).
     pub(crate) src_eps: HashMap<(usize, SrcId), SlabId>,
+    /// Selection tables by lane configuration.
+    pub(crate) select: SelectCache,
+    /// Print each new endpoint's tables.
+    pub(crate) proto_info: bool,
 }
 
 impl std::fmt::Debug for Core {
@@ -118,7 +124,12 @@ const SPARE_MAX: usize = 64;
 const SPARE_MAX_CAP: usize = 256 * 1024;
 
 impl Core {
-    pub(crate) fn new(n_ifaces: usize, address: Vec<u8>) -> Core {
+    pub(crate) fn new(
+        n_ifaces: usize,
+        address: Vec<u8>,
+        select: SelectConfig,
+        proto_info: bool,
+    ) -> Core {
         Core {
             eps: Slab::new(),
             reqs: Slab::new(),
@@ -133,6 +144,8 @@ impl Core {
             spare: Vec::new(),
             address,
             src_eps: HashMap::new(),
+            select: SelectCache::new(select),
+            proto_info,
         }
     }
 

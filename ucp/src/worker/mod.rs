@@ -87,7 +87,13 @@ impl Worker {
             ifaces: entries,
         }
         .encode()?;
-        let core = Core::new(ifaces.len(), address.clone());
+        let cfg = ctx.config();
+        let core = Core::new(
+            ifaces.len(),
+            address.clone(),
+            cfg.select_config(),
+            cfg.proto_info,
+        );
         Ok(Worker {
             ifaces,
             core,
@@ -130,6 +136,19 @@ impl Worker {
                 Some(e) => Err(e.clone()),
             },
         }
+    }
+
+    /// The protocol selection tables of `ep`: tag send, then synchronous
+    /// tag send (what `RUCX_PROTO_INFO=y` prints).
+    pub fn ep_protocols(
+        &self,
+        ep: Ep,
+    ) -> Result<Vec<std::sync::Arc<crate::proto::select::SelectionTable>>> {
+        self.core
+            .eps
+            .get(ep.0)
+            .map(|s| s.tables.to_vec())
+            .ok_or(Error::InvalidHandle)
     }
 
     /// The uuid of the worker at the other end of `ep`.

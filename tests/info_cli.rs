@@ -1,0 +1,86 @@
+//! `rucx-info` prints devices, configuration and protocol tables; bad
+//! options are usage errors.
+
+use std::process::Command;
+
+fn info(args: &[&str], env: &[(&str, &str)]) -> std::process::Output {
+    let mut c = Command::new(env!("CARGO_BIN_EXE_rucx-info"));
+    c.args(args);
+    for (k, v) in env {
+        c.env(k, v);
+    }
+    c.output().expect("run rucx-info")
+}
+
+#[test]
+fn endpoint_tables() {
+    let out = info(&["-e"], &[("RUCX_TLS", "tcp")]);
+    assert!(out.status.success());
+    let text = String::from_utf8_lossy(&out.stdout);
+    for want in [
+        "tag send",
+        "tag send sync",
+        "eager short",
+        "tcp/lo",
+        "..inf",
+    ] {
+        assert!(text.contains(want), "missing {want:?} in:\n{text}");
+    }
+    let out = info(
+        &["-e"],
+        &[("RUCX_TLS", "tcp"), ("RUCX_ZCOPY_THRESH", "inf")],
+    );
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        !text.contains("zero-copy"),
+        "zero-copy despite inf:\n{text}"
+    );
+}
+
+#[test]
+fn devices_and_config() {
+    let out = info(&["-d"], &[]);
+    assert!(out.status.success());
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains("Transport: tcp") && text.contains("Transport: self"),
+        "{text}"
+    );
+    let out = info(&["-c"], &[]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    for var in [
+        "RUCX_TLS=",
+        "RUCX_RNDV_THRESH=",
+        "RUCX_TCP_NODELAY=",
+        "RUCX_LOG_LEVEL=",
+    ] {
+        assert!(text.contains(var), "missing {var} in -c output");
+    }
+}
+
+#[test]
+fn bad_option_is_a_usage_error() {
+    let out = info(&["-z"], &[]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("Usage"));
+}
+
+#[test]
+fn proto_info_prints_on_endpoint_creation() {
+    let out = Command::new(env!("CARGO_BIN_EXE_rucx-perftest"))
+        .args(["--pair", "-t", "tag_lat", "-n", "10", "-w", "1", "-f"])
+        .env("RUCX_TLS", "tcp")
+        .env("RUCX_PROTO_INFO", "y")
+        .output()
+        .expect("run perftest");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("tag send") && err.contains("eager short"),
+        "{err}"
+    );
+}

@@ -1,0 +1,99 @@
+//! The protocol selection table drives the send path; user thresholds
+//! move the switches and every size still arrives intact.
+
+mod common;
+
+use common::*;
+use rucx::ucp::proto::select::ProtocolId;
+use rucx::ucp::{Context, UcpConfig};
+use rucx::{Op, Posted, Worker, TAG_MASK_ALL};
+
+fn context_with(tls: &str, vars: &[(&str, &str)]) -> Context {
+    let cfg = UcpConfig::from_lookup(|k| {
+        if k == "RUCX_TLS" {
+            return Some(tls.to_string());
+        }
+        vars.iter()
+            .find(|(n, _)| format!("RUCX_{n}") == k)
+            .map(|(_, v)| v.to_string())
+    })
+    .expect("config");
+    Context::with_config(cfg).expect("context")
+}
+
+const SIZES: [usize; 9] = [0, 1, 100, 8184, 8185, 65536, 70000, 1 << 20, (1 << 20) + 1];
+
+fn round_trips(a: &mut Worker, b: &mut Worker, ep: rucx::Ep) {
+    for (i, &size) in SIZES.iter().enumerate() {
+        let out = pattern(size, i as u64 + 50);
+        for sync in [false, true] {
+            let op = if sync { Op::new().sync() } else { Op::new() };
+            let tag = i as u64 * 2 + u64::from(sync);
+            let r = match b.tag_recv(vec![0u8; size], tag, TAG_MASK_ALL, Op::new()) {
+                Ok(Posted::InFlight(id)) => id,
+                other => panic!("recv: {other:?}"),
+            };
+            let s = a.tag_send(ep, out.clone(), tag, op).expect("send");
+            let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+            while b.request_is_active(r)
+                || matches!(s, Posted::InFlight(id) if a.request_is_active(id))
+            {
+                assert!(
+                    std::time::Instant::now() < deadline,
+                    "size {size} timed out"
+                );
+                a.progress();
+                b.progress();
+            }
+            let (info, got) = b.take::<Vec<u8>>(r).expect("done").expect("recv ok");
+            assert_eq!(info.length, size);
+            assert!(got == out, "size {size} (sync {sync}) corrupted");
+        }
+    }
+}
+
+fn pair(ctx: &Context) -> (Worker, Worker, rucx::Ep) {
+    let mut a = ctx.create_worker().expect("worker");
+    let b = ctx.create_worker().expect("worker");
+    let ep = a.connect(&b.address()).expect("connect");
+    (a, b, ep)
+}
+
+#[test]
+fn default_table_over_tcp() {
+    let ctx = context_with("tcp", &[]);
+    let (mut a, mut b, ep) = pair(&ctx);
+    let tables = a.ep_protocols(ep).expect("tables");
+    assert_eq!(tables[0].lookup(8).proto, ProtocolId::EagerShort);
+    assert_eq!(tables[0].lookup(0).proto, ProtocolId::EagerShort);
+    round_trips(&mut a, &mut b, ep);
+}
+
+#[test]
+fn forced_copy_everywhere() {
+    // Zero-copy never; copy from 1 byte on (inline only for 0 bytes).
+    let ctx = context_with("tcp", &[("ZCOPY_THRESH", "inf"), ("BCOPY_THRESH", "1")]);
+    let (mut a, mut b, ep) = pair(&ctx);
+    let t = &a.ep_protocols(ep).expect("tables")[0];
+    assert_eq!(t.lookup(8).proto, ProtocolId::EagerBcopySingle);
+    assert_eq!(t.lookup(1 << 20).proto, ProtocolId::EagerBcopyMulti);
+    round_trips(&mut a, &mut b, ep);
+}
+
+#[test]
+fn forced_zero_copy_from_one_byte() {
+    let ctx = context_with("self", &[("ZCOPY_THRESH", "1")]);
+    let (mut a, mut b, ep) = pair(&ctx);
+    let t = &a.ep_protocols(ep).expect("tables")[0];
+    assert_eq!(t.lookup(1).proto, ProtocolId::EagerZcopySingle);
+    assert_eq!(t.lookup(0).proto, ProtocolId::EagerShort);
+    round_trips(&mut a, &mut b, ep);
+}
+
+#[test]
+fn bad_threshold_is_a_config_error() {
+    let cfg = UcpConfig::from_lookup(|k| (k == "RUCX_RNDV_SCHEME").then(|| "fastest".into()));
+    assert!(cfg.is_err());
+    let cfg = UcpConfig::from_lookup(|k| (k == "RUCX_ZCOPY_THRESH").then(|| "12q".into()));
+    assert!(cfg.is_err());
+}
