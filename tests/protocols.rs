@@ -97,3 +97,107 @@ fn bad_threshold_is_a_config_error() {
     let cfg = UcpConfig::from_lookup(|k| (k == "RUCX_ZCOPY_THRESH").then(|| "12q".into()));
     assert!(cfg.is_err());
 }
+
+#[test]
+fn forced_rendezvous_over_tcp_and_self() {
+    for tls in ["tcp", "self"] {
+        let ctx = context_with(tls, &[("RNDV_THRESH", "8185")]);
+        let (mut a, mut b, ep) = pair(&ctx);
+        let t = &a.ep_protocols(ep).expect("tables")[0];
+        assert_eq!(t.lookup(8185).proto, ProtocolId::RndvAm, "{tls}");
+        assert_eq!(t.lookup(8184).proto, ProtocolId::EagerShort, "{tls}");
+        round_trips(&mut a, &mut b, ep);
+    }
+}
+
+#[test]
+fn rendezvous_while_unexpected_and_truncated() {
+    let ctx = context_with("tcp", &[("RNDV_THRESH", "1k")]);
+    let (mut a, mut b, ep) = pair(&ctx);
+    // Sent before any receive: the RTS waits unexpected, the data does not.
+    let out = pattern(300_000, 7);
+    let s = match a.tag_send(ep, out.clone(), 9, Op::new()).expect("send") {
+        Posted::InFlight(id) => id,
+        Posted::Done(..) => panic!("rendezvous done at once"),
+    };
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    while b.tag_probe(9, TAG_MASK_ALL).is_none() {
+        assert!(std::time::Instant::now() < deadline);
+        a.progress();
+        b.progress();
+    }
+    assert_eq!(
+        b.tag_probe(9, TAG_MASK_ALL).map(|i| i.length),
+        Some(300_000)
+    );
+    assert!(
+        a.request_is_active(s),
+        "sender finished before the receiver asked"
+    );
+    let mut got = vec![0u8; 300_000];
+    let r = b.scope(|sc| {
+        let p = sc.tag_recv(&mut got, 9, TAG_MASK_ALL);
+        loop {
+            if sc.test(&p) {
+                break sc.wait(p).0;
+            }
+            sc.progress();
+            a.progress();
+        }
+    });
+    assert_eq!(r.expect("recv").length, 300_000);
+    assert!(got == out);
+    while a.request_is_active(s) {
+        a.progress();
+        b.progress();
+    }
+    // A receive too small for the message: truncated, nothing overflows,
+    // and the sender still completes.
+    let s2 = a.tag_send(ep, out.clone(), 10, Op::new()).expect("send");
+    let mut small = vec![0u8; 5000];
+    let r = b.scope(|sc| {
+        let p = sc.tag_recv(&mut small, 10, TAG_MASK_ALL);
+        loop {
+            if sc.test(&p) {
+                break sc.wait(p).0;
+            }
+            sc.progress();
+            a.progress();
+        }
+    });
+    assert!(matches!(
+        r,
+        Err(rucx::Error::Truncated {
+            length: 300_000,
+            capacity: 5000
+        })
+    ));
+    assert!(small[..] == out[..5000]);
+    if let Posted::InFlight(id) = s2 {
+        while a.request_is_active(id) {
+            a.progress();
+            b.progress();
+        }
+    }
+}
+
+#[test]
+fn rendezvous_sender_fails_when_receiver_goes_away() {
+    let ctx = context_with("tcp", &[("RNDV_THRESH", "1k")]);
+    let (mut a, mut b, ep) = pair(&ctx);
+    let s = match a
+        .tag_send(ep, vec![1u8; 100_000], 3, Op::new())
+        .expect("send")
+    {
+        Posted::InFlight(id) => id,
+        Posted::Done(..) => panic!("rendezvous done at once"),
+    };
+    // The RTS arrives; nobody matches it; then the receiver is gone.
+    while b.tag_probe(3, TAG_MASK_ALL).is_none() {
+        a.progress();
+        b.progress();
+    }
+    drop(b);
+    progress_until(&mut a, 20, |a| !a.request_is_active(s));
+    assert!(matches!(a.request_test(s), Some(Err(_))));
+}

@@ -24,6 +24,7 @@ crate::ucs::config_table! {
         BCOPY_THRESH bcopy_thresh: MemUnits = "auto",
         /// Rendezvous flavour: auto, get_zcopy, put_zcopy or am. One the
         /// lanes cannot do falls back to one they can (logged at info).
+        /// Only `am` runs so far: the others fall back to it.
         RNDV_SCHEME rndv_scheme: RndvScheme = "auto",
         /// Size of one rendezvous fragment.
         RNDV_FRAG_SIZE rndv_frag_size: MemUnits = "512k",
@@ -37,12 +38,9 @@ crate::ucs::config_table! {
 
 impl UcpConfig {
     /// The settings of protocol selection.
-    ///
-    /// Rendezvous protocols are not implemented yet: until they are, the
-    /// table never chooses them (`rndv_thresh` is taken as `inf`).
     pub fn select_config(&self) -> SelectConfig {
         SelectConfig {
-            rndv_thresh: MemUnits::Inf,
+            rndv_thresh: self.rndv_thresh,
             zcopy_thresh: self.zcopy_thresh,
             bcopy_thresh: self.bcopy_thresh,
             rndv_scheme: self.rndv_scheme,

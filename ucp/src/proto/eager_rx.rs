@@ -11,7 +11,7 @@
 
 use super::wire::{
     self, FirstHdr, MiddleHdr, AM_EAGER_FIRST, AM_EAGER_MIDDLE, AM_EAGER_ONLY, AM_EAGER_SYNC_FIRST,
-    AM_EAGER_SYNC_ONLY, AM_SYNC_ACK, AM_WIREUP,
+    AM_EAGER_SYNC_ONLY, AM_RNDV_DATA, AM_RNDV_RTR, AM_RNDV_RTS, AM_SYNC_ACK, AM_WIREUP,
 };
 use super::FragKey;
 use crate::request::buf::RecvBuf;
@@ -57,6 +57,9 @@ impl Core {
             AM_EAGER_MIDDLE => self.rx_middle(src, data),
             AM_WIREUP => self.rx_wireup(src, data),
             AM_SYNC_ACK => wire::decode_ack(data).map(|r| self.sync_acked(SlabId::from_u64(r))),
+            AM_RNDV_RTS => self.rx_rts(src, data),
+            AM_RNDV_RTR => self.rx_rtr(data),
+            AM_RNDV_DATA => self.rx_rndv_data(src, data),
             other => Err(PeerMisbehaved::UnknownId(other)),
         };
         if let Err(what) = r {
@@ -102,6 +105,7 @@ impl Core {
                     received: payload.len(),
                     key: None,
                     ack,
+                    rts: None,
                 },
             );
         }
@@ -152,6 +156,7 @@ impl Core {
                     received: frag.len(),
                     key: (!done).then_some(key),
                     ack,
+                    rts: None,
                 },
             );
             if !done {
@@ -224,7 +229,7 @@ impl Core {
         Ok(())
     }
 
-    fn recv_state(&mut self, id: SlabId) -> Option<&mut RecvState> {
+    pub(crate) fn recv_state(&mut self, id: SlabId) -> Option<&mut RecvState> {
         match self.reqs.get_mut(id) {
             Some(Request {
                 kind: Kind::Recv(r),
@@ -235,7 +240,7 @@ impl Core {
     }
 
     /// Completes a receive whose bytes have all arrived.
-    fn finish_recv(&mut self, id: SlabId) {
+    pub(crate) fn finish_recv(&mut self, id: SlabId) {
         let Some(r) = self.recv_state(id) else {
             return;
         };
@@ -269,6 +274,7 @@ impl Core {
                 total: 0,
                 received: 0,
                 frag: None,
+                rndv_src: None,
             }),
             op,
         ));
@@ -288,9 +294,13 @@ impl Core {
                     received,
                     key,
                     ack,
+                    rts,
                 } = u;
                 self.give_spare(data);
                 self.deferred.acks.extend(ack);
+                if let Some(rts) = rts {
+                    return Ok(self.rndv_matched(id, utag, total, rts));
+                }
                 match key {
                     Some(key) if received < total => {
                         if let Some(r) = self.recv_state(id) {

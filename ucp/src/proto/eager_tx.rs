@@ -10,10 +10,10 @@
 use super::select::ProtocolId;
 use super::wire::{
     FirstHdr, MiddleHdr, AM_EAGER_FIRST, AM_EAGER_MIDDLE, AM_EAGER_ONLY, AM_EAGER_SYNC_FIRST,
-    AM_EAGER_SYNC_ONLY, SYNC_FIRST_HDR, SYNC_ONLY_HDR,
+    AM_EAGER_SYNC_ONLY, AM_RNDV_DATA, AM_RNDV_RTS, SYNC_FIRST_HDR, SYNC_ONLY_HDR,
 };
 use crate::request::buf::SendBuf;
-use crate::request::{Info, Kind, Op, Request, SendState};
+use crate::request::{Info, Kind, Op, Request, RndvPhase, SendState};
 use crate::ucs::slab::SlabId;
 use crate::uct::{Iface, Iov, Posted, Token};
 use crate::worker::core::{Core, EpConfig};
@@ -81,38 +81,32 @@ struct Plan {
     short: bool,
     /// Zero-copy operations.
     zcopy: bool,
+    /// Rendezvous (request to send first, data when the receiver asks).
+    rndv: bool,
 }
 
 impl Plan {
     fn of(proto: ProtocolId, cfg: &EpConfig, len: usize, sync: bool) -> Plan {
         use ProtocolId::*;
         let can_zcopy = cfg.max_zcopy > 0;
+        let plan = |single, short, zcopy| Plan {
+            single,
+            short,
+            zcopy,
+            rndv: false,
+        };
         let mut p = match proto {
-            EagerShort => Plan {
-                single: true,
-                short: true,
-                zcopy: false,
-            },
-            EagerBcopySingle | EagerSyncBcopySingle => Plan {
-                single: true,
-                short: false,
-                zcopy: false,
-            },
-            EagerZcopySingle | EagerSyncZcopySingle => Plan {
-                single: true,
-                short: false,
-                zcopy: can_zcopy,
-            },
-            EagerBcopyMulti | EagerSyncBcopyMulti => Plan {
-                single: false,
-                short: false,
-                zcopy: false,
-            },
-            // Rendezvous is never selected yet (see UcpConfig::select_config).
-            EagerZcopyMulti | EagerSyncZcopyMulti | RndvGetZcopy | RndvPutZcopy | RndvAm => Plan {
-                single: false,
-                short: false,
-                zcopy: can_zcopy,
+            EagerShort => plan(true, true, false),
+            EagerBcopySingle | EagerSyncBcopySingle => plan(true, false, false),
+            EagerZcopySingle | EagerSyncZcopySingle => plan(true, false, can_zcopy),
+            EagerBcopyMulti | EagerSyncBcopyMulti => plan(false, false, false),
+            EagerZcopyMulti | EagerSyncZcopyMulti => plan(false, false, can_zcopy),
+            // Only the active-message scheme runs so far; the lanes given
+            // to selection offer no put/get (see worker/connect.rs).
+            // The active-message scheme sends copied fragments.
+            RndvGetZcopy | RndvPutZcopy | RndvAm => Plan {
+                rndv: true,
+                ..plan(false, false, false)
             },
         };
         // The table follows the same limits; stay safe if it did not.
@@ -122,7 +116,7 @@ impl Plan {
         } else {
             len <= cfg.max_bcopy - hdr
         };
-        if p.single && !fits {
+        if p.single && !fits && !p.rndv {
             p.single = false;
             p.zcopy = can_zcopy;
         }
@@ -168,7 +162,7 @@ impl Core {
         let proto = st.tables[usize::from(sync)].lookup(len).proto;
         let plan = Plan::of(proto, &cfg, len, sync);
         let single = plan.single;
-        if single && !sync && !plan.zcopy && st.queue.is_empty() {
+        if single && !sync && !plan.zcopy && !plan.rndv && st.queue.is_empty() {
             let iface = ifaces[iface_idx].as_mut();
             match send_single(iface, uct_ep, &cfg, plan.short, tag, buf.slice(0, len)) {
                 Ok(Posted::Done) | Ok(Posted::InFlight) => {
@@ -197,6 +191,11 @@ impl Core {
                 sync,
                 acked: false,
                 zcopy: plan.zcopy,
+                rndv: if plan.rndv {
+                    RndvPhase::Rts
+                } else {
+                    RndvPhase::No
+                },
             }),
             op,
         ));
@@ -259,9 +258,11 @@ impl Core {
 
     /// Hands as much of send `id` to the transport as it takes.
     fn push_send(&mut self, ifaces: &mut [Box<dyn Iface>], id: SlabId) -> Step {
-        let (ep, tag, buf, msg_id, mut offset, sync, zcopy) =
+        let (ep, tag, buf, msg_id, mut offset, sync, zcopy, rndv) =
             match self.reqs.get(id).map(|r| &r.kind) {
-                Some(Kind::Send(s)) => (s.ep, s.tag, s.buf, s.msg_id, s.offset, s.sync, s.zcopy),
+                Some(Kind::Send(s)) => (
+                    s.ep, s.tag, s.buf, s.msg_id, s.offset, s.sync, s.zcopy, s.rndv,
+                ),
                 Some(Kind::Ctrl(_)) => return self.push_ctrl(ifaces, id),
                 _ => return Step::Failed,
             };
@@ -271,6 +272,37 @@ impl Core {
         };
         let (iface, uct_ep, cfg) = (ifaces[st.iface].as_mut(), st.uct_ep, st.cfg);
         let sreq = sync.then_some(id.to_u64());
+        let rreq = match rndv {
+            RndvPhase::No => None,
+            RndvPhase::Rts => {
+                let len = buf.len() as u64;
+                let (t, r, l) = (
+                    tag.to_le_bytes(),
+                    id.to_u64().to_le_bytes(),
+                    len.to_le_bytes(),
+                );
+                return match iface.am_bcopy(uct_ep, AM_RNDV_RTS, &[&t, &r, &l]) {
+                    Ok((Posted::NoResource, _)) => Step::Blocked,
+                    Ok(_) => {
+                        if let Some(Request {
+                            kind: Kind::Send(s),
+                            ..
+                        }) = self.reqs.get_mut(id)
+                        {
+                            s.rndv = RndvPhase::WaitRtr;
+                        }
+                        // Off the queue until the receiver asks for the data.
+                        Step::Handed
+                    }
+                    Err(e) => {
+                        self.fail_send(id, Error::endpoint(e));
+                        Step::Failed
+                    }
+                };
+            }
+            RndvPhase::WaitRtr => return Step::Handed,
+            RndvPhase::Data { rreq } => Some(rreq),
+        };
         let len = buf.len();
         let mut step = Step::Handed;
         let mut inflight = 0;
@@ -317,7 +349,13 @@ impl Core {
             }
         } else {
             while offset < len {
-                let (am_id, hdr) = if offset == 0 {
+                let (am_id, hdr) = if let Some(rreq) = rreq {
+                    let h = MiddleHdr {
+                        msg_id: rreq,
+                        offset: offset as u64,
+                    };
+                    (AM_RNDV_DATA, HdrBuf::middle(h))
+                } else if offset == 0 {
                     let h = FirstHdr {
                         tag,
                         total: len as u64,
@@ -432,7 +470,8 @@ impl Core {
         else {
             return;
         };
-        if s.offset < s.buf.len() || s.zcopy_inflight > 0 || (s.sync && !s.acked) {
+        let rndv_waiting = matches!(s.rndv, RndvPhase::Rts | RndvPhase::WaitRtr);
+        if s.offset < s.buf.len() || s.zcopy_inflight > 0 || (s.sync && !s.acked) || rndv_waiting {
             return;
         }
         let r = match s.error.take() {

@@ -2,6 +2,7 @@
 
 pub(crate) mod eager_rx;
 pub(crate) mod eager_tx;
+pub(crate) mod rndv;
 pub mod select;
 pub mod wire;
 

@@ -12,6 +12,15 @@
 //! | 5 | `EAGER_SYNC_ONLY` | tag: u64, sender request: u64 | the whole payload |
 //! | 6 | `EAGER_SYNC_FIRST` | tag, total length, message id, sender request: u64 each | the first fragment |
 //! | 7 | `SYNC_ACK` | sender request: u64 | — |
+//! | 8 | `RNDV_RTS` | tag, sender request, total length: u64 each | — |
+//! | 9 | `RNDV_RTR` | sender request, receiver request: u64 each | — |
+//! | 10 | `RNDV_DATA` | receiver request, offset: u64 each | a fragment |
+//!
+//! Rendezvous over active messages: the sender announces a message with
+//! `RNDV_RTS`, which is tag-matched like an eager message; once a receive
+//! matched it, the receiver answers `RNDV_RTR` naming its request, and the
+//! sender sends the data as `RNDV_DATA` fragments into it. So large
+//! messages are never buffered as unexpected data.
 //!
 //! `WIREUP` is the first message on every new endpoint: it tells the
 //! receiver who sends on that transport source, so it can answer (and it
@@ -43,6 +52,31 @@ pub const AM_EAGER_SYNC_ONLY: AmId = 5;
 pub const AM_EAGER_SYNC_FIRST: AmId = 6;
 /// A receive matched the synchronous send named in the header.
 pub const AM_SYNC_ACK: AmId = 7;
+
+/// Request to send (rendezvous).
+pub const AM_RNDV_RTS: AmId = 8;
+/// Ready to receive (rendezvous).
+pub const AM_RNDV_RTR: AmId = 9;
+/// Rendezvous data fragment.
+pub const AM_RNDV_DATA: AmId = 10;
+
+/// Size of the `RNDV_DATA` header.
+pub const RNDV_DATA_HDR: usize = 16;
+
+/// Decodes three little-endian u64 header fields.
+pub fn decode_u64x3(what: &'static str, data: &[u8]) -> Result<[u64; 3], PeerMisbehaved> {
+    need(what, data, 24)?;
+    Ok([u64_at(data, 0), u64_at(data, 8), u64_at(data, 16)])
+}
+
+/// Decodes two little-endian u64 header fields and the rest.
+pub fn decode_u64x2<'a>(
+    what: &'static str,
+    data: &'a [u8],
+) -> Result<(u64, u64, &'a [u8]), PeerMisbehaved> {
+    need(what, data, 16)?;
+    Ok((u64_at(data, 0), u64_at(data, 8), &data[16..]))
+}
 
 /// Size of the `EAGER_SYNC_ONLY` header.
 pub const SYNC_ONLY_HDR: usize = 16;

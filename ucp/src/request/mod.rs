@@ -157,8 +157,23 @@ pub(crate) struct SendState {
     pub(crate) sync: bool,
     /// Sent with zero-copy operations (else copied into the transport).
     pub(crate) zcopy: bool,
+    /// Rendezvous progress, if this send uses rendezvous.
+    pub(crate) rndv: RndvPhase,
     /// The receiver's acknowledgement of a synchronous send arrived.
     pub(crate) acked: bool,
+}
+
+/// Where a rendezvous send stands.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum RndvPhase {
+    /// Not a rendezvous send.
+    No,
+    /// The request to send is still to go out.
+    Rts,
+    /// Waiting for the receiver's ready-to-receive.
+    WaitRtr,
+    /// Sending data into the receiver's request.
+    Data { rreq: u64 },
 }
 
 /// A protocol message of the worker itself (wireup, acknowledgements).
@@ -183,6 +198,8 @@ pub(crate) struct RecvState {
     pub(crate) received: usize,
     /// Fragment key while more fragments are due.
     pub(crate) frag: Option<crate::proto::FragKey>,
+    /// A rendezvous receive: the (iface, source) its data comes from.
+    pub(crate) rndv_src: Option<(usize, crate::uct::SrcId)>,
 }
 
 #[derive(Debug)]

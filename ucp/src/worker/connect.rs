@@ -82,7 +82,13 @@ impl Core {
         };
         let name = format!("{}/{}", iface.tl_name(), iface.dev_name());
         tracing::debug!("endpoint to worker {:#x}: am lane {name}", addr.uuid);
-        let lanes = EpLanes::new(vec![LaneInfo::from_attr(name, &a)]);
+        let mut info = LaneInfo::from_attr(name, &a);
+        // Rendezvous by put or get is not implemented yet: selection sees
+        // lanes without them, so it falls back to the active-message scheme.
+        info.caps.remove(Caps::PUT_ZCOPY | Caps::GET_ZCOPY);
+        info.max_put_zcopy = 0;
+        info.max_get_zcopy = 0;
+        let lanes = EpLanes::new(vec![info]);
         let table = |core: &mut Core, op| {
             core.select
                 .get(&lanes, op)

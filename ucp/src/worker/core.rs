@@ -55,6 +55,8 @@ pub(crate) struct Unexp {
     pub(crate) key: Option<FragKey>,
     /// Acknowledge to the sender when matched (synchronous send).
     pub(crate) ack: Option<AckTo>,
+    /// A rendezvous request to send: no data yet; answer with RTR.
+    pub(crate) rts: Option<AckTo>,
 }
 
 /// Where to send the acknowledgement of a synchronous send.
@@ -82,6 +84,11 @@ pub(crate) struct Deferred {
     pub(crate) wireups: Vec<(usize, SrcId, WorkerAddress)>,
     /// Acknowledgements of synchronous sends to send.
     pub(crate) acks: Vec<AckTo>,
+    /// Ready-to-receive answers to send: (to, receiver request).
+    pub(crate) rtrs_out: Vec<(AckTo, u64)>,
+    /// Ready-to-receive answers that arrived: (sender request, receiver
+    /// request).
+    pub(crate) rtrs_in: Vec<(u64, u64)>,
 }
 
 /// The protocol half of a worker.
@@ -240,7 +247,10 @@ impl Core {
         let waiting: Vec<SlabId> = self
             .reqs
             .iter()
-            .filter(|(_, r)| matches!(&r.kind, Kind::Send(s) if s.ep == ep && s.sync && !s.acked))
+            .filter(|(_, r)| {
+                matches!(&r.kind, Kind::Send(s) if s.ep == ep
+                    && ((s.sync && !s.acked) || s.rndv == crate::request::RndvPhase::WaitRtr))
+            })
             .map(|(id, _)| id)
             .collect();
         for id in waiting {
@@ -297,6 +307,7 @@ impl Core {
                 None => tracing::warn!("no endpoint to acknowledge a synchronous send on"),
             }
         }
+        n += self.run_rndv_deferred(ifaces);
         while let Some((iface, uct_ep)) = self.deferred.ready.pop() {
             if let Some(ep) = self.lane_ep(iface, uct_ep) {
                 if let Some(s) = self.eps.get_mut(ep) {
@@ -313,6 +324,8 @@ impl Core {
             || !self.deferred.failed.is_empty()
             || !self.deferred.wireups.is_empty()
             || !self.deferred.acks.is_empty()
+            || !self.deferred.rtrs_out.is_empty()
+            || !self.deferred.rtrs_in.is_empty()
     }
 }
 
@@ -337,6 +350,7 @@ impl AmSink for Core {
 
     fn src_failed(&mut self, src: SrcId, error: ucs::Error) {
         self.src_eps.remove(&(self.cur_iface, src));
+        self.rndv_source_failed(src, &error);
         self.source_failed(src, error);
     }
 }

@@ -1,0 +1,179 @@
+//! Rendezvous over active messages (RTS, RTR, data).
+//!
+//! The sender's `RNDV_RTS` (tag, its request id, total length) is matched
+//! like an eager message, also while unexpected. When a receive matched
+//! it, the receiver answers `RNDV_RTR` with its own request id on the
+//! endpoint back to the sender (wireup made one); the sender then sends
+//! the data as `RNDV_DATA` fragments addressed to that receive. Request ids
+//! from the wire are generational slab ids: a stale or forged one finds
+//! nothing, and data is accepted only from the source that sent the RTS,
+//! within the announced length.
+
+use super::wire::{self, AM_RNDV_RTR};
+use crate::request::{Kind, RndvPhase};
+use crate::ucs::slab::SlabId;
+use crate::ucs::{self, PeerMisbehaved};
+use crate::uct::{Iface, SrcId};
+use crate::worker::core::{AckTo, Core, Unexp};
+use crate::Error;
+
+fn invalid(what: &'static str, detail: String) -> PeerMisbehaved {
+    PeerMisbehaved::Invalid { what, detail }
+}
+
+impl Core {
+    pub(crate) fn rx_rts(&mut self, src: SrcId, data: &[u8]) -> Result<(), PeerMisbehaved> {
+        let [tag, sreq, total] = wire::decode_u64x3("rendezvous RTS", data)?;
+        let total =
+            usize::try_from(total).map_err(|_| invalid("rendezvous length", format!("{total}")))?;
+        let to = AckTo {
+            iface: self.cur_iface,
+            src,
+            sreq,
+        };
+        if let Some(req) = self.matcher.arrive(tag) {
+            if let Some(r) = self.recv_state(req) {
+                r.post = None;
+            }
+            self.rndv_matched(req, tag, total, to);
+        } else {
+            let data = self.take_spare(0);
+            self.matcher.push_unexpected(
+                tag,
+                Unexp {
+                    tag,
+                    data,
+                    total,
+                    received: 0,
+                    key: None,
+                    ack: None,
+                    rts: Some(to),
+                },
+            );
+        }
+        Ok(())
+    }
+
+    /// Receive `req` matched a request to send: ask for the data.
+    pub(crate) fn rndv_matched(
+        &mut self,
+        req: SlabId,
+        tag: u64,
+        total: usize,
+        to: AckTo,
+    ) -> crate::proto::eager_rx::RecvStarted {
+        if let Some(r) = self.recv_state(req) {
+            r.tag = tag;
+            r.total = total;
+            r.received = 0;
+            r.rndv_src = Some((to.iface, to.src));
+        }
+        self.deferred.rtrs_out.push((to, req.to_u64()));
+        if total == 0 {
+            self.finish_recv(req);
+        }
+        crate::proto::eager_rx::RecvStarted::InFlight(req)
+    }
+
+    pub(crate) fn rx_rtr(&mut self, data: &[u8]) -> Result<(), PeerMisbehaved> {
+        let (sreq, rreq, _) = wire::decode_u64x2("rendezvous RTR", data)?;
+        self.deferred.rtrs_in.push((sreq, rreq));
+        Ok(())
+    }
+
+    pub(crate) fn rx_rndv_data(&mut self, src: SrcId, data: &[u8]) -> Result<(), PeerMisbehaved> {
+        let (rreq, offset, payload) = wire::decode_u64x2("rendezvous data", data)?;
+        let id = SlabId::from_u64(rreq);
+        let from = (self.cur_iface, src);
+        let Some(r) = self.recv_state(id) else {
+            // A receive canceled or failed meanwhile, or a forged id.
+            return Err(invalid(
+                "rendezvous request",
+                format!("{rreq:#x} is not open"),
+            ));
+        };
+        if r.rndv_src != Some(from) {
+            return Err(invalid("rendezvous data", "from a foreign source".into()));
+        }
+        let offset = usize::try_from(offset)
+            .map_err(|_| invalid("rendezvous offset", format!("{offset}")))?;
+        if offset
+            .checked_add(payload.len())
+            .is_none_or(|end| end > r.total)
+        {
+            return Err(invalid(
+                "rendezvous fragment",
+                format!("{offset}+{} beyond {}", payload.len(), r.total),
+            ));
+        }
+        r.buf.write(offset, payload);
+        r.received += payload.len();
+        if r.received >= r.total {
+            r.rndv_src = None;
+            self.finish_recv(id);
+        }
+        Ok(())
+    }
+
+    /// Answers and resumes rendezvous after a progress call.
+    pub(crate) fn run_rndv_deferred(&mut self, ifaces: &mut [Box<dyn Iface>]) -> usize {
+        let mut n = 0;
+        for (to, rreq) in std::mem::take(&mut self.deferred.rtrs_out) {
+            n += 1;
+            match self.src_eps.get(&(to.iface, to.src)) {
+                Some(&ep) => {
+                    let mut d = to.sreq.to_le_bytes().to_vec();
+                    d.extend_from_slice(&rreq.to_le_bytes());
+                    self.send_ctrl(ifaces, ep, AM_RNDV_RTR, d);
+                }
+                None => {
+                    let e = ucs::Error::EndpointFailed("no endpoint back to the sender".into());
+                    self.complete(SlabId::from_u64(rreq), Err(Error::endpoint(e)));
+                }
+            }
+        }
+        for (sreq, rreq) in std::mem::take(&mut self.deferred.rtrs_in) {
+            n += 1;
+            let id = SlabId::from_u64(sreq);
+            let ep = match self.reqs.get_mut(id).map(|r| &mut r.kind) {
+                Some(Kind::Send(s)) if s.rndv == RndvPhase::WaitRtr => {
+                    s.rndv = RndvPhase::Data { rreq };
+                    // The receiver matched: a synchronous send is answered.
+                    s.acked = true;
+                    s.ep
+                }
+                _ => {
+                    tracing::warn!("dropping a ready-to-receive for unknown send {sreq:#x}");
+                    continue;
+                }
+            };
+            let idle = self.eps.get(ep).is_some_and(|s| s.queue.is_empty());
+            if let Some(st) = self.eps.get_mut(ep) {
+                st.queue.push_back(id);
+            }
+            if idle {
+                self.resume_ep(ifaces, ep);
+            }
+        }
+        n
+    }
+
+    /// Rendezvous receives fed by a source that is gone fail.
+    pub(crate) fn rndv_source_failed(&mut self, src: SrcId, err: &ucs::Error) {
+        let from = Some((self.cur_iface, src));
+        let dead: Vec<SlabId> = self
+            .reqs
+            .iter()
+            .filter(|(_, r)| {
+                matches!(&r.kind, Kind::Recv(s) if s.rndv_src == from) && r.result.is_none()
+            })
+            .map(|(id, _)| id)
+            .collect();
+        for id in dead {
+            if let Some(r) = self.recv_state(id) {
+                r.rndv_src = None;
+            }
+            self.complete(id, Err(Error::endpoint(err.duplicate())));
+        }
+    }
+}
