@@ -10,6 +10,12 @@ use std::time::{Duration, Instant};
 
 const SIZES: [usize; 7] = [0, 1, 8, 4095, 65536, 1 << 20, 64 << 20];
 
+/// Child side of `tcp_sizes_verified_rendezvous`: as `echo_child`.
+#[test]
+fn echo_child_rndv() {
+    echo_child();
+}
+
 /// Child side of `tcp_sizes_verified`: echoes every message back.
 #[test]
 fn echo_child() {
@@ -45,9 +51,30 @@ fn tcp_sizes_verified() {
     if is_child() {
         return;
     }
-    let ctx = context("tcp");
+    sizes_verified(None);
+}
+
+#[test]
+fn tcp_sizes_verified_rendezvous() {
+    if is_child() {
+        return;
+    }
+    sizes_verified(Some("4k"));
+}
+
+fn sizes_verified(rndv: Option<&str>) {
+    let ctx = context_rndv("tcp", rndv);
     let mut w = ctx.create_worker().expect("worker");
-    let mut child = spawn_child("echo_child", &[("RUCX_TEST_PEER", hex(&w.address()))]);
+    let mut env = vec![("RUCX_TEST_PEER", hex(&w.address()))];
+    if let Some(t) = rndv {
+        env.push(("RUCX_TEST_RNDV_THRESH", t.to_string()));
+    }
+    let name = if rndv.is_some() {
+        "echo_child_rndv"
+    } else {
+        "echo_child"
+    };
+    let mut child = spawn_child(name, &env);
     let _forward = watch_stdout(&mut child, "");
     let ep = accept_peer(&mut w);
     for (i, &size) in SIZES.iter().enumerate() {
@@ -101,9 +128,25 @@ fn peer_killed_mid_transfer() {
     if is_child() {
         return;
     }
-    let ctx = context("tcp");
+    killed_mid_transfer(None);
+}
+
+#[test]
+fn peer_killed_mid_rendezvous() {
+    if is_child() {
+        return;
+    }
+    killed_mid_transfer(Some("64k"));
+}
+
+fn killed_mid_transfer(rndv: Option<&str>) {
+    let ctx = context_rndv("tcp", rndv);
     let mut w = ctx.create_worker().expect("worker");
-    let mut child = spawn_child("stalling_child", &[("RUCX_TEST_PEER", hex(&w.address()))]);
+    let mut env = vec![("RUCX_TEST_PEER", hex(&w.address()))];
+    if let Some(t) = rndv {
+        env.push(("RUCX_TEST_RNDV_THRESH", t.to_string()));
+    }
+    let mut child = spawn_child("stalling_child", &env);
     let stalled = watch_stdout(&mut child, "stalled");
     let ep = accept_peer(&mut w);
     // A receive for the child's huge message ...

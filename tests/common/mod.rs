@@ -5,10 +5,21 @@ use rucx::ucp::{Context, Ep, UcpConfig, Worker};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-/// A context limited to the given transports.
+/// A context limited to the given transports. A child process also takes
+/// `RUCX_RNDV_THRESH` from its parent through `RUCX_TEST_RNDV_THRESH`.
 pub(crate) fn context(tls: &str) -> Context {
-    let cfg =
-        UcpConfig::from_lookup(|k| (k == "RUCX_TLS").then(|| tls.to_string())).expect("config");
+    let rndv = std::env::var("RUCX_TEST_RNDV_THRESH").ok();
+    context_rndv(tls, rndv.as_deref())
+}
+
+/// A context limited to the given transports, with a rendezvous threshold.
+pub(crate) fn context_rndv(tls: &str, rndv_thresh: Option<&str>) -> Context {
+    let cfg = UcpConfig::from_lookup(|k| match k {
+        "RUCX_TLS" => Some(tls.to_string()),
+        "RUCX_RNDV_THRESH" => rndv_thresh.map(str::to_string),
+        _ => None,
+    })
+    .expect("config");
     Context::with_config(cfg).expect("context")
 }
 
