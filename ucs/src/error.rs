@@ -86,6 +86,10 @@ pub enum Error {
     /// The operation is not offered here.
     #[error("unsupported: {0}")]
     Unsupported(String),
+    /// A peer's memory refused the access: outside the registration,
+    /// without the right, or deregistered (a forged or stale key).
+    #[error("remote access denied: {0}")]
+    RemoteAccess(String),
     /// The endpoint failed earlier; operations on it fail with this.
     #[error("endpoint failed: {0}")]
     EndpointFailed(String),
@@ -135,6 +139,7 @@ impl Error {
             Error::InvalidAddr(_) => Status::InvalidAddr,
             Error::InvalidParam(_) => Status::InvalidParam,
             Error::Unsupported(_) => Status::Unsupported,
+            Error::RemoteAccess(_) => Status::Rejected,
             Error::EndpointFailed(_) => Status::ConnectionReset,
             Error::Canceled => Status::Canceled,
             Error::TimedOut(_) => Status::TimedOut,
@@ -164,6 +169,7 @@ impl Error {
             Error::InvalidAddr(s) => Error::InvalidAddr(s.clone()),
             Error::InvalidParam(s) => Error::InvalidParam(s.clone()),
             Error::Unsupported(s) => Error::Unsupported(s.clone()),
+            Error::RemoteAccess(s) => Error::RemoteAccess(s.clone()),
             Error::EndpointFailed(s) => Error::EndpointFailed(s.clone()),
             Error::Canceled => Error::Canceled,
             Error::TimedOut(s) => Error::TimedOut(s.clone()),

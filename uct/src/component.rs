@@ -69,9 +69,11 @@ pub trait MemoryDomain: Send + Sync + std::fmt::Debug {
     ///
     /// # Safety
     ///
-    /// The memory must stay valid (and, with remote write rights, not be
-    /// accessed through Rust references while peers may write it) until
-    /// [`MemoryDomain::mem_dereg`] returns.
+    /// The memory must stay valid until [`MemoryDomain::mem_dereg`]
+    /// returns, and while it is registered it must not be accessed through
+    /// Rust references in a way that races with peers: not at all with
+    /// remote write rights, and not written with remote read rights.
+    /// Registering 0 bytes is allowed.
     unsafe fn mem_reg(&self, addr: *mut u8, len: usize, access: Access) -> Result<MemHandle> {
         let _ = (addr, len, access);
         Err(crate::Error::Unsupported(format!(

@@ -116,7 +116,7 @@ pub struct IfaceAttr {
     pub max_zcopy: usize,
     /// Largest `header` of `am_zcopy`.
     pub max_hdr: usize,
-    /// Most entries in `am_zcopy`'s iov.
+    /// Most entries in the iov of `am_zcopy`, `put_zcopy` and `get_zcopy`.
     pub max_iov: usize,
     /// Largest `put_zcopy` (0 without [`Caps::PUT_ZCOPY`]).
     pub max_put_zcopy: usize,

@@ -20,6 +20,13 @@
 //!   messages). Pending tokens of an endpoint come back once its target has
 //!   drained to half of both bounds; a sleeping sender is woken then.
 //! * Zero-copy: `am_zcopy` copies at post time and returns `Done`.
+//! * Memory: the memory domain registers ranges in a process-wide table
+//!   (`reg.rs`); a packed key (`rkey.rs`) names the registration by slot and
+//!   generation and the process by host id, pid and a random nonce.
+//!   `put_zcopy`/`get_zcopy` (`rma.rs`) copy at post time and return `Done`,
+//!   after checking the key against the live table (registration alive,
+//!   range inside, right granted); the table stays read-locked during the
+//!   copy, so `mem_dereg` waits for copies in progress.
 //! * Peer failure: when an iface is dropped, each endpoint to it fails
 //!   exactly once (`ep_failed`, then its pending tokens), and later
 //!   operations on it fail. Messages are delivered whole, so a dropped sender
@@ -39,7 +46,9 @@
 //! * `iface.rs`: the [`Iface`] implementation (endpoints, operations,
 //!   progress, arm);
 //! * `mailbox.rs`: the shared mailbox, its wakeups, the process-wide table;
-//! * `addr.rs`: addresses and iface ids; `event.rs`: the eventfd.
+//! * `addr.rs`: addresses and iface ids; `event.rs`: the eventfd;
+//! * `reg.rs`: the registration table; `rkey.rs`: the packed key layout;
+//!   `rma.rs`: the checked copies of `put_zcopy` and `get_zcopy`.
 //!
 //! [`SrcId`]: crate::SrcId
 
@@ -48,13 +57,22 @@ mod config;
 mod event;
 mod iface;
 mod mailbox;
+mod reg;
+mod rkey;
+mod rma;
+#[cfg(test)]
+mod rma_tests;
 #[cfg(test)]
 mod tests;
 
 pub use config::{SelfConfig, SelfEnvConfig, CONFIG_TABLE};
 
 use crate::component::{Component, DeviceType, IfaceParams, MemoryDomain, TlResource};
-use crate::{Caps, ConnectMode, Error, Iface, IfaceAttr, PerfModel, Result};
+use crate::{
+    Access, Caps, ConnectMode, Error, Iface, IfaceAttr, MemHandle, PerfModel, RegCost, RemoteKey,
+    Result,
+};
+use std::sync::Arc;
 
 /// Largest `am_short` payload.
 pub const MAX_SHORT: usize = 8 << 10;
@@ -64,8 +82,15 @@ pub const MAX_BCOPY: usize = 64 << 10;
 pub const MAX_ZCOPY: usize = 1 << 20;
 /// Largest `am_zcopy` header.
 pub const MAX_HDR: usize = 128;
-/// Most `am_zcopy` iov entries.
+/// Most iov entries of `am_zcopy`, `put_zcopy` and `get_zcopy`.
 pub const MAX_IOV: usize = 16;
+/// Largest `put_zcopy` and `get_zcopy`: `isize::MAX`, the size of the
+/// largest possible Rust object, so in effect no limit. The copy happens at
+/// post time, whatever its size.
+pub const MAX_RMA: usize = isize::MAX as usize;
+/// Cost of one registration: a table insert under a lock, nothing pinned
+/// or mapped, so a small constant and nothing per byte.
+pub const REG_COST: RegCost = RegCost { c0: 50e-9, c1: 0.0 };
 /// Largest message in a mailbox.
 const MAX_MSG: usize = MAX_ZCOPY + MAX_HDR;
 /// Most messages one `progress` delivers.
@@ -139,6 +164,49 @@ impl MemoryDomain for SelfMd {
         }
         Ok(Box::new(iface::SelfIface::open(&self.config)?))
     }
+
+    fn can_register(&self) -> bool {
+        true
+    }
+
+    /// [`REG_COST`].
+    fn reg_cost(&self) -> RegCost {
+        REG_COST
+    }
+
+    /// Records the range in the process-wide table; any `self` iface of
+    /// the process then reaches it through a key. A length of 0 is allowed;
+    /// a null pointer, a range that wraps or exceeds `isize::MAX` bytes, or
+    /// unknown access bits are `InvalidParam`. The memory is not touched.
+    unsafe fn mem_reg(&self, addr: *mut u8, len: usize, access: Access) -> Result<MemHandle> {
+        reg::register(addr, len, access)
+    }
+
+    /// Removes the registration once copies in progress on it are done;
+    /// `InvalidParam` if it is not live.
+    fn mem_dereg(&self, memh: &MemHandle) -> Result<()> {
+        reg::deregister(memh)
+    }
+
+    /// The key layout of `rkey.rs`; `InvalidParam` if `memh` is not live.
+    fn mkey_pack(&self, memh: &MemHandle) -> Result<Vec<u8>> {
+        Ok(rkey::pack(&reg::key_fields(memh)?))
+    }
+
+    /// Checks length, tag, version, reserved bytes, access bits and range
+    /// (`InvalidParam`) and that the key is of this process
+    /// (`Unreachable`). Whether the registration is still live is checked
+    /// by each operation.
+    fn rkey_unpack(&self, packed: &[u8]) -> Result<RemoteKey> {
+        let f = rkey::decode(packed)?;
+        Ok(RemoteKey {
+            md_name: "self".into(),
+            packed: Arc::from(packed),
+            addr: f.addr,
+            len: f.len,
+            access: f.access,
+        })
+    }
 }
 
 /// Attributes of every `self` iface.
@@ -150,14 +218,16 @@ fn iface_attr() -> IfaceAttr {
             | Caps::PENDING
             | Caps::CONNECT_TO_IFACE
             | Caps::PEER_FAILURE
-            | Caps::EVENT_FD,
+            | Caps::EVENT_FD
+            | Caps::PUT_ZCOPY
+            | Caps::GET_ZCOPY,
         max_short: MAX_SHORT,
         max_bcopy: MAX_BCOPY,
         max_zcopy: MAX_ZCOPY,
         max_hdr: MAX_HDR,
         max_iov: MAX_IOV,
-        max_put_zcopy: 0,
-        max_get_zcopy: 0,
+        max_put_zcopy: MAX_RMA,
+        max_get_zcopy: MAX_RMA,
         // A memcpy: no wire latency, a few instructions per message, memory
         // bandwidth (UCX's self estimates 10 ns and 6911 MB/s).
         model: PerfModel {

@@ -45,6 +45,8 @@ macro_rules! conformance_tests {
     ($fixture:expr) => {
         $crate::conformance_tests!(@each $fixture;
             caps_consistent reachability am_short am_bcopy am_zcopy limits ordering
-            pending flush many_endpoints event_fd peer_failure ep_destroy_in_flight);
+            pending flush many_endpoints event_fd peer_failure ep_destroy_in_flight
+            rma_caps rma_put rma_get rma_iov rma_access rma_bounds rma_bad_endpoint rma_dereg
+            rma_forged_keys);
     };
 }

@@ -7,11 +7,16 @@ mod am;
 mod caps;
 mod failure;
 mod flow;
+pub mod rma;
 
 pub use am::{am_bcopy, am_short, am_zcopy, limits};
 pub use caps::{caps_consistent, reachability};
 pub use failure::{ep_destroy_in_flight, event_fd, peer_failure};
 pub use flow::{flush, many_endpoints, ordering, pending};
+pub use rma::{
+    rma_access, rma_bad_endpoint, rma_bounds, rma_caps, rma_dereg, rma_forged_keys, rma_get,
+    rma_iov, rma_put,
+};
 
 #[cfg(doc)]
 use super::Fixture;
