@@ -103,10 +103,17 @@ impl Context {
         Worker::new(self.clone())
     }
 
-    pub(crate) fn resource_list(&self) -> impl Iterator<Item = (&dyn MemoryDomain, &TlResource)> {
+    pub(crate) fn resource_list(
+        &self,
+    ) -> impl Iterator<Item = (usize, &dyn MemoryDomain, &TlResource)> {
         self.inner
             .resources
             .iter()
-            .map(|(m, r)| (self.inner.mds[*m].as_ref(), r))
+            .map(|(m, r)| (*m, self.inner.mds[*m].as_ref(), r))
+    }
+
+    /// Memory domain number `i`.
+    pub(crate) fn md(&self, i: usize) -> Option<&dyn MemoryDomain> {
+        self.inner.mds.get(i).map(|m| m.as_ref())
     }
 }

@@ -11,7 +11,8 @@
 
 use super::wire::{
     self, FirstHdr, MiddleHdr, AM_EAGER_FIRST, AM_EAGER_MIDDLE, AM_EAGER_ONLY, AM_EAGER_SYNC_FIRST,
-    AM_EAGER_SYNC_ONLY, AM_RNDV_DATA, AM_RNDV_RTR, AM_RNDV_RTS, AM_SYNC_ACK, AM_WIREUP,
+    AM_EAGER_SYNC_ONLY, AM_RNDV_ATS, AM_RNDV_DATA, AM_RNDV_RTR, AM_RNDV_RTS, AM_RNDV_RTS_GET,
+    AM_SYNC_ACK, AM_WIREUP,
 };
 use super::FragKey;
 use crate::request::buf::RecvBuf;
@@ -60,6 +61,8 @@ impl Core {
             AM_RNDV_RTS => self.rx_rts(src, data),
             AM_RNDV_RTR => self.rx_rtr(data),
             AM_RNDV_DATA => self.rx_rndv_data(src, data),
+            AM_RNDV_RTS_GET => self.rx_rts_get(src, data),
+            AM_RNDV_ATS => wire::decode_ack(data).map(|r| self.rndv_ats(SlabId::from_u64(r))),
             other => Err(PeerMisbehaved::UnknownId(other)),
         };
         if let Err(what) = r {
@@ -275,6 +278,8 @@ impl Core {
                 received: 0,
                 frag: None,
                 rndv_src: None,
+                get_inflight: 0,
+                ats_to: None,
             }),
             op,
         ));
@@ -298,8 +303,11 @@ impl Core {
                 } = u;
                 self.give_spare(data);
                 self.deferred.acks.extend(ack);
-                if let Some(rts) = rts {
-                    return Ok(self.rndv_matched(id, utag, total, rts));
+                if let Some((to, get)) = rts {
+                    return Ok(match get {
+                        None => self.rndv_matched(id, utag, total, to),
+                        Some(rb) => self.rndv_get_matched(id, utag, total, to, rb),
+                    });
                 }
                 match key {
                     Some(key) if received < total => {

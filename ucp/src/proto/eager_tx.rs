@@ -10,11 +10,12 @@
 use super::select::ProtocolId;
 use super::wire::{
     FirstHdr, MiddleHdr, AM_EAGER_FIRST, AM_EAGER_MIDDLE, AM_EAGER_ONLY, AM_EAGER_SYNC_FIRST,
-    AM_EAGER_SYNC_ONLY, AM_RNDV_DATA, AM_RNDV_RTS, SYNC_FIRST_HDR, SYNC_ONLY_HDR,
+    AM_EAGER_SYNC_ONLY, AM_RNDV_DATA, AM_RNDV_RTS, AM_RNDV_RTS_GET, SYNC_FIRST_HDR, SYNC_ONLY_HDR,
 };
 use crate::request::buf::SendBuf;
 use crate::request::{Info, Kind, Op, Request, RndvPhase, SendState};
 use crate::ucs::slab::SlabId;
+use crate::uct::Access;
 use crate::uct::{Iface, Iov, Posted, Token};
 use crate::worker::core::{Core, EpConfig};
 use crate::{Error, Result};
@@ -83,6 +84,8 @@ struct Plan {
     zcopy: bool,
     /// Rendezvous (request to send first, data when the receiver asks).
     rndv: bool,
+    /// Rendezvous by get (the receiver reads the registered buffer).
+    get: bool,
 }
 
 impl Plan {
@@ -94,6 +97,7 @@ impl Plan {
             short,
             zcopy,
             rndv: false,
+            get: false,
         };
         let mut p = match proto {
             EagerShort => plan(true, true, false),
@@ -101,10 +105,14 @@ impl Plan {
             EagerZcopySingle | EagerSyncZcopySingle => plan(true, false, can_zcopy),
             EagerBcopyMulti | EagerSyncBcopyMulti => plan(false, false, false),
             EagerZcopyMulti | EagerSyncZcopyMulti => plan(false, false, can_zcopy),
-            // Only the active-message scheme runs so far; the lanes given
-            // to selection offer no put/get (see worker/connect.rs).
-            // The active-message scheme sends copied fragments.
-            RndvGetZcopy | RndvPutZcopy | RndvAm => Plan {
+            RndvGetZcopy => Plan {
+                rndv: true,
+                get: true,
+                ..plan(false, false, false)
+            },
+            // Put is not offered to selection yet (see worker/connect.rs);
+            // the active-message scheme sends copied fragments.
+            RndvPutZcopy | RndvAm => Plan {
                 rndv: true,
                 ..plan(false, false, false)
             },
@@ -191,11 +199,12 @@ impl Core {
                 sync,
                 acked: false,
                 zcopy: plan.zcopy,
-                rndv: if plan.rndv {
-                    RndvPhase::Rts
-                } else {
-                    RndvPhase::No
+                rndv: match (plan.rndv, plan.get) {
+                    (true, true) => RndvPhase::RtsGet,
+                    (true, false) => RndvPhase::Rts,
+                    _ => RndvPhase::No,
                 },
+                memh: None,
             }),
             op,
         ));
@@ -300,8 +309,9 @@ impl Core {
                     }
                 };
             }
-            RndvPhase::WaitRtr => return Step::Handed,
+            RndvPhase::WaitRtr | RndvPhase::WaitAts => return Step::Handed,
             RndvPhase::Data { rreq } => Some(rreq),
+            RndvPhase::RtsGet => return self.push_rts_get(ifaces, id),
         };
         let len = buf.len();
         let mut step = Step::Handed;
@@ -432,6 +442,86 @@ impl Core {
         step
     }
 
+    /// Registers the buffer of send `id` and offers it to the receiver.
+    fn push_rts_get(&mut self, ifaces: &mut [Box<dyn Iface>], id: SlabId) -> Step {
+        let Some(Request {
+            kind: Kind::Send(s),
+            ..
+        }) = self.reqs.get(id)
+        else {
+            return Step::Failed;
+        };
+        let (ep, tag, buf) = (s.ep, s.tag, s.buf);
+        let have = s.memh.clone();
+        let Some(st) = self.eps.get(ep) else {
+            self.fail_send(id, Error::InvalidHandle);
+            return Step::Failed;
+        };
+        let (ifi, uct_ep) = (st.iface, st.uct_ep);
+        let Some(mdi) = self.iface_md.get(ifi).copied() else {
+            self.fail_send(id, Error::InvalidHandle);
+            return Step::Failed;
+        };
+        let Some(md) = self.ctx.md(mdi) else {
+            self.fail_send(id, Error::InvalidHandle);
+            return Step::Failed;
+        };
+        let memh = match have {
+            Some((_, m)) => m,
+            // SAFETY: the buffer stays valid and unmodified until the
+            // request completes (its tier's contract), and completing it
+            // deregisters first (Core::complete); peers may only read it.
+            #[allow(unsafe_code)]
+            None => match unsafe {
+                md.mem_reg(buf.ptr_at(0) as *mut u8, buf.len(), Access::REMOTE_READ)
+            } {
+                Ok(m) => m,
+                Err(e) => {
+                    self.fail_send(id, Error::transport(e));
+                    return Step::Failed;
+                }
+            },
+        };
+        let packed = match md.mkey_pack(&memh) {
+            Ok(p) => p,
+            Err(e) => {
+                let _ = md.mem_dereg(&memh);
+                self.fail_send(id, Error::transport(e));
+                return Step::Failed;
+            }
+        };
+        if let Some(Request {
+            kind: Kind::Send(s),
+            ..
+        }) = self.reqs.get_mut(id)
+        {
+            s.memh = Some((mdi, memh.clone()));
+        }
+        let (t, r, l, a) = (
+            tag.to_le_bytes(),
+            id.to_u64().to_le_bytes(),
+            (buf.len() as u64).to_le_bytes(),
+            (memh.addr as u64).to_le_bytes(),
+        );
+        match ifaces[ifi].am_bcopy(uct_ep, AM_RNDV_RTS_GET, &[&t, &r, &l, &a, &packed]) {
+            Ok((Posted::NoResource, _)) => Step::Blocked,
+            Ok(_) => {
+                if let Some(Request {
+                    kind: Kind::Send(s),
+                    ..
+                }) = self.reqs.get_mut(id)
+                {
+                    s.rndv = RndvPhase::WaitAts;
+                }
+                Step::Handed
+            }
+            Err(e) => {
+                self.fail_send(id, Error::endpoint(e));
+                Step::Failed
+            }
+        }
+    }
+
     /// Sends a queued protocol message.
     fn push_ctrl(&mut self, ifaces: &mut [Box<dyn Iface>], id: SlabId) -> Step {
         let Some(Request {
@@ -470,7 +560,10 @@ impl Core {
         else {
             return;
         };
-        let rndv_waiting = matches!(s.rndv, RndvPhase::Rts | RndvPhase::WaitRtr);
+        let rndv_waiting = matches!(
+            s.rndv,
+            RndvPhase::Rts | RndvPhase::WaitRtr | RndvPhase::RtsGet | RndvPhase::WaitAts
+        );
         if s.offset < s.buf.len() || s.zcopy_inflight > 0 || (s.sync && !s.acked) || rndv_waiting {
             return;
         }
@@ -531,7 +624,11 @@ impl Core {
                 self.complete(id, r.map_err(Error::endpoint));
                 return;
             }
-            Kind::Recv(_) | Kind::Ctrl(_) => return,
+            Kind::Recv(_) => {
+                self.get_completed(id, result);
+                return;
+            }
+            Kind::Ctrl(_) => return,
         };
         s.zcopy_inflight = s.zcopy_inflight.saturating_sub(1);
         if let Err(e) = result {

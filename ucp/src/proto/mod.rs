@@ -3,6 +3,7 @@
 pub(crate) mod eager_rx;
 pub(crate) mod eager_tx;
 pub(crate) mod rndv;
+pub(crate) mod rndv_get;
 pub mod select;
 pub mod wire;
 

@@ -47,7 +47,7 @@ impl Core {
                     received: 0,
                     key: None,
                     ack: None,
-                    rts: Some(to),
+                    rts: Some((to, None)),
                 },
             );
         }

@@ -15,6 +15,13 @@
 //! | 8 | `RNDV_RTS` | tag, sender request, total length: u64 each | — |
 //! | 9 | `RNDV_RTR` | sender request, receiver request: u64 each | — |
 //! | 10 | `RNDV_DATA` | receiver request, offset: u64 each | a fragment |
+//! | 11 | `RNDV_RTS_GET` | tag, sender request, total length, address: u64 each | the sender's packed memory key |
+//! | 12 | `RNDV_ATS` | sender request: u64 | — |
+//!
+//! Rendezvous by get: the request to send carries the address and packed
+//! key of the sender's registered buffer; the receiver that matched it
+//! reads the data with `get_zcopy` and answers `RNDV_ATS`, after which the
+//! sender releases the buffer.
 //!
 //! Rendezvous over active messages: the sender announces a message with
 //! `RNDV_RTS`, which is tag-matched like an eager message; once a receive
@@ -59,6 +66,14 @@ pub const AM_RNDV_RTS: AmId = 8;
 pub const AM_RNDV_RTR: AmId = 9;
 /// Rendezvous data fragment.
 pub const AM_RNDV_DATA: AmId = 10;
+
+/// Request to send with the sender's memory key (rendezvous by get).
+pub const AM_RNDV_RTS_GET: AmId = 11;
+/// The receiver has read a rendezvous-by-get send.
+pub const AM_RNDV_ATS: AmId = 12;
+
+/// Size of the `RNDV_RTS_GET` header before the key.
+pub const RTS_GET_HDR: usize = 32;
 
 /// Size of the `RNDV_DATA` header.
 pub const RNDV_DATA_HDR: usize = 16;

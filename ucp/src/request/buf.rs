@@ -71,6 +71,11 @@ impl RecvBuf {
         self.cap
     }
 
+    /// Address of byte `offset` (not dereferenced here).
+    pub(crate) fn ptr_at(&self, offset: usize) -> *mut u8 {
+        self.ptr.wrapping_add(offset)
+    }
+
     /// Copies `data` to `offset`, dropping what falls beyond the capacity.
     /// Returns the number of bytes written.
     pub(crate) fn write(&self, offset: usize, data: &[u8]) -> usize {

@@ -159,6 +159,9 @@ pub(crate) struct SendState {
     pub(crate) zcopy: bool,
     /// Rendezvous progress, if this send uses rendezvous.
     pub(crate) rndv: RndvPhase,
+    /// Registration of the buffer for a rendezvous by get: (memory domain,
+    /// handle), released when the request completes.
+    pub(crate) memh: Option<(usize, crate::uct::MemHandle)>,
     /// The receiver's acknowledgement of a synchronous send arrived.
     pub(crate) acked: bool,
 }
@@ -174,6 +177,11 @@ pub(crate) enum RndvPhase {
     WaitRtr,
     /// Sending data into the receiver's request.
     Data { rreq: u64 },
+    /// The request to send with a key is still to go out (rendezvous by
+    /// get).
+    RtsGet,
+    /// Waiting for the receiver to have read the data.
+    WaitAts,
 }
 
 /// A protocol message of the worker itself (wireup, acknowledgements).
@@ -200,6 +208,17 @@ pub(crate) struct RecvState {
     pub(crate) frag: Option<crate::proto::FragKey>,
     /// A rendezvous receive: the (iface, source) its data comes from.
     pub(crate) rndv_src: Option<(usize, crate::uct::SrcId)>,
+    /// Reads of the sender's memory still in flight.
+    pub(crate) get_inflight: u32,
+    /// Where to acknowledge a rendezvous by get once read.
+    pub(crate) ats_to: Option<AtsTo>,
+}
+
+/// Where a receiver acknowledges having read a sender's buffer.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct AtsTo {
+    pub(crate) ep: SlabId,
+    pub(crate) sreq: u64,
 }
 
 #[derive(Debug)]

@@ -83,11 +83,21 @@ impl Core {
         let name = format!("{}/{}", iface.tl_name(), iface.dev_name());
         tracing::debug!("endpoint to worker {:#x}: am lane {name}", addr.uuid);
         let mut info = LaneInfo::from_attr(name, &a);
-        // Rendezvous by put or get is not implemented yet: selection sees
-        // lanes without them, so it falls back to the active-message scheme.
-        info.caps.remove(Caps::PUT_ZCOPY | Caps::GET_ZCOPY);
+        // Rendezvous by put is not implemented yet, and by get only where
+        // the lane's memory domain registers memory: selection sees lanes
+        // without the rest, so it falls back to what runs.
+        info.caps.remove(Caps::PUT_ZCOPY);
         info.max_put_zcopy = 0;
-        info.max_get_zcopy = 0;
+        match self.iface_md.get(lane.iface).and_then(|&m| self.ctx.md(m)) {
+            Some(md) if md.can_register() => {
+                let c = md.reg_cost();
+                info.reg_cost = crate::proto::select::Linear { c0: c.c0, c1: c.c1 };
+            }
+            _ => {
+                info.caps.remove(Caps::GET_ZCOPY);
+                info.max_get_zcopy = 0;
+            }
+        }
         let lanes = EpLanes::new(vec![info]);
         let table = |core: &mut Core, op| {
             core.select

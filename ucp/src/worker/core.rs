@@ -55,8 +55,16 @@ pub(crate) struct Unexp {
     pub(crate) key: Option<FragKey>,
     /// Acknowledge to the sender when matched (synchronous send).
     pub(crate) ack: Option<AckTo>,
-    /// A rendezvous request to send: no data yet; answer with RTR.
-    pub(crate) rts: Option<AckTo>,
+    /// A rendezvous request to send: no data yet; answer with RTR, or
+    /// read the data from the sender when it offers a key.
+    pub(crate) rts: Option<(AckTo, Option<RemoteBuf>)>,
+}
+
+/// A sender's buffer offered for reading (rendezvous by get).
+#[derive(Debug, Clone)]
+pub(crate) struct RemoteBuf {
+    pub(crate) addr: u64,
+    pub(crate) rkey: crate::uct::RemoteKey,
 }
 
 /// Where to send the acknowledgement of a synchronous send.
@@ -89,6 +97,12 @@ pub(crate) struct Deferred {
     /// Ready-to-receive answers that arrived: (sender request, receiver
     /// request).
     pub(crate) rtrs_in: Vec<(u64, u64)>,
+    /// Receives to fill by reading the sender's memory.
+    pub(crate) gets: Vec<(SlabId, AckTo, RemoteBuf)>,
+    /// Receives whose reads all completed.
+    pub(crate) get_done: Vec<SlabId>,
+    /// Reads that failed, by receive.
+    pub(crate) get_errors: Vec<(SlabId, Error)>,
 }
 
 /// The protocol half of a worker.
@@ -114,6 +128,9 @@ pub(crate) struct Core {
     pub(crate) select: SelectCache,
     /// Print each new endpoint's tables.
     pub(crate) proto_info: bool,
+    /// The context (memory domains) and each iface's memory domain.
+    pub(crate) ctx: crate::Context,
+    pub(crate) iface_md: Vec<usize>,
 }
 
 impl std::fmt::Debug for Core {
@@ -136,6 +153,7 @@ impl Core {
         address: Vec<u8>,
         select: SelectConfig,
         proto_info: bool,
+        (ctx, iface_md): (crate::Context, Vec<usize>),
     ) -> Core {
         Core {
             eps: Slab::new(),
@@ -153,6 +171,8 @@ impl Core {
             src_eps: HashMap::new(),
             select: SelectCache::new(select),
             proto_info,
+            ctx,
+            iface_md,
         }
     }
 
@@ -195,6 +215,15 @@ impl Core {
         let Some(req) = self.reqs.get_mut(id) else {
             return;
         };
+        if let Kind::Send(s) = &mut req.kind {
+            if let Some((mdi, memh)) = s.memh.take() {
+                if let Some(md) = self.ctx.md(mdi) {
+                    if let Err(e) = md.mem_dereg(&memh) {
+                        tracing::warn!("deregistering a send buffer: {e}");
+                    }
+                }
+            }
+        }
         let user_data = req.user_data;
         match std::mem::replace(&mut req.notify, Notify::Poll) {
             Notify::Poll | Notify::Scope => {
@@ -249,7 +278,9 @@ impl Core {
             .iter()
             .filter(|(_, r)| {
                 matches!(&r.kind, Kind::Send(s) if s.ep == ep
-                    && ((s.sync && !s.acked) || s.rndv == crate::request::RndvPhase::WaitRtr))
+                    && ((s.sync && !s.acked)
+                        || matches!(s.rndv, crate::request::RndvPhase::WaitRtr
+                            | crate::request::RndvPhase::WaitAts)))
             })
             .map(|(id, _)| id)
             .collect();
@@ -308,6 +339,8 @@ impl Core {
             }
         }
         n += self.run_rndv_deferred(ifaces);
+        n += self.run_gets(ifaces);
+        n += self.run_get_done(ifaces);
         while let Some((iface, uct_ep)) = self.deferred.ready.pop() {
             if let Some(ep) = self.lane_ep(iface, uct_ep) {
                 if let Some(s) = self.eps.get_mut(ep) {
@@ -326,6 +359,8 @@ impl Core {
             || !self.deferred.acks.is_empty()
             || !self.deferred.rtrs_out.is_empty()
             || !self.deferred.rtrs_in.is_empty()
+            || !self.deferred.gets.is_empty()
+            || !self.deferred.get_done.is_empty()
     }
 }
 

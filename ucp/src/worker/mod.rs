@@ -61,9 +61,13 @@ impl Worker {
         let uuid = new_uuid();
         let params = IfaceParams { worker_uuid: uuid };
         let mut ifaces = Vec::new();
-        for (md, res) in ctx.resource_list() {
+        let mut iface_md = Vec::new();
+        for (mdi, md, res) in ctx.resource_list() {
             match md.iface_open(res, &params) {
-                Ok(i) => ifaces.push(i),
+                Ok(i) => {
+                    ifaces.push(i);
+                    iface_md.push(mdi);
+                }
                 Err(e) => {
                     tracing::warn!("cannot open {}/{}: {e}", res.tl_name, res.dev_name)
                 }
@@ -93,6 +97,7 @@ impl Worker {
             address.clone(),
             cfg.select_config(),
             cfg.proto_info,
+            (ctx.clone(), iface_md),
         );
         Ok(Worker {
             ifaces,

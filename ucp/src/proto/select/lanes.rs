@@ -54,8 +54,8 @@ impl LaneInfo {
             } else {
                 0
             },
-            max_put_zcopy: 0,
-            max_get_zcopy: 0,
+            max_put_zcopy: has(Caps::PUT_ZCOPY, attr.max_put_zcopy),
+            max_get_zcopy: has(Caps::GET_ZCOPY, attr.max_get_zcopy),
             reg_cost: Linear::ZERO,
         }
     }
