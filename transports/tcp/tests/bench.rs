@@ -89,7 +89,7 @@ fn send_short(i: &mut dyn Iface, s: &mut Sink, ep: EpId, v: u64) {
 }
 
 #[test]
-#[ignore]
+#[ignore = "measurement, not a check: run with --ignored --nocapture in release"]
 fn pingpong_8b() {
     let (mut a, ab, mut b, ba) = pair();
     let iters: u64 = std::env::var("PP_ITERS")
@@ -213,7 +213,7 @@ fn stream(size: usize, secs: f64) {
 }
 
 #[test]
-#[ignore]
+#[ignore = "measurement, not a check: run with --ignored --nocapture in release"]
 fn bandwidth() {
     for size in [8, 4096, 65536, 1 << 20] {
         stream(size, 2.0);
@@ -222,7 +222,7 @@ fn bandwidth() {
 
 /// The floor: the same ping-pong on plain sockets, spinning on `recv`.
 #[test]
-#[ignore]
+#[ignore = "measurement, not a check: run with --ignored --nocapture in release"]
 fn pingpong_raw_sockets() {
     use std::io::{Read, Write};
     let iters: u64 = std::env::var("PP_ITERS")
