@@ -11,12 +11,13 @@
 //! publishes, fences, reads the flag; the sleeper sets the flag, fences,
 //! re-checks), so that at least one of them sees the other.
 
-use super::event::EventFd;
 use super::SelfConfig;
+use crate::ucs::progress::EventFd;
 use crate::{AmId, Error, Posted, Result};
 use crossbeam_queue::ArrayQueue;
 use parking_lot::Mutex;
 use std::collections::BTreeMap;
+use std::os::fd::AsRawFd;
 use std::sync::atomic::{fence, AtomicBool, AtomicU32, AtomicUsize, Ordering};
 use std::sync::{Arc, Weak};
 
@@ -93,7 +94,7 @@ impl Shared {
     }
 
     pub(super) fn event_fd(&self) -> std::os::fd::RawFd {
-        self.event.raw()
+        self.event.as_raw_fd()
     }
 
     pub(super) fn is_closed(&self) -> bool {
@@ -134,7 +135,9 @@ impl Shared {
         // any transport.
         fence(Ordering::SeqCst);
         if self.armed.load(Ordering::Relaxed) && self.armed.swap(false, Ordering::AcqRel) {
-            self.event.signal();
+            // A failed write leaves the counter as it was (readable when
+            // full), so there is nothing to do about an error.
+            let _ = self.event.signal();
         }
         Ok(Posted::Done)
     }
@@ -205,7 +208,7 @@ impl Shared {
             std::mem::take(&mut *w)
         };
         for w in list.iter().filter_map(Weak::upgrade) {
-            w.event.signal();
+            let _ = w.event.signal();
         }
     }
 
@@ -214,7 +217,7 @@ impl Shared {
     /// disarmed, so that senders do not signal an owner that is not going
     /// to sleep.
     pub(super) fn arm(&self) -> bool {
-        self.event.clear();
+        let _ = self.event.drain();
         self.armed.store(true, Ordering::SeqCst);
         fence(Ordering::SeqCst);
         let idle = self.queue.is_empty() && !self.peer_closed.load(Ordering::Acquire);
@@ -239,7 +242,7 @@ impl Shared {
         };
         for s in senders.iter().filter_map(Weak::upgrade) {
             s.peer_closed.store(true, Ordering::Release);
-            s.event.signal();
+            let _ = s.event.signal();
         }
         while self.pop().is_some() {}
         while self.free.pop().is_some() {}

@@ -54,7 +54,6 @@
 
 mod addr;
 mod config;
-mod event;
 mod iface;
 mod mailbox;
 mod reg;

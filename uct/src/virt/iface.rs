@@ -64,7 +64,10 @@ impl VirtIface {
             dev_name: cfg.dev_name.clone(),
             dev_addr: n.id.to_le_bytes(),
             iface_addr: (node as u64).to_le_bytes(),
-            event_fd: n.nodes[node].event.as_ref().map(|e| e.raw()),
+            event_fd: n.nodes[node]
+                .event
+                .as_ref()
+                .map(std::os::fd::AsRawFd::as_raw_fd),
             node,
             net: net.clone(),
             out: Vec::new(),

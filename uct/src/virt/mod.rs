@@ -90,7 +90,6 @@
 
 mod component;
 mod config;
-mod event;
 mod fail;
 mod iface;
 mod net;

@@ -6,9 +6,9 @@
 //! its zero-copy completion queued for the sender, or dropped.
 
 use super::config::{Fate, Filter, LinkConfig, NodeId, TraceEvent};
-use super::event::EventFd;
 use super::rng::Rng;
 use super::VirtConfig;
+use crate::ucs::progress::EventFd;
 use crate::{AmId, AmSink, EpId, Error, Result, SrcId, Token};
 use std::collections::{BTreeMap, VecDeque};
 
@@ -226,7 +226,7 @@ impl Net {
         if n.armed {
             n.armed = false;
             if let Some(e) = &n.event {
-                e.signal();
+                let _ = e.signal();
             }
         }
     }

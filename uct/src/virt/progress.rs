@@ -129,7 +129,7 @@ impl Net {
                 "virt: no event fd (VirtConfig::event_fd)".into(),
             ));
         };
-        e.clear();
+        let _ = e.drain();
         n.armed = true;
         Ok(Armed::Sleep)
     }

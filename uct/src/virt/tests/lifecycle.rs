@@ -197,13 +197,13 @@ fn event_fd_follows_virtual_time() {
     let ep = a.connect(&b);
     assert_eq!(b.iface.arm().unwrap(), Armed::Sleep);
     a.send(ep, b"wake up");
-    assert!(!crate::virt::event::readable(fd), "not due yet");
+    assert!(!super::readable(fd), "not due yet");
     net.advance(1000);
-    assert!(crate::virt::event::readable(fd));
+    assert!(super::readable(fd));
     assert_eq!(b.iface.arm().unwrap(), Armed::Busy);
     assert_eq!(b.progress(), 1);
     assert_eq!(b.iface.arm().unwrap(), Armed::Sleep);
-    assert!(!crate::virt::event::readable(fd));
+    assert!(!super::readable(fd));
 
     // Without the option: no fd, no EVENT_FD, arm unsupported.
     let plain = VirtNet::default().iface("p").unwrap();

@@ -117,3 +117,15 @@ fn link(latency: u64) -> LinkConfig {
         ..LinkConfig::IDEAL
     }
 }
+
+/// Whether `fd` polls readable right now.
+pub(super) fn readable(fd: std::os::fd::RawFd) -> bool {
+    let mut p = libc::pollfd {
+        fd,
+        events: libc::POLLIN,
+        revents: 0,
+    };
+    // SAFETY: one valid pollfd on the stack, count 1, no wait.
+    let rc = unsafe { libc::poll(&mut p, 1, 0) };
+    rc == 1 && p.revents & libc::POLLIN != 0
+}
