@@ -128,7 +128,7 @@ impl Core {
                     iface.get_zcopy(
                         uct_ep,
                         &iov,
-                        rb.addr + off as u64,
+                        rb.addr.wrapping_add(off as u64),
                         &rb.rkey,
                         Token(req.to_u64()),
                     )
