@@ -56,7 +56,6 @@ mod addr;
 mod config;
 mod iface;
 mod mailbox;
-mod reg;
 mod rkey;
 mod rma;
 #[cfg(test)]
@@ -96,6 +95,9 @@ const MAX_MSG: usize = MAX_ZCOPY + MAX_HDR;
 const PROGRESS_BATCH: usize = 64;
 /// The one device.
 const DEV_NAME: &str = "memory";
+
+/// The registrations of this process that `self` keys name.
+static REGS: crate::RegTable = crate::RegTable::new("self");
 
 /// The `self` component: one memory domain with one resource.
 #[derive(Debug)]
@@ -178,18 +180,18 @@ impl MemoryDomain for SelfMd {
     /// a null pointer, a range that wraps or exceeds `isize::MAX` bytes, or
     /// unknown access bits are `InvalidParam`. The memory is not touched.
     unsafe fn mem_reg(&self, addr: *mut u8, len: usize, access: Access) -> Result<MemHandle> {
-        reg::register(addr, len, access)
+        REGS.register(addr, len, access)
     }
 
     /// Removes the registration once copies in progress on it are done;
     /// `InvalidParam` if it is not live.
     fn mem_dereg(&self, memh: &MemHandle) -> Result<()> {
-        reg::deregister(memh)
+        REGS.deregister(memh)
     }
 
     /// The key layout of `rkey.rs`; `InvalidParam` if `memh` is not live.
     fn mkey_pack(&self, memh: &MemHandle) -> Result<Vec<u8>> {
-        Ok(rkey::pack(&reg::key_fields(memh)?))
+        Ok(rkey::pack(&REGS.key_fields(memh)?))
     }
 
     /// Checks length, tag, version, reserved bytes, access bits and range

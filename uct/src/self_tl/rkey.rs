@@ -42,20 +42,7 @@ const OFF_ADDR: usize = 36;
 const OFF_LEN: usize = 44;
 const OFF_ACCESS: usize = 52;
 
-/// What a key says, once checked.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(super) struct KeyFields {
-    /// Slot of the registration in the table.
-    pub(super) index: u32,
-    /// Generation of that slot when the registration was made.
-    pub(super) generation: u32,
-    /// Declared start address.
-    pub(super) addr: u64,
-    /// Declared length.
-    pub(super) len: u64,
-    /// Declared rights.
-    pub(super) access: Access,
-}
+pub(super) use crate::KeyFields;
 
 /// A random number fixed for the life of this process.
 fn process_nonce() -> u64 {

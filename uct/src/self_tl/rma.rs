@@ -9,7 +9,7 @@
 //! copied. The table stays read-locked during the copy, so a concurrent
 //! `mem_dereg` waits for it.
 
-use super::{reg, rkey, MAX_IOV, MAX_RMA};
+use super::{rkey, MAX_IOV, MAX_RMA};
 use crate::{Access, Error, Iov, RemoteKey, Result};
 
 /// Total length of `iov`, checked against the entry count and [`MAX_RMA`].
@@ -27,7 +27,7 @@ fn total_len(op: &str, iov: &[Iov]) -> Result<usize> {
 }
 
 /// The checked fields of a key given to an operation.
-fn key_fields(rkey: &RemoteKey) -> Result<rkey::KeyFields> {
+fn key_fields(rkey: &RemoteKey) -> Result<crate::KeyFields> {
     if rkey.md_name != "self" {
         return Err(Error::InvalidParam(format!(
             "self: remote key of memory domain {:?}",
@@ -45,7 +45,7 @@ fn key_fields(rkey: &RemoteKey) -> Result<rkey::KeyFields> {
 pub(super) unsafe fn put(iov: &[Iov], remote_addr: u64, rkey: &RemoteKey) -> Result<()> {
     let total = total_len("put_zcopy", iov)?;
     let key = key_fields(rkey)?;
-    reg::with_range(&key, remote_addr, total, Access::REMOTE_WRITE, |dst| {
+    super::REGS.with_range(&key, remote_addr, total, Access::REMOTE_WRITE, |dst| {
         let mut at = 0;
         for v in iov.iter().filter(|v| v.len > 0) {
             // SAFETY: the source range is readable (this function's
@@ -71,7 +71,7 @@ pub(super) unsafe fn put(iov: &[Iov], remote_addr: u64, rkey: &RemoteKey) -> Res
 pub(super) unsafe fn get(iov: &[Iov], remote_addr: u64, rkey: &RemoteKey) -> Result<()> {
     let total = total_len("get_zcopy", iov)?;
     let key = key_fields(rkey)?;
-    reg::with_range(&key, remote_addr, total, Access::REMOTE_READ, |src| {
+    super::REGS.with_range(&key, remote_addr, total, Access::REMOTE_READ, |src| {
         let mut at = 0;
         for v in iov.iter().filter(|v| v.len > 0) {
             // SAFETY: the destination range is writable (this function's

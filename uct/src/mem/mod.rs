@@ -105,3 +105,6 @@ mod tests {
         assert!(!k.covers(u64::MAX, 2));
     }
 }
+
+mod table;
+pub use table::{KeyFields, RegTable};

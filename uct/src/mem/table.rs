@@ -1,4 +1,5 @@
-//! The process-wide table of `self` memory registrations.
+//! A table of local memory registrations, for memory domains that check
+//! remote accesses themselves (`self`, the TCP put emulation, `virt`).
 //!
 //! A registration is a slot of a slab: its index and the slot's generation
 //! name it, in the [`MemHandle`] id (generation in the high 32 bits, index
@@ -13,7 +14,6 @@
 //! copy starts on a range after its deregistration returned. The lock is
 //! taken once per operation, not per byte or per iov entry.
 
-use super::rkey::KeyFields;
 use crate::{Access, Error, MemHandle, Result};
 use parking_lot::RwLock;
 
@@ -67,7 +67,7 @@ impl Table {
             return Ok((i, slot.generation));
         }
         let i = u32::try_from(self.slots.len())
-            .map_err(|_| Error::NoMemory("self: registration table full".into()))?;
+            .map_err(|_| Error::NoMemory("registration table full".into()))?;
         self.slots.push(Slot {
             generation: 0,
             entry: Some(entry),
@@ -99,8 +99,6 @@ impl Table {
     }
 }
 
-static TABLE: RwLock<Table> = parking_lot::const_rwlock(Table::new());
-
 fn handle_id(index: u32, generation: u32) -> u64 {
     (u64::from(generation) << 32) | u64::from(index)
 }
@@ -109,43 +107,34 @@ fn split_id(id: u64) -> (u32, u32) {
     (id as u32, (id >> 32) as u32)
 }
 
-fn not_live() -> Error {
-    Error::InvalidParam("self: not a live registration of this process".into())
+fn not_live(owner: &str) -> Error {
+    Error::InvalidParam(format!("{owner}: not a live registration of this process"))
 }
 
-/// Records a registration. `InvalidParam` for a null pointer, a range that
-/// wraps around the address space or exceeds `isize::MAX` bytes, or
-/// unknown access bits. Never dereferences the range.
-pub(super) fn register(ptr: *mut u8, len: usize, access: Access) -> Result<MemHandle> {
-    if ptr.is_null() {
-        return Err(Error::InvalidParam(
-            "self: mem_reg of a null pointer".into(),
-        ));
-    }
-    if len > isize::MAX as usize || ptr.addr().checked_add(len).is_none() {
-        return Err(Error::InvalidParam(format!(
-            "self: mem_reg of {len} bytes at {:#x} overflows",
-            ptr.addr()
-        )));
-    }
-    if Access::from_bits(access.bits()).is_none() {
-        return Err(Error::InvalidParam(format!(
-            "self: mem_reg with unknown access bits {:#x}",
-            access.bits()
-        )));
-    }
-    let entry = Entry {
-        ptr: RegPtr(ptr),
-        len,
-        access,
-    };
-    let (index, generation) = TABLE.write().insert(entry)?;
-    Ok(MemHandle {
-        addr: ptr.addr(),
-        len,
-        access,
-        id: handle_id(index, generation),
-    })
+/// What a remote key names, once its owner decoded it: a registration
+/// (slot and generation) and the range and rights declared when packing.
+/// Operations check the live registration, not the declared fields.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct KeyFields {
+    /// Slot of the registration in the table.
+    pub index: u32,
+    /// Generation of that slot when the registration was made.
+    pub generation: u32,
+    /// Declared start address.
+    pub addr: u64,
+    /// Declared length.
+    pub len: u64,
+    /// Declared rights.
+    pub access: Access,
+}
+
+/// Registrations of one owner (a memory domain, or every `self` iface of
+/// the process), each named by slot and generation.
+#[derive(Debug)]
+pub struct RegTable {
+    /// Names the owner in errors.
+    owner: &'static str,
+    table: RwLock<Table>,
 }
 
 /// Whether `entry` is the registration `memh` describes.
@@ -153,82 +142,136 @@ fn matches(entry: &Entry, memh: &MemHandle) -> bool {
     entry.ptr.0.addr() == memh.addr && entry.len == memh.len && entry.access == memh.access
 }
 
-/// Ends the registration of `memh`, after any copy in progress on it.
-/// `InvalidParam` if it is not live (never registered here, already
-/// deregistered, or a handle whose fields were changed).
-pub(super) fn deregister(memh: &MemHandle) -> Result<()> {
-    let (index, generation) = split_id(memh.id);
-    let mut t = TABLE.write();
-    match t.live(index, generation) {
-        Some(e) if matches(e, memh) => {
-            t.remove(index, generation);
-            Ok(())
+impl RegTable {
+    /// An empty table; `owner` names it in errors.
+    pub const fn new(owner: &'static str) -> RegTable {
+        RegTable {
+            owner,
+            table: parking_lot::const_rwlock(Table::new()),
         }
-        _ => Err(not_live()),
     }
-}
 
-/// The fields to pack for the live registration `memh`.
-pub(super) fn key_fields(memh: &MemHandle) -> Result<KeyFields> {
-    let (index, generation) = split_id(memh.id);
-    let t = TABLE.read();
-    match t.live(index, generation) {
-        Some(e) if matches(e, memh) => Ok(KeyFields {
-            index,
-            generation,
-            addr: e.ptr.0.addr() as u64,
-            len: e.len as u64,
-            access: e.access,
-        }),
-        _ => Err(not_live()),
+    /// Records a registration. `InvalidParam` for a null pointer, a range that
+    /// wraps around the address space or exceeds `isize::MAX` bytes, or
+    /// unknown access bits. Never dereferences the range.
+    pub fn register(&self, ptr: *mut u8, len: usize, access: Access) -> Result<MemHandle> {
+        if ptr.is_null() {
+            return Err(Error::InvalidParam(format!(
+                "{}: mem_reg of a null pointer",
+                self.owner
+            )));
+        }
+        if len > isize::MAX as usize || ptr.addr().checked_add(len).is_none() {
+            return Err(Error::InvalidParam(format!(
+                "{}: mem_reg of {len} bytes at {:#x} overflows",
+                self.owner,
+                ptr.addr()
+            )));
+        }
+        if Access::from_bits(access.bits()).is_none() {
+            return Err(Error::InvalidParam(format!(
+                "{}: mem_reg with unknown access bits {:#x}",
+                self.owner,
+                access.bits()
+            )));
+        }
+        let entry = Entry {
+            ptr: RegPtr(ptr),
+            len,
+            access,
+        };
+        let (index, generation) = self.table.write().insert(entry)?;
+        Ok(MemHandle {
+            addr: ptr.addr(),
+            len,
+            access,
+            id: handle_id(index, generation),
+        })
     }
-}
 
-/// Runs `op` with a pointer to `remote_addr` in the live registration that
-/// `key` names, once `[remote_addr, remote_addr + len)` is found inside it
-/// and its rights include `need`; the table stays locked (for reading)
-/// until `op` returns, so the registration cannot end meanwhile.
-///
-/// `InvalidParam` without calling `op` if the registration is gone, the
-/// range is outside it (or wraps), or a right is missing.
-pub(super) fn with_range<R>(
-    key: &KeyFields,
-    remote_addr: u64,
-    len: usize,
-    need: Access,
-    op: impl FnOnce(*mut u8) -> R,
-) -> Result<R> {
-    let t = TABLE.read();
-    let e = t
-        .live(key.index, key.generation)
-        .ok_or_else(|| Error::InvalidParam("self: remote key names no live registration".into()))?;
-    let start = e.ptr.0.addr() as u64;
-    let inside = remote_addr
-        .checked_sub(start)
-        .and_then(|off| Some((off, off.checked_add(len as u64)?)))
-        .filter(|&(_, end)| end <= e.len as u64);
-    let Some((off, _)) = inside else {
-        return Err(Error::RemoteAccess(format!(
-            "self: {len} bytes at {remote_addr:#x} are outside \
+    /// Ends the registration of `memh`, after any copy in progress on it.
+    /// `InvalidParam` if it is not live (never registered here, already
+    /// deregistered, or a handle whose fields were changed).
+    pub fn deregister(&self, memh: &MemHandle) -> Result<()> {
+        let (index, generation) = split_id(memh.id);
+        let mut t = self.table.write();
+        match t.live(index, generation) {
+            Some(e) if matches(e, memh) => {
+                t.remove(index, generation);
+                Ok(())
+            }
+            _ => Err(not_live(self.owner)),
+        }
+    }
+
+    /// The fields to pack for the live registration `memh`.
+    pub fn key_fields(&self, memh: &MemHandle) -> Result<KeyFields> {
+        let (index, generation) = split_id(memh.id);
+        let t = self.table.read();
+        match t.live(index, generation) {
+            Some(e) if matches(e, memh) => Ok(KeyFields {
+                index,
+                generation,
+                addr: e.ptr.0.addr() as u64,
+                len: e.len as u64,
+                access: e.access,
+            }),
+            _ => Err(not_live(self.owner)),
+        }
+    }
+
+    /// Runs `op` with a pointer to `remote_addr` in the live registration that
+    /// `key` names, once `[remote_addr, remote_addr + len)` is found inside it
+    /// and its rights include `need`; the table stays locked (for reading)
+    /// until `op` returns, so the registration cannot end meanwhile.
+    ///
+    /// `InvalidParam` without calling `op` if the registration is gone, the
+    /// range is outside it (or wraps), or a right is missing.
+    pub fn with_range<R>(
+        &self,
+        key: &KeyFields,
+        remote_addr: u64,
+        len: usize,
+        need: Access,
+        op: impl FnOnce(*mut u8) -> R,
+    ) -> Result<R> {
+        let t = self.table.read();
+        let e = t.live(key.index, key.generation).ok_or_else(|| {
+            Error::InvalidParam(format!(
+                "{}: remote key names no live registration",
+                self.owner
+            ))
+        })?;
+        let start = e.ptr.0.addr() as u64;
+        let inside = remote_addr
+            .checked_sub(start)
+            .and_then(|off| Some((off, off.checked_add(len as u64)?)))
+            .filter(|&(_, end)| end <= e.len as u64);
+        let Some((off, _)) = inside else {
+            return Err(Error::RemoteAccess(format!(
+                "{}: {len} bytes at {remote_addr:#x} are outside \
              the registration of {} bytes at {start:#x}",
-            e.len
-        )));
-    };
-    if !e.access.contains(need) {
-        return Err(Error::RemoteAccess(format!(
-            "self: the registration grants {:?}, not {need:?}",
-            e.access
-        )));
+                self.owner, e.len
+            )));
+        };
+        if !e.access.contains(need) {
+            return Err(Error::RemoteAccess(format!(
+                "{}: the registration grants {:?}, not {need:?}",
+                self.owner, e.access
+            )));
+        }
+        // `off <= e.len`, so it fits in usize and stays within the registered
+        // range; `wrapping_add` keeps the registered pointer's provenance.
+        Ok(op(e.ptr.0.wrapping_add(off as usize)))
     }
-    // `off <= e.len`, so it fits in usize and stays within the registered
-    // range; `wrapping_add` keeps the registered pointer's provenance.
-    Ok(op(e.ptr.0.wrapping_add(off as usize)))
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::Status;
+
+    static TABLE: RegTable = RegTable::new("test");
 
     fn entry(addr: usize, len: usize) -> Entry {
         Entry {
@@ -291,7 +334,7 @@ mod tests {
             (p, 4, Access::from_bits_retain(1 << 9)),
         ];
         for (ptr, len, access) in cases {
-            let e = register(ptr, len, access).unwrap_err();
+            let e = TABLE.register(ptr, len, access).unwrap_err();
             assert_eq!(e.status(), Status::InvalidParam, "{ptr:?} {len} {access:?}");
         }
     }
@@ -299,7 +342,9 @@ mod tests {
     #[test]
     fn deregistration_checks_the_handle() {
         let mut buf = [0u8; 16];
-        let h = register(buf.as_mut_ptr(), 16, Access::REMOTE_WRITE).unwrap();
+        let h = TABLE
+            .register(buf.as_mut_ptr(), 16, Access::REMOTE_WRITE)
+            .unwrap();
         assert_eq!(h.addr, buf.as_ptr().addr());
         for bad in [
             MemHandle {
@@ -319,27 +364,36 @@ mod tests {
                 ..h.clone()
             },
         ] {
-            assert!(deregister(&bad).is_err(), "{bad:?}");
-            assert!(key_fields(&bad).is_err(), "{bad:?}");
+            assert!(TABLE.deregister(&bad).is_err(), "{bad:?}");
+            assert!(TABLE.key_fields(&bad).is_err(), "{bad:?}");
         }
-        let k = key_fields(&h).unwrap();
+        let k = TABLE.key_fields(&h).unwrap();
         assert_eq!((k.addr, k.len), (h.addr as u64, 16));
-        deregister(&h).unwrap();
-        assert_eq!(deregister(&h).unwrap_err().status(), Status::InvalidParam);
-        assert!(key_fields(&h).is_err());
+        TABLE.deregister(&h).unwrap();
+        assert_eq!(
+            TABLE.deregister(&h).unwrap_err().status(),
+            Status::InvalidParam
+        );
+        assert!(TABLE.key_fields(&h).is_err());
     }
 
     #[test]
     fn with_range_checks_liveness_range_and_rights() {
         let mut buf = [0u8; 16];
-        let h = register(buf.as_mut_ptr(), 16, Access::REMOTE_WRITE).unwrap();
-        let k = key_fields(&h).unwrap();
+        let h = TABLE
+            .register(buf.as_mut_ptr(), 16, Access::REMOTE_WRITE)
+            .unwrap();
+        let k = TABLE.key_fields(&h).unwrap();
         let base = h.addr as u64;
         let ok = |addr: u64, len: usize| {
-            with_range(&k, addr, len, Access::REMOTE_WRITE, |p| p.addr()).is_ok()
+            TABLE
+                .with_range(&k, addr, len, Access::REMOTE_WRITE, |p| p.addr())
+                .is_ok()
         };
         assert_eq!(
-            with_range(&k, base + 3, 5, Access::REMOTE_WRITE, |p| p.addr()).unwrap(),
+            TABLE
+                .with_range(&k, base + 3, 5, Access::REMOTE_WRITE, |p| p.addr())
+                .unwrap(),
             h.addr + 3
         );
         assert!(ok(base, 16));
@@ -350,28 +404,34 @@ mod tests {
         assert!(!ok(base, 17));
         assert!(!ok(base + 8, usize::MAX));
         assert!(!ok(u64::MAX, 1));
-        let read = with_range(&k, base, 1, Access::REMOTE_READ, |_| ());
+        let read = TABLE.with_range(&k, base, 1, Access::REMOTE_READ, |_| ());
         assert!(read.unwrap_err().to_string().contains("denied"));
         let stale = KeyFields {
             generation: k.generation.wrapping_add(1),
             ..k
         };
-        assert!(with_range(&stale, base, 1, Access::REMOTE_WRITE, |_| ()).is_err());
-        deregister(&h).unwrap();
+        assert!(TABLE
+            .with_range(&stale, base, 1, Access::REMOTE_WRITE, |_| ())
+            .is_err());
+        TABLE.deregister(&h).unwrap();
         let mut called = false;
-        assert!(with_range(&k, base, 1, Access::REMOTE_WRITE, |_| called = true).is_err());
+        assert!(TABLE
+            .with_range(&k, base, 1, Access::REMOTE_WRITE, |_| called = true)
+            .is_err());
         assert!(!called);
     }
 
     #[test]
     fn the_table_stays_locked_during_the_operation() {
         let mut buf = [0u8; 8];
-        let h = register(buf.as_mut_ptr(), 8, Access::REMOTE_READ).unwrap();
-        let k = key_fields(&h).unwrap();
-        let locked = with_range(&k, h.addr as u64, 8, Access::REMOTE_READ, |_| {
-            TABLE.try_write().is_none()
+        let h = TABLE
+            .register(buf.as_mut_ptr(), 8, Access::REMOTE_READ)
+            .unwrap();
+        let k = TABLE.key_fields(&h).unwrap();
+        let locked = TABLE.with_range(&k, h.addr as u64, 8, Access::REMOTE_READ, |_| {
+            TABLE.table.try_write().is_none()
         });
         assert!(locked.unwrap(), "a deregistration could run mid-copy");
-        deregister(&h).unwrap();
+        TABLE.deregister(&h).unwrap();
     }
 }
