@@ -117,6 +117,29 @@ fn forced_rendezvous_over_tcp_and_self() {
 }
 
 #[test]
+fn every_rendezvous_scheme_over_self() {
+    for (scheme, want) in [
+        ("put_zcopy", ProtocolId::RndvPutZcopy),
+        ("get_zcopy", ProtocolId::RndvGetZcopy),
+        ("am", ProtocolId::RndvAm),
+    ] {
+        let ctx = context_with(
+            "self",
+            &[
+                ("RNDV_THRESH", "8185"),
+                ("RNDV_SCHEME", scheme),
+                ("RNDV_FRAG_SIZE", "64k"),
+            ],
+        );
+        let (mut a, mut b, ep) = pair(&ctx);
+        let t = &a.ep_protocols(ep).expect("tables")[0];
+        assert_eq!(t.lookup(8185).proto, want, "{scheme}");
+        assert_eq!(t.lookup(1 << 30).proto, want, "{scheme}");
+        round_trips(&mut a, &mut b, ep);
+    }
+}
+
+#[test]
 fn rendezvous_while_unexpected_and_truncated() {
     let ctx = context_with("tcp", &[("RNDV_THRESH", "1k")]);
     let (mut a, mut b, ep) = pair(&ctx);

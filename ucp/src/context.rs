@@ -33,9 +33,16 @@ impl Context {
 
     /// A context with the given configuration.
     pub fn with_config(config: UcpConfig) -> Result<Context> {
+        Context::with_registry(config, &crate::transports::registry())
+    }
+
+    /// A context with the given configuration over the transports of
+    /// `registry` instead of the built-in ones (e.g. a virtual network for
+    /// deterministic tests, or a transport of the application's own).
+    pub fn with_registry(config: UcpConfig, registry: &crate::uct::Registry) -> Result<Context> {
         let mut mds = Vec::new();
         let mut resources = Vec::new();
-        for comp in crate::transports::registry().components() {
+        for comp in registry.components() {
             let opened = match comp.md_open() {
                 Ok(m) => m,
                 Err(e) => {

@@ -53,7 +53,7 @@ mod transports;
 pub mod wireup;
 mod worker;
 
-pub use api::{OpError, Pending, Scope};
+pub use api::{Message, OpError, Pending, Scope};
 pub use config::{config_tables, UcpConfig, UCP_TABLE};
 pub use context::Context;
 pub use error::{Error, Result};

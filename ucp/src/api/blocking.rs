@@ -30,6 +30,12 @@ impl Drop for InFlightGuard<'_> {
 }
 
 impl Worker {
+    /// Waits for request `id`, which uses borrowed memory: cancels it or
+    /// aborts if waiting unwinds.
+    pub(crate) fn wait_borrowed(&mut self, id: ReqId) -> Result<Info> {
+        InFlightGuard { worker: self, id }.wait()
+    }
+
     /// Sends `buf` with `tag` and waits until the buffer may be reused.
     pub fn tag_send_blocking(&mut self, ep: Ep, buf: &[u8], tag: u64) -> Result<Info> {
         self.send_blocking(ep, buf, tag, Op::new())

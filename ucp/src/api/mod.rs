@@ -17,9 +17,11 @@
 //! [`Worker::tag_send_raw`]: crate::Worker::tag_send_raw
 
 mod blocking;
+mod message;
 mod owned;
 mod raw;
 mod scope;
 
+pub use message::Message;
 pub use owned::OpError;
 pub use scope::{Pending, Scope};

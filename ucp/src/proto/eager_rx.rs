@@ -11,8 +11,8 @@
 
 use super::wire::{
     self, FirstHdr, MiddleHdr, AM_EAGER_FIRST, AM_EAGER_MIDDLE, AM_EAGER_ONLY, AM_EAGER_SYNC_FIRST,
-    AM_EAGER_SYNC_ONLY, AM_RNDV_ATS, AM_RNDV_DATA, AM_RNDV_RTR, AM_RNDV_RTS, AM_RNDV_RTS_GET,
-    AM_SYNC_ACK, AM_WIREUP,
+    AM_EAGER_SYNC_ONLY, AM_RNDV_ATP, AM_RNDV_ATS, AM_RNDV_DATA, AM_RNDV_RTR, AM_RNDV_RTR_PUT,
+    AM_RNDV_RTS, AM_RNDV_RTS_GET, AM_RNDV_RTS_PUT, AM_SYNC_ACK, AM_WIREUP,
 };
 use super::FragKey;
 use crate::request::buf::RecvBuf;
@@ -58,7 +58,10 @@ impl Core {
             AM_EAGER_MIDDLE => self.rx_middle(src, data),
             AM_WIREUP => self.rx_wireup(src, data),
             AM_SYNC_ACK => wire::decode_ack(data).map(|r| self.sync_acked(SlabId::from_u64(r))),
-            AM_RNDV_RTS => self.rx_rts(src, data),
+            AM_RNDV_RTS => self.rx_rts(src, data, false),
+            AM_RNDV_RTS_PUT => self.rx_rts(src, data, true),
+            AM_RNDV_RTR_PUT => self.rx_rtr_put(data),
+            AM_RNDV_ATP => self.rx_atp(src, data),
             AM_RNDV_RTR => self.rx_rtr(data),
             AM_RNDV_DATA => self.rx_rndv_data(src, data),
             AM_RNDV_RTS_GET => self.rx_rts_get(src, data),
@@ -206,8 +209,15 @@ impl Core {
                     self.finish_recv(req);
                 }
             }
-            FragTarget::Unexp(uid) => {
-                let Some(u) = self.matcher.unexpected_mut(uid) else {
+            FragTarget::Unexp(_) | FragTarget::Probed(_) => {
+                let u = match target {
+                    FragTarget::Unexp(uid) => self.matcher.unexpected_mut(uid),
+                    FragTarget::Probed(pid) => {
+                        self.probed.get_mut(pid).and_then(|p| p.msg.as_mut())
+                    }
+                    FragTarget::Req(_) => None,
+                };
+                let Some(u) = u else {
                     self.frags.remove(&key);
                     return Ok(());
                 };
@@ -234,6 +244,17 @@ impl Core {
 
     pub(crate) fn recv_state(&mut self, id: SlabId) -> Option<&mut RecvState> {
         match self.reqs.get_mut(id) {
+            Some(Request {
+                kind: Kind::Recv(r),
+                ..
+            }) => Some(r),
+            _ => None,
+        }
+    }
+
+    /// The state of receive `id`, read-only.
+    pub(crate) fn recv_state_ref(&self, id: SlabId) -> Option<&RecvState> {
+        match self.reqs.get(id) {
             Some(Request {
                 kind: Kind::Recv(r),
                 ..
@@ -269,20 +290,9 @@ impl Core {
         mask: u64,
         op: Op,
     ) -> Result<RecvStarted> {
-        let id = self.reqs.insert(Request::new(
-            Kind::Recv(RecvState {
-                buf,
-                post: None,
-                tag: 0,
-                total: 0,
-                received: 0,
-                frag: None,
-                rndv_src: None,
-                get_inflight: 0,
-                ats_to: None,
-            }),
-            op,
-        ));
+        let id = self
+            .reqs
+            .insert(Request::new(Kind::Recv(RecvState::new(buf)), op));
         match self.matcher.post(tag, mask, id) {
             PostOutcome::Queued(post) => {
                 if let Some(r) = self.recv_state(id) {
@@ -290,50 +300,56 @@ impl Core {
                 }
                 Ok(RecvStarted::InFlight(id))
             }
-            PostOutcome::Matched { msg: u, .. } => {
-                buf.write(0, &u.data);
-                let Unexp {
-                    tag: utag,
-                    data,
-                    total,
-                    received,
-                    key,
-                    ack,
-                    rts,
-                } = u;
-                self.give_spare(data);
-                self.deferred.acks.extend(ack);
-                if let Some((to, get)) = rts {
-                    return Ok(match get {
-                        None => self.rndv_matched(id, utag, total, to),
-                        Some(rb) => self.rndv_get_matched(id, utag, total, to, rb),
-                    });
+            PostOutcome::Matched { msg: u, .. } => self.start_matched(id, buf, u),
+        }
+    }
+
+    /// Receive `id` (just created, into `buf`) takes unexpected message
+    /// `u`: copy what arrived, then finish or wait for the rest.
+    pub(crate) fn start_matched(
+        &mut self,
+        id: SlabId,
+        buf: RecvBuf,
+        u: Unexp,
+    ) -> Result<RecvStarted> {
+        buf.write(0, &u.data);
+        let Unexp {
+            tag: utag,
+            data,
+            total,
+            received,
+            key,
+            ack,
+            rts,
+        } = u;
+        self.give_spare(data);
+        self.deferred.acks.extend(ack);
+        if let Some((to, kind)) = rts {
+            return Ok(self.rts_matched(id, utag, total, to, kind));
+        }
+        match key {
+            Some(key) if received < total => {
+                if let Some(r) = self.recv_state(id) {
+                    r.tag = utag;
+                    r.total = total;
+                    r.received = received;
+                    r.frag = Some(key);
                 }
-                match key {
-                    Some(key) if received < total => {
-                        if let Some(r) = self.recv_state(id) {
-                            r.tag = utag;
-                            r.total = total;
-                            r.received = received;
-                            r.frag = Some(key);
-                        }
-                        self.frags.insert(key, FragTarget::Req(id));
-                        Ok(RecvStarted::InFlight(id))
-                    }
-                    _ => {
-                        self.reqs.remove(id);
-                        if total > buf.capacity() {
-                            Err(Error::Truncated {
-                                length: total,
-                                capacity: buf.capacity(),
-                            })
-                        } else {
-                            Ok(RecvStarted::Done(Info {
-                                tag: utag,
-                                length: total,
-                            }))
-                        }
-                    }
+                self.frags.insert(key, FragTarget::Req(id));
+                Ok(RecvStarted::InFlight(id))
+            }
+            _ => {
+                self.reqs.remove(id);
+                if total > buf.capacity() {
+                    Err(Error::Truncated {
+                        length: total,
+                        capacity: buf.capacity(),
+                    })
+                } else {
+                    Ok(RecvStarted::Done(Info {
+                        tag: utag,
+                        length: total,
+                    }))
                 }
             }
         }
@@ -377,6 +393,13 @@ impl Core {
                 Some(FragTarget::Unexp(uid)) => {
                     if let Some(u) = self.matcher.take_unexpected(uid) {
                         self.give_spare(u.data);
+                    }
+                }
+                Some(FragTarget::Probed(pid)) => {
+                    // The message will not complete; its handle says so.
+                    if let Some(p) = self.probed.get_mut(pid) {
+                        p.msg = None;
+                        p.error = Some(err.clone());
                     }
                 }
                 None => {}

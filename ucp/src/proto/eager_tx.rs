@@ -10,7 +10,8 @@
 use super::select::ProtocolId;
 use super::wire::{
     FirstHdr, MiddleHdr, AM_EAGER_FIRST, AM_EAGER_MIDDLE, AM_EAGER_ONLY, AM_EAGER_SYNC_FIRST,
-    AM_EAGER_SYNC_ONLY, AM_RNDV_DATA, AM_RNDV_RTS, AM_RNDV_RTS_GET, SYNC_FIRST_HDR, SYNC_ONLY_HDR,
+    AM_EAGER_SYNC_ONLY, AM_RNDV_DATA, AM_RNDV_RTS, AM_RNDV_RTS_GET, AM_RNDV_RTS_PUT,
+    SYNC_FIRST_HDR, SYNC_ONLY_HDR,
 };
 use crate::request::buf::SendBuf;
 use crate::request::{Info, Kind, Op, Request, RndvPhase, SendState};
@@ -29,6 +30,9 @@ pub(crate) enum Step {
     Blocked,
     /// The send failed and was completed with an error.
     Failed,
+    /// A data lane other than the endpoint's first is full and will say
+    /// when it has room; the send stays first in the queue.
+    Waiting,
 }
 
 /// A fragment header on the stack.
@@ -86,6 +90,8 @@ struct Plan {
     rndv: bool,
     /// Rendezvous by get (the receiver reads the registered buffer).
     get: bool,
+    /// Rendezvous by put (the sender writes the receiver's buffer).
+    put: bool,
 }
 
 impl Plan {
@@ -98,6 +104,7 @@ impl Plan {
             zcopy,
             rndv: false,
             get: false,
+            put: false,
         };
         let mut p = match proto {
             EagerShort => plan(true, true, false),
@@ -110,9 +117,12 @@ impl Plan {
                 get: true,
                 ..plan(false, false, false)
             },
-            // Put is not offered to selection yet (see worker/connect.rs);
-            // the active-message scheme sends copied fragments.
-            RndvPutZcopy | RndvAm => Plan {
+            RndvPutZcopy => Plan {
+                rndv: true,
+                put: true,
+                ..plan(false, false, false)
+            },
+            RndvAm => Plan {
                 rndv: true,
                 ..plan(false, false, false)
             },
@@ -199,9 +209,10 @@ impl Core {
                 sync,
                 acked: false,
                 zcopy: plan.zcopy,
-                rndv: match (plan.rndv, plan.get) {
-                    (true, true) => RndvPhase::RtsGet,
-                    (true, false) => RndvPhase::Rts,
+                rndv: match (plan.rndv, plan.get, plan.put) {
+                    (true, true, _) => RndvPhase::RtsGet,
+                    (true, false, true) => RndvPhase::RtsPut,
+                    (true, false, false) => RndvPhase::Rts,
                     _ => RndvPhase::No,
                 },
                 memh: None,
@@ -248,6 +259,7 @@ impl Core {
                     self.wait_for_room(ifaces, ep);
                     return n;
                 }
+                Step::Waiting => return n,
             }
         }
     }
@@ -283,14 +295,19 @@ impl Core {
         let sreq = sync.then_some(id.to_u64());
         let rreq = match rndv {
             RndvPhase::No => None,
-            RndvPhase::Rts => {
+            RndvPhase::Rts | RndvPhase::RtsPut => {
+                let am_id = if rndv == RndvPhase::Rts {
+                    AM_RNDV_RTS
+                } else {
+                    AM_RNDV_RTS_PUT
+                };
                 let len = buf.len() as u64;
                 let (t, r, l) = (
                     tag.to_le_bytes(),
                     id.to_u64().to_le_bytes(),
                     len.to_le_bytes(),
                 );
-                return match iface.am_bcopy(uct_ep, AM_RNDV_RTS, &[&t, &r, &l]) {
+                return match iface.am_bcopy(uct_ep, am_id, &[&t, &r, &l]) {
                     Ok((Posted::NoResource, _)) => Step::Blocked,
                     Ok(_) => {
                         if let Some(Request {
@@ -309,9 +326,10 @@ impl Core {
                     }
                 };
             }
-            RndvPhase::WaitRtr | RndvPhase::WaitAts => return Step::Handed,
+            RndvPhase::WaitRtr | RndvPhase::WaitAts | RndvPhase::Atp => return Step::Handed,
             RndvPhase::Data { rreq } => Some(rreq),
             RndvPhase::RtsGet => return self.push_rts_get(ifaces, id),
+            RndvPhase::Put => return self.push_put(ifaces, id),
         };
         let len = buf.len();
         let mut step = Step::Handed;
@@ -560,9 +578,22 @@ impl Core {
         else {
             return;
         };
+        if s.rndv == RndvPhase::Put {
+            // The receiver learns the outcome before the send completes.
+            if s.offset >= s.buf.len() && s.zcopy_inflight == 0 {
+                s.rndv = RndvPhase::Atp;
+                self.deferred.atps.push(id);
+            }
+            return;
+        }
         let rndv_waiting = matches!(
             s.rndv,
-            RndvPhase::Rts | RndvPhase::WaitRtr | RndvPhase::RtsGet | RndvPhase::WaitAts
+            RndvPhase::Rts
+                | RndvPhase::WaitRtr
+                | RndvPhase::RtsGet
+                | RndvPhase::WaitAts
+                | RndvPhase::RtsPut
+                | RndvPhase::Atp
         );
         if s.offset < s.buf.len() || s.zcopy_inflight > 0 || (s.sync && !s.acked) || rndv_waiting {
             return;
@@ -581,7 +612,18 @@ impl Core {
     /// waits in its endpoint's queue); it completes with `Canceled`.
     pub(crate) fn send_cancel(&mut self, id: SlabId) -> bool {
         let ep = match self.reqs.get(id).map(|r| &r.kind) {
-            Some(Kind::Send(s)) if s.offset == 0 && s.zcopy_inflight == 0 => s.ep,
+            // Once the receiver asked for the data it waits for it: too
+            // late to cancel.
+            Some(Kind::Send(s))
+                if s.offset == 0
+                    && s.zcopy_inflight == 0
+                    && matches!(
+                        s.rndv,
+                        RndvPhase::No | RndvPhase::Rts | RndvPhase::RtsGet | RndvPhase::RtsPut
+                    ) =>
+            {
+                s.ep
+            }
             _ => return false,
         };
         let Some(st) = self.eps.get_mut(ep) else {

@@ -2,8 +2,10 @@
 
 pub(crate) mod eager_rx;
 pub(crate) mod eager_tx;
+pub(crate) mod probed;
 pub(crate) mod rndv;
 pub(crate) mod rndv_get;
+pub(crate) mod rndv_put;
 pub mod select;
 pub mod wire;
 

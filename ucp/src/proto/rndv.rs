@@ -14,7 +14,7 @@ use crate::request::{Kind, RndvPhase};
 use crate::ucs::slab::SlabId;
 use crate::ucs::{self, PeerMisbehaved};
 use crate::uct::{Iface, SrcId};
-use crate::worker::core::{AckTo, Core, Unexp};
+use crate::worker::core::{AckTo, Core, Rts, Unexp};
 use crate::Error;
 
 fn invalid(what: &'static str, detail: String) -> PeerMisbehaved {
@@ -22,7 +22,13 @@ fn invalid(what: &'static str, detail: String) -> PeerMisbehaved {
 }
 
 impl Core {
-    pub(crate) fn rx_rts(&mut self, src: SrcId, data: &[u8]) -> Result<(), PeerMisbehaved> {
+    /// A request to send arrived (`kind` says which rendezvous).
+    pub(crate) fn rx_rts(
+        &mut self,
+        src: SrcId,
+        data: &[u8],
+        put: bool,
+    ) -> Result<(), PeerMisbehaved> {
         let [tag, sreq, total] = wire::decode_u64x3("rendezvous RTS", data)?;
         let total =
             usize::try_from(total).map_err(|_| invalid("rendezvous length", format!("{total}")))?;
@@ -31,11 +37,18 @@ impl Core {
             src,
             sreq,
         };
+        let kind = if put { Rts::Put } else { Rts::Am };
+        self.rts_arrived(tag, total, to, kind);
+        Ok(())
+    }
+
+    /// Matches a request to send, or keeps it as unexpected.
+    pub(crate) fn rts_arrived(&mut self, tag: u64, total: usize, to: AckTo, kind: Rts) {
         if let Some(req) = self.matcher.arrive(tag) {
             if let Some(r) = self.recv_state(req) {
                 r.post = None;
             }
-            self.rndv_matched(req, tag, total, to);
+            self.rts_matched(req, tag, total, to, kind);
         } else {
             let data = self.take_spare(0);
             self.matcher.push_unexpected(
@@ -47,11 +60,26 @@ impl Core {
                     received: 0,
                     key: None,
                     ack: None,
-                    rts: Some((to, None)),
+                    rts: Some((to, kind)),
                 },
             );
         }
-        Ok(())
+    }
+
+    /// Receive `req` matched a request to send of `kind`.
+    pub(crate) fn rts_matched(
+        &mut self,
+        req: SlabId,
+        tag: u64,
+        total: usize,
+        to: AckTo,
+        kind: Rts,
+    ) -> crate::proto::eager_rx::RecvStarted {
+        match kind {
+            Rts::Am => self.rndv_matched(req, tag, total, to),
+            Rts::Put => self.rndv_put_matched(req, tag, total, to),
+            Rts::Get(rb) => self.rndv_get_matched(req, tag, total, to, rb),
+        }
     }
 
     /// Receive `req` matched a request to send: ask for the data.

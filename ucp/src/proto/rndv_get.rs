@@ -11,11 +11,13 @@
 
 use super::wire::{self, AM_RNDV_ATS, RTS_GET_HDR};
 use crate::proto::eager_rx::RecvStarted;
+use crate::proto::rndv_put::split;
+use crate::proto::select::ProtocolId;
 use crate::request::{AtsTo, Kind, RndvPhase};
 use crate::ucs::slab::SlabId;
 use crate::ucs::{self, PeerMisbehaved};
 use crate::uct::{Iface, Iov, Posted, SrcId, Token};
-use crate::worker::core::{AckTo, Core, RemoteBuf, Unexp};
+use crate::worker::core::{AckTo, Core, RemoteBuf, Rts};
 use crate::Error;
 
 fn invalid(what: &'static str, detail: String) -> PeerMisbehaved {
@@ -48,26 +50,7 @@ impl Core {
             sreq,
         };
         let rb = RemoteBuf { addr, rkey };
-        if let Some(req) = self.matcher.arrive(tag) {
-            if let Some(r) = self.recv_state(req) {
-                r.post = None;
-            }
-            self.rndv_get_matched(req, tag, total, to, rb);
-        } else {
-            let data = self.take_spare(0);
-            self.matcher.push_unexpected(
-                tag,
-                Unexp {
-                    tag,
-                    data,
-                    total,
-                    received: 0,
-                    key: None,
-                    ack: None,
-                    rts: Some((to, Some(rb))),
-                },
-            );
-        }
+        self.rts_arrived(tag, total, to, Rts::Get(rb));
         Ok(())
     }
 
@@ -103,45 +86,79 @@ impl Core {
             let Some(st) = self.eps.get(ep) else {
                 continue;
             };
-            let (iface, uct_ep) = (&mut ifaces[st.iface], st.uct_ep);
-            let max = iface.attr().max_get_zcopy;
-            let Some(r) = self.recv_state(req) else {
+            let Some(r) = self.recv_state_ref(req) else {
                 continue;
             };
             let want = r.total.min(r.buf.capacity());
             let buf = r.buf;
+            // The lanes selection chose for this size, among those of the
+            // domain that unpacked the key; else the first lane.
+            let md = self.iface_md.get(to.iface).copied();
+            let choice = st.tables[0].lookup(want);
+            let mut lanes: Vec<(usize, f64)> = if choice.proto == ProtocolId::RndvGetZcopy {
+                choice
+                    .lanes
+                    .iter()
+                    .filter(|&(l, _)| {
+                        st.lanes
+                            .get(l)
+                            .is_some_and(|&(i, _)| self.iface_md.get(i).copied() == md)
+                    })
+                    .collect()
+            } else {
+                Vec::new()
+            };
+            if lanes.is_empty() {
+                lanes.push((0, 1.0));
+            }
+            let frag_cfg = self.select.config().rndv_frag_size;
             let mut inflight = 0;
             let mut failure = None;
-            let mut off = 0;
-            while off < want && failure.is_none() {
-                let len = (want - off).min(max.max(1));
-                let iov = [Iov {
-                    ptr: buf.ptr_at(off),
-                    len,
-                }];
-                // SAFETY: the range lies in the receive's buffer, which
-                // stays valid and exclusively the request's until it
-                // completes; it completes only after these reads did
-                // (get_inflight counts them).
-                #[allow(unsafe_code)]
-                let posted = unsafe {
-                    iface.get_zcopy(
-                        uct_ep,
-                        &iov,
-                        rb.addr.wrapping_add(off as u64),
-                        &rb.rkey,
-                        Token(req.to_u64()),
-                    )
+            'segs: for (lane, start, end) in split(want, &lanes) {
+                let Some(&(ifi, uct_ep)) = st.lanes.get(lane) else {
+                    continue;
                 };
-                match posted {
-                    Ok(Posted::Done) => {}
-                    Ok(Posted::InFlight) => inflight += 1,
-                    Ok(Posted::NoResource) => {
-                        failure = Some(Error::Unsupported("get_zcopy out of resources".into()))
+                let iface = &mut ifaces[ifi];
+                let max = iface.attr().max_get_zcopy.max(1);
+                let frag = match frag_cfg {
+                    0 => max,
+                    f => f.min(max),
+                };
+                let mut off = start;
+                while off < end {
+                    let len = (end - off).min(frag);
+                    let iov = [Iov {
+                        ptr: buf.ptr_at(off),
+                        len,
+                    }];
+                    // SAFETY: the range lies in the receive's buffer, which
+                    // stays valid and exclusively the request's until it
+                    // completes; it completes only after these reads did
+                    // (get_inflight counts them).
+                    #[allow(unsafe_code)]
+                    let posted = unsafe {
+                        iface.get_zcopy(
+                            uct_ep,
+                            &iov,
+                            rb.addr.wrapping_add(off as u64),
+                            &rb.rkey,
+                            Token(req.to_u64()),
+                        )
+                    };
+                    match posted {
+                        Ok(Posted::Done) => {}
+                        Ok(Posted::InFlight) => inflight += 1,
+                        Ok(Posted::NoResource) => {
+                            failure = Some(Error::Unsupported("get_zcopy out of resources".into()));
+                            break 'segs;
+                        }
+                        Err(e) => {
+                            failure = Some(Error::endpoint(e));
+                            break 'segs;
+                        }
                     }
-                    Err(e) => failure = Some(Error::endpoint(e)),
+                    off += len;
                 }
-                off += len;
             }
             if let Some(r) = self.recv_state(req) {
                 r.received = r.total;

@@ -17,11 +17,23 @@
 //! | 10 | `RNDV_DATA` | receiver request, offset: u64 each | a fragment |
 //! | 11 | `RNDV_RTS_GET` | tag, sender request, total length, address: u64 each | the sender's packed memory key |
 //! | 12 | `RNDV_ATS` | sender request: u64 | — |
+//! | 13 | `RNDV_RTS_PUT` | tag, sender request, total length: u64 each | — |
+//! | 14 | `RNDV_RTR_PUT` | sender request, receiver request, address, length: u64 each | the receiver's packed memory key |
+//! | 15 | `RNDV_ATP` | receiver request, status: u64 each | — |
 //!
 //! Rendezvous by get: the request to send carries the address and packed
 //! key of the sender's registered buffer; the receiver that matched it
 //! reads the data with `get_zcopy` and answers `RNDV_ATS`, after which the
 //! sender releases the buffer.
+//!
+//! Rendezvous by put: the request to send (`RNDV_RTS_PUT`) is matched like
+//! `RNDV_RTS`; the receiver registers its buffer for remote writes and
+//! answers `RNDV_RTR_PUT` with its address, the length it accepts and the
+//! packed key; the sender writes the data with `put_zcopy` and, once every
+//! write completed at the receiver, sends `RNDV_ATP` with a status (0: all
+//! written; else the sender's error, as a UCX status code). A receiver that
+//! cannot register answers a plain `RNDV_RTR` and gets `RNDV_DATA`
+//! fragments instead.
 //!
 //! Rendezvous over active messages: the sender announces a message with
 //! `RNDV_RTS`, which is tag-matched like an eager message; once a receive
@@ -71,6 +83,35 @@ pub const AM_RNDV_DATA: AmId = 10;
 pub const AM_RNDV_RTS_GET: AmId = 11;
 /// The receiver has read a rendezvous-by-get send.
 pub const AM_RNDV_ATS: AmId = 12;
+
+/// Request to send whose data the sender will write (rendezvous by put).
+pub const AM_RNDV_RTS_PUT: AmId = 13;
+/// Ready to receive with the receiver's memory key (rendezvous by put).
+pub const AM_RNDV_RTR_PUT: AmId = 14;
+/// The sender's writes are all done (rendezvous by put).
+pub const AM_RNDV_ATP: AmId = 15;
+
+/// Size of the `RNDV_RTR_PUT` header before the key.
+pub const RTR_PUT_HDR: usize = 32;
+
+/// Decodes a `RNDV_RTR_PUT`: sender request, receiver request, address,
+/// length and the packed key.
+pub fn decode_rtr_put(data: &[u8]) -> Result<([u64; 4], &[u8]), PeerMisbehaved> {
+    need("rendezvous RTR (put)", data, RTR_PUT_HDR)?;
+    let f = [
+        u64_at(data, 0),
+        u64_at(data, 8),
+        u64_at(data, 16),
+        u64_at(data, 24),
+    ];
+    Ok((f, &data[RTR_PUT_HDR..]))
+}
+
+/// Decodes a `RNDV_ATP`: receiver request and status.
+pub fn decode_atp(data: &[u8]) -> Result<(u64, u64), PeerMisbehaved> {
+    need("rendezvous ATP", data, 16)?;
+    Ok((u64_at(data, 0), u64_at(data, 8)))
+}
 
 /// Size of the `RNDV_RTS_GET` header before the key.
 pub const RTS_GET_HDR: usize = 32;
@@ -282,6 +323,22 @@ mod tests {
         assert!(decode_sync_only(&o[..15]).is_err());
         assert_eq!(decode_ack(&o[8..16]).unwrap(), 4);
         assert!(decode_ack(&o[..7]).is_err());
+    }
+
+    #[test]
+    fn put_headers() {
+        let mut b = Vec::new();
+        for v in [1u64, 2, 0x1000, 64] {
+            b.extend_from_slice(&v.to_le_bytes());
+        }
+        b.extend_from_slice(b"key");
+        assert_eq!(
+            decode_rtr_put(&b).unwrap(),
+            ([1, 2, 0x1000, 64], &b"key"[..])
+        );
+        assert!(decode_rtr_put(&b[..RTR_PUT_HDR - 1]).is_err());
+        assert_eq!(decode_atp(&b[..16]).unwrap(), (1, 2));
+        assert!(decode_atp(&b[..15]).is_err());
     }
 
     #[test]

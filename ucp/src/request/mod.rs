@@ -182,6 +182,13 @@ pub(crate) enum RndvPhase {
     RtsGet,
     /// Waiting for the receiver to have read the data.
     WaitAts,
+    /// The request to send is still to go out (rendezvous by put).
+    RtsPut,
+    /// Writing into the receiver's registered buffer; `Core::puts` holds
+    /// where.
+    Put,
+    /// Every write completed: the ATP is to go out, then completion.
+    Atp,
 }
 
 /// A protocol message of the worker itself (wireup, acknowledgements).
@@ -212,6 +219,27 @@ pub(crate) struct RecvState {
     pub(crate) get_inflight: u32,
     /// Where to acknowledge a rendezvous by get once read.
     pub(crate) ats_to: Option<AtsTo>,
+    /// Registration of the buffer for a rendezvous by put: (memory domain,
+    /// handle), released when the request completes.
+    pub(crate) memh: Option<(usize, crate::uct::MemHandle)>,
+}
+
+impl RecvState {
+    /// A receive into `buf` that has matched nothing yet.
+    pub(crate) fn new(buf: RecvBuf) -> RecvState {
+        RecvState {
+            buf,
+            post: None,
+            tag: 0,
+            total: 0,
+            received: 0,
+            frag: None,
+            rndv_src: None,
+            get_inflight: 0,
+            ats_to: None,
+            memh: None,
+        }
+    }
 }
 
 /// Where a receiver acknowledges having read a sender's buffer.

@@ -80,34 +80,37 @@ impl Core {
             max_bcopy: a.max_bcopy,
             max_zcopy: if zcopy { a.max_zcopy } else { 0 },
         };
-        let name = format!("{}/{}", iface.tl_name(), iface.dev_name());
-        tracing::debug!("endpoint to worker {:#x}: am lane {name}", addr.uuid);
-        let mut info = LaneInfo::from_attr(name, &a);
-        // Rendezvous by put is not implemented yet, and by get only where
-        // the lane's memory domain registers memory: selection sees lanes
-        // without the rest, so it falls back to what runs.
-        info.caps.remove(Caps::PUT_ZCOPY);
-        info.max_put_zcopy = 0;
-        match self.iface_md.get(lane.iface).and_then(|&m| self.ctx.md(m)) {
-            Some(md) if md.can_register() => {
-                let c = md.reg_cost();
-                info.reg_cost = crate::proto::select::Linear { c0: c.c0, c1: c.c1 };
-            }
-            _ => {
-                info.caps.remove(Caps::GET_ZCOPY);
-                info.max_get_zcopy = 0;
+        tracing::debug!(
+            "endpoint to worker {:#x}: am lane {}/{}",
+            addr.uuid,
+            iface.tl_name(),
+            iface.dev_name()
+        );
+        let mut lanes = vec![(lane.iface, uct_ep)];
+        let mut infos = vec![self.lane_info(ifaces, lane.iface)];
+        for (li, ri) in self.data_lanes(ifaces, addr, lane.iface, lane.remote) {
+            let r = &addr.ifaces[ri];
+            match ifaces[li].ep_create(&r.dev_addr, &r.iface_addr) {
+                Ok(e) => {
+                    lanes.push((li, e));
+                    infos.push(self.lane_info(ifaces, li));
+                }
+                Err(e) => tracing::debug!("no data lane on iface {li}: {e}"),
             }
         }
-        let lanes = EpLanes::new(vec![info]);
+        let lanes_info = EpLanes::new(infos);
+        let lanes_ref = &lanes_info;
         let table = |core: &mut Core, op| {
             core.select
-                .get(&lanes, op)
+                .get(lanes_ref, op)
                 .map_err(|e| Error::Unsupported(format!("no protocol for some message sizes: {e}")))
         };
         let tables = match (table(self, SelOp::TagSend), table(self, SelOp::TagSendSync)) {
             (Ok(t), Ok(s)) => [t, s],
             (Err(e), _) | (_, Err(e)) => {
-                ifaces[lane.iface].ep_destroy(uct_ep);
+                for &(i, e) in &lanes {
+                    ifaces[i].ep_destroy(e);
+                }
                 return Err(e);
             }
         };
@@ -122,6 +125,7 @@ impl Core {
         let id = self.eps.insert(EpState {
             iface: lane.iface,
             uct_ep,
+            lanes: lanes.clone(),
             cfg,
             queue: Default::default(),
             waiting: false,
@@ -129,7 +133,9 @@ impl Core {
             remote_uuid: addr.uuid,
             tables,
         });
-        self.set_lane_ep(lane.iface, uct_ep, Some(id));
+        for &(i, e) in &lanes {
+            self.set_lane_ep(i, e, Some(id));
+        }
         let me = self.address.clone();
         self.send_ctrl(ifaces, id, AM_WIREUP, me);
         Ok(id)
@@ -159,5 +165,73 @@ impl Core {
         if idle {
             self.resume_ep(ifaces, ep);
         }
+    }
+
+    /// What selection sees of local iface `i`: its attributes, with the
+    /// zero-copy operations rendezvous cannot use without registration
+    /// removed, and the registration cost of its memory domain.
+    fn lane_info(&self, ifaces: &[Box<dyn Iface>], i: usize) -> LaneInfo {
+        let iface = &ifaces[i];
+        let name = format!("{}/{}", iface.tl_name(), iface.dev_name());
+        let mut info = LaneInfo::from_attr(name, iface.attr());
+        match self.iface_md.get(i).and_then(|&m| self.ctx.md(m)) {
+            Some(md) if md.can_register() => {
+                let c = md.reg_cost();
+                info.reg_cost = crate::proto::select::Linear { c0: c.c0, c1: c.c1 };
+            }
+            _ => {
+                info.caps.remove(Caps::GET_ZCOPY | Caps::PUT_ZCOPY);
+                info.max_get_zcopy = 0;
+                info.max_put_zcopy = 0;
+            }
+        }
+        info
+    }
+
+    /// Further lanes for rendezvous data to `addr`: (local iface, remote
+    /// iface) pairs on other local ifaces of the active message lane's
+    /// memory domain (so one key serves them all) with zero-copy put or
+    /// get, each remote iface used once, up to `RUCX_MAX_RNDV_LANES` lanes
+    /// in all.
+    fn data_lanes(
+        &self,
+        ifaces: &[Box<dyn Iface>],
+        addr: &WorkerAddress,
+        am_iface: usize,
+        am_remote: usize,
+    ) -> Vec<(usize, usize)> {
+        let rma = Caps::PUT_ZCOPY | Caps::GET_ZCOPY;
+        let max = self.select.config().rndv_lanes();
+        let md = self.iface_md.get(am_iface).copied();
+        if md
+            .and_then(|m| self.ctx.md(m))
+            .is_none_or(|m| !m.can_register())
+        {
+            return Vec::new();
+        }
+        let mut used = vec![am_remote];
+        let mut out = Vec::new();
+        for (li, local) in ifaces.iter().enumerate() {
+            if out.len() + 1 >= max {
+                break;
+            }
+            if li == am_iface
+                || self.iface_md.get(li).copied() != md
+                || !local.attr().caps.intersects(rma)
+            {
+                continue;
+            }
+            let found = addr.ifaces.iter().enumerate().find(|(ri, r)| {
+                !used.contains(ri)
+                    && r.tl_name == local.tl_name()
+                    && r.caps.intersects(rma)
+                    && local.is_reachable(&r.dev_addr, &r.iface_addr)
+            });
+            if let Some((ri, _)) = found {
+                used.push(ri);
+                out.push((li, ri));
+            }
+        }
+        out
     }
 }

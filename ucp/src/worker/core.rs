@@ -32,6 +32,10 @@ pub(crate) struct EpConfig {
 pub(crate) struct EpState {
     pub(crate) iface: usize,
     pub(crate) uct_ep: EpId,
+    /// Every lane as (iface, transport endpoint), in the order of the
+    /// selection's lane indexes; the first is `(iface, uct_ep)`, which
+    /// carries active messages. Further lanes only move rendezvous data.
+    pub(crate) lanes: Vec<(usize, EpId)>,
     pub(crate) cfg: EpConfig,
     /// Sends waiting for transport resources, in posting order.
     pub(crate) queue: VecDeque<SlabId>,
@@ -55,9 +59,32 @@ pub(crate) struct Unexp {
     pub(crate) key: Option<FragKey>,
     /// Acknowledge to the sender when matched (synchronous send).
     pub(crate) ack: Option<AckTo>,
-    /// A rendezvous request to send: no data yet; answer with RTR, or
-    /// read the data from the sender when it offers a key.
-    pub(crate) rts: Option<(AckTo, Option<RemoteBuf>)>,
+    /// A rendezvous request to send: no data yet; answer when matched.
+    pub(crate) rts: Option<(AckTo, Rts)>,
+}
+
+/// What a matched rendezvous request to send asks of the receiver.
+#[derive(Debug, Clone)]
+pub(crate) enum Rts {
+    /// Answer RTR; the data comes as active messages.
+    Am,
+    /// Register the buffer and answer with its key; the sender writes.
+    Put,
+    /// Read the sender's buffer.
+    Get(RemoteBuf),
+}
+
+/// Where a rendezvous by put writes, once the receiver answered.
+#[derive(Debug)]
+pub(crate) struct PutTarget {
+    /// The receive request on the other side.
+    pub(crate) rreq: u64,
+    pub(crate) addr: u64,
+    /// The unpacked key; `None` if it was refused (the ATP says so).
+    pub(crate) rkey: Option<crate::uct::RemoteKey>,
+    /// Per data lane (index into the endpoint's lanes): next offset to
+    /// write and end of its share.
+    pub(crate) segs: Vec<(usize, usize, usize)>,
 }
 
 /// A sender's buffer offered for reading (rendezvous by get).
@@ -80,6 +107,18 @@ pub(crate) struct AckTo {
 pub(crate) enum FragTarget {
     Req(SlabId),
     Unexp(crate::tag::UnexpId),
+    /// A message removed by a probe, not yet received.
+    Probed(SlabId),
+}
+
+/// A message removed from the unexpected queue by a probe, until
+/// `msg_recv` takes it.
+#[derive(Debug)]
+pub(crate) struct ProbedMsg {
+    /// The message; `None` once its sender failed.
+    pub(crate) msg: Option<Unexp>,
+    /// Why it will not complete.
+    pub(crate) error: Option<Error>,
 }
 
 #[derive(Debug, Default)]
@@ -103,6 +142,13 @@ pub(crate) struct Deferred {
     pub(crate) get_done: Vec<SlabId>,
     /// Reads that failed, by receive.
     pub(crate) get_errors: Vec<(SlabId, Error)>,
+    /// Rendezvous-by-put answers to send: (to, receiver request).
+    pub(crate) rtrs_put_out: Vec<(AckTo, u64)>,
+    /// Rendezvous-by-put answers that arrived: sender request, receiver
+    /// request, address, length, packed key.
+    pub(crate) rtrs_put_in: Vec<(u64, u64, u64, u64, Vec<u8>)>,
+    /// Puts whose writes all completed: ATP to send, then complete.
+    pub(crate) atps: Vec<SlabId>,
 }
 
 /// The protocol half of a worker.
@@ -131,6 +177,10 @@ pub(crate) struct Core {
     /// The context (memory domains) and each iface's memory domain.
     pub(crate) ctx: crate::Context,
     pub(crate) iface_md: Vec<usize>,
+    /// Rendezvous-by-put sends writing, by request.
+    pub(crate) puts: HashMap<SlabId, PutTarget>,
+    /// Messages removed by probes.
+    pub(crate) probed: Slab<ProbedMsg>,
 }
 
 impl std::fmt::Debug for Core {
@@ -173,6 +223,8 @@ impl Core {
             proto_info,
             ctx,
             iface_md,
+            puts: HashMap::new(),
+            probed: Slab::new(),
         }
     }
 
@@ -215,15 +267,19 @@ impl Core {
         let Some(req) = self.reqs.get_mut(id) else {
             return;
         };
-        if let Kind::Send(s) = &mut req.kind {
-            if let Some((mdi, memh)) = s.memh.take() {
-                if let Some(md) = self.ctx.md(mdi) {
-                    if let Err(e) = md.mem_dereg(&memh) {
-                        tracing::warn!("deregistering a send buffer: {e}");
-                    }
+        let memh = match &mut req.kind {
+            Kind::Send(s) => s.memh.take(),
+            Kind::Recv(r) => r.memh.take(),
+            _ => None,
+        };
+        if let Some((mdi, memh)) = memh {
+            if let Some(md) = self.ctx.md(mdi) {
+                if let Err(e) = md.mem_dereg(&memh) {
+                    tracing::warn!("deregistering a rendezvous buffer: {e}");
                 }
             }
         }
+        self.puts.remove(&id);
         let user_data = req.user_data;
         match std::mem::replace(&mut req.notify, Notify::Poll) {
             Notify::Poll | Notify::Scope => {
@@ -280,7 +336,8 @@ impl Core {
                 matches!(&r.kind, Kind::Send(s) if s.ep == ep
                     && ((s.sync && !s.acked)
                         || matches!(s.rndv, crate::request::RndvPhase::WaitRtr
-                            | crate::request::RndvPhase::WaitAts)))
+                            | crate::request::RndvPhase::WaitAts
+                            | crate::request::RndvPhase::Put)))
             })
             .map(|(id, _)| id)
             .collect();
@@ -340,6 +397,7 @@ impl Core {
         }
         n += self.run_rndv_deferred(ifaces);
         n += self.run_gets(ifaces);
+        n += self.run_put_deferred(ifaces);
         n += self.run_get_done(ifaces);
         while let Some((iface, uct_ep)) = self.deferred.ready.pop() {
             if let Some(ep) = self.lane_ep(iface, uct_ep) {
@@ -361,6 +419,9 @@ impl Core {
             || !self.deferred.rtrs_in.is_empty()
             || !self.deferred.gets.is_empty()
             || !self.deferred.get_done.is_empty()
+            || !self.deferred.rtrs_put_out.is_empty()
+            || !self.deferred.rtrs_put_in.is_empty()
+            || !self.deferred.atps.is_empty()
     }
 }
 

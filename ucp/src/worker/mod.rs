@@ -172,11 +172,13 @@ impl Worker {
         let Some(state) = self.core.eps.get(ep.0) else {
             return Err(Error::InvalidHandle);
         };
-        let (iface, uct_ep) = (state.iface, state.uct_ep);
+        let lanes = state.lanes.clone();
         self.core.fail_ep(ep.0, Error::Canceled);
         self.core.eps.remove(ep.0);
-        self.core.set_lane_ep(iface, uct_ep, None);
-        self.ifaces[iface].ep_destroy(uct_ep);
+        for (iface, uct_ep) in lanes {
+            self.core.set_lane_ep(iface, uct_ep, None);
+            self.ifaces[iface].ep_destroy(uct_ep);
+        }
         Ok(())
     }
 

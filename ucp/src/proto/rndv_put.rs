@@ -1,0 +1,443 @@
+//! Rendezvous by put: the sender writes into the receiver's registered
+//! buffer.
+//!
+//! The sender's `RNDV_RTS_PUT` is matched like any request to send. The
+//! receive that matched it registers its buffer (as much of it as the
+//! message fills) for remote writes with the memory domain of the iface
+//! the request came on, and answers `RNDV_RTR_PUT` with the address, the
+//! length and the packed key. The sender splits the data over its data
+//! lanes in proportion to their bandwidth, writes it with `put_zcopy` in
+//! fragments of at most `RUCX_RNDV_FRAG_SIZE`, and once every write has
+//! completed at the receiver sends `RNDV_ATP`; the receiver deregisters and
+//! completes. A receiver that cannot register answers a plain `RNDV_RTR`
+//! and the sender falls back to active-message fragments.
+//!
+//! Everything from the wire is checked: the ATP must come from the source
+//! that sent the request, for an open put receive; the key is unpacked
+//! (validated) by the sender's domain, and the receiver's domain checks
+//! every write against the live registration.
+
+use super::eager_tx::Step;
+use super::wire::{self, AM_RNDV_ATP, AM_RNDV_RTR_PUT};
+use crate::request::{Info, Kind, Request, RndvPhase};
+use crate::ucs::slab::SlabId;
+use crate::ucs::{self, PeerMisbehaved, Status};
+use crate::uct::{Access, Iface, Iov, Posted, SrcId, Token};
+use crate::worker::core::{AckTo, Core, PutTarget};
+use crate::Error;
+
+fn invalid(what: &'static str, detail: String) -> PeerMisbehaved {
+    PeerMisbehaved::Invalid { what, detail }
+}
+
+/// Splits `[0, len)` into consecutive shares, one per `(lane, weight)`.
+/// The last share takes the rounding; empty shares are dropped.
+pub(crate) fn split(len: usize, lanes: &[(usize, f64)]) -> Vec<(usize, usize, usize)> {
+    let total: f64 = lanes.iter().map(|&(_, w)| w.max(0.0)).sum();
+    let mut segs = Vec::with_capacity(lanes.len());
+    let mut start = 0usize;
+    for (i, &(lane, w)) in lanes.iter().enumerate() {
+        let end = if i + 1 == lanes.len() || total <= 0.0 {
+            len
+        } else {
+            let share = (len as f64 * w.max(0.0) / total) as usize;
+            start.saturating_add(share).min(len)
+        };
+        if end > start {
+            segs.push((lane, start, end));
+        }
+        start = end;
+        if start == len {
+            break;
+        }
+    }
+    segs
+}
+
+impl Core {
+    /// Receive `req` matched a rendezvous by put: register and answer once
+    /// progress ends.
+    pub(crate) fn rndv_put_matched(
+        &mut self,
+        req: SlabId,
+        tag: u64,
+        total: usize,
+        to: AckTo,
+    ) -> crate::proto::eager_rx::RecvStarted {
+        if total == 0 {
+            // Nothing to write: the active-message answer finishes it.
+            return self.rndv_matched(req, tag, total, to);
+        }
+        if let Some(r) = self.recv_state(req) {
+            r.tag = tag;
+            r.total = total;
+            r.received = 0;
+            r.rndv_src = Some((to.iface, to.src));
+        }
+        self.deferred.rtrs_put_out.push((to, req.to_u64()));
+        crate::proto::eager_rx::RecvStarted::InFlight(req)
+    }
+
+    pub(crate) fn rx_rtr_put(&mut self, data: &[u8]) -> Result<(), PeerMisbehaved> {
+        let ([sreq, rreq, addr, len], key) = wire::decode_rtr_put(data)?;
+        self.deferred
+            .rtrs_put_in
+            .push((sreq, rreq, addr, len, key.to_vec()));
+        Ok(())
+    }
+
+    pub(crate) fn rx_atp(&mut self, src: SrcId, data: &[u8]) -> Result<(), PeerMisbehaved> {
+        let (rreq, status) = wire::decode_atp(data)?;
+        let id = SlabId::from_u64(rreq);
+        let from = (self.cur_iface, src);
+        let Some(r) = self.recv_state(id) else {
+            return Err(invalid("rendezvous ATP", format!("{rreq:#x} is not open")));
+        };
+        if r.rndv_src != Some(from) || r.memh.is_none() {
+            return Err(invalid(
+                "rendezvous ATP",
+                "not for a put receive fed by this source".into(),
+            ));
+        }
+        r.rndv_src = None;
+        if status == 0 {
+            r.received = r.total.min(r.buf.capacity());
+            self.finish_recv(id);
+        } else {
+            let s = i8::try_from(status as i64)
+                .ok()
+                .and_then(Status::from_code)
+                .unwrap_or(Status::IoError);
+            let e = ucs::Error::EndpointFailed(format!("the sender could not write: {s:?}"));
+            self.complete(id, Err(Error::endpoint(e)));
+        }
+        Ok(())
+    }
+
+    /// Answers matched put receives, starts the writes of sends whose
+    /// receiver answered, and finishes sends whose writes are done.
+    pub(crate) fn run_put_deferred(&mut self, ifaces: &mut [Box<dyn Iface>]) -> usize {
+        let mut n = 0;
+        for (to, rreq) in std::mem::take(&mut self.deferred.rtrs_put_out) {
+            n += 1;
+            self.answer_put(ifaces, to, SlabId::from_u64(rreq));
+        }
+        for (sreq, rreq, addr, len, key) in std::mem::take(&mut self.deferred.rtrs_put_in) {
+            n += 1;
+            self.start_put(ifaces, SlabId::from_u64(sreq), rreq, addr, len, &key);
+        }
+        for id in std::mem::take(&mut self.deferred.atps) {
+            n += 1;
+            self.send_atp(ifaces, id);
+        }
+        n
+    }
+
+    /// Registers receive `req`'s buffer and sends RTR_PUT; on any failure
+    /// asks for active-message data instead.
+    fn answer_put(&mut self, ifaces: &mut [Box<dyn Iface>], to: AckTo, req: SlabId) {
+        let Some(&ep) = self.src_eps.get(&(to.iface, to.src)) else {
+            let e = ucs::Error::EndpointFailed("no endpoint back to the sender".into());
+            self.complete(req, Err(Error::endpoint(e)));
+            return;
+        };
+        let Some(r) = self.recv_state(req) else {
+            return;
+        };
+        let (buf, len) = (r.buf, r.total.min(r.buf.capacity()));
+        let mdi = self.iface_md.get(to.iface).copied();
+        let md = mdi.and_then(|m| self.ctx.md(m));
+        let registered = match md {
+            Some(md) if md.can_register() && len > 0 => {
+                // SAFETY: the range lies in the receive's buffer, which
+                // stays valid and exclusively the request's until it
+                // completes; completing deregisters first (Core::complete),
+                // so no write reaches it after the user got it back.
+                #[allow(unsafe_code)]
+                let m = unsafe { md.mem_reg(buf.ptr_at(0), len, Access::REMOTE_WRITE) };
+                m.and_then(|m| match md.mkey_pack(&m) {
+                    Ok(k) => Ok((m, k)),
+                    Err(e) => {
+                        let _ = md.mem_dereg(&m);
+                        Err(e)
+                    }
+                })
+            }
+            _ => Err(ucs::Error::Unsupported("no registration".into())),
+        };
+        match (registered, mdi) {
+            (Ok((memh, key)), Some(mdi)) => {
+                let addr = memh.addr as u64;
+                if let Some(r) = self.recv_state(req) {
+                    r.memh = Some((mdi, memh));
+                }
+                let mut d = Vec::with_capacity(wire::RTR_PUT_HDR + key.len());
+                for v in [to.sreq, req.to_u64(), addr, len as u64] {
+                    d.extend_from_slice(&v.to_le_bytes());
+                }
+                d.extend_from_slice(&key);
+                self.send_ctrl(ifaces, ep, AM_RNDV_RTR_PUT, d);
+            }
+            (r, _) => {
+                if let Err(e) = r {
+                    tracing::debug!("rendezvous by put: {e}; asking for fragments");
+                }
+                self.deferred.rtrs_out.push((to, req.to_u64()));
+            }
+        }
+    }
+
+    /// The receiver of send `id` (from the wire: may be stale or forged)
+    /// offered its buffer: plan the writes over the data lanes.
+    fn start_put(
+        &mut self,
+        ifaces: &mut [Box<dyn Iface>],
+        id: SlabId,
+        rreq: u64,
+        addr: u64,
+        len: u64,
+        key: &[u8],
+    ) {
+        let (ep, size, sync) = match self.reqs.get(id).map(|r| &r.kind) {
+            Some(Kind::Send(s)) if s.rndv == RndvPhase::WaitRtr => (s.ep, s.buf.len(), s.sync),
+            _ => {
+                tracing::warn!("dropping a put offer for unknown send {:#x}", id.to_u64());
+                return;
+            }
+        };
+        let Some(st) = self.eps.get(ep) else {
+            return;
+        };
+        let md = self.iface_md.get(st.iface).copied();
+        let rkey = md
+            .and_then(|m| self.ctx.md(m))
+            .ok_or_else(|| ucs::Error::Unsupported("no memory domain".into()))
+            .and_then(|m| m.rkey_unpack(key));
+        // Lanes of the selected protocol that share the key's domain.
+        let choice = st.tables[usize::from(sync)].lookup(size);
+        let mut lanes: Vec<(usize, f64)> = choice
+            .lanes
+            .iter()
+            .filter(|&(l, _)| {
+                st.lanes
+                    .get(l)
+                    .is_some_and(|&(i, _)| self.iface_md.get(i).copied() == md)
+            })
+            .collect();
+        if lanes.is_empty() {
+            lanes.push((0, 1.0));
+        }
+        let limit = size.min(usize::try_from(len).unwrap_or(usize::MAX));
+        let Some(Request {
+            kind: Kind::Send(s),
+            ..
+        }) = self.reqs.get_mut(id)
+        else {
+            return;
+        };
+        // The receiver matched: a synchronous send is answered.
+        s.acked = true;
+        s.offset = 0;
+        s.rndv = RndvPhase::Put;
+        match rkey {
+            Ok(rkey) => {
+                let segs = split(limit, &lanes);
+                self.puts.insert(
+                    id,
+                    PutTarget {
+                        rreq,
+                        addr,
+                        rkey: Some(rkey),
+                        segs,
+                    },
+                );
+                let idle = self.eps.get(ep).is_some_and(|s| s.queue.is_empty());
+                if let Some(st) = self.eps.get_mut(ep) {
+                    st.queue.push_back(id);
+                }
+                if idle {
+                    self.resume_ep(ifaces, ep);
+                }
+            }
+            Err(e) => {
+                // Tell the receiver, so it does not wait for the data.
+                s.error = Some(Error::transport(e));
+                s.offset = s.buf.len();
+                self.puts.insert(
+                    id,
+                    PutTarget {
+                        rreq,
+                        addr,
+                        rkey: None,
+                        segs: Vec::new(),
+                    },
+                );
+                self.finish_send(id);
+            }
+        }
+    }
+
+    /// Posts the writes of put send `id` until done or a lane is full.
+    pub(crate) fn push_put(&mut self, ifaces: &mut [Box<dyn Iface>], id: SlabId) -> Step {
+        let (ep, buf) = match self.reqs.get(id).map(|r| &r.kind) {
+            Some(Kind::Send(s)) => (s.ep, s.buf),
+            _ => return Step::Failed,
+        };
+        let Some(st) = self.eps.get(ep) else {
+            self.fail_send(id, Error::InvalidHandle);
+            return Step::Failed;
+        };
+        let frag_cfg = self.select.config().rndv_frag_size;
+        let Some(pt) = self.puts.get_mut(&id) else {
+            return Step::Failed;
+        };
+        let Some(rkey) = &pt.rkey else {
+            return Step::Failed;
+        };
+        let mut inflight = 0;
+        let mut failure = None;
+        let mut blocked: Option<usize> = None;
+        'rounds: loop {
+            let mut progressed = false;
+            for seg in pt.segs.iter_mut() {
+                let (lane, next, end) = *seg;
+                if next >= end || blocked == Some(lane) {
+                    continue;
+                }
+                let Some(&(ifi, uct_ep)) = st.lanes.get(lane) else {
+                    failure = Some(Error::InvalidHandle);
+                    break 'rounds;
+                };
+                let iface = &mut ifaces[ifi];
+                let max = iface.attr().max_put_zcopy.max(1);
+                let frag = match frag_cfg {
+                    0 => max,
+                    f => f.min(max),
+                };
+                let len = (end - next).min(frag);
+                let iov = [Iov {
+                    ptr: buf.ptr_at(next),
+                    len,
+                }];
+                // SAFETY: the range lies in the send buffer, which stays
+                // valid and unchanged until the request completes; it
+                // completes only after every write did (zcopy_inflight
+                // counts them).
+                #[allow(unsafe_code)]
+                let posted = unsafe {
+                    iface.put_zcopy(
+                        uct_ep,
+                        &iov,
+                        pt.addr.wrapping_add(next as u64),
+                        rkey,
+                        Token(id.to_u64()),
+                    )
+                };
+                match posted {
+                    Ok(Posted::Done) => seg.1 += len,
+                    Ok(Posted::InFlight) => {
+                        seg.1 += len;
+                        inflight += 1;
+                    }
+                    Ok(Posted::NoResource) => {
+                        blocked = Some(lane);
+                        continue;
+                    }
+                    Err(e) => {
+                        failure = Some(Error::endpoint(e));
+                        break 'rounds;
+                    }
+                }
+                progressed = true;
+            }
+            if !progressed {
+                break;
+            }
+        }
+        let done = failure.is_some() || pt.segs.iter().all(|&(_, n, e)| n >= e);
+        if failure.is_some() {
+            pt.segs.clear();
+        }
+        let lanes = st.lanes.clone();
+        let Some(Request {
+            kind: Kind::Send(s),
+            ..
+        }) = self.reqs.get_mut(id)
+        else {
+            return Step::Failed;
+        };
+        s.zcopy_inflight += inflight;
+        if let Some(e) = failure {
+            if s.error.is_none() {
+                s.error = Some(e);
+            }
+        }
+        if done {
+            s.offset = s.buf.len();
+            self.finish_send(id);
+            return Step::Handed;
+        }
+        match blocked {
+            Some(0) | None => Step::Blocked,
+            Some(lane) => {
+                // A data lane is full: wait on it, the send stays first.
+                let (ifi, uct_ep) = lanes[lane];
+                match ifaces[ifi].pending_add(uct_ep, Token(ep.to_u64())) {
+                    Ok(()) => Step::Waiting,
+                    Err(_) => Step::Blocked,
+                }
+            }
+        }
+    }
+
+    /// Every write of put send `id` completed: tell the receiver, then
+    /// complete.
+    fn send_atp(&mut self, ifaces: &mut [Box<dyn Iface>], id: SlabId) {
+        let (ep, result) = match self.reqs.get_mut(id).map(|r| &mut r.kind) {
+            Some(Kind::Send(s)) if s.rndv == RndvPhase::Atp => {
+                s.rndv = RndvPhase::No;
+                let r = match s.error.take() {
+                    Some(e) => Err(e),
+                    None => Ok(Info {
+                        tag: s.tag,
+                        length: s.buf.len(),
+                    }),
+                };
+                (s.ep, r)
+            }
+            _ => return,
+        };
+        if let Some(pt) = self.puts.get(&id) {
+            let status = match &result {
+                Ok(_) => 0u64,
+                Err(e) => i64::from(e.status().code()) as u64,
+            };
+            let mut d = pt.rreq.to_le_bytes().to_vec();
+            d.extend_from_slice(&status.to_le_bytes());
+            self.send_ctrl(ifaces, ep, AM_RNDV_ATP, d);
+        }
+        self.complete(id, result);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::split;
+
+    #[test]
+    fn shares_follow_the_weights_and_cover_everything() {
+        assert_eq!(split(100, &[(0, 1.0)]), vec![(0, 0, 100)]);
+        assert_eq!(
+            split(100, &[(0, 3.0), (1, 1.0)]),
+            vec![(0, 0, 75), (1, 75, 100)]
+        );
+        assert_eq!(split(1, &[(0, 1.0), (1, 1.0)]), vec![(1, 0, 1)]);
+        assert!(split(0, &[(0, 1.0)]).is_empty());
+        // Degenerate weights still cover the range.
+        assert_eq!(split(10, &[(0, 0.0), (1, 0.0)]), vec![(0, 0, 10)]);
+        let s = split(1 << 20, &[(0, 0.2), (1, 0.5), (2, 0.3)]);
+        assert_eq!(s.first().map(|x| x.1), Some(0));
+        assert_eq!(s.last().map(|x| x.2), Some(1 << 20));
+        assert!(s.windows(2).all(|w| w[0].2 == w[1].1));
+    }
+}
