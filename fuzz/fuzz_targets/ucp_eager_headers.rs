@@ -1,5 +1,6 @@
-//! The eager protocol's header decoders (`decode_only`,
-//! `FirstHdr::decode`, `MiddleHdr::decode`) on arbitrary bytes.
+//! The eager and rendezvous header decoders (`decode_only`,
+//! `FirstHdr::decode`, `MiddleHdr::decode`, `decode_rtr_put`,
+//! `decode_atp`, ...) on arbitrary bytes.
 #![no_main]
 
 #[path = "../../ucp/tests/decoder_robustness/checks.rs"]
@@ -7,4 +8,5 @@ mod checks;
 
 libfuzzer_sys::fuzz_target!(|data: &[u8]| {
     checks::check_eager_headers(data);
+    checks::check_rndv_headers(data);
 });

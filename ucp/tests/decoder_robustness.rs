@@ -14,7 +14,7 @@ mod victim;
 
 use std::cell::RefCell;
 
-use checks::{caps_offsets, check_address, check_eager_headers};
+use checks::{caps_offsets, check_address, check_eager_headers, check_rndv_headers};
 use proptest::prelude::*;
 use proptest::sample::Index;
 use proptest::test_runner::{Config, TestRunner};
@@ -122,6 +122,7 @@ proptest! {
     #[test]
     fn eager_headers_random(data in prop::collection::vec(any::<u8>(), 0..64)) {
         check_eager_headers(&data);
+        check_rndv_headers(&data);
     }
 
     #[test]
@@ -260,6 +261,13 @@ fn msg() -> impl Strategy<Value = Msg> {
         ),
         1 => (prop_oneof![0..8u8, 0..32u8], bytes(40))
             .prop_map(|(id, data)| Msg::Raw { id, data }),
+        // Rendezvous messages (RTS to ATP) with small request ids, lengths
+        // and addresses, so that some name live requests.
+        2 => (8..16u8, prop::collection::vec(0..4u64, 0..5), bytes(24)).prop_map(|(id, f, tail)| {
+            let mut data: Vec<u8> = f.iter().flat_map(|v| v.to_le_bytes()).collect();
+            data.extend_from_slice(&tail);
+            Msg::Raw { id, data }
+        }),
     ]
 }
 

@@ -7,7 +7,10 @@
 
 #![allow(dead_code)]
 
-use rucx_ucp::proto::wire::{decode_only, FirstHdr, MiddleHdr, FIRST_HDR, MIDDLE_HDR, ONLY_HDR};
+use rucx_ucp::proto::wire::{
+    decode_ack, decode_atp, decode_only, decode_rtr_put, decode_u64x2, decode_u64x3, FirstHdr,
+    MiddleHdr, FIRST_HDR, MIDDLE_HDR, ONLY_HDR, RTR_PUT_HDR,
+};
 use rucx_ucp::uct::Caps;
 use rucx_ucp::wireup::address::WorkerAddress;
 
@@ -45,6 +48,40 @@ pub(crate) fn check_eager_headers(data: &[u8]) {
             assert_eq!(h.encode(), data[..MIDDLE_HDR]);
         }
         Err(_) => assert!(data.len() < MIDDLE_HDR),
+    }
+}
+
+/// The rendezvous header decoders on `data`: each accepts exactly the
+/// inputs long enough for its fields, which it reads at their documented
+/// offsets; the rest is the payload (or key).
+pub(crate) fn check_rndv_headers(data: &[u8]) {
+    let n = data.len();
+    match decode_u64x3("test", data) {
+        Ok(f) => assert_eq!(f, [le64(data, 0), le64(data, 8), le64(data, 16)]),
+        Err(_) => assert!(n < 24),
+    }
+    match decode_u64x2("test", data) {
+        Ok((a, b, rest)) => {
+            assert_eq!((a, b), (le64(data, 0), le64(data, 8)));
+            assert_eq!(rest, &data[16..]);
+        }
+        Err(_) => assert!(n < 16),
+    }
+    match decode_rtr_put(data) {
+        Ok((f, key)) => {
+            let want = [le64(data, 0), le64(data, 8), le64(data, 16), le64(data, 24)];
+            assert_eq!(f, want);
+            assert_eq!(key, &data[RTR_PUT_HDR..]);
+        }
+        Err(_) => assert!(n < RTR_PUT_HDR),
+    }
+    match decode_atp(data) {
+        Ok(f) => assert_eq!(f, (le64(data, 0), le64(data, 8))),
+        Err(_) => assert!(n < 16),
+    }
+    match decode_ack(data) {
+        Ok(r) => assert_eq!(r, le64(data, 0)),
+        Err(_) => assert!(n < 8),
     }
 }
 
