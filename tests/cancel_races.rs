@@ -109,8 +109,14 @@ fn cancel_races_every_protocol() {
         (&[("ZCOPY_THRESH", "1")], 5000),
         (&[("RNDV_THRESH", "inf"), ("ZCOPY_THRESH", "inf")], 300_000),
         (&[("RNDV_THRESH", "1k"), ("RNDV_SCHEME", "am")], 300_000),
-        (&[("RNDV_THRESH", "1k"), ("RNDV_SCHEME", "get_zcopy")], 300_000),
-        (&[("RNDV_THRESH", "1k"), ("RNDV_SCHEME", "put_zcopy")], 300_000),
+        (
+            &[("RNDV_THRESH", "1k"), ("RNDV_SCHEME", "get_zcopy")],
+            300_000,
+        ),
+        (
+            &[("RNDV_THRESH", "1k"), ("RNDV_SCHEME", "put_zcopy")],
+            300_000,
+        ),
     ];
     for (vars, size) in cases {
         let (canceled, completed) = race(vars, size);
