@@ -2,11 +2,12 @@
 //! transports through a registry (a worker) can run on a [`VirtNet`].
 
 use super::VirtNet;
-use crate::component::{Component, DeviceType, IfaceParams, MemoryDomain, TlResource};
-use crate::{Error, Iface, Result};
+use crate::component::{Component, MemoryDomain};
+use crate::Result;
 
-/// A component with one memory domain and one resource (`virt` on the
-/// net's device); every iface it opens joins the same [`VirtNet`].
+/// A component whose every iface joins the same [`VirtNet`]. Each
+/// `md_open` gives one new memory domain ([`VirtMd`](super::VirtMd)), as
+/// a process of its own would have, listing one resource per device.
 #[derive(Debug, Clone)]
 pub struct VirtComponent {
     net: VirtNet,
@@ -36,42 +37,6 @@ impl Component for VirtComponent {
     }
 
     fn md_open(&self) -> Result<Vec<Box<dyn MemoryDomain>>> {
-        let dev_name = self.net.lock().cfg.dev_name.clone();
-        Ok(vec![Box::new(VirtMd {
-            net: self.net.clone(),
-            dev_name,
-        })])
-    }
-}
-
-/// The memory domain of a [`VirtComponent`] (it registers nothing yet).
-#[derive(Debug)]
-struct VirtMd {
-    net: VirtNet,
-    dev_name: String,
-}
-
-impl MemoryDomain for VirtMd {
-    fn name(&self) -> &str {
-        super::TL_NAME
-    }
-
-    fn resources(&self) -> Result<Vec<TlResource>> {
-        Ok(vec![TlResource {
-            tl_name: super::TL_NAME.into(),
-            dev_name: self.dev_name.clone(),
-            dev_type: DeviceType::Net,
-        }])
-    }
-
-    fn iface_open(&self, resource: &TlResource, params: &IfaceParams) -> Result<Box<dyn Iface>> {
-        if resource.tl_name != super::TL_NAME || resource.dev_name != self.dev_name {
-            return Err(Error::InvalidParam(format!(
-                "virt: no resource {}/{}",
-                resource.tl_name, resource.dev_name
-            )));
-        }
-        let name = format!("worker {:#x}", params.worker_uuid);
-        Ok(Box::new(self.net.iface(&name)?))
+        Ok(vec![Box::new(self.net.new_memory_domain()?)])
     }
 }

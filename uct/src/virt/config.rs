@@ -1,7 +1,6 @@
-//! Settings of a virtual network and its links, and what a test can see
-//! of the traffic (packet descriptions for filters, the delivery trace).
+//! Settings of a virtual network, its devices and its links.
 
-use crate::{AmId, Error, PerfModel, Result, SrcId};
+use crate::{Error, PerfModel, Result};
 
 /// Name of an iface on a [`VirtNet`](super::VirtNet): its index there,
 /// which is also its iface address. Never reused within one net.
@@ -50,14 +49,18 @@ pub struct LinkConfig {
     /// Lets a message overtake earlier ones of the same link when its
     /// delay is shorter. Breaks per-source order.
     pub reorder: bool,
-    /// Probability in `0.0..=1.0` that a message is lost. A lost zero-copy
-    /// send still completes with `Ok`, as on an unreliable network.
+    /// Probability in `0.0..=1.0` that a packet is lost. A lost zero-copy
+    /// send still completes with `Ok`, as on an unreliable network; a lost
+    /// request or reply of a one-sided operation completes it with
+    /// `TimedOut`.
     pub loss: f64,
     /// Most messages on the link (sent and not yet taken by the receiver's
-    /// `progress`); beyond it sends are `NoResource`.
+    /// `progress`, or one-sided operations not yet finished); beyond it
+    /// sends are `NoResource`.
     pub window_msgs: usize,
     /// A message is accepted while fewer than this many bytes are on the
-    /// link (so one message may overshoot); else `NoResource`.
+    /// link (so one message may overshoot); else `NoResource`. A one-sided
+    /// operation counts its length until it finishes.
     pub window_bytes: usize,
 }
 
@@ -97,22 +100,92 @@ impl Default for LinkConfig {
     }
 }
 
+/// One device of a [`VirtNet`](super::VirtNet): a separate network (a
+/// rail) with its own name, links and performance model. An iface opened
+/// on a device reaches only ifaces of the same device.
+#[derive(Debug, Clone, PartialEq)]
+pub struct VirtDevice {
+    /// Device name, unique within the net (also the resource's).
+    pub name: String,
+    /// Settings of the device's links where no per-link setting was made;
+    /// `None`: the net's [`VirtConfig::link`].
+    pub link: Option<LinkConfig>,
+    /// Performance model its ifaces advertise; `None`: derived from the
+    /// device's link (its latency, its bandwidth or 100 GB/s if unlimited,
+    /// 10 ns overhead).
+    pub model: Option<PerfModel>,
+}
+
+impl VirtDevice {
+    /// A device with the net's link and a model derived from it.
+    pub fn new(name: &str) -> VirtDevice {
+        VirtDevice {
+            name: name.to_owned(),
+            link: None,
+            model: None,
+        }
+    }
+
+    /// The same device with its own link settings.
+    pub fn with_link(self, link: LinkConfig) -> VirtDevice {
+        VirtDevice {
+            link: Some(link),
+            ..self
+        }
+    }
+
+    /// The same device with an explicit model.
+    pub fn with_model(self, model: PerfModel) -> VirtDevice {
+        VirtDevice {
+            model: Some(model),
+            ..self
+        }
+    }
+
+    fn validate(&self) -> Result<()> {
+        if self.name.is_empty() {
+            return Err(Error::InvalidParam("virt: empty device name".into()));
+        }
+        if let Some(l) = &self.link {
+            l.validate()?;
+        }
+        if let Some(m) = self.model {
+            let ok = m.latency.is_finite()
+                && m.latency >= 0.0
+                && m.overhead.is_finite()
+                && m.overhead >= 0.0
+                && m.bandwidth.is_finite()
+                && m.bandwidth > 0.0;
+            if !ok {
+                return Err(Error::InvalidParam(format!(
+                    "virt: bad model {m:?} of device {}",
+                    self.name
+                )));
+            }
+        }
+        Ok(())
+    }
+}
+
 /// Settings of a [`VirtNet`](super::VirtNet) and of every iface on it.
 #[derive(Debug, Clone, PartialEq)]
 pub struct VirtConfig {
     /// Seed of the generator behind jitter and losses.
     pub seed: u64,
-    /// Link settings wherever no per-link setting was made.
+    /// Link settings wherever neither the device nor the link has its own.
     pub link: LinkConfig,
     /// Advance the clock in `progress` whenever no open iface has anything
     /// to do at the current time (see the module documentation).
     pub auto_advance: bool,
     /// Give each iface an eventfd and advertise `EVENT_FD`.
     pub event_fd: bool,
-    /// Record a [`TraceEvent`] for every message delivered, dropped or lost.
+    /// Record a [`TraceEvent`](super::TraceEvent) for every packet
+    /// delivered, dropped or lost.
     pub trace: bool,
-    /// Device name of every iface (also the resource's, for the component).
-    pub dev_name: String,
+    /// The devices, at least one, names unique. Ifaces opened without a
+    /// device name ([`VirtNet::iface`](super::VirtNet::iface)) are on the
+    /// first. Default: one device `vnet` with the net's link.
+    pub devices: Vec<VirtDevice>,
     /// Largest `am_short` payload.
     pub max_short: usize,
     /// Largest `am_bcopy` message.
@@ -121,12 +194,16 @@ pub struct VirtConfig {
     pub max_zcopy: usize,
     /// Largest `am_zcopy` header.
     pub max_hdr: usize,
-    /// Most `am_zcopy` iov entries.
+    /// Most iov entries of `am_zcopy`, `put_zcopy` and `get_zcopy`.
     pub max_iov: usize,
-    /// Performance model the ifaces advertise; `None`: derived from `link`
-    /// (its latency, its bandwidth or 100 GB/s if unlimited, 10 ns overhead).
-    pub model: Option<PerfModel>,
+    /// Largest `put_zcopy`; 0: the ifaces do not offer `put_zcopy`.
+    pub max_put_zcopy: usize,
+    /// Largest `get_zcopy`; 0: the ifaces do not offer `get_zcopy`.
+    pub max_get_zcopy: usize,
 }
+
+/// Name of the default device.
+pub(super) const DEFAULT_DEVICE: &str = "vnet";
 
 impl Default for VirtConfig {
     fn default() -> VirtConfig {
@@ -136,19 +213,22 @@ impl Default for VirtConfig {
             auto_advance: false,
             event_fd: false,
             trace: false,
-            dev_name: "vnet".into(),
+            devices: vec![VirtDevice::new(DEFAULT_DEVICE)],
             max_short: 1 << 10,
             max_bcopy: 8 << 10,
             max_zcopy: 1 << 20,
             max_hdr: 128,
             max_iov: 16,
-            model: None,
+            max_put_zcopy: 1 << 20,
+            max_get_zcopy: 1 << 20,
         }
     }
 }
 
 impl VirtConfig {
-    /// Checks limits (all at least 1), the link and the model.
+    /// Checks limits (all at least 1, except the one-sided ones), the
+    /// link and the devices (at least one, names unique and not empty,
+    /// their links and models).
     pub fn validate(&self) -> Result<()> {
         self.link.validate()?;
         let limits = [
@@ -161,29 +241,41 @@ impl VirtConfig {
         if limits.contains(&0) {
             return Err(Error::InvalidParam("virt: a size limit of 0".into()));
         }
-        if self.dev_name.is_empty() {
-            return Err(Error::InvalidParam("virt: empty device name".into()));
+        if self.devices.is_empty() {
+            return Err(Error::InvalidParam("virt: no device".into()));
         }
-        if let Some(m) = self.model {
-            let ok = m.latency.is_finite()
-                && m.latency >= 0.0
-                && m.overhead.is_finite()
-                && m.overhead >= 0.0
-                && m.bandwidth.is_finite()
-                && m.bandwidth > 0.0;
-            if !ok {
-                return Err(Error::InvalidParam(format!("virt: bad model {m:?}")));
+        for (i, d) in self.devices.iter().enumerate() {
+            d.validate()?;
+            if self.devices[..i].iter().any(|e| e.name == d.name) {
+                return Err(Error::InvalidParam(format!(
+                    "virt: device {:?} named twice",
+                    d.name
+                )));
             }
+        }
+        if u32::try_from(self.devices.len()).is_err() {
+            return Err(Error::InvalidParam("virt: too many devices".into()));
         }
         Ok(())
     }
 
-    /// The model the ifaces advertise.
-    pub fn perf_model(&self) -> PerfModel {
-        self.model.unwrap_or(PerfModel {
-            latency: self.link.latency as f64 * 1e-9,
+    /// The device called `name`.
+    pub fn device(&self, name: &str) -> Option<&VirtDevice> {
+        self.devices.iter().find(|d| d.name == name)
+    }
+
+    /// The model the ifaces of device `name` advertise.
+    pub fn model(&self, name: &str) -> Option<PerfModel> {
+        self.device(name).map(|d| self.model_of(d))
+    }
+
+    /// The model of `dev`: its own, or one derived from its link.
+    pub(super) fn model_of(&self, dev: &VirtDevice) -> PerfModel {
+        let link = dev.link.unwrap_or(self.link);
+        dev.model.unwrap_or(PerfModel {
+            latency: link.latency as f64 * 1e-9,
             overhead: 10e-9,
-            bandwidth: match self.link.bandwidth {
+            bandwidth: match link.bandwidth {
                 0 => 100e9,
                 b => b as f64,
             },
@@ -191,90 +283,14 @@ impl VirtConfig {
     }
 }
 
-/// Which operation sent a message.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Op {
-    /// `am_short`.
-    Short,
-    /// `am_bcopy`.
-    Bcopy,
-    /// `am_zcopy`.
-    Zcopy,
-}
-
-/// A message about to go on the wire, as a filter sees it.
-#[derive(Debug, Clone, Copy)]
-pub struct PacketInfo<'a> {
-    /// Sending iface.
-    pub from: NodeId,
-    /// Receiving iface.
-    pub to: NodeId,
-    /// Source id the receiver will see.
-    pub src: SrcId,
-    /// Active message id.
-    pub id: AmId,
-    /// Operation.
-    pub op: Op,
-    /// Number of the message on this net (0, 1, ... in send order).
-    pub seq: u64,
-    /// Send time.
-    pub time: u64,
-    /// The message as the receiver would get it.
-    pub data: &'a [u8],
-}
-
-/// What a filter decides for one message.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Verdict {
-    /// Send as the link settings say.
-    Pass,
-    /// Lose it (breaks the transport contract, like [`LinkConfig::loss`]).
-    Drop,
-    /// Add this many nanoseconds of delay (reorders only where the link
-    /// allows reordering).
-    Delay(u64),
-}
-
-/// A test's hook over every message sent: `net.set_filter(...)`. It runs
-/// with the net locked and must not call back into the net.
-pub type Filter = Box<dyn FnMut(&PacketInfo<'_>) -> Verdict + Send>;
-
-/// What became of a message.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Fate {
-    /// Handed to the receiver's sink.
-    Delivered,
-    /// Lost on the wire (loss or filter).
-    Dropped,
-    /// Discarded because an endpoint or iface went away first.
-    Lost,
-}
-
-/// One entry of the delivery trace.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct TraceEvent {
-    /// Virtual time of the event.
-    pub time: u64,
-    /// Number of the message on the net.
-    pub seq: u64,
-    /// Sender.
-    pub from: NodeId,
-    /// Receiver.
-    pub to: NodeId,
-    /// Source id at the receiver.
-    pub src: SrcId,
-    /// Active message id.
-    pub id: AmId,
-    /// Length as delivered.
-    pub len: usize,
-    /// What happened.
-    pub fate: Fate,
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::Status;
+
+    fn status(c: &VirtConfig) -> Status {
+        c.validate().unwrap_err().status()
+    }
 
     #[test]
     fn validation() {
@@ -286,8 +302,7 @@ mod tests {
             },
             ..VirtConfig::default()
         };
-        let e = bad_loss.validate().unwrap_err();
-        assert_eq!(e.status(), Status::InvalidParam);
+        assert_eq!(status(&bad_loss), Status::InvalidParam);
         let nan = LinkConfig {
             loss: f64::NAN,
             ..LinkConfig::IDEAL
@@ -303,31 +318,84 @@ mod tests {
             ..VirtConfig::default()
         };
         assert!(no_iov.validate().is_err());
-        let bad_model = VirtConfig {
-            model: Some(PerfModel {
-                latency: 0.0,
-                overhead: 0.0,
-                bandwidth: 0.0,
-            }),
+        let no_rma = VirtConfig {
+            max_put_zcopy: 0,
+            max_get_zcopy: 0,
             ..VirtConfig::default()
         };
-        assert!(bad_model.validate().is_err());
+        assert!(
+            no_rma.validate().is_ok(),
+            "one-sided operations are optional"
+        );
     }
 
     #[test]
-    fn model_follows_link() {
+    fn devices_are_checked() {
+        let with = |devices: Vec<VirtDevice>| VirtConfig {
+            devices,
+            ..VirtConfig::default()
+        };
+        let zero = PerfModel {
+            latency: 0.0,
+            overhead: 0.0,
+            bandwidth: 0.0,
+        };
+        let bad_link = LinkConfig {
+            window_bytes: 0,
+            ..LinkConfig::IDEAL
+        };
+        for (what, c) in [
+            ("none", with(vec![])),
+            ("empty name", with(vec![VirtDevice::new("")])),
+            (
+                "twice",
+                with(vec![VirtDevice::new("x"), VirtDevice::new("x")]),
+            ),
+            ("model", with(vec![VirtDevice::new("x").with_model(zero)])),
+            ("link", with(vec![VirtDevice::new("x").with_link(bad_link)])),
+        ] {
+            assert_eq!(status(&c), Status::InvalidParam, "{what}");
+        }
+        let two = with(vec![VirtDevice::new("x"), VirtDevice::new("y")]);
+        assert!(two.validate().is_ok());
+        assert_eq!(two.device("y").map(|d| d.name.as_str()), Some("y"));
+        assert!(two.device("z").is_none());
+        assert!(two.model("z").is_none());
+    }
+
+    #[test]
+    fn model_follows_the_device_link_unless_given() {
         let c = VirtConfig {
             link: LinkConfig {
                 latency: 2000,
                 bandwidth: 1_000_000_000,
                 ..LinkConfig::IDEAL
             },
+            devices: vec![
+                VirtDevice::new("net"),
+                VirtDevice::new("own").with_link(LinkConfig {
+                    latency: 500,
+                    bandwidth: 4_000_000_000,
+                    ..LinkConfig::IDEAL
+                }),
+                VirtDevice::new("fixed").with_model(PerfModel {
+                    latency: 1e-6,
+                    overhead: 2e-9,
+                    bandwidth: 3e9,
+                }),
+            ],
             ..VirtConfig::default()
         };
-        let m = c.perf_model();
+        let m = c.model("net").unwrap();
         assert!((m.latency - 2e-6).abs() < 1e-15);
         assert!((m.bandwidth - 1e9).abs() < 1.0);
-        assert!(VirtConfig::default().perf_model().bandwidth > 0.0);
+        let m = c.model("own").unwrap();
+        assert!((m.latency - 5e-7).abs() < 1e-15);
+        assert!((m.bandwidth - 4e9).abs() < 1.0);
+        let m = c.model("fixed").unwrap();
+        assert_eq!((m.latency, m.overhead, m.bandwidth), (1e-6, 2e-9, 3e9));
+        let unlimited = VirtConfig::default().model(DEFAULT_DEVICE).unwrap();
+        assert!((unlimited.bandwidth - 100e9).abs() < 1.0);
         assert_eq!(
             NodeId::from_iface_addr(&7u64.to_le_bytes()),
             Some(NodeId(7))

@@ -1,15 +1,18 @@
 //! Endpoints and ifaces going away: `ep_destroy`, `kill` (peer death) and
 //! dropping an iface (a clean close).
 
-use super::config::{Fate, NodeId};
+use super::config::NodeId;
 use super::net::{Body, Net, Packet, Report, State};
+use super::packet::Fate;
+use super::rma::RmaMsg;
 use crate::{EpId, Error, SrcId};
 
 impl Net {
     /// Takes every packet of endpoint `uid` off the wire: lost messages,
-    /// their zero-copy completions and the endpoint's flushes reported to
+    /// their zero-copy completions, the endpoint's one-sided operations
+    /// (requests and replies) and the markers of its flushes reported to
     /// the sender with `error()`.
-    fn cancel_packets(&mut self, uid: u64, error: impl Fn() -> Error) {
+    fn cancel_packets(&mut self, uid: u64, error: &impl Fn() -> Error) {
         let keys: Vec<(u64, u64)> = self
             .wire
             .iter()
@@ -28,14 +31,30 @@ impl Net {
                         self.report(p.from, Report::Completed(t, Err(error())));
                     }
                 }
-                Body::Flush(t) => self.report(p.from, Report::Completed(*t, Err(error()))),
+                Body::Rma { op, msg, .. } => {
+                    let initiator = match msg {
+                        RmaMsg::Reply(_) => p.to,
+                        _ => p.from,
+                    };
+                    self.cancel_rma(initiator, *op, error());
+                }
+                Body::Flush(id) => self.marker_canceled(p.from, *id, error()),
                 Body::End(_) => {}
             }
         }
     }
 
+    /// Cancels what endpoint `uid` of `node` has outstanding: its packets
+    /// (see `cancel_packets`), then its flushes; flushes of the whole iface
+    /// that waited only for it complete.
+    fn cancel_ep(&mut self, node: usize, uid: u64, error: impl Fn() -> Error) {
+        self.cancel_packets(uid, &error);
+        self.fail_flushes(node, Some(uid), &error());
+    }
+
     /// Fails endpoint `idx` of `node` (live and not failed yet): reports
-    /// `ep_failed`, then its cancelled operations, then its pending tokens.
+    /// `ep_failed`, then its cancelled operations and flushes, then its
+    /// pending tokens.
     fn fail_ep(&mut self, node: usize, idx: usize, error: &Error) {
         let Some(ep) = self.nodes[node].eps.get_mut(idx).and_then(Option::as_mut) else {
             return;
@@ -50,10 +69,11 @@ impl Net {
         let id = EpId(idx as u32);
         self.nodes[node].pending_eps.retain(|&i| i != id.0);
         self.report(node, Report::EpFailed(id, error.duplicate()));
-        self.cancel_packets(uid, || error.duplicate());
+        self.cancel_ep(node, uid, || error.duplicate());
         for t in pending {
             self.report(node, Report::PendingReady(id, t));
         }
+        self.check_flushes(node);
     }
 
     /// Fails every endpoint of every other node that targets `dead`.
@@ -113,7 +133,8 @@ impl Net {
         node.free_eps.push(ep.0);
         node.pending_eps.retain(|&i| i != ep.0);
         if !e.failed {
-            self.cancel_packets(e.uid, || Error::Canceled);
+            self.cancel_ep(me, e.uid, || Error::Canceled);
+            self.check_flushes(me);
             self.end_source(me, e.target, e.src, self.now, "endpoint destroyed");
         }
     }
@@ -140,22 +161,11 @@ impl Net {
                 self.end_source(x, target, src, self.now, "peer killed");
             }
         }
-        // Iface flushes of the dead node.
-        let flushes: Vec<(u64, u64)> = self
-            .wire
-            .iter()
-            .filter(|(_, p)| p.from == x && matches!(p.body, Body::Flush(_)))
-            .map(|(k, _)| *k)
-            .collect();
-        for key in flushes {
-            if let Some(Packet {
-                body: Body::Flush(t),
-                ..
-            }) = self.wire.remove(&key)
-            {
-                self.report(x, Report::Completed(t, Err(error.duplicate())));
-            }
-        }
+        // Iface flushes of the dead node (those of its endpoints failed
+        // with them).
+        self.wire
+            .retain(|_, p| !(p.from == x && matches!(p.body, Body::Flush(_))));
+        self.fail_flushes(x, None, &error);
         self.discard_inbox(x);
         for i in 0..self.nodes[x].srcs.len() {
             let s = &mut self.nodes[x].srcs[i];
@@ -193,6 +203,9 @@ impl Net {
         node.pending_eps.clear();
         node.reports.clear();
         node.event = None;
+        // Forgotten: replies still on the wire find nothing to write into.
+        node.rma.clear();
+        node.flushes.clear();
         let error = Error::ConnectionLost {
             peer: NodeId(x as u64).to_string(),
             reason: "iface closed".into(),

@@ -1,12 +1,16 @@
 //! [`VirtIface`]: the [`Iface`] implementation, a handle on one node of a
 //! [`VirtNet`].
 
-use super::config::{NodeId, Op};
+use super::config::NodeId;
+use super::md::VirtMd;
 use super::net::Report;
+use super::packet::Op;
+use super::rkey::VirtKey;
+use super::rma::RmaPost;
 use super::VirtNet;
 use crate::{
-    AmId, AmSink, Armed, Caps, ConnectMode, EpId, Error, Iface, IfaceAttr, Iov, Posted, Result,
-    Token,
+    AmId, AmSink, Armed, Caps, ConnectMode, EpId, Error, Iface, IfaceAttr, Iov, Posted, RemoteKey,
+    Result, Token,
 };
 use std::os::fd::RawFd;
 
@@ -22,22 +26,33 @@ pub struct VirtIface {
     node: usize,
     attr: IfaceAttr,
     dev_name: String,
-    dev_addr: [u8; 8],
+    net_id: u64,
+    dev_addr: [u8; DEV_ADDR_LEN],
     iface_addr: [u8; 8],
     event_fd: Option<RawFd>,
     /// Reports collected under the lock, delivered after it.
     out: Vec<Report>,
 }
 
+/// Device address: the net id, then the device index, little-endian.
+const DEV_ADDR_LEN: usize = 12;
+
 fn too_big(what: &str, len: usize, max: usize) -> Error {
     Error::InvalidParam(format!("virt: {what} of {len} exceeds {max}"))
 }
 
 impl VirtIface {
-    pub(super) fn open(net: &VirtNet, name: &str) -> Result<VirtIface> {
+    /// Opens a node on device `dev` (the first with `None`) belonging to
+    /// memory domain `md`.
+    pub(super) fn open(net: &VirtNet, name: &str, dev: Option<&str>, md: u32) -> Result<VirtIface> {
         let mut n = net.lock();
-        let node = n.add_node(name)?;
+        let dev = match dev {
+            Some(d) => n.device(d)?,
+            None => 0,
+        };
+        let node = n.add_node(name, dev, md)?;
         let cfg = &n.cfg;
+        let device = &cfg.devices[dev];
         let mut caps = Caps::AM_SHORT
             | Caps::AM_BCOPY
             | Caps::AM_ZCOPY
@@ -47,6 +62,12 @@ impl VirtIface {
         if cfg.event_fd {
             caps |= Caps::EVENT_FD;
         }
+        if cfg.max_put_zcopy > 0 {
+            caps |= Caps::PUT_ZCOPY;
+        }
+        if cfg.max_get_zcopy > 0 {
+            caps |= Caps::GET_ZCOPY;
+        }
         let attr = IfaceAttr {
             caps,
             max_short: cfg.max_short,
@@ -54,15 +75,20 @@ impl VirtIface {
             max_zcopy: cfg.max_zcopy,
             max_hdr: cfg.max_hdr,
             max_iov: cfg.max_iov,
-            max_put_zcopy: 0,
-            max_get_zcopy: 0,
-            model: cfg.perf_model(),
+            max_put_zcopy: cfg.max_put_zcopy,
+            max_get_zcopy: cfg.max_get_zcopy,
+            model: cfg.model_of(device),
             connect: ConnectMode::ToIface,
         };
+        let mut dev_addr = [0u8; DEV_ADDR_LEN];
+        dev_addr[..8].copy_from_slice(&n.id.to_le_bytes());
+        // Fits: the configuration has at most u32::MAX devices.
+        dev_addr[8..].copy_from_slice(&(dev as u32).to_le_bytes());
         Ok(VirtIface {
             attr,
-            dev_name: cfg.dev_name.clone(),
-            dev_addr: n.id.to_le_bytes(),
+            dev_name: device.name.clone(),
+            net_id: n.id,
+            dev_addr,
             iface_addr: (node as u64).to_le_bytes(),
             event_fd: n.nodes[node]
                 .event
@@ -89,20 +115,54 @@ impl VirtIface {
         self.net.lock().nodes[self.node].name.clone()
     }
 
-    /// The node an address names, if the device is this net's.
+    /// The node an address names, if the device is this iface's.
     fn decode(&self, dev_addr: &[u8], iface_addr: &[u8]) -> Result<usize> {
-        if dev_addr.len() != 8 || iface_addr.len() != 8 {
+        if dev_addr.len() != DEV_ADDR_LEN || iface_addr.len() != 8 {
             return Err(Error::InvalidAddr(format!(
-                "virt: addresses of {} and {} bytes, expected 8 and 8",
+                "virt: addresses of {} and {} bytes, expected {DEV_ADDR_LEN} and 8",
                 dev_addr.len(),
                 iface_addr.len()
             )));
         }
         if dev_addr != self.dev_addr {
-            return Err(Error::Unreachable("virt: another virtual net".into()));
+            return Err(Error::Unreachable(
+                "virt: another virtual net or device".into(),
+            ));
         }
         let id = NodeId::from_iface_addr(iface_addr).map_or(u64::MAX, NodeId::get);
         usize::try_from(id).map_err(|_| Error::Unreachable(format!("virt: no iface {id}")))
+    }
+}
+
+impl VirtIface {
+    /// Checks an RMA request: offered, iov within limits, key of this net.
+    fn rma_check(&self, op: Op, iov: &[Iov], rkey: &RemoteKey) -> Result<(usize, VirtKey)> {
+        let (cap, max) = match op {
+            Op::Put => (Caps::PUT_ZCOPY, self.attr.max_put_zcopy),
+            _ => (Caps::GET_ZCOPY, self.attr.max_get_zcopy),
+        };
+        if !self.attr.caps.contains(cap) {
+            return Err(Error::Unsupported(format!("virt: {op}")));
+        }
+        if iov.len() > self.attr.max_iov {
+            return Err(too_big(
+                &format!("{op} iov count"),
+                iov.len(),
+                self.attr.max_iov,
+            ));
+        }
+        let total = iov
+            .iter()
+            .try_fold(0usize, |acc, v| acc.checked_add(v.len))
+            .filter(|&t| t <= max)
+            .ok_or_else(|| Error::InvalidParam(format!("virt: {op} exceeds {max} bytes")))?;
+        if rkey.md_name != super::TL_NAME {
+            return Err(Error::InvalidParam(format!(
+                "virt: remote key of memory domain {:?}",
+                rkey.md_name
+            )));
+        }
+        Ok((total, VirtMd::decode(self.net_id, &rkey.packed)?))
     }
 }
 
@@ -138,7 +198,7 @@ impl Iface for VirtIface {
             return false;
         };
         let n = self.net.lock();
-        n.is_open(self.node) && n.is_open(target)
+        target < n.nodes.len() && n.is_open(self.node) && n.reaches(self.node, target)
     }
 
     fn ep_create(&mut self, dev_addr: &[u8], iface_addr: &[u8]) -> Result<EpId> {
@@ -228,12 +288,64 @@ impl Iface for VirtIface {
             })
     }
 
+    /// Copies the data into the request and returns `InFlight`; the
+    /// completion comes with the target's acknowledgement (see `rma.rs`).
+    unsafe fn put_zcopy(
+        &mut self,
+        ep: EpId,
+        iov: &[Iov],
+        remote_addr: u64,
+        rkey: &RemoteKey,
+        token: Token,
+    ) -> Result<Posted> {
+        let (len, key) = self.rma_check(Op::Put, iov, rkey)?;
+        let req = RmaPost {
+            key,
+            addr: remote_addr,
+            len,
+            token,
+        };
+        self.net.lock().put(self.node, ep, req, |b| {
+            for v in iov.iter().filter(|v| v.len > 0) {
+                // SAFETY: the caller of `put_zcopy` promises each range is
+                // valid for reads until the operation completes, which is
+                // after this call. Empty ranges are skipped, so their
+                // pointer may be anything.
+                b.extend_from_slice(unsafe { std::slice::from_raw_parts(v.ptr, v.len) });
+            }
+        })
+    }
+
+    /// Sends a request and returns `InFlight`; the reply's data is written
+    /// into `iov` when it arrives, then the completion comes (see
+    /// `rma.rs`).
+    unsafe fn get_zcopy(
+        &mut self,
+        ep: EpId,
+        iov: &[Iov],
+        remote_addr: u64,
+        rkey: &RemoteKey,
+        token: Token,
+    ) -> Result<Posted> {
+        let (len, key) = self.rma_check(Op::Get, iov, rkey)?;
+        let req = RmaPost {
+            key,
+            addr: remote_addr,
+            len,
+            token,
+        };
+        // The ranges are written later, under the caller's promise that
+        // they stay valid and unshared until the completion.
+        self.net.lock().get(self.node, ep, req, iov.to_vec())
+    }
+
     fn pending_add(&mut self, ep: EpId, token: Token) -> Result<()> {
         self.net.lock().pending_add(self.node, ep, token)
     }
 
-    /// `Done` if nothing of the endpoint (or iface) is still on the wire,
-    /// else `InFlight` until the last of it arrives.
+    /// `Done` if nothing of the endpoint (or iface) is outstanding, else
+    /// `InFlight` until its messages have arrived and its one-sided
+    /// operations have finished.
     fn flush(&mut self, ep: Option<EpId>, token: Token) -> Result<Posted> {
         self.net.lock().flush(self.node, ep, token)
     }

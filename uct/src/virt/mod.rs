@@ -12,7 +12,8 @@
 //!
 //! Each `am_short`, `am_bcopy` or `am_zcopy` becomes a message due at
 //! `now + transmission + latency + jitter` by the settings of its directed
-//! link ([`LinkConfig`]; one default for the net, overridable per link).
+//! link ([`LinkConfig`]; one default for the net, overridable per device
+//! and per link).
 //! Transmission is `len / bandwidth`, and messages queue behind each
 //! other on a link. A message that is due moves into its receiver's inbox;
 //! the receiver's `progress` delivers it. Messages of a link arrive in send
@@ -21,16 +22,46 @@
 //! * `am_zcopy` copies the data when accepted, returns `InFlight`, and
 //!   completes (at the sender's next `progress`) once the message arrives,
 //!   so protocols meet real completion paths. `flush` likewise is
-//!   `InFlight` until everything it covers has arrived.
+//!   `InFlight` until everything it covers has arrived and its one-sided
+//!   operations have finished.
+//! * `put_zcopy` and `get_zcopy` are a request to the target and a reply
+//!   back, each a packet with its link's delay, bandwidth and faults; the
+//!   target carries out the access when the request arrives, checked
+//!   against the registration its key names (`rma.rs` has the details).
+//!   Both return `InFlight`; the completion carries the target's verdict
+//!   (`RemoteAccess`, `InvalidParam`), `TimedOut` if a packet was lost, or
+//!   the endpoint's error if it failed first.
 //! * Each link has a window ([`LinkConfig::window_msgs`],
 //!   [`LinkConfig::window_bytes`]): a message holds it from send until the
-//!   receiver's `progress` takes it. A full window refuses sends with
+//!   receiver's `progress` takes it, a one-sided operation until it
+//!   finishes. A full window refuses sends with
 //!   `NoResource`; pending tokens come back once it has room.
-//! * Addresses: device address = the net's 64-bit id, iface address = the
-//!   iface's [`NodeId`], both 8 bytes little-endian. Ifaces of another net
+//! * Addresses: device address = the net's 64-bit id and the device's
+//!   index (32 bits), 12 bytes; iface address = the iface's [`NodeId`], 8
+//!   bytes; all little-endian. Ifaces of another net or another device
 //!   are unreachable; malformed addresses are unreachable (`InvalidAddr`
 //!   from `ep_create`).
 //! * Source ids: one per endpoint, never reused.
+//!
+//! # Devices
+//!
+//! A net has one or more devices ([`VirtDevice`]; one `vnet` by default),
+//! like separate networks or rails: an iface opened on a device reaches
+//! only ifaces of the same device, advertises that device's model, and
+//! sends over that device's links (the device's [`LinkConfig`] unless the
+//! link has its own). [`VirtNet::bytes_sent`] counts the bytes each device
+//! carried: message bytes, put data and get data; requests,
+//! acknowledgements and refusals count 0.
+//!
+//! # Memory
+//!
+//! Memory domains ([`VirtMd`]) register memory in tables of their own,
+//! and pack keys that name net, domain and registration (`rkey.rs`). An
+//! iface belongs to the domain it was opened from and exposes its memory
+//! only: a target refuses keys of other domains, so two domains behave as
+//! two processes. [`VirtNet::iface`] and [`VirtNet::iface_on`] open ifaces
+//! of the net's default domain ([`VirtNet::memory_domain`]); each
+//! `md_open` of the component makes a new domain.
 //!
 //! # Driving the clock
 //!
@@ -52,23 +83,24 @@
 //! # Faults
 //!
 //! * Delay and jitter per link; a [filter](VirtNet::set_filter) can delay
-//!   or drop single messages chosen by content.
+//!   or drop single packets chosen by content or operation.
 //! * Reordering and loss ([`LinkConfig::reorder`], [`LinkConfig::loss`],
 //!   [`Verdict::Drop`]) break the transport contract on purpose, to test
 //!   protocols against a misbehaving network. Off by default.
-//! * [`VirtNet::kill`]: peer death. The iface stops at once: its messages
-//!   still on the wire are lost, its own endpoints and every endpoint to it
+//! * [`VirtNet::kill`]: peer death. The iface stops at once: its packets
+//!   still on the wire are lost (one-sided operations to or from it finish
+//!   with the error), its own endpoints and every endpoint to it
 //!   report `ep_failed` once (then their in-flight operations complete with
 //!   the error, then their pending tokens come back), and each side hears
 //!   `src_failed` once for every source of the other that delivered
 //!   anything, after the messages that had arrived.
 //! * Dropping a [`VirtIface`] is a clean close: what it sent is still
 //!   delivered, then its sources end; endpoints to it fail as above.
-//! * `ep_destroy` is abrupt: the endpoint's messages still on the wire are
-//!   lost (zero-copy sends complete with `Canceled`) and the receiver sees
-//!   the source end.
+//! * `ep_destroy` is abrupt: the endpoint's packets still on the wire are
+//!   lost (zero-copy sends, one-sided operations and flushes complete with
+//!   `Canceled`) and the receiver sees the source end.
 //!
-//! With [`VirtConfig::trace`] the net records every message's fate
+//! With [`VirtConfig::trace`] the net records every packet's fate
 //! ([`TraceEvent`]) for comparing runs.
 //!
 //! # Not for performance
@@ -81,29 +113,38 @@
 //! # Map
 //!
 //! * `mod.rs`: [`VirtNet`], the handle tests use;
-//! * `config.rs`: [`VirtConfig`], [`LinkConfig`], filters and traces;
-//! * `net.rs`: the shared state and arrival; `send.rs`: sends, pending
-//!   tokens, flushes; `progress.rs`: progress, auto-advance, arm;
+//! * `config.rs`: [`VirtConfig`], [`VirtDevice`], [`LinkConfig`];
+//!   `packet.rs`: what filters and traces see;
+//! * `net.rs`: the shared state and arrival; `send.rs`: the wire's timing
+//!   and faults, sends, pending tokens; `flush.rs`: flushes;
+//!   `progress.rs`: progress, auto-advance, arm;
+//! * `rma.rs`: one-sided operations; `md.rs`: [`VirtMd`]; `rkey.rs`: the
+//!   packed key layout;
 //! * `fail.rs`: `ep_destroy`, `kill`, close;
 //! * `iface.rs`: [`VirtIface`]; `component.rs`: [`VirtComponent`];
-//! * `rng.rs`: the seeded generator; `event.rs`: the optional eventfd.
+//! * `rng.rs`: the seeded generator.
 
 mod component;
 mod config;
 mod fail;
+mod flush;
 mod iface;
+mod md;
 mod net;
+mod packet;
 mod progress;
+mod rkey;
+mod rma;
 mod rng;
 mod send;
 #[cfg(test)]
 mod tests;
 
 pub use component::VirtComponent;
-pub use config::{
-    Fate, Filter, LinkConfig, NodeId, Op, PacketInfo, TraceEvent, Verdict, VirtConfig,
-};
+pub use config::{LinkConfig, NodeId, VirtConfig, VirtDevice};
 pub use iface::VirtIface;
+pub use md::{VirtMd, REG_COST};
+pub use packet::{Fate, Filter, Op, PacketInfo, TraceEvent, Verdict};
 
 use crate::{Error, Result};
 use net::Net;
@@ -171,10 +212,41 @@ impl VirtNet {
         self.inner.lock()
     }
 
-    /// Opens an iface on the net; `name` labels it in logs. Fails only if
-    /// its eventfd cannot be created.
+    /// Opens an iface on the first device, of the net's default memory
+    /// domain; `name` labels it in logs. Fails only if its eventfd cannot
+    /// be created.
     pub fn iface(&self, name: &str) -> Result<VirtIface> {
-        VirtIface::open(self, name)
+        VirtIface::open(self, name, None, 0)
+    }
+
+    /// Opens an iface on device `dev_name`, of the net's default memory
+    /// domain; `InvalidParam` for an unknown device.
+    pub fn iface_on(&self, dev_name: &str, name: &str) -> Result<VirtIface> {
+        VirtIface::open(self, name, Some(dev_name), 0)
+    }
+
+    /// The net's default memory domain: the one of the ifaces opened by
+    /// [`VirtNet::iface`] and [`VirtNet::iface_on`].
+    pub fn memory_domain(&self) -> VirtMd {
+        let n = self.lock();
+        VirtMd::with_id(self, n.id, 0, Arc::clone(&n.mds[0]))
+    }
+
+    /// A new memory domain of the net (what `md_open` of the component
+    /// gives): its ifaces ([`VirtMd::iface`]) expose its memory only.
+    /// `NoMemory` after 2^32 domains.
+    pub fn new_memory_domain(&self) -> Result<VirtMd> {
+        let mut n = self.lock();
+        let (id, regs) = n.add_md()?;
+        Ok(VirtMd::with_id(self, n.id, id, regs))
+    }
+
+    /// Bytes device `dev_name` carried so far: message bytes, put data and
+    /// get data put on its wire, lost ones included. `InvalidParam` for an
+    /// unknown device.
+    pub fn bytes_sent(&self, dev_name: &str) -> Result<u64> {
+        let n = self.lock();
+        Ok(n.dev_bytes[n.device(dev_name)?])
     }
 
     /// The settings the net was created with (with the current default
@@ -207,13 +279,15 @@ impl VirtNet {
         n.settle();
     }
 
-    /// When the next message (or flush, or source end) arrives; `None`
-    /// when the wire is empty. Always later than [`VirtNet::now`].
+    /// When the next packet (message, RMA request or reply, flush marker,
+    /// source end) arrives; `None` when the wire is empty. Always later
+    /// than [`VirtNet::now`].
     pub fn next_event_time(&self) -> Option<u64> {
         self.lock().next_event_time()
     }
 
-    /// Messages, flushes and source ends still on the wire.
+    /// Packets (messages, RMA requests and replies, flush markers, source
+    /// ends) still on the wire.
     pub fn on_wire(&self) -> usize {
         self.lock().wire.len()
     }
@@ -223,7 +297,8 @@ impl VirtNet {
         self.lock().cfg.auto_advance = on;
     }
 
-    /// Settings for links without their own, for messages sent from now.
+    /// Settings for links without their own whose device has none either,
+    /// for packets sent from now.
     pub fn set_default_link(&self, link: LinkConfig) -> Result<()> {
         link.validate()?;
         self.lock().cfg.link = link;
@@ -242,7 +317,8 @@ impl VirtNet {
         Ok(())
     }
 
-    /// Runs `filter` on every message sent from now on; it decides to pass,
+    /// Runs `filter` on every packet sent from now on (messages and both
+    /// halves of one-sided operations); it decides to pass,
     /// drop or delay it. It runs with the net locked: it must not call the
     /// net.
     pub fn set_filter(&self, filter: impl FnMut(&PacketInfo<'_>) -> Verdict + Send + 'static) {

@@ -1,16 +1,26 @@
 //! The state behind a [`VirtNet`](super::VirtNet): the clock, the ifaces
 //! (nodes) with their endpoints, the links and the packets on the wire.
 //!
-//! Invariant: after every operation the wire holds only packets due after
-//! `now`; everything due has been settled: moved into its receiver's inbox,
-//! its zero-copy completion queued for the sender, or dropped.
+//! Invariants:
+//!
+//! * after every operation the wire holds only packets due after `now`;
+//!   everything due has been settled: moved into its receiver's inbox, its
+//!   zero-copy completion queued for the sender, carried out (RMA), or
+//!   dropped;
+//! * every one-sided operation in a node's `rma` table has exactly one
+//!   packet on the wire, its request or its reply, until it finishes (so a
+//!   drive loop always reaches its end).
 
-use super::config::{Fate, Filter, LinkConfig, NodeId, TraceEvent};
+use super::config::{LinkConfig, NodeId};
+use super::flush::FlushWait;
+use super::packet::{Fate, Filter, Op, TraceEvent};
+use super::rma::{RmaMsg, RmaOp};
 use super::rng::Rng;
 use super::VirtConfig;
 use crate::ucs::progress::EventFd;
-use crate::{AmId, AmSink, EpId, Error, Result, SrcId, Token};
+use crate::{AmId, AmSink, EpId, Error, RegTable, Result, SrcId, Token};
 use std::collections::{BTreeMap, VecDeque};
+use std::sync::Arc;
 
 /// Whether an iface works, died (`kill`) or was dropped.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -65,6 +75,11 @@ pub(super) struct SrcState {
 #[derive(Debug)]
 pub(super) struct Node {
     pub(super) name: String,
+    /// Index of its device in the net's configuration.
+    pub(super) dev: usize,
+    /// The memory domain it was opened from: keys of other domains are
+    /// refused when they reach it.
+    pub(super) md: u32,
     pub(super) state: State,
     pub(super) eps: Vec<Option<Ep>>,
     pub(super) free_eps: Vec<u32>,
@@ -75,26 +90,40 @@ pub(super) struct Node {
     pub(super) pending_eps: Vec<u32>,
     pub(super) armed: bool,
     pub(super) event: Option<EventFd>,
+    /// One-sided operations it started, by operation number.
+    pub(super) rma: BTreeMap<u64, RmaOp>,
+    /// Flushes waiting, in the order they were asked for.
+    pub(super) flushes: Vec<FlushWait>,
 }
 
 #[derive(Debug)]
 pub(super) enum Body {
     Am {
         id: AmId,
+        op: Op,
         data: Vec<u8>,
         token: Option<Token>,
         dropped: bool,
     },
+    /// A request or reply of one-sided operation `op` of the initiator.
+    Rma {
+        op: u64,
+        kind: Op,
+        msg: RmaMsg,
+        dropped: bool,
+    },
     /// The source is gone: the receiver reports `src_failed`.
     End(&'static str),
-    /// Completes a flush at the sender (`to == from`).
-    Flush(Token),
+    /// Marks, at the sender (`to == from`), the arrival of the last
+    /// message flush `.0` waits for.
+    Flush(u64),
 }
 
 #[derive(Debug)]
 pub(super) struct Packet {
     pub(super) from: usize,
-    /// The sending endpoint's uid; `None` for an iface flush and ends.
+    /// The sending endpoint's uid (for RMA replies: the initiating
+    /// endpoint's); `None` for an iface flush and ends.
     pub(super) ep: Option<u64>,
     pub(super) to: usize,
     pub(super) src: SrcId,
@@ -124,6 +153,14 @@ pub(super) struct Net {
     pub(super) wire: BTreeMap<(u64, u64), Packet>,
     pub(super) filter: Option<Filter>,
     pub(super) trace: Vec<TraceEvent>,
+    /// Registrations of each memory domain, by id.
+    pub(super) mds: Vec<Arc<RegTable>>,
+    /// Bytes put on the wire per device (see `VirtNet::bytes_sent`).
+    pub(super) dev_bytes: Vec<u64>,
+    /// Number of the next one-sided operation.
+    pub(super) next_rma: u64,
+    /// Number of the next flush that waits.
+    pub(super) next_flush: u64,
 }
 
 impl std::fmt::Debug for Net {
@@ -131,6 +168,7 @@ impl std::fmt::Debug for Net {
         f.debug_struct("Net")
             .field("id", &format_args!("{:#018x}", self.id))
             .field("now", &self.now)
+            .field("devices", &self.cfg.devices.len())
             .field("nodes", &self.nodes.len())
             .field("on_wire", &self.wire.len())
             .field("filter", &self.filter.is_some())
@@ -143,9 +181,14 @@ pub(super) fn no_ep(ep: EpId) -> Error {
 }
 
 impl Net {
+    /// A net with its default memory domain (id 0).
     pub(super) fn new(cfg: VirtConfig, id: u64) -> Net {
         Net {
             rng: Rng::new(cfg.seed),
+            dev_bytes: vec![0; cfg.devices.len()],
+            mds: vec![Arc::new(RegTable::new(super::TL_NAME))],
+            next_rma: 0,
+            next_flush: 0,
             cfg,
             id,
             now: 0,
@@ -159,7 +202,26 @@ impl Net {
         }
     }
 
-    pub(super) fn add_node(&mut self, name: &str) -> Result<usize> {
+    /// A new memory domain: its id and its table.
+    pub(super) fn add_md(&mut self) -> Result<(u32, Arc<RegTable>)> {
+        let id = u32::try_from(self.mds.len())
+            .map_err(|_| Error::NoMemory("virt: memory domain ids exhausted".into()))?;
+        let table = Arc::new(RegTable::new(super::TL_NAME));
+        self.mds.push(Arc::clone(&table));
+        Ok((id, table))
+    }
+
+    /// The index of device `name`.
+    pub(super) fn device(&self, name: &str) -> Result<usize> {
+        self.cfg
+            .devices
+            .iter()
+            .position(|d| d.name == name)
+            .ok_or_else(|| Error::InvalidParam(format!("virt: no device {name:?}")))
+    }
+
+    /// Adds a node on device `dev` belonging to memory domain `md`.
+    pub(super) fn add_node(&mut self, name: &str, dev: usize, md: u32) -> Result<usize> {
         let event = if self.cfg.event_fd {
             Some(EventFd::new()?)
         } else {
@@ -167,6 +229,8 @@ impl Net {
         };
         self.nodes.push(Node {
             name: name.to_owned(),
+            dev,
+            md,
             state: State::Open,
             eps: Vec::new(),
             free_eps: Vec::new(),
@@ -176,6 +240,8 @@ impl Net {
             pending_eps: Vec::new(),
             armed: false,
             event,
+            rma: BTreeMap::new(),
+            flushes: Vec::new(),
         });
         Ok(self.nodes.len() - 1)
     }
@@ -197,10 +263,13 @@ impl Net {
             .ok_or_else(|| no_ep(ep))
     }
 
+    /// Settings of the link `from -> to`: its own, else its device's,
+    /// else the net's.
     pub(super) fn link_cfg(&self, from: usize, to: usize) -> LinkConfig {
         self.links
             .get(&(from, to))
             .and_then(|l| l.cfg)
+            .or(self.cfg.devices[self.nodes[from].dev].link)
             .unwrap_or(self.cfg.link)
     }
 
@@ -240,18 +309,30 @@ impl Net {
     }
 
     pub(super) fn record(&mut self, time: u64, seq: u64, p: &Packet, fate: Fate) {
-        if let (true, Body::Am { id, data, .. }) = (self.cfg.trace, &p.body) {
-            self.trace.push(TraceEvent {
-                time,
-                seq,
-                from: NodeId(p.from as u64),
-                to: NodeId(p.to as u64),
-                src: p.src,
-                id: *id,
-                len: data.len(),
-                fate,
-            });
+        if !self.cfg.trace {
+            return;
         }
+        let (id, op, len) = match &p.body {
+            Body::Am { id, op, data, .. } => (*id, *op, data.len()),
+            Body::Rma { kind, msg, .. } => (0, *kind, msg.data_len()),
+            Body::End(_) | Body::Flush(_) => return,
+        };
+        self.trace.push(TraceEvent {
+            time,
+            seq,
+            from: NodeId(p.from as u64),
+            to: NodeId(p.to as u64),
+            src: p.src,
+            id,
+            op,
+            len,
+            fate,
+        });
+    }
+
+    /// Whether `target` is open and on the device of `me`.
+    pub(super) fn reaches(&self, me: usize, target: usize) -> bool {
+        self.is_open(target) && self.nodes[target].dev == self.nodes[me].dev
     }
 
     pub(super) fn ep_create(&mut self, me: usize, target: usize) -> Result<EpId> {
@@ -259,6 +340,12 @@ impl Net {
             return Err(Error::Unreachable(format!(
                 "virt: {} or {} is not open",
                 NodeId(me as u64),
+                NodeId(target as u64)
+            )));
+        }
+        if !self.reaches(me, target) {
+            return Err(Error::Unreachable(format!(
+                "virt: {} is on another device",
                 NodeId(target as u64)
             )));
         }
@@ -306,7 +393,8 @@ impl Net {
         let (token, dropped) = match &p.body {
             Body::Am { token, dropped, .. } => (*token, *dropped),
             Body::End(_) => (None, false),
-            Body::Flush(t) => return self.report(p.from, Report::Completed(*t, Ok(()))),
+            Body::Flush(id) => return self.marker_arrived(p.from, *id),
+            Body::Rma { .. } => return self.rma_arrive(time, seq, p),
         };
         if let Some(t) = token {
             self.report(p.from, Report::Completed(t, Ok(())));

@@ -1,8 +1,9 @@
 //! Progress: advancing the clock when idle, handing over reports,
 //! messages and pending tokens, and arming the event fd.
 
-use super::config::{Fate, NodeId};
+use super::config::NodeId;
 use super::net::{Body, Net, Packet, Report, State};
+use super::packet::Fate;
 use crate::{Armed, EpId, Error, Result};
 
 /// Most messages one `progress` delivers.

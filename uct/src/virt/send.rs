@@ -1,48 +1,51 @@
-//! Sending: messages onto the wire, pending tokens, flushes.
+//! Sending: packets onto the wire (timing, faults, byte counts), active
+//! messages, pending tokens.
 
-use super::config::{NodeId, Op, PacketInfo, Verdict};
-use super::net::{no_ep, Body, Net, Packet, State};
+use super::config::NodeId;
+use super::net::{no_ep, Body, Net, Packet};
+use super::packet::{Op, PacketInfo, Verdict};
 use crate::{AmId, EpId, Error, Posted, Result, SrcId, Token};
 
-fn failed_ep() -> Error {
+pub(super) fn failed_ep() -> Error {
     Error::EndpointFailed("virt: endpoint failed".into())
 }
 
+/// When and whether a packet arrives, as [`Net::transmit`] decided.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct Slot {
+    /// Number of the packet on the net.
+    pub(super) seq: u64,
+    /// Arrival time.
+    pub(super) arrival: u64,
+    /// Lost on the wire (loss or filter).
+    pub(super) dropped: bool,
+}
+
 impl Net {
-    /// Puts a message of `len` bytes (written by `fill`) on the wire, or
-    /// refuses it for lack of window.
-    #[allow(clippy::too_many_arguments)]
-    pub(super) fn post(
+    /// Schedules a packet of `data` on the link `from -> to`: runs the
+    /// filter, draws loss and jitter, queues it behind the link's earlier
+    /// packets by the link's bandwidth, and counts its bytes for the
+    /// device. The window is the caller's business.
+    pub(super) fn transmit(
         &mut self,
-        me: usize,
-        ep: EpId,
-        op: Op,
+        from: usize,
+        to: usize,
+        src: SrcId,
         id: AmId,
-        len: usize,
-        token: Option<Token>,
-        fill: impl FnOnce(&mut Vec<u8>),
-    ) -> Result<Posted> {
-        let e = self.ep_ref(me, ep)?;
-        if e.failed {
-            return Err(failed_ep());
-        }
-        let (to, src, uid) = (e.target, e.src, e.uid);
-        if !self.has_room(me, to) {
-            return Ok(Posted::NoResource);
-        }
-        let cfg = self.link_cfg(me, to);
-        let mut data = Vec::with_capacity(len);
-        fill(&mut data);
+        op: Op,
+        data: &[u8],
+    ) -> Slot {
+        let cfg = self.link_cfg(from, to);
         let seq = self.next_seq();
         let info = PacketInfo {
-            from: NodeId(me as u64),
+            from: NodeId(from as u64),
             to: NodeId(to as u64),
             src,
             id,
             op,
             seq,
             time: self.now,
-            data: &data,
+            data,
         };
         let verdict = self.filter.as_mut().map_or(Verdict::Pass, |f| f(&info));
         // Draws happen in a fixed order, and only for enabled faults, so
@@ -63,8 +66,10 @@ impl Net {
                 .div_ceil(u128::from(bw))
                 .min(u128::from(u64::MAX)) as u64,
         };
+        let dev = self.nodes[from].dev;
+        self.dev_bytes[dev] = self.dev_bytes[dev].saturating_add(data.len() as u64);
         let now = self.now;
-        let link = self.links.entry((me, to)).or_default();
+        let link = self.links.entry((from, to)).or_default();
         let start = now.max(link.busy_until);
         link.busy_until = start.saturating_add(tx);
         let mut arrival = link
@@ -76,13 +81,59 @@ impl Net {
             arrival = arrival.max(link.last_arrival);
         }
         link.last_arrival = link.last_arrival.max(arrival);
+        Slot {
+            seq,
+            arrival,
+            dropped,
+        }
+    }
+
+    /// Takes `len` bytes of the window of `from -> to`.
+    pub(super) fn occupy(&mut self, from: usize, to: usize, len: usize) {
+        let link = self.links.entry((from, to)).or_default();
         link.msgs += 1;
-        link.bytes = link.bytes.saturating_add(data.len());
+        link.bytes = link.bytes.saturating_add(len);
+    }
+
+    /// The target, source id and uid of a live endpoint of `me` whose link
+    /// has room; `None` when the window is full.
+    pub(super) fn sendable(&self, me: usize, ep: EpId) -> Result<Option<(usize, SrcId, u64)>> {
+        let e = self.ep_ref(me, ep)?;
+        if e.failed {
+            return Err(failed_ep());
+        }
+        if !self.has_room(me, e.target) {
+            return Ok(None);
+        }
+        Ok(Some((e.target, e.src, e.uid)))
+    }
+
+    /// Puts a message of `len` bytes (written by `fill`) on the wire, or
+    /// refuses it for lack of window.
+    #[allow(clippy::too_many_arguments)]
+    pub(super) fn post(
+        &mut self,
+        me: usize,
+        ep: EpId,
+        op: Op,
+        id: AmId,
+        len: usize,
+        token: Option<Token>,
+        fill: impl FnOnce(&mut Vec<u8>),
+    ) -> Result<Posted> {
+        let Some((to, src, uid)) = self.sendable(me, ep)? else {
+            return Ok(Posted::NoResource);
+        };
+        let mut data = Vec::with_capacity(len);
+        fill(&mut data);
+        let slot = self.transmit(me, to, src, id, op, &data);
+        self.occupy(me, to, data.len());
         let body = Body::Am {
             id,
+            op,
             data,
             token,
-            dropped,
+            dropped: slot.dropped,
         };
         let packet = Packet {
             from: me,
@@ -91,7 +142,7 @@ impl Net {
             src,
             body,
         };
-        self.wire.insert((arrival, seq), packet);
+        self.wire.insert((slot.arrival, slot.seq), packet);
         self.settle();
         Ok(if token.is_some() {
             Posted::InFlight
@@ -116,42 +167,5 @@ impl Net {
             node.pending_eps.push(ep.0);
         }
         Ok(())
-    }
-
-    /// `Done` if nothing of `ep` (or of the node) is on the wire; else a
-    /// flush marker due with the last of it.
-    pub(super) fn flush(&mut self, me: usize, ep: Option<EpId>, token: Token) -> Result<Posted> {
-        let uid = match ep {
-            Some(ep) => {
-                let e = self.ep_ref(me, ep)?;
-                if e.failed {
-                    return Err(failed_ep());
-                }
-                Some(e.uid)
-            }
-            None if self.nodes[me].state != State::Open => return Err(failed_ep()),
-            None => None,
-        };
-        let last = self
-            .wire
-            .iter()
-            .filter(|(_, p)| {
-                p.from == me && matches!(p.body, Body::Am { .. }) && (uid.is_none() || p.ep == uid)
-            })
-            .map(|(&(t, _), _)| t)
-            .max();
-        let Some(time) = last else {
-            return Ok(Posted::Done);
-        };
-        let seq = self.next_seq();
-        let packet = Packet {
-            from: me,
-            ep: uid,
-            to: me,
-            src: SrcId(0),
-            body: Body::Flush(token),
-        };
-        self.wire.insert((time, seq), packet);
-        Ok(Posted::InFlight)
     }
 }

@@ -332,5 +332,5 @@ fn component_opens_ifaces_on_the_net() {
     let e = mds[0].iface_open(&wrong, &p).unwrap_err();
     assert_eq!(e.status(), Status::InvalidParam);
     assert!(std::ptr::eq(comp.net(), comp.net()));
-    assert_eq!(comp.net().config().dev_name, "vnet");
+    assert_eq!(comp.net().config().devices[0].name, "vnet");
 }

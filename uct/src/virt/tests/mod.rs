@@ -1,11 +1,18 @@
 //! Behaviour of the virtual transport beyond the conformance suite: each
-//! fault, the failure reports in order, the clock and its helpers.
+//! fault, the failure reports in order, the clock and its helpers,
+//! one-sided operations on the wire, devices.
 
+mod devices;
 mod faults;
 mod lifecycle;
+mod rma;
+mod rma_faults;
 
 use super::{LinkConfig, VirtConfig, VirtIface, VirtNet};
-use crate::{AmId, AmSink, EpId, Error, Iface, Iov, Posted, SrcId, Status, Token};
+use crate::{
+    Access, AmId, AmSink, EpId, Error, Iface, Iov, MemHandle, MemoryDomain, Posted, RemoteKey,
+    SrcId, Status, Token,
+};
 
 /// Everything a sink heard, in one ordered log.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -79,12 +86,91 @@ impl Node {
         assert_eq!(r, (Posted::Done, data.len()));
     }
 
+    /// `put_zcopy` of `iov` to `addr` with `key`.
+    fn put(&mut self, ep: EpId, iov: &[Iov], addr: u64, key: &RemoteKey, t: Token) -> PostResult {
+        // SAFETY: the tests' ranges lie in `Mem`s that outlive the ifaces
+        // (created first, dropped last) and are read only between
+        // operations.
+        unsafe { self.iface.put_zcopy(ep, iov, addr, key, t) }
+    }
+
+    /// `get_zcopy` into `iov` from `addr` with `key`.
+    fn get(&mut self, ep: EpId, iov: &[Iov], addr: u64, key: &RemoteKey, t: Token) -> PostResult {
+        // SAFETY: as for `put`; nothing else writes the ranges meanwhile.
+        unsafe { self.iface.get_zcopy(ep, iov, addr, key, t) }
+    }
+
     /// `am_zcopy` of `data` (copied at once by this transport).
     fn zcopy(&mut self, ep: EpId, data: &[u8], token: Token) -> crate::Result<Posted> {
         let iov = [Iov::from_slice(data)];
         // SAFETY: the virtual transport copies the range during the call.
         unsafe { self.iface.am_zcopy(ep, 2, &[], &iov, token) }
     }
+}
+
+type PostResult = crate::Result<Posted>;
+
+/// A heap buffer reached only through its raw pointer, so that no Rust
+/// reference to it is live while an operation may touch it.
+#[derive(Debug)]
+struct Mem {
+    ptr: *mut u8,
+    len: usize,
+}
+
+impl Mem {
+    fn new(data: &[u8]) -> Mem {
+        let b: Box<[u8]> = data.into();
+        let len = b.len();
+        Mem {
+            ptr: Box::into_raw(b).cast::<u8>(),
+            len,
+        }
+    }
+
+    /// `[off, off + len)` as an iov entry.
+    fn iov(&self, off: usize, len: usize) -> Iov {
+        assert!(off + len <= self.len);
+        Iov {
+            ptr: self.ptr.wrapping_add(off),
+            len,
+        }
+    }
+
+    fn addr(&self, off: usize) -> u64 {
+        self.ptr.wrapping_add(off).addr() as u64
+    }
+
+    fn read(&self) -> Vec<u8> {
+        // SAFETY: `len` initialized bytes owned by this buffer; tests read
+        // only while no operation is about to touch it.
+        unsafe { std::slice::from_raw_parts(self.ptr, self.len) }.to_vec()
+    }
+
+    /// Registers the whole buffer with `md`; returns handle and key.
+    fn register(&self, md: &dyn MemoryDomain, access: Access) -> (MemHandle, RemoteKey) {
+        // SAFETY: the buffer lives until dropped, which the tests do after
+        // the ifaces; it is reached only through its pointer.
+        let h = unsafe { md.mem_reg(self.ptr, self.len, access) }.expect("mem_reg");
+        let key = md
+            .rkey_unpack(&md.mkey_pack(&h).expect("pack"))
+            .expect("unpack");
+        (h, key)
+    }
+}
+
+impl Drop for Mem {
+    fn drop(&mut self) {
+        let slice = std::ptr::slice_from_raw_parts_mut(self.ptr, self.len);
+        // SAFETY: from `Box::into_raw` of a boxed slice in `new`, freed
+        // only here.
+        drop(unsafe { Box::from_raw(slice) });
+    }
+}
+
+/// `len` bytes counting up from `start`.
+fn bytes(start: u8, len: usize) -> Vec<u8> {
+    (0..len).map(|i| start.wrapping_add(i as u8)).collect()
 }
 
 fn net_with(link: LinkConfig, f: impl FnOnce(&mut VirtConfig)) -> VirtNet {

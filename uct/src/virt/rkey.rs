@@ -1,0 +1,198 @@
+//! Packed remote keys of `virt` registrations.
+//!
+//! A key is [`KEY_LEN`] bytes, every field little-endian:
+//!
+//! | offset | bytes | field                                              |
+//! |-------:|------:|----------------------------------------------------|
+//! |      0 |     4 | tag `b"virt"`                                      |
+//! |      4 |     1 | version, [`VERSION`]                               |
+//! |      5 |     3 | reserved, zero                                     |
+//! |      8 |     8 | net id (the net's device address starts with it)   |
+//! |     16 |     4 | memory domain id within the net                    |
+//! |     20 |     4 | registration index in the domain's table           |
+//! |     24 |     4 | registration generation                            |
+//! |     28 |     8 | start address                                      |
+//! |     36 |     8 | length                                             |
+//! |     44 |     4 | access bits ([`Access`])                           |
+//!
+//! The net id names the world the key belongs to: an iface of another net
+//! refuses it before sending anything. The memory domain id names the
+//! owner: the target iface carries out an access only with keys of the
+//! domain it was opened from. Address, length and rights are what the
+//! owner declared when packing; the target ignores them and checks the
+//! live registration instead.
+
+use crate::{Access, Error, KeyFields, Result};
+
+/// Length of a packed key.
+pub(super) const KEY_LEN: usize = 48;
+/// Current layout version.
+pub(super) const VERSION: u8 = 1;
+const TAG: [u8; 4] = *b"virt";
+const OFF_VERSION: usize = 4;
+const OFF_NET: usize = 8;
+const OFF_MD: usize = 16;
+const OFF_INDEX: usize = 20;
+const OFF_GEN: usize = 24;
+const OFF_ADDR: usize = 28;
+const OFF_LEN: usize = 36;
+const OFF_ACCESS: usize = 44;
+
+/// A decoded key: whose it is and what it names.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) struct VirtKey {
+    /// Net id.
+    pub(super) net: u64,
+    /// Memory domain within the net.
+    pub(super) md: u32,
+    /// Registration, declared range and rights.
+    pub(super) fields: KeyFields,
+}
+
+/// Packs `k`.
+pub(super) fn pack(k: &VirtKey) -> Vec<u8> {
+    let f = &k.fields;
+    let mut b = Vec::with_capacity(KEY_LEN);
+    b.extend_from_slice(&TAG);
+    b.extend_from_slice(&[VERSION, 0, 0, 0]);
+    b.extend_from_slice(&k.net.to_le_bytes());
+    b.extend_from_slice(&k.md.to_le_bytes());
+    b.extend_from_slice(&f.index.to_le_bytes());
+    b.extend_from_slice(&f.generation.to_le_bytes());
+    b.extend_from_slice(&f.addr.to_le_bytes());
+    b.extend_from_slice(&f.len.to_le_bytes());
+    b.extend_from_slice(&f.access.bits().to_le_bytes());
+    debug_assert_eq!(b.len(), KEY_LEN);
+    b
+}
+
+fn field<const N: usize>(k: &[u8; KEY_LEN], at: usize) -> [u8; N] {
+    let mut b = [0u8; N];
+    b.copy_from_slice(&k[at..at + N]);
+    b
+}
+
+fn invalid(what: &str) -> Error {
+    Error::InvalidParam(format!("virt: invalid remote key: {what}"))
+}
+
+/// Checks a packed key: `InvalidParam` unless it is a well-formed key of
+/// this version. Which net it belongs to is the caller's check.
+pub(super) fn decode(packed: &[u8]) -> Result<VirtKey> {
+    let k: &[u8; KEY_LEN] = packed
+        .try_into()
+        .map_err(|_| invalid(&format!("{} bytes, expected {KEY_LEN}", packed.len())))?;
+    if k[..OFF_VERSION] != TAG {
+        return Err(invalid("not a virt key"));
+    }
+    if k[OFF_VERSION] != VERSION {
+        return Err(invalid(&format!("version {}", k[OFF_VERSION])));
+    }
+    if k[OFF_VERSION + 1..OFF_NET] != [0, 0, 0] {
+        return Err(invalid("reserved bytes set"));
+    }
+    let bits = u32::from_le_bytes(field(k, OFF_ACCESS));
+    let access =
+        Access::from_bits(bits).ok_or_else(|| invalid(&format!("access bits {bits:#x}")))?;
+    let fields = KeyFields {
+        index: u32::from_le_bytes(field(k, OFF_INDEX)),
+        generation: u32::from_le_bytes(field(k, OFF_GEN)),
+        addr: u64::from_le_bytes(field(k, OFF_ADDR)),
+        len: u64::from_le_bytes(field(k, OFF_LEN)),
+        access,
+    };
+    if fields.addr.checked_add(fields.len).is_none() {
+        return Err(invalid("range overflows"));
+    }
+    Ok(VirtKey {
+        net: u64::from_le_bytes(field(k, OFF_NET)),
+        md: u32::from_le_bytes(field(k, OFF_MD)),
+        fields,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::Status;
+
+    fn sample() -> VirtKey {
+        VirtKey {
+            net: 0x7669_7274_0000_0005,
+            md: 3,
+            fields: KeyFields {
+                index: 7,
+                generation: 9,
+                addr: 0x7f00_1234_5000,
+                len: 4096,
+                access: Access::REMOTE_READ | Access::REMOTE_WRITE,
+            },
+        }
+    }
+
+    fn status(k: &[u8]) -> Status {
+        decode(k).unwrap_err().status()
+    }
+
+    #[test]
+    fn round_trip_at_documented_offsets() {
+        let k = sample();
+        let b = pack(&k);
+        assert_eq!(b.len(), KEY_LEN);
+        assert_eq!(decode(&b).unwrap(), k);
+        assert_eq!(&b[..4], b"virt");
+        assert_eq!(b[OFF_VERSION..OFF_NET], [VERSION, 0, 0, 0]);
+        assert_eq!(b[OFF_NET..OFF_MD], k.net.to_le_bytes());
+        assert_eq!(b[OFF_MD..OFF_INDEX], 3u32.to_le_bytes());
+        assert_eq!(b[OFF_INDEX..OFF_GEN], 7u32.to_le_bytes());
+        assert_eq!(b[OFF_GEN..OFF_ADDR], 9u32.to_le_bytes());
+        assert_eq!(b[OFF_ADDR..OFF_LEN], 0x7f00_1234_5000u64.to_le_bytes());
+        assert_eq!(b[OFF_LEN..OFF_ACCESS], 4096u64.to_le_bytes());
+        assert_eq!(b[OFF_ACCESS..], 6u32.to_le_bytes());
+        let empty = VirtKey {
+            fields: KeyFields {
+                len: 0,
+                access: Access::empty(),
+                ..k.fields
+            },
+            ..k
+        };
+        assert_eq!(decode(&pack(&empty)).unwrap(), empty);
+    }
+
+    #[test]
+    fn malformed_keys_are_refused() {
+        let b = pack(&sample());
+        for len in 0..KEY_LEN {
+            assert_eq!(status(&b[..len]), Status::InvalidParam, "{len} bytes");
+        }
+        let mut long = b.clone();
+        long.push(0);
+        assert_eq!(status(&long), Status::InvalidParam);
+        for at in 0..OFF_NET {
+            let mut bad = b.clone();
+            bad[at] ^= 0x10;
+            assert_eq!(status(&bad), Status::InvalidParam, "byte {at}");
+        }
+        let mut bits = b.clone();
+        bits[OFF_ACCESS + 2] = 1;
+        assert!(decode(&bits).unwrap_err().to_string().contains("access"));
+        let wraps = VirtKey {
+            fields: KeyFields {
+                addr: u64::MAX - 10,
+                len: 11,
+                ..sample().fields
+            },
+            ..sample()
+        };
+        assert_eq!(status(&pack(&wraps)), Status::InvalidParam);
+        let edge = VirtKey {
+            fields: KeyFields {
+                len: 10,
+                ..wraps.fields
+            },
+            ..wraps
+        };
+        assert!(decode(&pack(&edge)).is_ok());
+    }
+}
