@@ -66,7 +66,8 @@ ucs::config_table! {
         /// Largest am_bcopy message; also the send buffer of an endpoint.
         TX_SEG_SIZE tx_seg_size: MemUnits = "64k",
         /// Largest am_zcopy payload. A receiver buffers a whole frame, so
-        /// this also bounds a connection's receive buffer.
+        /// this also bounds a connection's receive buffer. Also the
+        /// largest put_zcopy (whose data is not buffered).
         MAX_ZCOPY max_zcopy: MemUnits = "1m",
         /// Kernel send buffer of a connection (SO_SNDBUF); auto keeps the
         /// kernel's autotuning.
@@ -99,6 +100,9 @@ pub(crate) struct Limits {
     pub(crate) max_short: usize,
     pub(crate) max_bcopy: usize,
     pub(crate) max_zcopy: usize,
+    /// Largest `put_zcopy`, sent and accepted (its data is not buffered,
+    /// so it does not count in `max_frame`).
+    pub(crate) max_put: usize,
     /// Largest frame payload accepted from a peer.
     pub(crate) max_frame: usize,
     /// Capacity of an endpoint's send buffer.
@@ -129,6 +133,7 @@ impl Limits {
             max_short,
             max_bcopy,
             max_zcopy,
+            max_put: max_zcopy,
             max_frame,
             tx_buf: FRAME_HDR + largest_copy,
             rx_buf: rx_seg.max(HELLO_LEN + FRAME_HDR),

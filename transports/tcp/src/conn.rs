@@ -12,7 +12,7 @@ use crate::config::Limits;
 use crate::rx::RxState;
 use crate::sys::{self, Epoll};
 use crate::tx::TxState;
-use crate::wire::HELLO_LEN;
+use crate::wire::{PutStatus, HELLO_LEN, MAX_PUTS};
 
 /// Interest besides `EPOLLOUT`: incoming bytes, and the peer going away.
 const BASE_EVENTS: u32 = (libc::EPOLLIN | libc::EPOLLRDHUP) as u32;
@@ -33,13 +33,31 @@ pub(crate) enum ConnState {
     Open,
 }
 
-/// Someone waiting for a connection's backlog to drain.
+/// Someone waiting for a connection's backlog to drain and for the
+/// acknowledgements of the puts posted before ([`Flush::puts_before`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Waiter {
     /// `flush(Some(ep), token)`.
     Ep(EpId, Token),
     /// `flush(None, ..)`: index of the iface-wide flush.
     Global(u32),
+}
+
+/// A flush waiting on one connection.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Flush {
+    pub(crate) waiter: Waiter,
+    /// Puts with a smaller seq must be acknowledged first.
+    pub(crate) puts_before: u64,
+}
+
+/// A put waiting for its acknowledgement.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct PutOut {
+    pub(crate) seq: u64,
+    pub(crate) ep: EpId,
+    /// `None` once reported (canceled with its endpoint).
+    pub(crate) token: Option<Token>,
 }
 
 /// One TCP connection.
@@ -66,8 +84,15 @@ pub(crate) struct Conn {
     pub(crate) eps: Vec<u32>,
     /// `pending_add` tokens, in order.
     pub(crate) pending: VecDeque<(EpId, Token)>,
-    /// Flushes waiting for the backlog to drain.
-    pub(crate) waiters: Vec<Waiter>,
+    /// Flushes waiting for the backlog to drain and puts to be answered.
+    pub(crate) waiters: Vec<Flush>,
+    /// Our puts on it not yet acknowledged, in order.
+    pub(crate) puts: VecDeque<PutOut>,
+    /// The seq of our next put.
+    pub(crate) put_seq: u64,
+    /// Acknowledgements of the peer's puts that the backlog could not
+    /// take yet, in order.
+    pub(crate) acks: VecDeque<(u64, PutStatus)>,
 }
 
 impl Conn {
@@ -129,6 +154,9 @@ impl Conn {
             eps: Vec::new(),
             pending: VecDeque::new(),
             waiters: Vec::new(),
+            puts: VecDeque::new(),
+            put_seq: 0,
+            acks: VecDeque::new(),
         }
     }
 
@@ -148,9 +176,29 @@ impl Conn {
         self.state == ConnState::Open
     }
 
-    /// Whether posted work can go out now: open with an empty backlog.
+    /// Whether posted work can go out now: open with an empty backlog
+    /// and room for another put.
     pub(crate) fn is_free(&self) -> bool {
-        self.is_open() && !self.tx.has_backlog()
+        self.is_open() && !self.tx.has_backlog() && self.puts.len() < MAX_PUTS
+    }
+
+    /// Whether everything posted on it before `puts_before` is done: the
+    /// backlog drained and those puts acknowledged.
+    pub(crate) fn flushed(&self, puts_before: u64) -> bool {
+        !self.tx.has_backlog() && self.puts.front().is_none_or(|p| p.seq >= puts_before)
+    }
+
+    /// Whether a flush must wait for it.
+    pub(crate) fn busy(&self) -> bool {
+        self.tx.has_backlog() || !self.puts.is_empty()
+    }
+
+    /// A flush of everything posted on it so far.
+    pub(crate) fn flush_mark(&self, waiter: Waiter) -> Flush {
+        Flush {
+            waiter,
+            puts_before: self.put_seq,
+        }
     }
 
     fn wants_out(&self) -> bool {

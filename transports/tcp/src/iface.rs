@@ -246,13 +246,14 @@ impl TcpIface {
                 | Caps::PENDING
                 | Caps::CONNECT_TO_IFACE
                 | Caps::PEER_FAILURE
-                | Caps::EVENT_FD,
+                | Caps::EVENT_FD
+                | Caps::PUT_ZCOPY,
             max_short: limits.max_short,
             max_bcopy: limits.max_bcopy,
             max_zcopy: limits.max_zcopy,
             max_hdr: MAX_HDR,
             max_iov: MAX_IOV,
-            max_put_zcopy: 0,
+            max_put_zcopy: limits.max_put,
             max_get_zcopy: 0,
             model: model(&nif),
             connect: ConnectMode::ToIface,

@@ -1,4 +1,5 @@
-//! TCP transport for rucx: active messages over non-blocking TCP sockets.
+//! TCP transport for rucx: active messages over non-blocking TCP sockets,
+//! and `put_zcopy` emulated over them.
 //!
 //! # What it does
 //!
@@ -32,6 +33,26 @@
 //! * Receiving: every connection reads into its own buffer (grown up to the
 //!   largest frame when needed) and hands complete frames to the sink
 //!   without copying them again.
+//! * Memory: the memory domain registers memory in a process-wide table
+//!   (nothing is pinned: TCP copies through the kernel) and packs keys
+//!   that name the registration and the process (host id, pid, a random
+//!   nonce). `rkey_unpack` checks only a key's format; the target checks
+//!   the rest when a put arrives, so a key from another process (say, an
+//!   earlier one on the same port), of an ended registration, outside
+//!   the range or without remote write rights writes nothing.
+//! * Put (`put_zcopy`), as UCX's tcp emulates it: a PUT frame carries the
+//!   destination, the key's fields and the data, written from the caller's
+//!   iov like `am_zcopy`. The target receives the data straight from the
+//!   socket into the registered memory (what its buffer already holds is
+//!   copied), checking the registration again for each piece, and answers
+//!   PUT_ACK once the last byte is in. The put completes on that answer
+//!   (`InFlight` until then), so a completed put is in the target's
+//!   memory: a message sent after it, on any connection, finds the data
+//!   there. A refused put completes with `RemoteAccess` (range, rights)
+//!   or `InvalidParam` (key not live, or of another process), and the
+//!   connection stays usable; `flush` waits for the answers; a failed
+//!   connection fails its puts. At most 1024 puts wait for answers per
+//!   connection (`NoResource` beyond).
 //! * Failure: a peer that closes, resets or breaks the protocol fails only
 //!   its own connection: `ep_failed` for the endpoints on it, `src_failed`
 //!   for its source; no peer behaviour panics, blocks or stops the iface.
@@ -42,28 +63,38 @@
 //!   sockets; [`uct::Iface::event_fd`] returns it.
 //!
 //! Limits (defaults; `RUCX_TCP_*` in [`TcpConfig`]): `max_short` 8184
-//! bytes, `max_bcopy` 64 KiB (`TX_SEG_SIZE`), `max_zcopy` 1 MiB
-//! (`MAX_ZCOPY`), `max_hdr` 128, `max_iov` 16. Both sides must use the
-//! same limits: a receiver refuses frames above its own.
+//! bytes, `max_bcopy` 64 KiB (`TX_SEG_SIZE`), `max_zcopy` and
+//! `max_put_zcopy` 1 MiB (`MAX_ZCOPY`), `max_hdr` 128, `max_iov` 16. Both
+//! sides must use the same limits: a receiver refuses frames above its
+//! own.
 //!
 //! # What it does not do
 //!
-//! No IPv6, no put/get emulation, no receive into caller memory, no
-//! closing of idle connections, no threads: nothing moves unless
-//! `progress` runs.
+//! No IPv6; no `get_zcopy` (rendezvous over TCP pushes with puts), no
+//! short or bcopy puts, no atomics; no receive of active messages into
+//! caller memory; no closing of idle connections; no threads: nothing
+//! moves unless `progress` runs (a put's data lands and is answered
+//! during the target's `progress`). A put refused midway (its
+//! registration ended while the data was arriving) leaves what was
+//! already written.
 //!
 //! # Map
 //!
 //! * `component.rs`: [`COMPONENT`], the memory domain, [`open_iface`];
+//! * `mem.rs`: the registration table and the key operations;
+//! * `rkey.rs`: the packed key layout and its owner;
 //! * `config.rs`: [`TcpConfig`] / [`TCP_TABLE`] and the derived limits;
 //! * `iface.rs`: the iface state, opening it, socket options, the model;
 //! * `ops.rs`: the [`uct::Iface`] operations;
+//! * `rma.rs`: puts: posting, acknowledgements both ways, flushes;
 //! * `progress.rs`: epoll events, reading and writing, reports to the sink;
 //! * `lifecycle.rs`: connect, accept, hello/accept/reject, failure;
 //! * `conn.rs`: a connection's socket, state and queues;
 //! * `tx.rs`: a connection's send backlog;
 //! * `rx.rs`: a connection's receive buffer and frame parser;
-//! * `wire.rs`: hello, frame header, control frames;
+//! * `rx_put.rs`: the data of a peer's put, into registered memory;
+//! * `wire.rs`: hello, frame header, control frames, put frames
+//!   (`wire/put.rs`);
 //! * `addr.rs`: device/iface addresses, host id, reachability;
 //! * `netif.rs`: network interfaces and link speed;
 //! * `slots.rs`: the index table behind endpoint and source ids;
@@ -78,10 +109,14 @@ mod config;
 mod conn;
 mod iface;
 mod lifecycle;
+mod mem;
 mod netif;
 mod ops;
 mod progress;
+mod rkey;
+mod rma;
 mod rx;
+mod rx_put;
 mod slots;
 mod sys;
 mod tx;

@@ -267,7 +267,7 @@ impl TcpIface {
         let Some(c) = self.conns.get(ci) else {
             return;
         };
-        let idle = c.eps.is_empty() && c.pending.is_empty() && !c.tx.has_backlog();
+        let idle = c.eps.is_empty() && c.pending.is_empty() && !c.busy() && c.waiters.is_empty();
         if c.state == ConnState::AwaitHello || (idle && c.rx.at_boundary()) {
             // Nobody used it, or it ended between messages: not a failure,
             // but the layer above still learns that the source is gone.
@@ -330,8 +330,12 @@ impl TcpIface {
             self.notices
                 .push_back(Notice::Completed(t, Err(err.duplicate())));
         }
+        for t in c.puts.drain(..).filter_map(|p| p.token) {
+            self.notices
+                .push_back(Notice::Completed(t, Err(err.duplicate())));
+        }
         for w in c.waiters.drain(..) {
-            match w {
+            match w.waiter {
                 Waiter::Ep(_, t) => self
                     .notices
                     .push_back(Notice::Completed(t, Err(err.duplicate()))),

@@ -3,17 +3,18 @@
 use std::os::fd::RawFd;
 
 use uct::ucs::{Error, Result};
-use uct::{AmId, AmSink, Armed, EpId, Iface, IfaceAttr, Iov, Posted, Token};
+use uct::{AmId, AmSink, Armed, EpId, Iface, IfaceAttr, Iov, Posted, RemoteKey, Token};
 
 use crate::addr;
 use crate::config::MAX_IOV;
 use crate::conn::Waiter;
 use crate::iface::{check_id, no_ep, Ep, GlobalFlush, Notice, TcpIface};
+use crate::tx::ZcOwner;
 use crate::wire;
 
 impl TcpIface {
     /// The connection of a live endpoint, or the error of a failed one.
-    fn ep_conn(&self, ep: EpId) -> Result<u32> {
+    pub(crate) fn ep_conn(&self, ep: EpId) -> Result<u32> {
         let e = self.eps.get(ep.0).ok_or_else(|| no_ep(ep))?;
         match (&e.failed, e.conn) {
             (None, Some(c)) => Ok(c),
@@ -24,7 +25,7 @@ impl TcpIface {
 
     /// Ends an operation whose socket call failed: fails the connection and
     /// returns the error for the caller.
-    fn op_failed<T>(&mut self, ci: u32, e: std::io::Error) -> Result<T> {
+    pub(crate) fn op_failed<T>(&mut self, ci: u32, e: std::io::Error) -> Result<T> {
         let peer = self.conns.get(ci).map(|c| c.peer.to_string());
         let err = Error::ConnectionLost {
             peer: peer.unwrap_or_default(),
@@ -118,7 +119,7 @@ impl Iface for TcpIface {
         c.eps.retain(|&x| x != ep.0);
         c.pending.retain(|&(x, _)| x != ep);
         let notices = &mut self.notices;
-        c.waiters.retain(|w| match *w {
+        c.waiters.retain(|w| match w.waiter {
             Waiter::Ep(x, t) if x == ep => {
                 notices.push_back(Notice::Completed(t, Err(Error::Canceled)));
                 false
@@ -127,6 +128,13 @@ impl Iface for TcpIface {
         });
         if let Some(t) = c.tx.detach_zcopy(ep) {
             notices.push_back(Notice::Completed(t, Err(Error::Canceled)));
+        }
+        // Its puts stay in the queue (their acknowledgements still come)
+        // but are reported now.
+        for p in c.puts.iter_mut().filter(|p| p.ep == ep) {
+            if let Some(t) = p.token.take() {
+                notices.push_back(Notice::Completed(t, Err(Error::Canceled)));
+            }
         }
     }
 
@@ -188,7 +196,9 @@ impl Iface for TcpIface {
         // the iface reports completion exactly when the backlog holding it
         // drains, or copies it out (ep_destroy) or drops it (failure)
         // before reporting.
-        match unsafe { c.tx.post_zcopy(fd, &hdr, header, iov, (ep, token)) } {
+        match unsafe {
+            c.tx.post_zcopy(fd, &hdr, header, iov, ZcOwner::Am(ep, token))
+        } {
             Ok(None) => Ok(Posted::NoResource),
             Ok(Some(false)) => Ok(Posted::Done),
             Ok(Some(true)) => match c.sync_interest(&self.epoll) {
@@ -197,6 +207,20 @@ impl Iface for TcpIface {
             },
             Err(e) => self.op_failed(ci, e),
         }
+    }
+
+    /// Sends a PUT frame from `iov`; `InFlight` until the target answers
+    /// that the data is in its memory (see `rma.rs`).
+    unsafe fn put_zcopy(
+        &mut self,
+        ep: EpId,
+        iov: &[Iov],
+        remote_addr: u64,
+        rkey: &RemoteKey,
+        token: Token,
+    ) -> Result<Posted> {
+        // SAFETY: the same contract as put_zcopy's.
+        unsafe { self.post_put(ep, iov, remote_addr, rkey, token) }
     }
 
     fn pending_add(&mut self, ep: EpId, token: Token) -> Result<()> {
@@ -217,16 +241,17 @@ impl Iface for TcpIface {
             let Some(c) = self.conns.get_mut(ci) else {
                 return Err(no_ep(ep));
             };
-            if !c.tx.has_backlog() {
+            if !c.busy() {
                 return Ok(Posted::Done);
             }
-            c.waiters.push(Waiter::Ep(ep, token));
+            let f = c.flush_mark(Waiter::Ep(ep, token));
+            c.waiters.push(f);
             return Ok(Posted::InFlight);
         }
         let busy: Vec<u32> = self
             .conns
             .indices()
-            .filter(|&i| self.conns.get(i).is_some_and(|c| c.tx.has_backlog()))
+            .filter(|&i| self.conns.get(i).is_some_and(|c| c.busy()))
             .collect();
         if busy.is_empty() {
             return Ok(Posted::Done);
@@ -237,7 +262,8 @@ impl Iface for TcpIface {
         });
         for i in busy {
             if let Some(c) = self.conns.get_mut(i) {
-                c.waiters.push(Waiter::Global(g));
+                let f = c.flush_mark(Waiter::Global(g));
+                c.waiters.push(f);
             }
         }
         Ok(Posted::InFlight)

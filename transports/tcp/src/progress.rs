@@ -5,9 +5,9 @@ use std::time::{Duration, Instant};
 use uct::ucs::{Error, PeerMisbehaved};
 use uct::{AmSink, EpId, Token};
 
-use crate::conn::{ConnState, Waiter};
+use crate::conn::ConnState;
 use crate::iface::{Notice, TcpIface, EVENT_BATCH, LISTENER_TAG};
-use crate::rx::Filled;
+use crate::rx::{Event, Filled, RxLimits};
 use crate::tx::Flushed;
 
 /// Most `recv` calls on one connection per event, so that one busy
@@ -154,22 +154,26 @@ impl TcpIface {
 
     /// Parses what a connection received; false when it is gone.
     fn parse_conn(&mut self, ci: u32, sink: &mut dyn AmSink, n: &mut usize) -> bool {
-        let max = self.limits.max_frame;
+        let limits = RxLimits {
+            max_frame: self.limits.max_frame,
+            max_put: self.limits.max_put,
+        };
         loop {
             let Some(c) = self.conns.get_mut(ci) else {
                 return false;
             };
-            match c.rx.parse(c.src, max, sink, n) {
+            let alive = match c.rx.parse(c.src, limits, sink, n) {
                 Ok(None) => return true,
-                Ok(Some(ctrl)) => {
-                    if !self.on_ctrl(ci, ctrl, sink, n) {
-                        return false;
-                    }
-                }
+                Ok(Some(Event::Ctrl(ctrl))) => self.on_ctrl(ci, ctrl, sink, n),
+                Ok(Some(Event::PutDone(seq, status))) => self.on_put_done(ci, seq, status),
+                Ok(Some(Event::PutAck(seq, status))) => self.on_put_ack(ci, seq, status, sink, n),
                 Err(what) => {
                     self.misbehaved(ci, what);
                     return false;
                 }
+            };
+            if !alive {
+                return false;
             }
         }
     }
@@ -209,27 +213,21 @@ impl TcpIface {
     }
 
     /// A connection's backlog is gone: completes its zero-copy send and
-    /// flushes, and hands back its pending tokens.
+    /// the flushes with no put to wait for, sends the acknowledgements that
+    /// waited, and hands back its pending tokens.
     fn drained(&mut self, ci: u32, owner: Option<(EpId, Token)>, sink: &mut dyn AmSink) -> usize {
         let mut n = 0;
         if let Some((_, t)) = owner {
             sink.completed(t, Ok(()));
             n += 1;
         }
+        n += self.settle(ci, sink);
+        if !self.send_acks(ci) {
+            return n;
+        }
         let Some(c) = self.conns.get_mut(ci) else {
             return n;
         };
-        for w in c.waiters.drain(..) {
-            match w {
-                Waiter::Ep(_, t) => {
-                    sink.completed(t, Ok(()));
-                    n += 1;
-                }
-                Waiter::Global(g) => {
-                    crate::lifecycle::global_done(&mut self.flushes, &mut self.notices, g)
-                }
-            }
-        }
         while let Some((ep, t)) = c.pending.pop_front() {
             sink.pending_ready(ep, t);
             n += 1;

@@ -1,11 +1,15 @@
 //! The receiving half of a connection: its buffer and frame parser.
 //!
 //! Bytes are read into the connection's buffer as they come; the hello (on
-//! accepted connections) and control frames are returned to the iface, and
-//! every complete message is handed to the sink straight from the buffer. A
-//! partial frame stays; the buffer is compacted when the frame would not fit
-//! behind it, and grows (once, up to the largest frame) when the frame is
-//! larger than the buffer.
+//! accepted connections), control frames and the end of a put are returned
+//! to the iface, and every complete message is handed to the sink straight
+//! from the buffer. A partial frame stays; the buffer is compacted when the
+//! frame would not fit behind it, and grows (once, up to the largest frame)
+//! when the frame is larger than the buffer.
+//!
+//! The data of a PUT frame is not buffered whole: once its header is in,
+//! what the buffer holds of the data is written to the destination, and
+//! the rest is received straight from the socket into it (`rx_put.rs`).
 
 use std::io;
 use std::os::fd::RawFd;
@@ -13,8 +17,9 @@ use std::os::fd::RawFd;
 use uct::ucs::PeerMisbehaved;
 use uct::{AmSink, SrcId};
 
+use crate::rx_put::PutRx;
 use crate::sys::{self, Recv};
-use crate::wire::{self, Ctrl, Frame, FRAME_HDR, HELLO_LEN};
+use crate::wire::{self, Ctrl, Frame, PutHdr, PutStatus, ACK_LEN, FRAME_HDR, HELLO_LEN, PUT_HDR};
 
 /// What one `recv` found.
 #[derive(Debug, PartialEq, Eq)]
@@ -25,6 +30,35 @@ pub(crate) enum Filled {
     },
     WouldBlock,
     Eof,
+}
+
+/// Something the parser stopped at, for the iface to handle.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Event {
+    /// The hello or a control frame.
+    Ctrl(Ctrl),
+    /// The data of a peer's put is all in (or dropped): answer it.
+    PutDone(u64, PutStatus),
+    /// The peer answered one of our puts.
+    PutAck(u64, PutStatus),
+}
+
+/// What follows a frame header that the parser handles itself.
+#[derive(Debug, Clone, Copy)]
+enum Body {
+    Am(uct::AmId),
+    PutAck,
+    /// A put with this payload length.
+    Put(usize),
+}
+
+/// The largest frames a connection accepts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct RxLimits {
+    /// Payload of a user message.
+    pub(crate) max_frame: usize,
+    /// Data of a put.
+    pub(crate) max_put: usize,
 }
 
 /// The receive state of a connection.
@@ -42,6 +76,8 @@ pub(crate) struct RxState {
     seg: usize,
     start: usize,
     end: usize,
+    /// The put whose data is arriving.
+    put: Option<PutRx>,
 }
 
 impl RxState {
@@ -50,20 +86,35 @@ impl RxState {
             expect_hello,
             data_ok: false,
             announced: false,
-            buf: vec![0; buf_size.max(HELLO_LEN + FRAME_HDR)],
-            seg: buf_size.max(HELLO_LEN + FRAME_HDR),
+            buf: vec![0; buf_size.max(HELLO_LEN + FRAME_HDR + PUT_HDR)],
+            seg: buf_size.max(HELLO_LEN + FRAME_HDR + PUT_HDR),
             start: 0,
             end: 0,
+            put: None,
         }
     }
 
     /// Whether no partial frame is held.
     pub(crate) fn at_boundary(&self) -> bool {
-        self.start == self.end
+        self.start == self.end && self.put.is_none()
     }
 
-    /// Reads once from `fd` into the free space.
+    /// Reads once from `fd`: into the free space, or, while the data of a
+    /// put is arriving and nothing is buffered, straight into its
+    /// destination.
     pub(crate) fn fill(&mut self, fd: RawFd) -> io::Result<Filled> {
+        if let Some(put) = &mut self.put {
+            if self.start == self.end && put.left() > 0 {
+                let want = put.left();
+                // The buffer is empty: it is the scratch space for data
+                // that is dropped.
+                return Ok(match put.recv(fd, &mut self.buf)? {
+                    Recv::Data(n) => Filled::Data { more: n == want },
+                    Recv::WouldBlock => Filled::WouldBlock,
+                    Recv::Eof => Filled::Eof,
+                });
+            }
+        }
         if self.end == self.buf.len() {
             // Only a partial header can sit at the very end (make_room keeps
             // a known frame in reach); move it to the front.
@@ -86,16 +137,16 @@ impl RxState {
     }
 
     /// Consumes buffered bytes: delivers complete messages to `sink` as
-    /// coming from `src` and stops after a control frame or the hello,
+    /// coming from `src`, writes put data, and stops at an [`Event`],
     /// which it returns, or when the rest is incomplete.
     pub(crate) fn parse(
         &mut self,
         src: SrcId,
-        max_frame: usize,
+        limits: RxLimits,
         sink: &mut dyn AmSink,
         delivered: &mut usize,
-    ) -> Result<Option<Ctrl>, PeerMisbehaved> {
-        let out = self.parse_inner(src, max_frame, sink, delivered);
+    ) -> Result<Option<Event>, PeerMisbehaved> {
+        let out = self.parse_inner(src, limits, sink, delivered);
         if self.start == self.end {
             self.start = 0;
             self.end = 0;
@@ -106,10 +157,10 @@ impl RxState {
     fn parse_inner(
         &mut self,
         src: SrcId,
-        max_frame: usize,
+        limits: RxLimits,
         sink: &mut dyn AmSink,
         delivered: &mut usize,
-    ) -> Result<Option<Ctrl>, PeerMisbehaved> {
+    ) -> Result<Option<Event>, PeerMisbehaved> {
         if self.expect_hello {
             if self.end - self.start < HELLO_LEN {
                 return Ok(None);
@@ -119,39 +170,70 @@ impl RxState {
             let from = wire::parse_hello(&hello)?;
             self.start += HELLO_LEN;
             self.expect_hello = false;
-            return Ok(Some(Ctrl::Hello(wire::key(from))));
+            return Ok(Some(Event::Ctrl(Ctrl::Hello(wire::key(from)))));
         }
-        while self.end - self.start >= FRAME_HDR {
+        loop {
+            if let Some(put) = &mut self.put {
+                let n = (self.end - self.start).min(put.left());
+                put.absorb(&self.buf[self.start..self.start + n]);
+                self.start += n;
+                let Some((seq, status)) = put.finished() else {
+                    return Ok(None);
+                };
+                self.put = None;
+                return Ok(Some(Event::PutDone(seq, status)));
+            }
+            if self.end - self.start < FRAME_HDR {
+                return Ok(None);
+            }
             let mut hdr = [0u8; FRAME_HDR];
             hdr.copy_from_slice(&self.buf[self.start..self.start + FRAME_HDR]);
-            let (id, len) = match wire::parse_frame_hdr(&hdr, max_frame)? {
-                Frame::Ctrl(c) => {
-                    self.start += FRAME_HDR;
-                    return Ok(Some(c));
-                }
-                Frame::Am(id, len) => (id, len),
-            };
+            // What must be buffered before the frame can be handled: all
+            // of a message or an acknowledgement, the header of a put.
+            let (body_len, body) =
+                match wire::parse_frame_hdr(&hdr, limits.max_frame, limits.max_put)? {
+                    Frame::Ctrl(c) => {
+                        self.start += FRAME_HDR;
+                        return Ok(Some(Event::Ctrl(c)));
+                    }
+                    Frame::Am(id, len) => (len, Body::Am(id)),
+                    Frame::PutAck => (ACK_LEN, Body::PutAck),
+                    Frame::Put(len) => (PUT_HDR, Body::Put(len)),
+                };
             if !self.data_ok {
                 return Err(PeerMisbehaved::Invalid {
                     what: "frame",
                     detail: "a message before the connection was accepted".into(),
                 });
             }
-            let frame = FRAME_HDR + len;
-            if self.end - self.start < frame {
-                self.make_room(frame);
-                break;
+            let need = FRAME_HDR + body_len;
+            if self.end - self.start < need {
+                self.make_room(need);
+                return Ok(None);
             }
-            sink.am(
-                id,
-                src,
-                &self.buf[self.start + FRAME_HDR..self.start + frame],
-            );
-            *delivered += 1;
-            self.announced = true;
-            self.start += frame;
+            let at = self.start + FRAME_HDR;
+            self.start += need;
+            let bytes = &self.buf[at..self.start];
+            match body {
+                Body::Am(id) => {
+                    sink.am(id, src, bytes);
+                    *delivered += 1;
+                    self.announced = true;
+                }
+                Body::PutAck => {
+                    let mut b = [0u8; ACK_LEN];
+                    b.copy_from_slice(bytes);
+                    let (seq, status) = wire::parse_ack(&b)?;
+                    return Ok(Some(Event::PutAck(seq, status)));
+                }
+                Body::Put(len) => {
+                    let mut b = [0u8; PUT_HDR];
+                    b.copy_from_slice(bytes);
+                    let h = PutHdr::decode(&b, len)?;
+                    self.put = Some(PutRx::begin(&h));
+                }
+            }
         }
-        Ok(None)
     }
 
     /// Makes sure a frame of `frame` bytes starting at `start` fits.
@@ -179,105 +261,4 @@ impl RxState {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use std::io::Write;
-    use std::os::fd::AsRawFd;
-    use std::os::unix::net::UnixStream;
-    use uct::{AmId, EpId, Error, Token};
-
-    #[derive(Default)]
-    struct Msgs(Vec<(AmId, Vec<u8>)>);
-
-    impl AmSink for Msgs {
-        fn am(&mut self, id: AmId, _src: SrcId, data: &[u8]) {
-            self.0.push((id, data.to_vec()));
-        }
-        fn completed(&mut self, _: Token, _: uct::Result<()>) {}
-        fn pending_ready(&mut self, _: EpId, _: Token) {}
-        fn ep_failed(&mut self, _: EpId, _: Error) {}
-        fn src_failed(&mut self, _: SrcId, _: Error) {}
-    }
-
-    fn frame(id: u8, payload: &[u8]) -> Vec<u8> {
-        let mut v = wire::frame_hdr(id, payload.len() as u32).to_vec();
-        v.extend_from_slice(payload);
-        v
-    }
-
-    /// Feeds `bytes` in chunks of `step` from another thread and parses
-    /// until the writer closes.
-    fn feed(rx: &mut RxState, bytes: &[u8], step: usize) -> (Msgs, Vec<Ctrl>) {
-        let (mut a, b) = UnixStream::pair().unwrap();
-        b.set_nonblocking(true).unwrap();
-        let bytes = bytes.to_vec();
-        let writer = std::thread::spawn(move || {
-            for chunk in bytes.chunks(step) {
-                a.write_all(chunk).unwrap();
-            }
-        });
-        let mut msgs = Msgs::default();
-        let mut ctrls = Vec::new();
-        let mut n = 0;
-        loop {
-            match rx.fill(b.as_raw_fd()).unwrap() {
-                Filled::Data { .. } => {
-                    while let Some(c) = rx.parse(SrcId(1), 1 << 20, &mut msgs, &mut n).unwrap() {
-                        if matches!(c, Ctrl::Accept | Ctrl::Hello(_)) {
-                            rx.data_ok = true;
-                        }
-                        ctrls.push(c);
-                    }
-                }
-                Filled::WouldBlock => std::thread::yield_now(),
-                Filled::Eof => break,
-            }
-        }
-        writer.join().unwrap();
-        assert_eq!(n, msgs.0.len());
-        (msgs, ctrls)
-    }
-
-    #[test]
-    fn frames_split_anywhere_are_reassembled() {
-        let big: Vec<u8> = (0..200_000u32).map(|i| i as u8).collect();
-        let mut bytes = wire::hello("127.0.0.1:9".parse().unwrap()).to_vec();
-        bytes.extend(frame(1, b"a"));
-        bytes.extend(frame(2, &big));
-        bytes.extend(frame(3, b""));
-        bytes.extend(frame(4, &big[..70_000]));
-        for step in [1, 3, 4096, 65536, bytes.len()] {
-            let mut rx = RxState::new(1024, true);
-            let (msgs, ctrls) = feed(&mut rx, &bytes, step);
-            assert_eq!(
-                ctrls,
-                vec![Ctrl::Hello(wire::key("127.0.0.1:9".parse().unwrap()))]
-            );
-            let ids: Vec<_> = msgs.0.iter().map(|m| m.0).collect();
-            assert_eq!(ids, vec![1, 2, 3, 4], "step {step}");
-            assert!(msgs.0[1].1 == big && msgs.0[3].1 == big[..70_000]);
-            assert!(rx.at_boundary());
-        }
-    }
-
-    #[test]
-    fn control_frames_stop_the_parser() {
-        let mut rx = RxState::new(4096, false);
-        let mut bytes = frame(wire::CTRL_ACCEPT, b"");
-        bytes.extend(frame(5, b"after"));
-        let (msgs, ctrls) = feed(&mut rx, &bytes, bytes.len());
-        assert_eq!(ctrls, vec![Ctrl::Accept]);
-        assert_eq!(msgs.0, vec![(5, b"after".to_vec())]);
-    }
-
-    #[test]
-    fn messages_before_accept_are_refused() {
-        let mut rx = RxState::new(4096, false);
-        let (mut w, b) = UnixStream::pair().unwrap();
-        w.write_all(&frame(1, b"x")).unwrap();
-        rx.fill(b.as_raw_fd()).unwrap();
-        let mut n = 0;
-        let r = rx.parse(SrcId(0), 100, &mut Msgs::default(), &mut n);
-        assert!(matches!(r, Err(PeerMisbehaved::Invalid { .. })));
-    }
-}
+mod tests;

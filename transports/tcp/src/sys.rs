@@ -237,12 +237,21 @@ pub(crate) enum Recv {
 
 /// Receives into `buf` (which must not be empty).
 pub(crate) fn recv(fd: RawFd, buf: &mut [u8]) -> io::Result<Recv> {
+    // SAFETY: the pointer and length describe `buf`, alive and writable
+    // for the call.
+    unsafe { recv_raw(fd, buf.as_mut_ptr(), buf.len()) }
+}
+
+/// Receives into the `len` bytes at `ptr` (`len` not 0).
+///
+/// # Safety
+///
+/// `[ptr, ptr + len)` must be valid for writes during the call.
+pub(crate) unsafe fn recv_raw(fd: RawFd, ptr: *mut u8, len: usize) -> io::Result<Recv> {
     loop {
-        // SAFETY: the pointer and length describe `buf`, alive and writable
-        // for the call.
-        let res = syscall!(unsafe {
-            libc::recv(fd, buf.as_mut_ptr().cast(), buf.len(), libc::MSG_DONTWAIT)
-        });
+        // SAFETY: the caller vouches for the range; recv writes only
+        // within it.
+        let res = syscall!(unsafe { libc::recv(fd, ptr.cast(), len, libc::MSG_DONTWAIT) });
         return match res {
             Ok(0) => Ok(Recv::Eof),
             Ok(n) => Ok(Recv::Data(n as usize)),

@@ -42,6 +42,32 @@ fn iovec_of(r: &Iov) -> libc::iovec {
     }
 }
 
+/// Whom the caller memory in a zero-copy tail belongs to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum ZcOwner {
+    /// An `am_zcopy` of this endpoint: complete when its bytes have left.
+    Am(EpId, Token),
+    /// The data of a put of this endpoint: the put completes on its
+    /// acknowledgement, not when the bytes have left.
+    Put(EpId),
+}
+
+impl ZcOwner {
+    fn ep(self) -> EpId {
+        match self {
+            ZcOwner::Am(ep, _) | ZcOwner::Put(ep) => ep,
+        }
+    }
+
+    /// The operation to complete once the bytes have left.
+    fn am(self) -> Option<(EpId, Token)> {
+        match self {
+            ZcOwner::Am(ep, t) => Some((ep, t)),
+            ZcOwner::Put(_) => None,
+        }
+    }
+}
+
 /// The caller memory of a zero-copy send not yet written.
 #[derive(Debug)]
 struct ZcopyTail {
@@ -49,8 +75,8 @@ struct ZcopyTail {
     /// First entry not yet fully written.
     idx: usize,
     count: usize,
-    /// The endpoint and token to complete; `None` once detached.
-    owner: Option<(EpId, Token)>,
+    /// Whose memory it is; `None` once detached (copied).
+    owner: Option<ZcOwner>,
 }
 
 /// What [`TxState::flush_out`] achieved.
@@ -58,7 +84,7 @@ struct ZcopyTail {
 pub(crate) enum Flushed {
     /// The socket is full; more remains.
     Partial,
-    /// The backlog is gone; a zero-copy send in it completed.
+    /// The backlog is gone; an `am_zcopy` in it completed.
     Drained(Option<(EpId, Token)>),
 }
 
@@ -167,7 +193,8 @@ impl TxState {
     /// connection. `None`: there is a backlog, nothing done. `Some(false)`:
     /// all sent. `Some(true)`: the rest of `iov` stays in use until
     /// [`Flushed::Drained`] returns `(ep, token)` (or it is detached or
-    /// aborted).
+    /// aborted). Puts pass [`ZcOwner::Put`]: for them, nothing completes
+    /// when the backlog drains.
     ///
     /// # Safety
     ///
@@ -179,7 +206,7 @@ impl TxState {
         hdr: &[u8; FRAME_HDR],
         header: &[u8],
         iov: &[Iov],
-        owner: (EpId, Token),
+        owner: ZcOwner,
     ) -> io::Result<Option<bool>> {
         if self.has_backlog() {
             return Ok(None);
@@ -259,7 +286,7 @@ impl TxState {
         }
         self.buf.clear();
         self.off = 0;
-        let owner = self.zc.take().and_then(|z| z.owner);
+        let owner = self.zc.take().and_then(|z| z.owner).and_then(ZcOwner::am);
         if !self.owned_tail.is_empty() {
             self.owned_tail = Vec::new();
         }
@@ -284,13 +311,13 @@ impl TxState {
         }
     }
 
-    /// The token of `ep`'s unfinished zero-copy send, if any; its remaining
-    /// bytes are copied so that the frame can still be finished without the
-    /// caller's memory.
+    /// Copies the rest of `ep`'s unfinished zero-copy send (an `am_zcopy`
+    /// or a put's data), if any, so that the frame can still be finished
+    /// without the caller's memory; returns the `am_zcopy`'s token.
     pub(crate) fn detach_zcopy(&mut self, ep: EpId) -> Option<Token> {
         let z = self.zc.as_mut()?;
-        let (owner, token) = z.owner?;
-        if owner != ep {
+        let owner = z.owner?;
+        if owner.ep() != ep {
             return None;
         }
         let mut rest = Vec::new();
@@ -304,15 +331,15 @@ impl TxState {
         z.idx = 0;
         z.count = usize::from(!self.owned_tail.is_empty());
         z.owner = None;
-        Some(token)
+        owner.am().map(|(_, t)| t)
     }
 
-    /// Drops the backlog; returns the owner of an unfinished zero-copy send.
+    /// Drops the backlog; returns the owner of an unfinished `am_zcopy`.
     pub(crate) fn abort(&mut self) -> Option<(EpId, Token)> {
         self.buf.clear();
         self.off = 0;
         self.owned_tail = Vec::new();
-        self.zc.take().and_then(|z| z.owner)
+        self.zc.take().and_then(|z| z.owner).and_then(ZcOwner::am)
     }
 
     /// Appends the buffered frames of `other`, a connection that never sent

@@ -21,7 +21,8 @@
 //!
 //! Ids below [`uct::AM_ID_MAX`] are the user's. Above, the transport's own:
 //! [`CTRL_ACCEPT`] and [`CTRL_REJECT`], with no payload, only as the first
-//! frame towards a connector. Any other id is an error.
+//! frame towards a connector; [`CTRL_PUT`] and [`CTRL_PUT_ACK`] (below).
+//! Any other id is an error.
 //!
 //! The payload of an `am_short` frame is the 8-byte little-endian header
 //! followed by the payload; `am_bcopy`, the parts concatenated; `am_zcopy`,
@@ -32,6 +33,52 @@
 //! opened by the iface with the smaller [`key`] is kept, the other one is
 //! rejected and its queued frames move to the kept one before any frame was
 //! sent on it.
+//!
+//! # Put
+//!
+//! `put_zcopy` sends a PUT frame ([`CTRL_PUT`]) whose payload is a 48-byte
+//! header ([`PutHdr`]) followed by the data, sent from the caller's iov:
+//!
+//! | bytes  | field      | value                                            |
+//! |--------|------------|--------------------------------------------------|
+//! | 0..8   | seq        | the initiator's put number on this connection    |
+//! | 8..16  | addr       | destination address in the target's memory       |
+//! | 16..24 | host id    | owner of the key: host id (key bytes 8..16)      |
+//! | 24..32 | nonce      | owner of the key: process nonce (key 20..28)     |
+//! | 32..36 | pid        | owner of the key: process id (key 16..20)        |
+//! | 36..40 | index      | registration index (key 28..32)                  |
+//! | 40..44 | generation | registration generation (key 32..36)             |
+//! | 44..48 | length     | data bytes; must equal the frame length - 48     |
+//! | 48..   | data       | `length` bytes                                   |
+//!
+//! All fields little-endian; the key layout is in `rkey.rs`. A frame
+//! shorter than 48 bytes, with more than the receiver's `max_put_zcopy`
+//! bytes of data, or whose length field disagrees with the frame fails the
+//! connection. Otherwise the target checks the key: its owner must be the
+//! target process, its registration live, `[addr, addr + length)` inside
+//! it, with remote write rights. The data is written as it arrives,
+//! each piece after checking again that the registration is live; when
+//! the key is refused (at the start or midway) the rest is read and
+//! dropped. After the last byte the target answers a PUT_ACK frame
+//! ([`CTRL_PUT_ACK`]) with a 12-byte payload:
+//!
+//! | bytes  | field  | value                                            |
+//! |--------|--------|--------------------------------------------------|
+//! | 0..8   | seq    | the put's seq                                    |
+//! | 8..12  | status | u32 little-endian, [`PutStatus`]: 0 ok, 1 no live registration, 2 key of another process, 3 outside the registration or no remote write |
+//!
+//! A connection's acknowledgements come in the order of its puts; one
+//! with another seq, an unknown status, a payload length other than 12,
+//! or no put outstanding fails the connection. An initiator has at most
+//! [`MAX_PUTS`] puts unacknowledged on a connection, so a target never
+//! needs to hold more acknowledgements than that for a peer that reads
+//! them; one that must, fails the connection.
+
+mod put;
+
+#[cfg(test)]
+pub(crate) use put::ack_frame;
+pub(crate) use put::{ack_body, parse_ack, PutHdr, PutStatus, ACK_LEN, PUT_HDR};
 
 use std::net::{Ipv4Addr, SocketAddrV4};
 
@@ -56,6 +103,14 @@ pub(crate) const CTRL_ACCEPT: AmId = 0xf0;
 /// Control frame: the connection is refused in favour of the one the
 /// acceptor opened towards the connector.
 pub(crate) const CTRL_REJECT: AmId = 0xf1;
+
+/// A put: header and data (see the module doc).
+pub(crate) const CTRL_PUT: AmId = 0xf2;
+/// A put's acknowledgement.
+pub(crate) const CTRL_PUT_ACK: AmId = 0xf3;
+
+/// Most puts an initiator leaves unacknowledged on one connection.
+pub(crate) const MAX_PUTS: usize = 1024;
 
 /// A control frame.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -85,12 +140,18 @@ pub(crate) enum Frame {
     Am(AmId, usize),
     /// A control frame (no payload).
     Ctrl(Ctrl),
+    /// A put of this payload length (header and data).
+    Put(usize),
+    /// A put's acknowledgement ([`ACK_LEN`] bytes of payload).
+    PutAck,
 }
 
-/// Decodes and checks a frame header.
+/// Decodes and checks a frame header: user messages up to `max_len`
+/// bytes, puts of up to `max_put` bytes of data.
 pub(crate) fn parse_frame_hdr(
     hdr: &[u8; FRAME_HDR],
     max_len: usize,
+    max_put: usize,
 ) -> Result<Frame, PeerMisbehaved> {
     let id = hdr[0];
     let len = u32::from_le_bytes([hdr[1], hdr[2], hdr[3], hdr[4]]) as usize;
@@ -100,18 +161,33 @@ pub(crate) fn parse_frame_hdr(
         }
         return Ok(Frame::Am(id, len));
     }
-    let ctrl = match id {
-        CTRL_ACCEPT => Ctrl::Accept,
-        CTRL_REJECT => Ctrl::Reject,
+    let (frame, want) = match id {
+        CTRL_ACCEPT => (Frame::Ctrl(Ctrl::Accept), 0),
+        CTRL_REJECT => (Frame::Ctrl(Ctrl::Reject), 0),
+        CTRL_PUT_ACK => (Frame::PutAck, ACK_LEN),
+        CTRL_PUT => {
+            if len < PUT_HDR {
+                return Err(PeerMisbehaved::Truncated {
+                    what: "put header",
+                    len,
+                    min: PUT_HDR,
+                });
+            }
+            let max = max_put.saturating_add(PUT_HDR);
+            if len > max {
+                return Err(PeerMisbehaved::FrameTooLong { len, max });
+            }
+            return Ok(Frame::Put(len));
+        }
         _ => return Err(PeerMisbehaved::UnknownId(id)),
     };
-    if len != 0 {
+    if len != want {
         return Err(PeerMisbehaved::Invalid {
             what: "control frame length",
-            detail: format!("{len}, expected 0"),
+            detail: format!("{len}, expected {want}"),
         });
     }
-    Ok(Frame::Ctrl(ctrl))
+    Ok(frame)
 }
 
 /// The hello of a connector listening on `me`.
@@ -155,16 +231,16 @@ mod tests {
         let h = frame_hdr(7, 0x0102_0304);
         assert_eq!(h, [7, 4, 3, 2, 1]);
         assert_eq!(
-            parse_frame_hdr(&h, usize::MAX),
+            parse_frame_hdr(&h, usize::MAX, 0),
             Ok(Frame::Am(7, 0x0102_0304))
         );
-        assert_eq!(parse_frame_hdr(&frame_hdr(0, 0), 0), Ok(Frame::Am(0, 0)));
+        assert_eq!(parse_frame_hdr(&frame_hdr(0, 0), 0, 0), Ok(Frame::Am(0, 0)));
         assert_eq!(
-            parse_frame_hdr(&frame_hdr(CTRL_ACCEPT, 0), 0),
+            parse_frame_hdr(&frame_hdr(CTRL_ACCEPT, 0), 0, 0),
             Ok(Frame::Ctrl(Ctrl::Accept))
         );
         assert_eq!(
-            parse_frame_hdr(&frame_hdr(CTRL_REJECT, 0), 0),
+            parse_frame_hdr(&frame_hdr(CTRL_REJECT, 0), 0, 0),
             Ok(Frame::Ctrl(Ctrl::Reject))
         );
     }
@@ -172,23 +248,23 @@ mod tests {
     #[test]
     fn bad_frames_are_rejected() {
         assert_eq!(
-            parse_frame_hdr(&frame_hdr(1, 101), 100),
+            parse_frame_hdr(&frame_hdr(1, 101), 100, 0),
             Err(PeerMisbehaved::FrameTooLong { len: 101, max: 100 })
         );
         assert_eq!(
-            parse_frame_hdr(&frame_hdr(AM_ID_MAX, 1), 100),
+            parse_frame_hdr(&frame_hdr(AM_ID_MAX, 1), 100, 0),
             Err(PeerMisbehaved::UnknownId(AM_ID_MAX))
         );
         assert!(matches!(
-            parse_frame_hdr(&frame_hdr(CTRL_ACCEPT, 1), 100),
+            parse_frame_hdr(&frame_hdr(CTRL_ACCEPT, 1), 100, 0),
             Err(PeerMisbehaved::Invalid { .. })
         ));
         assert_eq!(
-            parse_frame_hdr(&[255; FRAME_HDR], 100),
+            parse_frame_hdr(&[255; FRAME_HDR], 100, 0),
             Err(PeerMisbehaved::UnknownId(255))
         );
         assert_eq!(
-            parse_frame_hdr(&[0, 255, 255, 255, 255], 100),
+            parse_frame_hdr(&[0, 255, 255, 255, 255], 100, 0),
             Err(PeerMisbehaved::FrameTooLong {
                 len: u32::MAX as usize,
                 max: 100

@@ -278,3 +278,110 @@ fn pingpong_raw_sockets() {
         med.as_secs_f64() * 0.5e6
     );
 }
+
+/// What `mem_reg` costs (the model's `reg_cost`), and a whole
+/// registration's life.
+#[test]
+#[ignore = "measurement, not a check: run with --ignored --nocapture in release"]
+fn registration() {
+    use rucx_uct::{Access, Component};
+    let md = rucx_tcp::COMPONENT.md_open().unwrap().pop().unwrap();
+    let mut buf = vec![0u8; 1 << 20];
+    let n = 200_000;
+    let mut handles = Vec::with_capacity(n);
+    let t = Instant::now();
+    for i in 0..n {
+        // SAFETY: `buf` outlives the registrations (ended below).
+        let h = unsafe {
+            md.mem_reg(
+                buf.as_mut_ptr().wrapping_add(i % 4096),
+                4096,
+                Access::REMOTE_WRITE,
+            )
+        };
+        handles.push(h.unwrap());
+    }
+    let reg = t.elapsed().as_secs_f64() / n as f64;
+    let t = Instant::now();
+    for h in &handles {
+        md.mem_dereg(h).unwrap();
+    }
+    let dereg = t.elapsed().as_secs_f64() / n as f64;
+    let t = Instant::now();
+    for _ in 0..n {
+        // SAFETY: as above.
+        let h = unsafe { md.mem_reg(buf.as_mut_ptr(), 1 << 20, Access::REMOTE_WRITE) }.unwrap();
+        let k = md.mkey_pack(&h).unwrap();
+        std::hint::black_box(&k);
+        md.mem_dereg(&h).unwrap();
+    }
+    let cycle = t.elapsed().as_secs_f64() / n as f64;
+    println!(
+        "mem_reg {:.0} ns, mem_dereg {:.0} ns, reg + pack + dereg {:.0} ns (model: {:?})",
+        reg * 1e9,
+        dereg * 1e9,
+        cycle * 1e9,
+        md.reg_cost()
+    );
+}
+
+/// `put_zcopy` streamed into a registered buffer of a target that
+/// progresses on its own thread; each put waits for its acknowledgement
+/// only to bound the puts in flight.
+#[test]
+#[ignore = "measurement, not a check: run with --ignored --nocapture in release"]
+fn put_bandwidth() {
+    use rucx_uct::{Access, Component};
+    use std::sync::atomic::{AtomicBool, Ordering};
+    use std::sync::Arc;
+    const WINDOW: u64 = 8;
+    let md = rucx_tcp::COMPONENT.md_open().unwrap().pop().unwrap();
+    for size in [4096usize, 65536, 1 << 20] {
+        let mut dst = vec![0u8; size];
+        let src = vec![7u8; size];
+        // SAFETY: `dst` outlives the registration (ended below, after the
+        // target stopped) and is not touched meanwhile.
+        let memh = unsafe { md.mem_reg(dst.as_mut_ptr(), size, Access::REMOTE_WRITE) }.unwrap();
+        let key = md.rkey_unpack(&md.mkey_pack(&memh).unwrap()).unwrap();
+        let (mut a, ab, mut b, _) = pair();
+        let stop = Arc::new(AtomicBool::new(false));
+        let flag = stop.clone();
+        let target = std::thread::spawn(move || {
+            let mut s = Sink::new(0);
+            while !flag.load(Ordering::Relaxed) {
+                b.progress(&mut s);
+            }
+            b
+        });
+        let mut s = Sink::new(0);
+        let (mut sent, t) = (0u64, Instant::now());
+        while t.elapsed() < Duration::from_secs(2) {
+            if sent - s.completed >= WINDOW {
+                a.progress(&mut s);
+                continue;
+            }
+            let iov = [Iov::from_slice(&src)];
+            // SAFETY: `src` is not changed and outlives every completion
+            // (all are awaited below).
+            match unsafe { a.put_zcopy(ab, &iov, memh.addr as u64, &key, Token(sent)) }.unwrap() {
+                Posted::InFlight => sent += 1,
+                _ => {
+                    a.progress(&mut s);
+                }
+            }
+        }
+        while s.completed < sent {
+            a.progress(&mut s);
+        }
+        let el = t.elapsed().as_secs_f64();
+        stop.store(true, Ordering::Relaxed);
+        drop(target.join().unwrap());
+        md.mem_dereg(&memh).unwrap();
+        println!(
+            "{size:>8} B put_zcopy: {:.0} puts/s, {:.1} MB/s (MiB/s)",
+            sent as f64 / el,
+            (sent * size as u64) as f64 / el / 1048576.0
+        );
+        assert_eq!(dst[size - 1], 7);
+    }
+}

@@ -1,4 +1,6 @@
-//! The transport conformance suite on TCP over the loopback device.
+//! The transport conformance suite on TCP over the loopback device. The
+//! one-sided checks (`rma_*`) run for `put_zcopy` (the memory domain
+//! registers); those of `get_zcopy` say `skipped`.
 
 use rucx_uct::testing::ComponentFixture;
 

@@ -3,9 +3,11 @@
 //! frames the wire format allows (checked against a model), fails only
 //! that connection, and keeps serving a well-behaved endpoint.
 //!
-//! Inputs are random bytes, streams built from valid and invalid pieces,
-//! and valid streams with truncations, bit flips and length fields set to
-//! huge values. The `tcp_stream` fuzz target runs the same harness.
+//! Inputs are random bytes, streams built from valid and invalid pieces
+//! (puts into the iface's registered windows among them), and valid
+//! streams with truncations, bit flips and length fields set to huge
+//! values. The `tcp_stream` and `tcp_put` fuzz targets run the same
+//! harness.
 
 #[path = "decoder_robustness/harness.rs"]
 mod harness;
@@ -13,7 +15,8 @@ mod harness;
 use std::cell::RefCell;
 use std::net::{Ipv4Addr, SocketAddrV4};
 
-use harness::{frame, frame_hdr, hello, Target, CTRL_ACCEPT, CTRL_REJECT};
+use harness::put_model::{self, CTRL_PUT, CTRL_PUT_ACK, PUT_HDR};
+use harness::{frame, frame_hdr, hello, Target, Wire, CTRL_ACCEPT, CTRL_REJECT};
 use proptest::prelude::*;
 use proptest::sample::Index;
 use proptest::test_runner::{Config, TestRunner};
@@ -45,6 +48,16 @@ enum Piece {
     Hdr(u8, u32, Vec<u8>),
     /// Arbitrary bytes.
     Raw(Vec<u8>),
+    /// A put into window `w` (of the target's, or a made-up one), `off`
+    /// bytes from its start.
+    Put {
+        w: u8,
+        seq: u64,
+        off: i64,
+        data: Vec<u8>,
+    },
+    /// An acknowledgement of a put never made.
+    Ack(u64, u32),
 }
 
 /// Damage done to a stream.
@@ -86,6 +99,14 @@ fn piece_strategy() -> impl Strategy<Value = Piece> {
         1 => (any::<u8>(), prop_oneof![0..64u32, Just(u32::MAX), any::<u32>()], bytes(64))
             .prop_map(|(id, l, b)| Piece::Hdr(id, l, b)),
         1 => bytes(40).prop_map(Piece::Raw),
+        4 => (
+            0..5u8,
+            any::<u64>(),
+            prop_oneof![-8..300i64, any::<i64>()],
+            bytes(300),
+        )
+            .prop_map(|(w, seq, off, data)| Piece::Put { w, seq, off, data }),
+        1 => (any::<u64>(), 0..5u32).prop_map(|(s, st)| Piece::Ack(s, st)),
     ]
 }
 
@@ -167,6 +188,12 @@ fn build(t: &Target, c: &Case) -> Vec<u8> {
                 v.extend_from_slice(rest);
             }
             Piece::Raw(b) => v.extend_from_slice(b),
+            Piece::Put { w, seq, off, data } => v.extend(t.put_frame(*w, *seq, *off, data)),
+            Piece::Ack(seq, status) => {
+                let mut b = seq.to_le_bytes().to_vec();
+                b.extend_from_slice(&status.to_le_bytes());
+                v.extend(frame(CTRL_PUT_ACK, &b));
+            }
         }
     }
     apply(v, &c.mutations)
@@ -248,6 +275,26 @@ fn known_edge_cases_match_the_model() {
         [&b"RUCX-TCP"[..], &h[8..]].concat(),
         // The open peer's identity.
         [hello(t.peer_addr()), frame(1, b"spoof")].concat(),
+        // Puts: whole, refused, at the edges, truncated, malformed.
+        with(&[t.put_frame(0, 1, 0, b"abc"), frame(1, b"after")].concat()),
+        with(&t.put_frame(0, 2, 250, &[7; 6])),
+        with(&t.put_frame(0, 3, 251, &[7; 6])),
+        with(&t.put_frame(0, 4, -1, &[7; 1])),
+        with(&t.put_frame(0, 5, 256, b"")),
+        with(&t.put_frame(1, 6, 0, b"read only")),
+        with(&t.put_frame(2, 7, 0, b"ended")),
+        with(&t.put_frame(3, 8, 0, b"another process")),
+        with(&t.put_frame(4, 9, 0, b"no such slot")),
+        with(&t.put_frame(0, 10, 0, &[9; 200])[..150]),
+        with(&t.put_frame(0, 11, 0, b"x")[..20]),
+        with(&frame_hdr(CTRL_PUT, PUT_HDR as u32 - 1)),
+        with(&frame_hdr(CTRL_PUT, u32::MAX)),
+        with(&[frame(1, b"x"), frame(CTRL_PUT_ACK, &[0; 12])].concat()),
+        {
+            let mut p = t.put_frame(0, 12, 0, b"abcd");
+            p[5 + 44] = 3;
+            with(&p)
+        },
     ];
     for bytes in &edge_cases {
         for pieces in [&[usize::MAX][..], &[1], &[3, 16, 5]] {
@@ -267,18 +314,50 @@ fn the_model_itself_is_not_trivial() {
     // The oracle must tell deliveries, rejections and failures apart.
     let peer = SocketAddrV4::new(Ipv4Addr::LOCALHOST, 4000);
     let h = hello(SocketAddrV4::new(Ipv4Addr::LOCALHOST, 5000));
+    let plain = Wire {
+        max_frame: 100,
+        max_put: 100,
+        ..Wire::default()
+    };
     let ok = harness::expect(
         &[h.clone(), frame(1, b"a"), frame(2, b"")].concat(),
-        100,
+        &plain,
         peer,
     );
     assert_eq!(ok.ams, vec![(1, b"a".to_vec()), (2, vec![])]);
     // A source that delivered anything is reported when it goes away.
     assert!(ok.src_failed);
-    let broken = harness::expect(&[h.clone(), frame(1, b"a"), vec![9]].concat(), 100, peer);
+    let broken = harness::expect(&[h.clone(), frame(1, b"a"), vec![9]].concat(), &plain, peer);
     assert!(broken.src_failed && broken.ams.len() == 1);
-    let too_long = harness::expect(&[h.clone(), frame(1, &[0; 101])].concat(), 100, peer);
+    let too_long = harness::expect(&[h.clone(), frame(1, &[0; 101])].concat(), &plain, peer);
     assert!(too_long.ams.is_empty() && !too_long.src_failed);
-    let spoof = harness::expect(&[hello(peer), frame(1, b"a")].concat(), 100, peer);
+    let spoof = harness::expect(&[hello(peer), frame(1, b"a")].concat(), &plain, peer);
     assert!(spoof.ams.is_empty());
+    // Puts: written where the key allows, answered, or breaking the stream.
+    let t = Target::open();
+    let w = &t.wire;
+    let put = harness::expect(
+        &[h.clone(), t.put_frame(0, 5, 2, b"hi"), frame(1, b"a")].concat(),
+        w,
+        peer,
+    );
+    assert_eq!(put.acks, vec![(5, put_model::OK)]);
+    assert_eq!(&put.memory[0][2..4], b"hi");
+    assert_ne!(put.memory[0], w.before[0]);
+    assert_eq!(put.ams.len(), 1);
+    let refused = harness::expect(&[h.clone(), t.put_frame(1, 6, 0, b"x")].concat(), w, peer);
+    assert_eq!(refused.acks, vec![(6, put_model::ACCESS)]);
+    assert_eq!(refused.memory, w.before);
+    let foreign = harness::expect(&[h.clone(), t.put_frame(3, 7, 0, b"x")].concat(), w, peer);
+    assert_eq!(foreign.acks, vec![(7, put_model::FOREIGN)]);
+    let cut = t.put_frame(0, 8, 0, b"abcdef");
+    let partial = harness::expect(&[&h[..], &cut[..cut.len() - 2]].concat(), w, peer);
+    assert!(partial.acks.is_empty());
+    assert_eq!(&partial.memory[0][..4], b"abcd");
+    let ack = harness::expect(
+        &[h, frame(CTRL_PUT_ACK, &[0; 12]), frame(1, b"a")].concat(),
+        w,
+        peer,
+    );
+    assert!(ack.ams.is_empty() && ack.acks.is_empty());
 }

@@ -1,0 +1,316 @@
+//! Packed remote keys of `tcp` registrations, and who owns them.
+//!
+//! A key is [`KEY_LEN`] bytes, every field little-endian:
+//!
+//! | offset | bytes | field                                              |
+//! |-------:|------:|----------------------------------------------------|
+//! |      0 |     4 | tag `b"tcp\0"`                                     |
+//! |      4 |     1 | version, [`VERSION`]                               |
+//! |      5 |     3 | reserved, zero                                     |
+//! |      8 |     8 | host id (`ucs::sys::host_id`)                      |
+//! |     16 |     4 | process id                                         |
+//! |     20 |     8 | process nonce, random per process                  |
+//! |     28 |     4 | registration index in the table                    |
+//! |     32 |     4 | registration generation                            |
+//! |     36 |     8 | start address                                      |
+//! |     44 |     8 | length                                             |
+//! |     52 |     4 | access bits ([`Access`])                           |
+//!
+//! Host id, pid and nonce ([`Owner`]) name the process that packed the key.
+//! The initiator of a put cannot check them (the key is its peer's), so
+//! [`decode`] checks only the format; the target compares the owner with
+//! its own ([`Owner::is_me`]) when a put arrives, so that a key packed by
+//! another process (say, an earlier one that listened on the same port)
+//! names nothing. Address, length and rights are what the owner declared
+//! when packing; the target ignores them and checks the live registration.
+
+use std::collections::hash_map::RandomState;
+use std::hash::{BuildHasher, Hasher};
+use std::sync::OnceLock;
+
+use uct::ucs::{Error, Result};
+use uct::{Access, KeyFields};
+
+/// Length of a packed key.
+pub(crate) const KEY_LEN: usize = 56;
+/// Current layout version.
+pub(crate) const VERSION: u8 = 1;
+const TAG: [u8; 4] = *b"tcp\0";
+const OFF_VERSION: usize = 4;
+const OFF_HOST: usize = 8;
+const OFF_PID: usize = 16;
+const OFF_NONCE: usize = 20;
+const OFF_INDEX: usize = 28;
+const OFF_GEN: usize = 32;
+const OFF_ADDR: usize = 36;
+const OFF_LEN: usize = 44;
+const OFF_ACCESS: usize = 52;
+
+/// The process a key belongs to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Owner {
+    pub(crate) host_id: u64,
+    pub(crate) pid: u32,
+    pub(crate) nonce: u64,
+}
+
+impl Owner {
+    /// This process.
+    pub(crate) fn me() -> Owner {
+        static ME: OnceLock<Owner> = OnceLock::new();
+        *ME.get_or_init(|| Owner {
+            host_id: uct::ucs::sys::host_id(),
+            pid: std::process::id(),
+            // A hasher with fresh random keys that hashed nothing: a
+            // random number, different in every process.
+            nonce: RandomState::new().build_hasher().finish(),
+        })
+    }
+
+    /// Whether this is the current process.
+    pub(crate) fn is_me(&self) -> bool {
+        *self == Owner::me()
+    }
+}
+
+/// A key as its format defines it: the owner and the registration.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Key {
+    pub(crate) owner: Owner,
+    pub(crate) fields: KeyFields,
+}
+
+/// Packs a key for a registration of this process.
+pub(crate) fn pack(f: &KeyFields) -> Vec<u8> {
+    pack_as(&Owner::me(), f)
+}
+
+/// Packs a key as process `owner` would.
+pub(crate) fn pack_as(owner: &Owner, f: &KeyFields) -> Vec<u8> {
+    let mut k = Vec::with_capacity(KEY_LEN);
+    k.extend_from_slice(&TAG);
+    k.extend_from_slice(&[VERSION, 0, 0, 0]);
+    k.extend_from_slice(&owner.host_id.to_le_bytes());
+    k.extend_from_slice(&owner.pid.to_le_bytes());
+    k.extend_from_slice(&owner.nonce.to_le_bytes());
+    k.extend_from_slice(&f.index.to_le_bytes());
+    k.extend_from_slice(&f.generation.to_le_bytes());
+    k.extend_from_slice(&f.addr.to_le_bytes());
+    k.extend_from_slice(&f.len.to_le_bytes());
+    k.extend_from_slice(&f.access.bits().to_le_bytes());
+    debug_assert_eq!(k.len(), KEY_LEN);
+    k
+}
+
+fn field<const N: usize>(k: &[u8; KEY_LEN], at: usize) -> [u8; N] {
+    let mut b = [0u8; N];
+    b.copy_from_slice(&k[at..at + N]);
+    b
+}
+
+fn invalid(what: &str) -> Error {
+    Error::InvalidParam(format!("tcp: invalid remote key: {what}"))
+}
+
+/// Checks the format of a packed key (`InvalidParam` if it is not a
+/// well-formed key of this version): length, tag, version, reserved
+/// bytes, access bits, a declared range that does not wrap. Whose key it
+/// is, and whether its registration is live, is the target's to check.
+pub(crate) fn decode(packed: &[u8]) -> Result<Key> {
+    let k: &[u8; KEY_LEN] = packed
+        .try_into()
+        .map_err(|_| invalid(&format!("{} bytes, expected {KEY_LEN}", packed.len())))?;
+    if k[..OFF_VERSION] != TAG {
+        return Err(invalid("not a tcp key"));
+    }
+    if k[OFF_VERSION] != VERSION {
+        return Err(invalid(&format!("version {}", k[OFF_VERSION])));
+    }
+    if k[OFF_VERSION + 1..OFF_HOST] != [0, 0, 0] {
+        return Err(invalid("reserved bytes set"));
+    }
+    let bits = u32::from_le_bytes(field(k, OFF_ACCESS));
+    let access =
+        Access::from_bits(bits).ok_or_else(|| invalid(&format!("access bits {bits:#x}")))?;
+    let fields = KeyFields {
+        index: u32::from_le_bytes(field(k, OFF_INDEX)),
+        generation: u32::from_le_bytes(field(k, OFF_GEN)),
+        addr: u64::from_le_bytes(field(k, OFF_ADDR)),
+        len: u64::from_le_bytes(field(k, OFF_LEN)),
+        access,
+    };
+    if fields.addr.checked_add(fields.len).is_none() {
+        return Err(invalid("range overflows"));
+    }
+    let owner = Owner {
+        host_id: u64::from_le_bytes(field(k, OFF_HOST)),
+        pid: u32::from_le_bytes(field(k, OFF_PID)),
+        nonce: u64::from_le_bytes(field(k, OFF_NONCE)),
+    };
+    Ok(Key { owner, fields })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use uct::ucs::Status;
+
+    fn sample() -> KeyFields {
+        KeyFields {
+            index: 7,
+            generation: 3,
+            addr: 0x7f00_1234_5000,
+            len: 4096,
+            access: Access::REMOTE_READ | Access::REMOTE_WRITE,
+        }
+    }
+
+    fn status(k: &[u8]) -> Status {
+        decode(k).unwrap_err().status()
+    }
+
+    #[test]
+    fn round_trip() {
+        let f = sample();
+        let k = pack(&f);
+        assert_eq!(k.len(), KEY_LEN);
+        assert_eq!(&k[..4], b"tcp\0");
+        let d = decode(&k).unwrap();
+        assert_eq!(d.fields, f);
+        assert!(d.owner.is_me());
+        let empty = KeyFields {
+            len: 0,
+            access: Access::empty(),
+            ..f
+        };
+        assert_eq!(decode(&pack(&empty)).unwrap().fields, empty);
+        let edge = KeyFields {
+            addr: u64::MAX - 10,
+            len: 10,
+            ..f
+        };
+        assert_eq!(decode(&pack(&edge)).unwrap().fields, edge);
+    }
+
+    #[test]
+    fn layout_is_little_endian_at_documented_offsets() {
+        let k = pack(&sample());
+        let me = Owner::me();
+        assert_eq!(k[OFF_VERSION], VERSION);
+        assert_eq!(k[OFF_HOST..OFF_PID], me.host_id.to_le_bytes());
+        assert_eq!(k[OFF_PID..OFF_NONCE], std::process::id().to_le_bytes());
+        assert_eq!(k[OFF_NONCE..OFF_INDEX], me.nonce.to_le_bytes());
+        assert_eq!(k[OFF_INDEX..OFF_GEN], 7u32.to_le_bytes());
+        assert_eq!(k[OFF_GEN..OFF_ADDR], 3u32.to_le_bytes());
+        assert_eq!(k[OFF_ADDR..OFF_LEN], 0x7f00_1234_5000u64.to_le_bytes());
+        assert_eq!(k[OFF_LEN..OFF_ACCESS], 4096u64.to_le_bytes());
+        assert_eq!(k[OFF_ACCESS..], 6u32.to_le_bytes());
+    }
+
+    #[test]
+    fn wrong_length_is_refused() {
+        let k = pack(&sample());
+        for len in 0..KEY_LEN {
+            assert_eq!(status(&k[..len]), Status::InvalidParam, "{len}");
+        }
+        let mut long = k.clone();
+        long.push(0);
+        assert_eq!(status(&long), Status::InvalidParam);
+    }
+
+    #[test]
+    fn bad_tag_version_and_reserved_are_refused() {
+        let k = pack(&sample());
+        for at in 0..OFF_HOST {
+            for bit in 0..8 {
+                let mut bad = k.clone();
+                bad[at] ^= 1 << bit;
+                assert_eq!(status(&bad), Status::InvalidParam, "byte {at} bit {bit}");
+            }
+        }
+        let mut v2 = k.clone();
+        v2[OFF_VERSION] = VERSION + 1;
+        assert!(decode(&v2).unwrap_err().to_string().contains("version"));
+        let mut other = k;
+        other[..4].copy_from_slice(b"self");
+        assert!(decode(&other)
+            .unwrap_err()
+            .to_string()
+            .contains("not a tcp"));
+    }
+
+    #[test]
+    fn unknown_access_bits_and_overflow_are_refused() {
+        for bit in 3..32 {
+            let mut k = pack(&sample());
+            k[OFF_ACCESS..].copy_from_slice(&(1u32 << bit).to_le_bytes());
+            assert_eq!(status(&k), Status::InvalidParam, "bit {bit}");
+        }
+        let f = KeyFields {
+            addr: u64::MAX - 10,
+            len: 11,
+            ..sample()
+        };
+        assert!(decode(&pack(&f))
+            .unwrap_err()
+            .to_string()
+            .contains("overflows"));
+    }
+
+    #[test]
+    fn other_processes_keys_decode_but_are_not_mine() {
+        let me = Owner::me();
+        for (what, other) in [
+            (
+                "host",
+                Owner {
+                    host_id: me.host_id ^ 1,
+                    ..me
+                },
+            ),
+            (
+                "pid",
+                Owner {
+                    pid: me.pid ^ 1,
+                    ..me
+                },
+            ),
+            (
+                "nonce",
+                Owner {
+                    nonce: me.nonce ^ (1 << 63),
+                    ..me
+                },
+            ),
+        ] {
+            let d = decode(&pack_as(&other, &sample())).unwrap();
+            assert_eq!(d.owner, other, "{what}");
+            assert!(!d.owner.is_me(), "{what}");
+        }
+        assert!(decode(&pack_as(&me, &sample())).unwrap().owner.is_me());
+    }
+
+    #[test]
+    fn random_bytes_never_panic() {
+        let mut x = 0x1234_5678_9abc_def1u64;
+        let mut next = || {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x as u8
+        };
+        let good = pack(&sample());
+        for round in 0..2000 {
+            let len = usize::from(next()) % (KEY_LEN + 8);
+            let mut k: Vec<u8> = (0..len).map(|_| next()).collect();
+            if round % 2 == 0 && len >= OFF_HOST {
+                // Valid head, random rest: exercises the later checks.
+                k[..OFF_HOST].copy_from_slice(&good[..OFF_HOST]);
+            }
+            if let Ok(d) = decode(&k) {
+                assert_eq!(k.len(), KEY_LEN);
+                assert_eq!(pack_as(&d.owner, &d.fields), k, "re-encodes");
+            }
+        }
+    }
+}
