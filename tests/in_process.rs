@@ -258,21 +258,28 @@ fn scope_drains_leaked_tokens() {
     let (mut a, mut b, ab, _) = pair("tcp");
     let big = pattern(4 << 20, 3);
     let mut sink = vec![0u8; 16];
+    // Posted first: a rendezvous send can only finish once received.
+    let r = match b
+        .tag_recv(vec![0u8; 4 << 20], 1, TAG_MASK_ALL, Op::new())
+        .expect("recv")
+    {
+        Posted::InFlight(id) => id,
+        Posted::Done(..) => panic!("nothing sent yet"),
+    };
     a.scope(|s| {
         // Neither token is waited for: one is leaked, one dropped. The
         // scope must still drain both before `big` and `sink` are free.
         std::mem::forget(s.tag_send(ab, &big, 1));
         drop(s.tag_recv(&mut sink, 12345, TAG_MASK_ALL));
         // Let the receiver take the data while we are in the scope.
-        for _ in 0..100 {
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+        while b.request_is_active(r) {
+            assert!(std::time::Instant::now() < deadline, "receive timed out");
             s.progress();
             b.progress();
         }
     });
-    let mut got = vec![0u8; 4 << 20];
-    let i = b
-        .tag_recv_blocking(&mut got, 1, TAG_MASK_ALL)
-        .expect("recv");
+    let (i, got) = b.take::<Vec<u8>>(r).expect("done").expect("recv");
     assert_eq!(i.length, big.len());
     assert!(got == big);
     assert_eq!(a.requests_outstanding(), 0);
@@ -392,7 +399,11 @@ fn tcp_sleeping_receiver() {
 
 #[test]
 fn cancel_queued_send() {
-    let (mut a, mut b, ab, _) = pair("tcp");
+    // Eager only: rendezvous sends do not wait in the queue.
+    let ctx = context_rndv("tcp", Some("inf"));
+    let mut a = ctx.create_worker().expect("worker a");
+    let mut b = ctx.create_worker().expect("worker b");
+    let ab = a.connect(&b.address()).expect("a->b");
     // Establish the connection first (it needs both sides' progress).
     a.tag_send_blocking(ab, b"hi", 100).expect("send");
     let mut hi = [0u8; 2];

@@ -28,7 +28,11 @@ fn endpoint_tables() {
     }
     let out = info(
         &["-e"],
-        &[("RUCX_TLS", "tcp"), ("RUCX_ZCOPY_THRESH", "inf")],
+        &[
+            ("RUCX_TLS", "tcp"),
+            ("RUCX_ZCOPY_THRESH", "inf"),
+            ("RUCX_RNDV_THRESH", "inf"),
+        ],
     );
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(

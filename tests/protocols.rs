@@ -71,8 +71,16 @@ fn default_table_over_tcp() {
 
 #[test]
 fn forced_copy_everywhere() {
-    // Zero-copy never; copy from 1 byte on (inline only for 0 bytes).
-    let ctx = context_with("tcp", &[("ZCOPY_THRESH", "inf"), ("BCOPY_THRESH", "1")]);
+    // Zero-copy never (eager, and no rendezvous); copy from 1 byte on
+    // (inline only for 0 bytes).
+    let ctx = context_with(
+        "tcp",
+        &[
+            ("ZCOPY_THRESH", "inf"),
+            ("BCOPY_THRESH", "1"),
+            ("RNDV_THRESH", "inf"),
+        ],
+    );
     let (mut a, mut b, ep) = pair(&ctx);
     let t = &a.ep_protocols(ep).expect("tables")[0];
     assert_eq!(t.lookup(8).proto, ProtocolId::EagerBcopySingle);

@@ -6,6 +6,7 @@ pub(crate) mod probed;
 pub(crate) mod rndv;
 pub(crate) mod rndv_get;
 pub(crate) mod rndv_put;
+pub(crate) mod rndv_zcopy;
 pub mod select;
 pub mod wire;
 

@@ -186,6 +186,15 @@ impl Core {
         n
     }
 
+    /// Whether a rendezvous send on `ep` is still under way (its buffer is
+    /// not free before the receiver took the data).
+    pub(crate) fn rndv_sends_on(&self, ep: SlabId) -> bool {
+        self.reqs.iter().any(|(_, r)| {
+            r.result.is_none()
+                && matches!(&r.kind, Kind::Send(s) if s.ep == ep && s.rndv != RndvPhase::No)
+        })
+    }
+
     /// Rendezvous receives fed by a source that is gone fail.
     pub(crate) fn rndv_source_failed(&mut self, src: SrcId, err: &ucs::Error) {
         let from = Some((self.cur_iface, src));
@@ -198,10 +207,21 @@ impl Core {
             .map(|(id, _)| id)
             .collect();
         for id in dead {
-            if let Some(r) = self.recv_state(id) {
-                r.rndv_src = None;
+            let e = Error::endpoint(err.duplicate());
+            self.get_plans.remove(&id);
+            let reading = match self.recv_state(id) {
+                Some(r) => {
+                    r.rndv_src = None;
+                    r.get_inflight > 0
+                }
+                None => continue,
+            };
+            if reading {
+                // Reads still own the buffer: their completions finish it.
+                self.deferred.get_errors.push((id, e));
+            } else {
+                self.complete(id, Err(e));
             }
-            self.complete(id, Err(Error::endpoint(err.duplicate())));
         }
     }
 }

@@ -11,13 +11,13 @@
 
 use super::wire::{self, AM_RNDV_ATS, RTS_GET_HDR};
 use crate::proto::eager_rx::RecvStarted;
-use crate::proto::rndv_put::split;
+use crate::proto::rndv_zcopy::{all_posted, data_lanes, post_segments, split, Dir, Remote};
 use crate::proto::select::ProtocolId;
 use crate::request::{AtsTo, Kind, RndvPhase};
 use crate::ucs::slab::SlabId;
 use crate::ucs::{self, PeerMisbehaved};
-use crate::uct::{Iface, Iov, Posted, SrcId, Token};
-use crate::worker::core::{AckTo, Core, RemoteBuf, Rts};
+use crate::uct::{Iface, SrcId, Token};
+use crate::worker::core::{AckTo, Core, GetPlan, RemoteBuf, Rts};
 use crate::Error;
 
 fn invalid(what: &'static str, detail: String) -> PeerMisbehaved {
@@ -73,7 +73,8 @@ impl Core {
         RecvStarted::InFlight(req)
     }
 
-    /// Posts the reads of matched rendezvous-by-get receives.
+    /// Plans the reads of matched rendezvous-by-get receives over the
+    /// data lanes, and posts them.
     pub(crate) fn run_gets(&mut self, ifaces: &mut [Box<dyn Iface>]) -> usize {
         let gets = std::mem::take(&mut self.deferred.gets);
         let n = gets.len();
@@ -83,96 +84,117 @@ impl Core {
                 self.complete(req, Err(Error::endpoint(e)));
                 continue;
             };
-            let Some(st) = self.eps.get(ep) else {
-                continue;
-            };
-            let Some(r) = self.recv_state_ref(req) else {
+            let (Some(st), Some(r)) = (self.eps.get(ep), self.recv_state_ref(req)) else {
                 continue;
             };
             let want = r.total.min(r.buf.capacity());
-            let buf = r.buf;
             // The lanes selection chose for this size, among those of the
-            // domain that unpacked the key; else the first lane.
+            // domain that unpacked the key.
             let md = self.iface_md.get(to.iface).copied();
-            let choice = st.tables[0].lookup(want);
-            let mut lanes: Vec<(usize, f64)> = if choice.proto == ProtocolId::RndvGetZcopy {
-                choice
-                    .lanes
-                    .iter()
-                    .filter(|&(l, _)| {
-                        st.lanes
-                            .get(l)
-                            .is_some_and(|&(i, _)| self.iface_md.get(i).copied() == md)
-                    })
-                    .collect()
-            } else {
-                Vec::new()
-            };
-            if lanes.is_empty() {
-                lanes.push((0, 1.0));
-            }
-            let frag_cfg = self.select.config().rndv_frag_size;
-            let mut inflight = 0;
-            let mut failure = None;
-            'segs: for (lane, start, end) in split(want, &lanes) {
-                let Some(&(ifi, uct_ep)) = st.lanes.get(lane) else {
-                    continue;
-                };
-                let iface = &mut ifaces[ifi];
-                let max = iface.attr().max_get_zcopy.max(1);
-                let frag = match frag_cfg {
-                    0 => max,
-                    f => f.min(max),
-                };
-                let mut off = start;
-                while off < end {
-                    let len = (end - off).min(frag);
-                    let iov = [Iov {
-                        ptr: buf.ptr_at(off),
-                        len,
-                    }];
-                    // SAFETY: the range lies in the receive's buffer, which
-                    // stays valid and exclusively the request's until it
-                    // completes; it completes only after these reads did
-                    // (get_inflight counts them).
-                    #[allow(unsafe_code)]
-                    let posted = unsafe {
-                        iface.get_zcopy(
-                            uct_ep,
-                            &iov,
-                            rb.addr.wrapping_add(off as u64),
-                            &rb.rkey,
-                            Token(req.to_u64()),
-                        )
-                    };
-                    match posted {
-                        Ok(Posted::Done) => {}
-                        Ok(Posted::InFlight) => inflight += 1,
-                        Ok(Posted::NoResource) => {
-                            failure = Some(Error::Unsupported("get_zcopy out of resources".into()));
-                            break 'segs;
-                        }
-                        Err(e) => {
-                            failure = Some(Error::endpoint(e));
-                            break 'segs;
-                        }
-                    }
-                    off += len;
-                }
-            }
+            let lanes = data_lanes(&st.tables[0], want, ProtocolId::RndvGetZcopy, |l| {
+                st.lanes
+                    .get(l)
+                    .is_some_and(|&(i, _)| self.iface_md.get(i).copied() == md)
+            });
+            let segs = split(want, &lanes);
             if let Some(r) = self.recv_state(req) {
                 r.received = r.total;
-                r.get_inflight += inflight;
                 r.ats_to = Some(AtsTo { ep, sreq: to.sreq });
             }
-            if inflight == 0 {
-                self.get_done(ifaces, req, failure);
-            } else if let Some(e) = failure {
-                // The reads in flight finish it; remember why it failed.
-                self.deferred.get_errors.push((req, e));
-            }
+            self.get_plans.insert(req, GetPlan { ep, rb, segs });
+            self.push_get(ifaces, req);
         }
         n
+    }
+
+    /// Resumes the reads waiting for room on endpoint `ep`'s lanes.
+    pub(crate) fn resume_gets(&mut self, ifaces: &mut [Box<dyn Iface>], ep: SlabId) -> usize {
+        let ids: Vec<SlabId> = self
+            .get_plans
+            .iter()
+            .filter(|(_, p)| p.ep == ep)
+            .map(|(&id, _)| id)
+            .collect();
+        let n = ids.len();
+        for id in ids {
+            self.push_get(ifaces, id);
+        }
+        n
+    }
+
+    /// Posts what it can of receive `req`'s reads; finishes the receive
+    /// once all are posted and completed.
+    fn push_get(&mut self, ifaces: &mut [Box<dyn Iface>], req: SlabId) {
+        let frag = self.select.config().rndv_frag_size;
+        let buf = match self.reqs.get(req).map(|r| &r.kind) {
+            Some(Kind::Recv(r)) => r.buf,
+            _ => {
+                self.get_plans.remove(&req);
+                return;
+            }
+        };
+        let Some(plan) = self.get_plans.get_mut(&req) else {
+            return;
+        };
+        let Some(st) = self.eps.get(plan.ep) else {
+            self.get_plans.remove(&req);
+            self.get_done(ifaces, req, Some(Error::InvalidHandle));
+            return;
+        };
+        let remote = Remote {
+            addr: plan.rb.addr,
+            rkey: &plan.rb.rkey,
+        };
+        // SAFETY: the segments lie in the receive's buffer (they split at
+        // most its capacity), which stays valid and exclusively the
+        // request's until it completes; it completes only after these
+        // reads did (get_inflight counts them, and the plan stays until
+        // all are posted).
+        #[allow(unsafe_code)]
+        let posted = unsafe {
+            post_segments(
+                ifaces,
+                &st.lanes,
+                &mut plan.segs,
+                Dir::Get,
+                frag,
+                buf.ptr_at(0),
+                remote,
+                Token(req.to_u64()),
+            )
+        };
+        let all = posted.failure.is_some() || all_posted(&plan.segs);
+        let waiting = match (all, posted.blocked) {
+            (false, Some(l)) => st.lanes.get(l).copied().map(|lane| (plan.ep, lane)),
+            _ => None,
+        };
+        if all {
+            self.get_plans.remove(&req);
+        }
+        let inflight = match self.recv_state(req) {
+            Some(r) => {
+                r.get_inflight += posted.inflight;
+                r.get_inflight
+            }
+            None => return,
+        };
+        if let Some((ep, (ifi, uct_ep))) = waiting {
+            if let Err(e) = ifaces[ifi].pending_add(uct_ep, Token(ep.to_u64())) {
+                self.get_plans.remove(&req);
+                self.deferred.get_errors.push((req, Error::endpoint(e)));
+                if inflight == 0 {
+                    self.deferred.get_done.push(req);
+                }
+            }
+            return;
+        }
+        match posted.failure {
+            Some(e) if inflight == 0 => self.get_done(ifaces, req, Some(e)),
+            // The reads in flight finish it; remember why it failed.
+            Some(e) => self.deferred.get_errors.push((req, e)),
+            None if all && inflight == 0 => self.get_done(ifaces, req, None),
+            None => {}
+        }
     }
 
     /// A read of receive `id` completed (from the transport).
@@ -184,7 +206,8 @@ impl Core {
         if let Err(e) = result {
             self.deferred.get_errors.push((id, Error::endpoint(e)));
         }
-        if self.recv_state(id).is_some_and(|r| r.get_inflight == 0) {
+        let posted = !self.get_plans.contains_key(&id);
+        if posted && self.recv_state(id).is_some_and(|r| r.get_inflight == 0) {
             self.deferred.get_done.push(id);
         }
     }

@@ -18,40 +18,18 @@
 //! every write against the live registration.
 
 use super::eager_tx::Step;
+use super::rndv_zcopy::{all_posted, data_lanes, post_segments, split, Dir, Remote};
 use super::wire::{self, AM_RNDV_ATP, AM_RNDV_RTR_PUT};
+use crate::proto::select::ProtocolId;
 use crate::request::{Info, Kind, Request, RndvPhase};
 use crate::ucs::slab::SlabId;
 use crate::ucs::{self, PeerMisbehaved, Status};
-use crate::uct::{Access, Iface, Iov, Posted, SrcId, Token};
+use crate::uct::{Access, Iface, SrcId, Token};
 use crate::worker::core::{AckTo, Core, PutTarget};
 use crate::Error;
 
 fn invalid(what: &'static str, detail: String) -> PeerMisbehaved {
     PeerMisbehaved::Invalid { what, detail }
-}
-
-/// Splits `[0, len)` into consecutive shares, one per `(lane, weight)`.
-/// The last share takes the rounding; empty shares are dropped.
-pub(crate) fn split(len: usize, lanes: &[(usize, f64)]) -> Vec<(usize, usize, usize)> {
-    let total: f64 = lanes.iter().map(|&(_, w)| w.max(0.0)).sum();
-    let mut segs = Vec::with_capacity(lanes.len());
-    let mut start = 0usize;
-    for (i, &(lane, w)) in lanes.iter().enumerate() {
-        let end = if i + 1 == lanes.len() || total <= 0.0 {
-            len
-        } else {
-            let share = (len as f64 * w.max(0.0) / total) as usize;
-            start.saturating_add(share).min(len)
-        };
-        if end > start {
-            segs.push((lane, start, end));
-        }
-        start = end;
-        if start == len {
-            break;
-        }
-    }
-    segs
 }
 
 impl Core {
@@ -214,19 +192,16 @@ impl Core {
             .ok_or_else(|| ucs::Error::Unsupported("no memory domain".into()))
             .and_then(|m| m.rkey_unpack(key));
         // Lanes of the selected protocol that share the key's domain.
-        let choice = st.tables[usize::from(sync)].lookup(size);
-        let mut lanes: Vec<(usize, f64)> = choice
-            .lanes
-            .iter()
-            .filter(|&(l, _)| {
+        let lanes = data_lanes(
+            &st.tables[usize::from(sync)],
+            size,
+            ProtocolId::RndvPutZcopy,
+            |l| {
                 st.lanes
                     .get(l)
                     .is_some_and(|&(i, _)| self.iface_md.get(i).copied() == md)
-            })
-            .collect();
-        if lanes.is_empty() {
-            lanes.push((0, 1.0));
-        }
+            },
+        );
         let limit = size.min(usize::try_from(len).unwrap_or(usize::MAX));
         let Some(Request {
             kind: Kind::Send(s),
@@ -287,74 +262,37 @@ impl Core {
             self.fail_send(id, Error::InvalidHandle);
             return Step::Failed;
         };
-        let frag_cfg = self.select.config().rndv_frag_size;
+        let frag = self.select.config().rndv_frag_size;
         let Some(pt) = self.puts.get_mut(&id) else {
             return Step::Failed;
         };
         let Some(rkey) = &pt.rkey else {
             return Step::Failed;
         };
-        let mut inflight = 0;
-        let mut failure = None;
-        let mut blocked: Option<usize> = None;
-        'rounds: loop {
-            let mut progressed = false;
-            for seg in pt.segs.iter_mut() {
-                let (lane, next, end) = *seg;
-                if next >= end || blocked == Some(lane) {
-                    continue;
-                }
-                let Some(&(ifi, uct_ep)) = st.lanes.get(lane) else {
-                    failure = Some(Error::InvalidHandle);
-                    break 'rounds;
-                };
-                let iface = &mut ifaces[ifi];
-                let max = iface.attr().max_put_zcopy.max(1);
-                let frag = match frag_cfg {
-                    0 => max,
-                    f => f.min(max),
-                };
-                let len = (end - next).min(frag);
-                let iov = [Iov {
-                    ptr: buf.ptr_at(next),
-                    len,
-                }];
-                // SAFETY: the range lies in the send buffer, which stays
-                // valid and unchanged until the request completes; it
-                // completes only after every write did (zcopy_inflight
-                // counts them).
-                #[allow(unsafe_code)]
-                let posted = unsafe {
-                    iface.put_zcopy(
-                        uct_ep,
-                        &iov,
-                        pt.addr.wrapping_add(next as u64),
-                        rkey,
-                        Token(id.to_u64()),
-                    )
-                };
-                match posted {
-                    Ok(Posted::Done) => seg.1 += len,
-                    Ok(Posted::InFlight) => {
-                        seg.1 += len;
-                        inflight += 1;
-                    }
-                    Ok(Posted::NoResource) => {
-                        blocked = Some(lane);
-                        continue;
-                    }
-                    Err(e) => {
-                        failure = Some(Error::endpoint(e));
-                        break 'rounds;
-                    }
-                }
-                progressed = true;
-            }
-            if !progressed {
-                break;
-            }
-        }
-        let done = failure.is_some() || pt.segs.iter().all(|&(_, n, e)| n >= e);
+        let remote = Remote {
+            addr: pt.addr,
+            rkey,
+        };
+        // SAFETY: the segments lie in the send buffer (they split at most
+        // its length), which stays valid and unchanged until the request
+        // completes; it completes only after every write did
+        // (zcopy_inflight counts them). A put only reads through the
+        // pointer.
+        #[allow(unsafe_code)]
+        let posted = unsafe {
+            post_segments(
+                ifaces,
+                &st.lanes,
+                &mut pt.segs,
+                Dir::Put,
+                frag,
+                buf.ptr_at(0).cast_mut(),
+                remote,
+                Token(id.to_u64()),
+            )
+        };
+        let (inflight, failure, blocked) = (posted.inflight, posted.failure, posted.blocked);
+        let done = failure.is_some() || all_posted(&pt.segs);
         if failure.is_some() {
             pt.segs.clear();
         }
@@ -417,27 +355,5 @@ impl Core {
             self.send_ctrl(ifaces, ep, AM_RNDV_ATP, d);
         }
         self.complete(id, result);
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::split;
-
-    #[test]
-    fn shares_follow_the_weights_and_cover_everything() {
-        assert_eq!(split(100, &[(0, 1.0)]), vec![(0, 0, 100)]);
-        assert_eq!(
-            split(100, &[(0, 3.0), (1, 1.0)]),
-            vec![(0, 0, 75), (1, 75, 100)]
-        );
-        assert_eq!(split(1, &[(0, 1.0), (1, 1.0)]), vec![(1, 0, 1)]);
-        assert!(split(0, &[(0, 1.0)]).is_empty());
-        // Degenerate weights still cover the range.
-        assert_eq!(split(10, &[(0, 0.0), (1, 0.0)]), vec![(0, 0, 10)]);
-        let s = split(1 << 20, &[(0, 0.2), (1, 0.5), (2, 0.3)]);
-        assert_eq!(s.first().map(|x| x.1), Some(0));
-        assert_eq!(s.last().map(|x| x.2), Some(1 << 20));
-        assert!(s.windows(2).all(|w| w[0].2 == w[1].1));
     }
 }

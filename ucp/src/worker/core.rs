@@ -74,6 +74,16 @@ pub(crate) enum Rts {
     Get(RemoteBuf),
 }
 
+/// The reads of a rendezvous-by-get receive not all posted yet.
+#[derive(Debug)]
+pub(crate) struct GetPlan {
+    /// The endpoint back to the sender, whose lanes read.
+    pub(crate) ep: SlabId,
+    pub(crate) rb: RemoteBuf,
+    /// Per data lane: next offset to read and end of its share.
+    pub(crate) segs: Vec<(usize, usize, usize)>,
+}
+
 /// Where a rendezvous by put writes, once the receiver answered.
 #[derive(Debug)]
 pub(crate) struct PutTarget {
@@ -181,6 +191,8 @@ pub(crate) struct Core {
     pub(crate) puts: HashMap<SlabId, PutTarget>,
     /// Messages removed by probes.
     pub(crate) probed: Slab<ProbedMsg>,
+    /// Rendezvous-by-get receives with reads still to post.
+    pub(crate) get_plans: HashMap<SlabId, GetPlan>,
 }
 
 impl std::fmt::Debug for Core {
@@ -225,6 +237,7 @@ impl Core {
             iface_md,
             puts: HashMap::new(),
             probed: Slab::new(),
+            get_plans: HashMap::new(),
         }
     }
 
@@ -280,6 +293,7 @@ impl Core {
             }
         }
         self.puts.remove(&id);
+        self.get_plans.remove(&id);
         let user_data = req.user_data;
         match std::mem::replace(&mut req.notify, Notify::Poll) {
             Notify::Poll | Notify::Scope => {
@@ -405,6 +419,9 @@ impl Core {
                     s.waiting = false;
                 }
                 n += self.resume_ep(ifaces, ep);
+                if !self.get_plans.is_empty() {
+                    n += self.resume_gets(ifaces, ep);
+                }
             }
         }
         n

@@ -183,14 +183,16 @@ impl Worker {
     }
 
     /// Waits until every send posted on `ep` has left this process (its
-    /// buffers may be reused and the transport holds nothing of it).
+    /// buffers may be reused and the transport holds nothing of it). A
+    /// rendezvous send leaves once its receiver took the data, so this
+    /// waits for the receiving side to progress too.
     pub fn ep_flush(&mut self, ep: Ep) -> Result<()> {
         loop {
             let st = self.core.eps.get(ep.0).ok_or(Error::InvalidHandle)?;
             if let Some(e) = &st.failed {
                 return Err(e.clone());
             }
-            if !st.queue.is_empty() {
+            if !st.queue.is_empty() || self.core.rndv_sends_on(ep.0) {
                 self.progress();
                 continue;
             }
