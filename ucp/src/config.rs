@@ -24,10 +24,10 @@ crate::ucs::config_table! {
         BCOPY_THRESH bcopy_thresh: MemUnits = "auto",
         /// Rendezvous flavour: auto, get_zcopy, put_zcopy or am. One the
         /// lanes cannot do falls back to one they can (logged at info).
-        /// Only `am` runs so far: the others fall back to it.
         RNDV_SCHEME rndv_scheme: RndvScheme = "auto",
-        /// Size of one rendezvous fragment.
-        RNDV_FRAG_SIZE rndv_frag_size: MemUnits = "512k",
+        /// Largest single put or get of a zero-copy rendezvous; `auto`:
+        /// each lane's limit.
+        RNDV_FRAG_SIZE rndv_frag_size: MemUnits = "auto",
         /// Most lanes one rendezvous transfer spreads over.
         MAX_RNDV_LANES max_rndv_lanes: usize = "2",
         /// Print the protocol selection table of every new endpoint

@@ -46,9 +46,12 @@ impl Default for ProtoOverhead {
 /// server; UCX's `UCX_BCOPY_BW` plays the same part).
 pub const MEMCPY_BW: f64 = 10e9;
 
-/// Default fragment size of zero-copy rendezvous (like UCX's host
-/// `UCX_RNDV_FRAG_SIZE`).
-pub const RNDV_FRAG_SIZE: usize = 512 * 1024;
+/// Default fragment size of zero-copy rendezvous: 0, each lane's largest
+/// put or get (as UCX's zero-copy rendezvous uses the lane's limit; its
+/// `UCX_RNDV_FRAG_SIZE` sizes pipeline staging buffers). On TCP over
+/// loopback 1 MiB fragments moved 1 MiB messages 5-10% faster than 512 KiB
+/// ones.
+pub const RNDV_FRAG_SIZE: usize = 0;
 
 /// Default number of lanes a zero-copy rendezvous spreads over (like
 /// `UCX_MAX_RNDV_RAILS`).

@@ -152,7 +152,8 @@ mod tests {
         let p = get_zcopy(&lanes, &cfg()).unwrap();
         let s = 4 << 20;
         let per = 1e-7 + 10e-9;
-        let frags = per * (1.0 + s as f64 / (512.0 * 1024.0));
+        // Fragments of the lane's largest get (the default).
+        let frags = per * (1.0 + s as f64 / (1024.0 * 1024.0));
         let want = 275e-9 + 1.1e-6 + 4e-6 + frags + 2e-6 + s as f64 / 1e10;
         assert!((p.cost.eval(s).unwrap() - want).abs() < 1e-12);
         assert_eq!(p.cost.eval(0), None);
