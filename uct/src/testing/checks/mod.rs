@@ -1,7 +1,7 @@
 //! The checks of the conformance suite. Each takes a [`Fixture`], opens its
 //! own pair of ifaces, and panics with the fixture's name on a violation.
 //! A check of an operation the iface does not advertise passes at once
-//! (and says `skipped` on stderr).
+//! (and says `not applicable` on stderr).
 
 mod am;
 mod caps;
@@ -42,7 +42,7 @@ pub fn pattern(seed: u64, len: usize) -> Vec<u8> {
 }
 
 fn skip(p: &Pair, why: &str) {
-    eprintln!("{}: skipped: {why}", p.name());
+    eprintln!("{}: not applicable: {why}", p.name());
 }
 
 /// An active message operation.

@@ -24,9 +24,9 @@ use support::{assert_bytes, expect_refused, run, usable_ep, Op, RawBuf, Region, 
 
 /// The fixture's memory domain if it registers and `a` offers one of
 /// `ops`, with `a`'s attributes (from a pair opened and closed to ask);
-/// otherwise says why the check is skipped.
+/// otherwise says why the check does not apply.
 fn prepare(f: &dyn Fixture, ops: Caps) -> Option<(&dyn MemoryDomain, IfaceAttr)> {
-    let skip = |why: &str| eprintln!("{}: skipped: {why}", f.name());
+    let skip = |why: &str| eprintln!("{}: not applicable: {why}", f.name());
     let Some(md) = f.memory_domain() else {
         skip("the fixture gives no memory domain");
         return None;
