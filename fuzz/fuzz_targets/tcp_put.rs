@@ -1,6 +1,7 @@
 //! PUT and PUT_ACK frames from a raw peer into a real TCP iface over
 //! loopback, among active messages: puts into the iface's registered
-//! windows (writable, read-only, ended, of another process, of no slot)
+//! windows (writable, read-only, ended, of another process, of no slot,
+//! with a wrong secret)
 //! at any offset, with any data, truncated or with a damaged header. The
 //! iface must answer and write exactly what the model of the wire format
 //! predicts, fail only that connection when the model says so, and keep

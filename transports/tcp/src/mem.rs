@@ -21,7 +21,7 @@ pub(crate) static REGS: RegTable = RegTable::new("tcp");
 /// Measured (`tests/bench.rs`, `registration`, release build, a shared
 /// 2-core host): `mem_reg` about 70 ns each while the table grows to 200k
 /// live entries, `mem_dereg` about 16 ns, and `mem_reg` + `mkey_pack` (it
-/// allocates the 56-byte key) + `mem_dereg` of one registration about
+/// allocates the 64-byte key) + `mem_dereg` of one registration about
 /// 67 ns; 50 ns is the registration's share.
 pub(crate) const REG_COST: RegCost = RegCost { c0: 50e-9, c1: 0.0 };
 

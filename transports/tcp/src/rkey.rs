@@ -12,16 +12,21 @@
 //! |     20 |     8 | process nonce, random per process                  |
 //! |     28 |     4 | registration index in the table                    |
 //! |     32 |     4 | registration generation                            |
-//! |     36 |     8 | start address                                      |
-//! |     44 |     8 | length                                             |
-//! |     52 |     4 | access bits ([`Access`])                           |
+//! |     36 |     8 | registration secret, random per registration       |
+//! |     44 |     8 | start address                                      |
+//! |     52 |     8 | length                                             |
+//! |     60 |     4 | access bits ([`Access`])                           |
 //!
 //! Host id, pid and nonce ([`Owner`]) name the process that packed the key.
 //! The initiator of a put cannot check them (the key is its peer's), so
 //! [`decode`] checks only the format; the target compares the owner with
 //! its own ([`Owner::is_me`]) when a put arrives, so that a key packed by
 //! another process (say, an earlier one that listened on the same port)
-//! names nothing. Address, length and rights are what the owner declared
+//! names nothing. The secret ([`KeyFields::secret`]) travels in each PUT
+//! header and must be the registration's: index and generation alone are
+//! guessable, and a peer that got one key of the process knows the owner
+//! fields, so without it one key would lead to every registration of the
+//! process. Address, length and rights are what the owner declared
 //! when packing; the target ignores them and checks the live registration.
 
 use std::collections::hash_map::RandomState;
@@ -32,9 +37,9 @@ use uct::ucs::{Error, Result};
 use uct::{Access, KeyFields};
 
 /// Length of a packed key.
-pub(crate) const KEY_LEN: usize = 56;
-/// Current layout version.
-pub(crate) const VERSION: u8 = 1;
+pub(crate) const KEY_LEN: usize = 64;
+/// Current layout version (2: the secret was added).
+pub(crate) const VERSION: u8 = 2;
 const TAG: [u8; 4] = *b"tcp\0";
 const OFF_VERSION: usize = 4;
 const OFF_HOST: usize = 8;
@@ -42,9 +47,10 @@ const OFF_PID: usize = 16;
 const OFF_NONCE: usize = 20;
 const OFF_INDEX: usize = 28;
 const OFF_GEN: usize = 32;
-const OFF_ADDR: usize = 36;
-const OFF_LEN: usize = 44;
-const OFF_ACCESS: usize = 52;
+const OFF_SECRET: usize = 36;
+const OFF_ADDR: usize = 44;
+const OFF_LEN: usize = 52;
+const OFF_ACCESS: usize = 60;
 
 /// The process a key belongs to.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -95,6 +101,7 @@ pub(crate) fn pack_as(owner: &Owner, f: &KeyFields) -> Vec<u8> {
     k.extend_from_slice(&owner.nonce.to_le_bytes());
     k.extend_from_slice(&f.index.to_le_bytes());
     k.extend_from_slice(&f.generation.to_le_bytes());
+    k.extend_from_slice(&f.secret.to_le_bytes());
     k.extend_from_slice(&f.addr.to_le_bytes());
     k.extend_from_slice(&f.len.to_le_bytes());
     k.extend_from_slice(&f.access.bits().to_le_bytes());
@@ -135,6 +142,7 @@ pub(crate) fn decode(packed: &[u8]) -> Result<Key> {
     let fields = KeyFields {
         index: u32::from_le_bytes(field(k, OFF_INDEX)),
         generation: u32::from_le_bytes(field(k, OFF_GEN)),
+        secret: u64::from_le_bytes(field(k, OFF_SECRET)),
         addr: u64::from_le_bytes(field(k, OFF_ADDR)),
         len: u64::from_le_bytes(field(k, OFF_LEN)),
         access,
@@ -159,6 +167,7 @@ mod tests {
         KeyFields {
             index: 7,
             generation: 3,
+            secret: 0x0123_4567_89ab_cdef,
             addr: 0x7f00_1234_5000,
             len: 4096,
             access: Access::REMOTE_READ | Access::REMOTE_WRITE,
@@ -201,7 +210,11 @@ mod tests {
         assert_eq!(k[OFF_PID..OFF_NONCE], std::process::id().to_le_bytes());
         assert_eq!(k[OFF_NONCE..OFF_INDEX], me.nonce.to_le_bytes());
         assert_eq!(k[OFF_INDEX..OFF_GEN], 7u32.to_le_bytes());
-        assert_eq!(k[OFF_GEN..OFF_ADDR], 3u32.to_le_bytes());
+        assert_eq!(k[OFF_GEN..OFF_SECRET], 3u32.to_le_bytes());
+        assert_eq!(
+            k[OFF_SECRET..OFF_ADDR],
+            0x0123_4567_89ab_cdefu64.to_le_bytes()
+        );
         assert_eq!(k[OFF_ADDR..OFF_LEN], 0x7f00_1234_5000u64.to_le_bytes());
         assert_eq!(k[OFF_LEN..OFF_ACCESS], 4096u64.to_le_bytes());
         assert_eq!(k[OFF_ACCESS..], 6u32.to_le_bytes());

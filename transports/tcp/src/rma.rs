@@ -64,6 +64,7 @@ impl TcpIface {
             owner: key.owner,
             index: key.fields.index,
             generation: key.fields.generation,
+            secret: key.fields.secret,
             // total <= max_put <= 64 MiB (config.rs).
             len: total as u32,
         }

@@ -27,7 +27,8 @@ use crate::wire::{PutHdr, PutStatus};
 #[derive(Debug)]
 pub(crate) struct PutRx {
     seq: u64,
-    /// The registration named (only index and generation are used).
+    /// The registration named (only index, generation and secret are
+    /// used).
     key: KeyFields,
     addr: u64,
     len: usize,
@@ -42,6 +43,7 @@ impl PutRx {
         let key = KeyFields {
             index: h.index,
             generation: h.generation,
+            secret: h.secret,
             addr: 0,
             len: 0,
             access: Access::empty(),

@@ -36,7 +36,7 @@
 //!
 //! # Put
 //!
-//! `put_zcopy` sends a PUT frame ([`CTRL_PUT`]) whose payload is a 48-byte
+//! `put_zcopy` sends a PUT frame ([`CTRL_PUT`]) whose payload is a 56-byte
 //! header ([`PutHdr`]) followed by the data, sent from the caller's iov:
 //!
 //! | bytes  | field      | value                                            |
@@ -48,16 +48,19 @@
 //! | 32..36 | pid        | owner of the key: process id (key 16..20)        |
 //! | 36..40 | index      | registration index (key 28..32)                  |
 //! | 40..44 | generation | registration generation (key 32..36)             |
-//! | 44..48 | length     | data bytes; must equal the frame length - 48     |
-//! | 48..   | data       | `length` bytes                                   |
+//! | 44..52 | secret     | registration secret (key 36..44)                 |
+//! | 52..56 | length     | data bytes; must equal the frame length - 56     |
+//! | 56..   | data       | `length` bytes                                   |
 //!
 //! All fields little-endian; the key layout is in `rkey.rs`. A frame
-//! shorter than 48 bytes, with more than the receiver's `max_put_zcopy`
+//! shorter than 56 bytes, with more than the receiver's `max_put_zcopy`
 //! bytes of data, or whose length field disagrees with the frame fails the
 //! connection. Otherwise the target checks the key: its owner must be the
-//! target process, its registration live, `[addr, addr + length)` inside
-//! it, with remote write rights. The data is written as it arrives,
-//! each piece after checking again that the registration is live; when
+//! target process, its registration live with that secret (a wrong
+//! secret gets the status of a registration that ended, status 1),
+//! `[addr, addr + length)` inside it, with remote write rights. The data
+//! is written as it arrives, each piece after checking again that the
+//! registration is live; when
 //! the key is refused (at the start or midway) the rest is read and
 //! dropped. After the last byte the target answers a PUT_ACK frame
 //! ([`CTRL_PUT_ACK`]) with a 12-byte payload:
@@ -93,7 +96,7 @@ pub(crate) const FRAME_HDR: usize = 5;
 pub(crate) const MAGIC: u64 = u64::from_le_bytes(*b"rucx-tcp");
 
 /// Version of this wire format.
-pub(crate) const VERSION: u16 = 1;
+pub(crate) const VERSION: u16 = 2;
 
 /// Length of the hello.
 pub(crate) const HELLO_LEN: usize = 16;

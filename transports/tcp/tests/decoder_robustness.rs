@@ -285,6 +285,7 @@ fn known_edge_cases_match_the_model() {
         with(&t.put_frame(2, 7, 0, b"ended")),
         with(&t.put_frame(3, 8, 0, b"another process")),
         with(&t.put_frame(4, 9, 0, b"no such slot")),
+        with(&t.put_frame(5, 13, 0, b"wrong secret")),
         with(&t.put_frame(0, 10, 0, &[9; 200])[..150]),
         with(&t.put_frame(0, 11, 0, b"x")[..20]),
         with(&frame_hdr(CTRL_PUT, PUT_HDR as u32 - 1)),
@@ -292,7 +293,7 @@ fn known_edge_cases_match_the_model() {
         with(&[frame(1, b"x"), frame(CTRL_PUT_ACK, &[0; 12])].concat()),
         {
             let mut p = t.put_frame(0, 12, 0, b"abcd");
-            p[5 + 44] = 3;
+            p[5 + 52] = 3;
             with(&p)
         },
     ];
@@ -350,6 +351,9 @@ fn the_model_itself_is_not_trivial() {
     assert_eq!(refused.memory, w.before);
     let foreign = harness::expect(&[h.clone(), t.put_frame(3, 7, 0, b"x")].concat(), w, peer);
     assert_eq!(foreign.acks, vec![(7, put_model::FOREIGN)]);
+    let forged = harness::expect(&[h.clone(), t.put_frame(5, 9, 0, b"x")].concat(), w, peer);
+    assert_eq!(forged.acks, vec![(9, put_model::NO_REGISTRATION)]);
+    assert_eq!(forged.memory, w.before);
     let cut = t.put_frame(0, 8, 0, b"abcdef");
     let partial = harness::expect(&[&h[..], &cut[..cut.len() - 2]].concat(), w, peer);
     assert!(partial.acks.is_empty());

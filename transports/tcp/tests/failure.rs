@@ -16,7 +16,7 @@ const MAGIC: &[u8; 8] = b"rucx-tcp";
 /// A hello from a made-up iface listening on 127.0.0.1:`port`.
 fn hello(port: u16) -> Vec<u8> {
     let mut v = MAGIC.to_vec();
-    v.extend_from_slice(&1u16.to_le_bytes());
+    v.extend_from_slice(&2u16.to_le_bytes());
     v.extend_from_slice(&port.to_be_bytes());
     v.extend_from_slice(&[127, 0, 0, 1]);
     v
@@ -263,7 +263,7 @@ fn ep_to_raw(a: &mut dyn Iface, sa: &mut Recorder, l: &TcpListener) -> (rucx_uct
         s.read_exact(&mut hs).is_ok()
     });
     assert_eq!(&hs[..8], MAGIC);
-    assert_eq!(u16::from_le_bytes([hs[8], hs[9]]), 1);
+    assert_eq!(u16::from_le_bytes([hs[8], hs[9]]), 2);
     (ep, s)
 }
 

@@ -181,9 +181,18 @@ fn refused_puts_fail_touch_nothing_and_keep_the_connection() {
     let mut packed = rw.key().packed.to_vec();
     packed[20] ^= 0x5a;
     let foreign = md.rkey_unpack(&packed).expect("the format is fine");
+    // The genuine key with its secret (key bytes 36..44) altered, and the
+    // key of `ro` as a peer holding `rw`'s would guess it: every field but
+    // the secret is right. Both name nothing, as a deregistered key.
+    let mut packed = rw.key().packed.to_vec();
+    packed[40] ^= 0x01;
+    let forged = md.rkey_unpack(&packed).expect("the format is fine");
+    let mut packed = ro.key().packed.to_vec();
+    packed[36..44].copy_from_slice(&rw.key().packed[36..44]);
+    let guessed = md.rkey_unpack(&packed).expect("the format is fine");
     let src = Mem::new(&pattern(4096, 5));
     let mut t = Two::open(&TcpConfig::default());
-    let cases: [(&str, u64, usize, &RemoteKey, Status); 7] = [
+    let cases: [(&str, u64, usize, &RemoteKey, Status); 9] = [
         (
             "deregistered",
             dead.addr(0),
@@ -219,6 +228,20 @@ fn refused_puts_fail_touch_nothing_and_keep_the_connection() {
             rw.addr(0),
             4096,
             &foreign,
+            Status::InvalidParam,
+        ),
+        (
+            "a wrong secret",
+            rw.addr(0),
+            4096,
+            &forged,
+            Status::InvalidParam,
+        ),
+        (
+            "another registration's secret",
+            ro.addr(0),
+            4096,
+            &guessed,
             Status::InvalidParam,
         ),
     ];

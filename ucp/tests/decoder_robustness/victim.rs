@@ -146,7 +146,7 @@ pub(crate) fn tcp_addr(address: &[u8]) -> SocketAddrV4 {
 /// The hello of a made-up connector.
 fn hello() -> Vec<u8> {
     let mut v = b"rucx-tcp".to_vec();
-    v.extend_from_slice(&1u16.to_le_bytes());
+    v.extend_from_slice(&2u16.to_le_bytes()); // the TCP wire version
     v.extend_from_slice(&9u16.to_be_bytes());
     v.extend_from_slice(&[127, 0, 0, 3]);
     v

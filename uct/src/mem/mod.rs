@@ -7,8 +7,8 @@
 //! in one-sided operations (`put_zcopy`, `get_zcopy`). Packed keys travel
 //! over the wire and are untrusted: unpacking validates their format, and
 //! the side that owns the memory checks every access against the live
-//! registration (range, rights, not deregistered), so a forged or stale key
-//! gets an error, never someone else's memory.
+//! registration (its secret, range, rights, not deregistered), so a forged,
+//! guessed or stale key gets an error, never someone else's memory.
 //!
 //! [`MemoryDomain::mkey_pack`]: crate::MemoryDomain::mkey_pack
 //! [`MemoryDomain::rkey_unpack`]: crate::MemoryDomain::rkey_unpack
@@ -42,6 +42,9 @@ pub struct MemHandle {
     pub access: Access,
     /// The domain's own identity of the registration.
     pub id: u64,
+    /// Which registration table issued it ([`RegTable::id`]; 0 for domains
+    /// that keep no table): a domain refuses handles of other tables.
+    pub table: u64,
 }
 
 /// A peer's registration, unpacked from its packed key.

@@ -8,14 +8,50 @@
 //! (also for the same memory). A slot whose generation would wrap is
 //! retired instead of reused.
 //!
-//! One `RwLock` guards the table. Operations hold it for reading while they
-//! copy ([`with_range`]), registration and deregistration take it for
-//! writing: deregistration therefore waits for copies in progress, and no
-//! copy starts on a range after its deregistration returned. The lock is
-//! taken once per operation, not per byte or per iov entry.
+//! Index and generation are small numbers that anyone can guess, so every
+//! registration also gets a random 64-bit secret ([`KeyFields::secret`]),
+//! which keys carry and [`RegTable::with_range`] compares: a peer that knows
+//! the key of one registration cannot name another by guessing its slot. A
+//! wrong secret is refused exactly like a registration that ended, so a
+//! guess does not even tell whether the slot is live. Secrets come from a
+//! counter hashed with SipHash under keys drawn once per process from the
+//! standard library's random source (`RandomState`).
+//!
+//! Each table also has an id, unique in the process, that its handles
+//! carry ([`MemHandle::table`]): a handle of another table (another memory
+//! domain) is refused, even if a registration with the same slot and
+//! generation is live here.
+//!
+//! One `RwLock` guards the table. Operations hold it for reading while
+//! they copy ([`RegTable::with_range`]), registration and deregistration
+//! take it for writing: deregistration therefore waits for copies in
+//! progress, and no copy starts on a range after its deregistration
+//! returned. The lock is taken once per operation, not per byte or per
+//! iov entry.
 
 use crate::{Access, Error, MemHandle, Result};
 use parking_lot::RwLock;
+use std::collections::hash_map::RandomState;
+use std::hash::{BuildHasher, Hasher};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::OnceLock;
+
+/// A fresh random secret: a process-wide counter hashed with SipHash under
+/// random keys fixed for the life of the process. Distinct inputs give
+/// unrelated outputs, so seeing some secrets tells nothing of the others.
+fn new_secret() -> u64 {
+    static KEYS: OnceLock<RandomState> = OnceLock::new();
+    static COUNT: AtomicU64 = AtomicU64::new(0);
+    let mut h = KEYS.get_or_init(RandomState::new).build_hasher();
+    h.write_u64(COUNT.fetch_add(1, Ordering::Relaxed));
+    h.finish()
+}
+
+/// A table id not given to any other table of the process (never 0).
+fn new_table_id() -> u64 {
+    static NEXT: AtomicU64 = AtomicU64::new(1);
+    NEXT.fetch_add(1, Ordering::Relaxed)
+}
 
 /// The registered pointer, kept with its provenance.
 #[derive(Debug, Clone, Copy)]
@@ -35,6 +71,8 @@ struct Entry {
     ptr: RegPtr,
     len: usize,
     access: Access,
+    /// What keys must carry to name it.
+    secret: u64,
 }
 
 #[derive(Debug)]
@@ -112,14 +150,18 @@ fn not_live(owner: &str) -> Error {
 }
 
 /// What a remote key names, once its owner decoded it: a registration
-/// (slot and generation) and the range and rights declared when packing.
-/// Operations check the live registration, not the declared fields.
+/// (slot, generation and secret) and the range and rights declared when
+/// packing. Operations check the live registration, not the declared
+/// fields.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct KeyFields {
     /// Slot of the registration in the table.
     pub index: u32,
     /// Generation of that slot when the registration was made.
     pub generation: u32,
+    /// The registration's random secret: a key naming the slot and
+    /// generation with another secret names nothing.
+    pub secret: u64,
     /// Declared start address.
     pub addr: u64,
     /// Declared length.
@@ -134,6 +176,9 @@ pub struct KeyFields {
 pub struct RegTable {
     /// Names the owner in errors.
     owner: &'static str,
+    /// Process-unique id stamped into handles; 0 until first needed (so
+    /// that `new` can be `const`).
+    id: AtomicU64,
     table: RwLock<Table>,
 }
 
@@ -147,8 +192,37 @@ impl RegTable {
     pub const fn new(owner: &'static str) -> RegTable {
         RegTable {
             owner,
+            id: AtomicU64::new(0),
             table: parking_lot::const_rwlock(Table::new()),
         }
+    }
+
+    /// This table's id, in [`MemHandle::table`] of its handles: unique in
+    /// the process, never 0.
+    pub fn id(&self) -> u64 {
+        let id = self.id.load(Ordering::Relaxed);
+        if id != 0 {
+            return id;
+        }
+        let fresh = new_table_id();
+        match self
+            .id
+            .compare_exchange(0, fresh, Ordering::Relaxed, Ordering::Relaxed)
+        {
+            Ok(_) => fresh,
+            Err(set) => set,
+        }
+    }
+
+    /// The slot and generation of `memh`, if this table issued it.
+    fn own(&self, memh: &MemHandle) -> Result<(u32, u32)> {
+        if memh.table != self.id() {
+            return Err(Error::InvalidParam(format!(
+                "{}: handle of another memory domain",
+                self.owner
+            )));
+        }
+        Ok(split_id(memh.id))
     }
 
     /// Records a registration. `InvalidParam` for a null pointer, a range that
@@ -179,21 +253,25 @@ impl RegTable {
             ptr: RegPtr(ptr),
             len,
             access,
+            secret: new_secret(),
         };
+        let table = self.id();
         let (index, generation) = self.table.write().insert(entry)?;
         Ok(MemHandle {
             addr: ptr.addr(),
             len,
             access,
             id: handle_id(index, generation),
+            table,
         })
     }
 
     /// Ends the registration of `memh`, after any copy in progress on it.
     /// `InvalidParam` if it is not live (never registered here, already
-    /// deregistered, or a handle whose fields were changed).
+    /// deregistered, a handle of another table, or a handle whose fields
+    /// were changed).
     pub fn deregister(&self, memh: &MemHandle) -> Result<()> {
-        let (index, generation) = split_id(memh.id);
+        let (index, generation) = self.own(memh)?;
         let mut t = self.table.write();
         match t.live(index, generation) {
             Some(e) if matches(e, memh) => {
@@ -204,14 +282,16 @@ impl RegTable {
         }
     }
 
-    /// The fields to pack for the live registration `memh`.
+    /// The fields to pack for the live registration `memh`, secret
+    /// included. `InvalidParam` as for [`RegTable::deregister`].
     pub fn key_fields(&self, memh: &MemHandle) -> Result<KeyFields> {
-        let (index, generation) = split_id(memh.id);
+        let (index, generation) = self.own(memh)?;
         let t = self.table.read();
         match t.live(index, generation) {
             Some(e) if matches(e, memh) => Ok(KeyFields {
                 index,
                 generation,
+                secret: e.secret,
                 addr: e.ptr.0.addr() as u64,
                 len: e.len as u64,
                 access: e.access,
@@ -225,8 +305,10 @@ impl RegTable {
     /// and its rights include `need`; the table stays locked (for reading)
     /// until `op` returns, so the registration cannot end meanwhile.
     ///
-    /// `InvalidParam` without calling `op` if the registration is gone, the
-    /// range is outside it (or wraps), or a right is missing.
+    /// Without calling `op`: `InvalidParam` if the registration is gone or
+    /// the key's secret is not its own (the same error: a guessed key does
+    /// not learn whether the slot is live); `RemoteAccess` if the range is
+    /// outside it (or wraps) or a right is missing.
     pub fn with_range<R>(
         &self,
         key: &KeyFields,
@@ -236,12 +318,15 @@ impl RegTable {
         op: impl FnOnce(*mut u8) -> R,
     ) -> Result<R> {
         let t = self.table.read();
-        let e = t.live(key.index, key.generation).ok_or_else(|| {
-            Error::InvalidParam(format!(
-                "{}: remote key names no live registration",
-                self.owner
-            ))
-        })?;
+        let e = t
+            .live(key.index, key.generation)
+            .filter(|e| e.secret == key.secret)
+            .ok_or_else(|| {
+                Error::InvalidParam(format!(
+                    "{}: remote key names no live registration",
+                    self.owner
+                ))
+            })?;
         let start = e.ptr.0.addr() as u64;
         let inside = remote_addr
             .checked_sub(start)
@@ -267,171 +352,4 @@ impl RegTable {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::Status;
-
-    static TABLE: RegTable = RegTable::new("test");
-
-    fn entry(addr: usize, len: usize) -> Entry {
-        Entry {
-            ptr: RegPtr(std::ptr::without_provenance_mut(addr)),
-            len,
-            access: Access::REMOTE_READ,
-        }
-    }
-
-    #[test]
-    fn slots_are_reused_with_a_new_generation() {
-        let mut t = Table::new();
-        let (a, ga) = t.insert(entry(0x1000, 8)).unwrap();
-        let (b, _) = t.insert(entry(0x2000, 8)).unwrap();
-        assert_ne!(a, b);
-        assert!(t.live(a, ga).is_some());
-        assert!(t.live(a, ga + 1).is_none());
-        assert!(t.remove(a, ga).is_some());
-        assert!(t.remove(a, ga).is_none(), "twice");
-        assert!(t.live(a, ga).is_none());
-        let (c, gc) = t.insert(entry(0x1000, 8)).unwrap();
-        assert_eq!(c, a);
-        assert_eq!(gc, ga + 1);
-        assert!(t.live(a, ga).is_none(), "stale generation");
-        assert!(t.live(99, 0).is_none());
-        assert!(t.remove(99, 0).is_none());
-    }
-
-    #[test]
-    fn a_slot_is_retired_before_its_generation_wraps() {
-        let mut t = Table::new();
-        let (i, _) = t.insert(entry(0x1000, 8)).unwrap();
-        t.slots[i as usize].generation = u32::MAX;
-        assert!(t.remove(i, u32::MAX).is_some());
-        assert!(t.free.is_empty());
-        let (j, g) = t.insert(entry(0x1000, 8)).unwrap();
-        assert_ne!(j, i);
-        assert_eq!(g, 0);
-        assert!(t.live(i, 0).is_none());
-    }
-
-    #[test]
-    fn ids_split_back() {
-        assert_eq!(split_id(handle_id(7, 9)), (7, 9));
-        assert_eq!(
-            split_id(handle_id(u32::MAX, u32::MAX)),
-            (u32::MAX, u32::MAX)
-        );
-    }
-
-    #[test]
-    fn bad_registrations_are_refused() {
-        let mut buf = [0u8; 4];
-        let p = buf.as_mut_ptr();
-        let rw = Access::REMOTE_READ | Access::REMOTE_WRITE;
-        let cases: [(*mut u8, usize, Access); 4] = [
-            (std::ptr::null_mut(), 0, rw),
-            (std::ptr::without_provenance_mut(usize::MAX - 3), 4, rw),
-            (p, isize::MAX as usize + 1, rw),
-            (p, 4, Access::from_bits_retain(1 << 9)),
-        ];
-        for (ptr, len, access) in cases {
-            let e = TABLE.register(ptr, len, access).unwrap_err();
-            assert_eq!(e.status(), Status::InvalidParam, "{ptr:?} {len} {access:?}");
-        }
-    }
-
-    #[test]
-    fn deregistration_checks_the_handle() {
-        let mut buf = [0u8; 16];
-        let h = TABLE
-            .register(buf.as_mut_ptr(), 16, Access::REMOTE_WRITE)
-            .unwrap();
-        assert_eq!(h.addr, buf.as_ptr().addr());
-        for bad in [
-            MemHandle {
-                addr: h.addr + 1,
-                ..h.clone()
-            },
-            MemHandle {
-                len: 15,
-                ..h.clone()
-            },
-            MemHandle {
-                access: Access::REMOTE_READ,
-                ..h.clone()
-            },
-            MemHandle {
-                id: h.id ^ (1 << 32),
-                ..h.clone()
-            },
-        ] {
-            assert!(TABLE.deregister(&bad).is_err(), "{bad:?}");
-            assert!(TABLE.key_fields(&bad).is_err(), "{bad:?}");
-        }
-        let k = TABLE.key_fields(&h).unwrap();
-        assert_eq!((k.addr, k.len), (h.addr as u64, 16));
-        TABLE.deregister(&h).unwrap();
-        assert_eq!(
-            TABLE.deregister(&h).unwrap_err().status(),
-            Status::InvalidParam
-        );
-        assert!(TABLE.key_fields(&h).is_err());
-    }
-
-    #[test]
-    fn with_range_checks_liveness_range_and_rights() {
-        let mut buf = [0u8; 16];
-        let h = TABLE
-            .register(buf.as_mut_ptr(), 16, Access::REMOTE_WRITE)
-            .unwrap();
-        let k = TABLE.key_fields(&h).unwrap();
-        let base = h.addr as u64;
-        let ok = |addr: u64, len: usize| {
-            TABLE
-                .with_range(&k, addr, len, Access::REMOTE_WRITE, |p| p.addr())
-                .is_ok()
-        };
-        assert_eq!(
-            TABLE
-                .with_range(&k, base + 3, 5, Access::REMOTE_WRITE, |p| p.addr())
-                .unwrap(),
-            h.addr + 3
-        );
-        assert!(ok(base, 16));
-        assert!(ok(base + 16, 0));
-        assert!(!ok(base + 16, 1));
-        assert!(!ok(base + 17, 0));
-        assert!(!ok(base - 1, 1));
-        assert!(!ok(base, 17));
-        assert!(!ok(base + 8, usize::MAX));
-        assert!(!ok(u64::MAX, 1));
-        let read = TABLE.with_range(&k, base, 1, Access::REMOTE_READ, |_| ());
-        assert!(read.unwrap_err().to_string().contains("denied"));
-        let stale = KeyFields {
-            generation: k.generation.wrapping_add(1),
-            ..k
-        };
-        assert!(TABLE
-            .with_range(&stale, base, 1, Access::REMOTE_WRITE, |_| ())
-            .is_err());
-        TABLE.deregister(&h).unwrap();
-        let mut called = false;
-        assert!(TABLE
-            .with_range(&k, base, 1, Access::REMOTE_WRITE, |_| called = true)
-            .is_err());
-        assert!(!called);
-    }
-
-    #[test]
-    fn the_table_stays_locked_during_the_operation() {
-        let mut buf = [0u8; 8];
-        let h = TABLE
-            .register(buf.as_mut_ptr(), 8, Access::REMOTE_READ)
-            .unwrap();
-        let k = TABLE.key_fields(&h).unwrap();
-        let locked = TABLE.with_range(&k, h.addr as u64, 8, Access::REMOTE_READ, |_| {
-            TABLE.table.try_write().is_none()
-        });
-        assert!(locked.unwrap(), "a deregistration could run mid-copy");
-        TABLE.deregister(&h).unwrap();
-    }
-}
+mod tests;

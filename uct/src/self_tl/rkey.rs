@@ -12,12 +12,16 @@
 //! |     20 |     8 | process nonce, random per process                  |
 //! |     28 |     4 | registration index in the table                    |
 //! |     32 |     4 | registration generation                            |
-//! |     36 |     8 | start address                                      |
-//! |     44 |     8 | length                                             |
-//! |     52 |     4 | access bits ([`Access`])                           |
+//! |     36 |     8 | registration secret, random per registration       |
+//! |     44 |     8 | start address                                      |
+//! |     52 |     8 | length                                             |
+//! |     60 |     4 | access bits ([`Access`])                           |
 //!
 //! Host id, pid and nonce name the process: a key from another process is
-//! refused, even one whose pid was reused on the same host. The address,
+//! refused, even one whose pid was reused on the same host. The secret
+//! ([`KeyFields::secret`]) must be the registration's: index and generation
+//! alone are guessable, so without it a key of one registration would lead
+//! to the others. The address,
 //! length and rights are what the owner declared when packing; the
 //! operations ignore them and check the live registration instead.
 
@@ -28,9 +32,9 @@ use std::hash::{BuildHasher, Hasher};
 use std::sync::OnceLock;
 
 /// Length of a packed key.
-pub(super) const KEY_LEN: usize = 56;
-/// Current layout version.
-pub(super) const VERSION: u8 = 1;
+pub(super) const KEY_LEN: usize = 64;
+/// Current layout version (2: the secret was added).
+pub(super) const VERSION: u8 = 2;
 const TAG: [u8; 4] = *b"self";
 /// Offsets of the fields.
 const OFF_VERSION: usize = 4;
@@ -38,9 +42,10 @@ const OFF_PROCESS: usize = 8;
 const OFF_NONCE: usize = 20;
 const OFF_INDEX: usize = 28;
 const OFF_GEN: usize = 32;
-const OFF_ADDR: usize = 36;
-const OFF_LEN: usize = 44;
-const OFF_ACCESS: usize = 52;
+const OFF_SECRET: usize = 36;
+const OFF_ADDR: usize = 44;
+const OFF_LEN: usize = 52;
+const OFF_ACCESS: usize = 60;
 
 pub(super) use crate::KeyFields;
 
@@ -64,6 +69,7 @@ fn pack_for(f: &KeyFields, process: &[u8; addr::DEV_ADDR_LEN], nonce: u64) -> Ve
     k.extend_from_slice(&nonce.to_le_bytes());
     k.extend_from_slice(&f.index.to_le_bytes());
     k.extend_from_slice(&f.generation.to_le_bytes());
+    k.extend_from_slice(&f.secret.to_le_bytes());
     k.extend_from_slice(&f.addr.to_le_bytes());
     k.extend_from_slice(&f.len.to_le_bytes());
     k.extend_from_slice(&f.access.bits().to_le_bytes());
@@ -109,6 +115,7 @@ pub(super) fn decode(packed: &[u8]) -> Result<KeyFields> {
     let fields = KeyFields {
         index: u32::from_le_bytes(field(k, OFF_INDEX)),
         generation: u32::from_le_bytes(field(k, OFF_GEN)),
+        secret: u64::from_le_bytes(field(k, OFF_SECRET)),
         addr: u64::from_le_bytes(field(k, OFF_ADDR)),
         len: u64::from_le_bytes(field(k, OFF_LEN)),
         access,
@@ -128,6 +135,7 @@ mod tests {
         KeyFields {
             index: 7,
             generation: 3,
+            secret: 0x0123_4567_89ab_cdef,
             addr: 0x7f00_1234_5000,
             len: 4096,
             access: Access::REMOTE_READ | Access::REMOTE_WRITE,
@@ -159,6 +167,10 @@ mod tests {
         assert_eq!(k[OFF_VERSION], VERSION);
         assert_eq!(k[OFF_INDEX..OFF_INDEX + 4], 7u32.to_le_bytes());
         assert_eq!(k[OFF_GEN..OFF_GEN + 4], 3u32.to_le_bytes());
+        assert_eq!(
+            k[OFF_SECRET..OFF_ADDR],
+            0x0123_4567_89ab_cdefu64.to_le_bytes()
+        );
         assert_eq!(k[OFF_ADDR..OFF_ADDR + 8], 0x7f00_1234_5000u64.to_le_bytes());
         assert_eq!(k[OFF_LEN..OFF_LEN + 8], 4096u64.to_le_bytes());
         assert_eq!(k[OFF_ACCESS..], 6u32.to_le_bytes());

@@ -3,10 +3,10 @@
 //! The initiator is in the same process as the memory, so it does the copy
 //! itself at post time (the operations return `Done`), after checking the
 //! key against the live registration table: the registration must still
-//! exist with the key's generation, the whole range must lie inside it, and
-//! it must grant the right. The key's declared address, length and rights
-//! are not trusted. Any violation is an `InvalidParam` error and nothing is
-//! copied. The table stays read-locked during the copy, so a concurrent
+//! exist with the key's generation and secret (else `InvalidParam`), the
+//! whole range must lie inside it, and it must grant the right (else
+//! `RemoteAccess`). The key's declared address, length and rights are not
+//! trusted. After any violation nothing is copied. The table stays read-locked during the copy, so a concurrent
 //! `mem_dereg` waits for it.
 
 use super::{rkey, MAX_IOV, MAX_RMA};

@@ -278,3 +278,86 @@ fn threads_register_and_copy_concurrently() {
         w.join().unwrap();
     }
 }
+
+#[test]
+fn a_key_with_another_secret_names_nothing() {
+    let mut s = setup();
+    let mut target = [4u8; 16];
+    let rw = Access::REMOTE_READ | Access::REMOTE_WRITE;
+    let (h, key) = register(&*s.md, &mut target, rw);
+    let genuine = rkey::decode(&key.packed).unwrap();
+    let data = [1u8; 16];
+    for bit in [0, 1, 31, 32, 63] {
+        let forged = rkey::KeyFields {
+            secret: genuine.secret ^ (1 << bit),
+            ..genuine
+        };
+        let k = s.md.rkey_unpack(&rkey::pack(&forged)).unwrap();
+        let e = put(&mut s, &[Iov::from_slice(&data)], key.addr, &k).unwrap_err();
+        // As for a registration that ended: nothing tells the slot is live.
+        assert_eq!(e.status(), Status::InvalidParam, "bit {bit}");
+        let mut read = [0u8; 16];
+        assert!(get(&mut s, &[iov_mut(&mut read)], key.addr, &k).is_err());
+        assert_eq!(read, [0; 16]);
+    }
+    assert_eq!(target, [4; 16], "the forged keys wrote");
+    assert_eq!(
+        put(&mut s, &[Iov::from_slice(&data)], key.addr, &key).unwrap(),
+        Posted::Done
+    );
+    s.md.mem_dereg(&h).unwrap();
+    assert_eq!(target, [1; 16]);
+}
+
+#[test]
+fn the_key_of_one_registration_does_not_lead_to_another() {
+    // A peer holding the key of `a` knows every field of a key of `b` but
+    // its secret: slot and generation are small numbers.
+    let mut s = setup();
+    let rw = Access::REMOTE_READ | Access::REMOTE_WRITE;
+    let mut a = [0u8; 8];
+    let mut b = [6u8; 8];
+    let (ha, ka) = register(&*s.md, &mut a, rw);
+    let (hb, kb) = register(&*s.md, &mut b, rw);
+    let known = rkey::decode(&ka.packed).unwrap();
+    let real = rkey::decode(&kb.packed).unwrap();
+    let guess = rkey::KeyFields {
+        addr: kb.addr,
+        len: 8,
+        ..real
+    };
+    assert_eq!(guess.secret, real.secret);
+    let forged = rkey::KeyFields {
+        secret: known.secret,
+        ..guess
+    };
+    assert_ne!(forged, real, "two registrations with one secret");
+    let k = s.md.rkey_unpack(&rkey::pack(&forged)).unwrap();
+    let data = [1u8; 8];
+    assert!(put(&mut s, &[Iov::from_slice(&data)], kb.addr, &k).is_err());
+    s.md.mem_dereg(&hb).unwrap();
+    s.md.mem_dereg(&ha).unwrap();
+    assert_eq!(b, [6; 8]);
+    assert_eq!(a, [0; 8]);
+}
+
+#[test]
+fn handles_of_another_domain_are_refused() {
+    let s = setup();
+    let other = crate::virt::VirtNet::new(crate::virt::VirtConfig::default())
+        .unwrap()
+        .memory_domain();
+    let mut buf = [0u8; 8];
+    // SAFETY: `buf` outlives the registration, which is never used for
+    // an access.
+    let foreign = unsafe { other.mem_reg(buf.as_mut_ptr(), 8, Access::REMOTE_WRITE) }.unwrap();
+    assert_eq!(
+        s.md.mem_dereg(&foreign).unwrap_err().status(),
+        Status::InvalidParam
+    );
+    assert_eq!(
+        s.md.mkey_pack(&foreign).unwrap_err().status(),
+        Status::InvalidParam
+    );
+    other.mem_dereg(&foreign).unwrap();
+}

@@ -11,32 +11,37 @@
 //! |     16 |     4 | memory domain id within the net                    |
 //! |     20 |     4 | registration index in the domain's table           |
 //! |     24 |     4 | registration generation                            |
-//! |     28 |     8 | start address                                      |
-//! |     36 |     8 | length                                             |
-//! |     44 |     4 | access bits ([`Access`])                           |
+//! |     28 |     8 | registration secret, random per registration       |
+//! |     36 |     8 | start address                                      |
+//! |     44 |     8 | length                                             |
+//! |     52 |     4 | access bits ([`Access`])                           |
 //!
 //! The net id names the world the key belongs to: an iface of another net
 //! refuses it before sending anything. The memory domain id names the
 //! owner: the target iface carries out an access only with keys of the
-//! domain it was opened from. Address, length and rights are what the
+//! domain it was opened from. The secret ([`KeyFields::secret`]) must be
+//! the registration's: index and generation alone are guessable, so
+//! without it the key of one registration would lead to the others of the
+//! domain. Address, length and rights are what the
 //! owner declared when packing; the target ignores them and checks the
 //! live registration instead.
 
 use crate::{Access, Error, KeyFields, Result};
 
 /// Length of a packed key.
-pub(super) const KEY_LEN: usize = 48;
-/// Current layout version.
-pub(super) const VERSION: u8 = 1;
+pub(super) const KEY_LEN: usize = 56;
+/// Current layout version (2: the secret was added).
+pub(super) const VERSION: u8 = 2;
 const TAG: [u8; 4] = *b"virt";
 const OFF_VERSION: usize = 4;
 const OFF_NET: usize = 8;
 const OFF_MD: usize = 16;
 const OFF_INDEX: usize = 20;
 const OFF_GEN: usize = 24;
-const OFF_ADDR: usize = 28;
-const OFF_LEN: usize = 36;
-const OFF_ACCESS: usize = 44;
+const OFF_SECRET: usize = 28;
+const OFF_ADDR: usize = 36;
+const OFF_LEN: usize = 44;
+const OFF_ACCESS: usize = 52;
 
 /// A decoded key: whose it is and what it names.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -59,6 +64,7 @@ pub(super) fn pack(k: &VirtKey) -> Vec<u8> {
     b.extend_from_slice(&k.md.to_le_bytes());
     b.extend_from_slice(&f.index.to_le_bytes());
     b.extend_from_slice(&f.generation.to_le_bytes());
+    b.extend_from_slice(&f.secret.to_le_bytes());
     b.extend_from_slice(&f.addr.to_le_bytes());
     b.extend_from_slice(&f.len.to_le_bytes());
     b.extend_from_slice(&f.access.bits().to_le_bytes());
@@ -97,6 +103,7 @@ pub(super) fn decode(packed: &[u8]) -> Result<VirtKey> {
     let fields = KeyFields {
         index: u32::from_le_bytes(field(k, OFF_INDEX)),
         generation: u32::from_le_bytes(field(k, OFF_GEN)),
+        secret: u64::from_le_bytes(field(k, OFF_SECRET)),
         addr: u64::from_le_bytes(field(k, OFF_ADDR)),
         len: u64::from_le_bytes(field(k, OFF_LEN)),
         access,
@@ -123,6 +130,7 @@ mod tests {
             fields: KeyFields {
                 index: 7,
                 generation: 9,
+                secret: 0xfedc_ba98_7654_3210,
                 addr: 0x7f00_1234_5000,
                 len: 4096,
                 access: Access::REMOTE_READ | Access::REMOTE_WRITE,
@@ -145,7 +153,11 @@ mod tests {
         assert_eq!(b[OFF_NET..OFF_MD], k.net.to_le_bytes());
         assert_eq!(b[OFF_MD..OFF_INDEX], 3u32.to_le_bytes());
         assert_eq!(b[OFF_INDEX..OFF_GEN], 7u32.to_le_bytes());
-        assert_eq!(b[OFF_GEN..OFF_ADDR], 9u32.to_le_bytes());
+        assert_eq!(b[OFF_GEN..OFF_SECRET], 9u32.to_le_bytes());
+        assert_eq!(
+            b[OFF_SECRET..OFF_ADDR],
+            0xfedc_ba98_7654_3210u64.to_le_bytes()
+        );
         assert_eq!(b[OFF_ADDR..OFF_LEN], 0x7f00_1234_5000u64.to_le_bytes());
         assert_eq!(b[OFF_LEN..OFF_ACCESS], 4096u64.to_le_bytes());
         assert_eq!(b[OFF_ACCESS..], 6u32.to_le_bytes());

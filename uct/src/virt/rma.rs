@@ -11,8 +11,9 @@
 //!   would: the key must be of the memory domain the target iface was
 //!   opened from (else `RemoteAccess`), and the live registration must
 //!   cover the range and grant the right ([`RegTable::with_range`]:
-//!   `InvalidParam` for a registration that ended, `RemoteAccess` for a
-//!   range or a right). A put writes its data, a get reads. The reply (an
+//!   `InvalidParam` for a registration that ended or a key with another
+//!   secret, `RemoteAccess` for a range or a right). A put writes its
+//!   data, a get reads. The reply (an
 //!   acknowledgement, or the data) then travels back over the link
 //!   `target -> initiator`, with that link's delay, bandwidth and faults;
 //!   it takes no window.

@@ -175,6 +175,7 @@ fn put_frame(seq: u64, addr: u64, key: &Key, data: &[u8]) -> Vec<u8> {
         owner: key.owner,
         index: key.fields.index,
         generation: key.fields.generation,
+        secret: key.fields.secret,
         len: data.len() as u32,
     };
     let mut v = wire::frame_hdr(CTRL_PUT, (PUT_HDR + data.len()) as u32).to_vec();
@@ -241,6 +242,13 @@ fn refused_puts_are_dropped_and_answered() {
     let key = region.key();
     let mut foreign = key;
     foreign.owner.nonce ^= 1;
+    // The genuine key with its secret altered, and a key of `ro` guessed
+    // from `region`'s: refused as if no registration were there, before
+    // range or rights are looked at.
+    let mut forged = key;
+    forged.fields.secret ^= 1 << 40;
+    let mut guessed = ro.key();
+    guessed.fields.secret = key.fields.secret;
     let mut dead = Region::new(64, Access::REMOTE_WRITE);
     let dead_key = dead.key();
     dead.dereg();
@@ -252,6 +260,8 @@ fn refused_puts_are_dropped_and_answered() {
     bytes.extend(put_frame(4, region.addr(0) - 1, &key, &data[..1]));
     bytes.extend(put_frame(5, ro.addr(0), &ro.key(), &data));
     bytes.extend(put_frame(6, u64::MAX, &key, &data));
+    bytes.extend(put_frame(8, region.addr(0), &forged, &data));
+    bytes.extend(put_frame(9, ro.addr(0), &guessed, &data));
     bytes.extend(frame(7, b"still parsing"));
     for (buf, step) in [(1024, 3), (1024, usize::MAX), (64, 50)] {
         let mut rx = RxState::new(buf, false);
@@ -266,6 +276,8 @@ fn refused_puts_are_dropped_and_answered() {
                 Event::PutDone(4, PutStatus::Access),
                 Event::PutDone(5, PutStatus::Access),
                 Event::PutDone(6, PutStatus::Access),
+                Event::PutDone(8, PutStatus::NoRegistration),
+                Event::PutDone(9, PutStatus::NoRegistration),
             ]
         );
         assert_eq!(msgs.0, vec![(7, b"still parsing".to_vec())]);
@@ -323,7 +335,7 @@ fn deregistration_midway_stops_the_writes() {
 fn malformed_puts_and_acks_fail_the_parse() {
     let region = Region::new(8, Access::REMOTE_WRITE);
     let mut bad_len = put_frame(1, region.addr(0), &region.key(), b"abc");
-    bad_len[FRAME_HDR + 44] = 4;
+    bad_len[FRAME_HDR + 52] = 4;
     let mut bad_status = wire::ack_frame(3, PutStatus::Ok).to_vec();
     bad_status[FRAME_HDR + 8] = 9;
     let too_long = wire::frame_hdr(CTRL_PUT, (PUT_HDR + (1 << 20) + 1) as u32).to_vec();

@@ -7,7 +7,7 @@ use super::{frame_hdr, CTRL_PUT_ACK, FRAME_HDR};
 use crate::rkey::Owner;
 
 /// Length of the header at the start of a PUT frame's payload.
-pub(crate) const PUT_HDR: usize = 48;
+pub(crate) const PUT_HDR: usize = 56;
 /// Length of a PUT_ACK frame's payload.
 pub(crate) const ACK_LEN: usize = 12;
 /// Length of a whole PUT_ACK frame.
@@ -26,6 +26,8 @@ pub(crate) struct PutHdr {
     /// The registration the key names.
     pub(crate) index: u32,
     pub(crate) generation: u32,
+    /// The registration's secret, which the key carries.
+    pub(crate) secret: u64,
     /// Bytes of data after the header.
     pub(crate) len: u32,
 }
@@ -46,7 +48,8 @@ impl PutHdr {
         b[32..36].copy_from_slice(&self.owner.pid.to_le_bytes());
         b[36..40].copy_from_slice(&self.index.to_le_bytes());
         b[40..44].copy_from_slice(&self.generation.to_le_bytes());
-        b[44..48].copy_from_slice(&self.len.to_le_bytes());
+        b[44..52].copy_from_slice(&self.secret.to_le_bytes());
+        b[52..56].copy_from_slice(&self.len.to_le_bytes());
         b
     }
 
@@ -63,7 +66,8 @@ impl PutHdr {
             },
             index: u32::from_le_bytes(le(b, 36)),
             generation: u32::from_le_bytes(le(b, 40)),
-            len: u32::from_le_bytes(le(b, 44)),
+            secret: u64::from_le_bytes(le(b, 44)),
+            len: u32::from_le_bytes(le(b, 52)),
         };
         if Some(h.len as usize) != frame_len.checked_sub(PUT_HDR) {
             return Err(PeerMisbehaved::Invalid {
@@ -167,6 +171,7 @@ mod tests {
             },
             index: 9,
             generation: 17,
+            secret: 0x0f1e_2d3c_4b5a_6978,
             len: 4095,
         }
     }
@@ -194,7 +199,8 @@ mod tests {
         assert_eq!(b[32..36], 4242u32.to_le_bytes());
         assert_eq!(b[36..40], 9u32.to_le_bytes());
         assert_eq!(b[40..44], 17u32.to_le_bytes());
-        assert_eq!(b[44..48], 4095u32.to_le_bytes());
+        assert_eq!(b[44..52], 0x0f1e_2d3c_4b5a_6978u64.to_le_bytes());
+        assert_eq!(b[52..56], 4095u32.to_le_bytes());
         assert_eq!(PutHdr::decode(&b, PUT_HDR + 4095), Ok(h));
         let empty = PutHdr { len: 0, ..h };
         assert_eq!(PutHdr::decode(&empty.encode(), PUT_HDR), Ok(empty));
@@ -313,7 +319,7 @@ mod tests {
                 hdr[..keep].copy_from_slice(&good[..keep]);
             }
             let frame_len = if round % 4 == 0 {
-                PUT_HDR + u32::from_le_bytes(hdr[44..].try_into().unwrap()) as usize
+                PUT_HDR + u32::from_le_bytes(hdr[52..].try_into().unwrap()) as usize
             } else {
                 len
             };
@@ -323,7 +329,7 @@ mod tests {
                     assert_eq!(h.len as usize + PUT_HDR, frame_len);
                 }
                 Err(_) => assert_ne!(
-                    Some(u32::from_le_bytes(hdr[44..].try_into().unwrap()) as usize),
+                    Some(u32::from_le_bytes(hdr[52..].try_into().unwrap()) as usize),
                     frame_len.checked_sub(PUT_HDR)
                 ),
             }

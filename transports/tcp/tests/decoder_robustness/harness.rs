@@ -33,7 +33,7 @@ use put_model::{acks_in, acks_match, judge, Window, CTRL_PUT, PUT_HDR};
 /// First 8 bytes of a connector's hello.
 pub(crate) const MAGIC: [u8; 8] = *b"rucx-tcp";
 /// Wire format version.
-pub(crate) const VERSION: u16 = 1;
+pub(crate) const VERSION: u16 = 2;
 /// Length of the hello.
 pub(crate) const HELLO_LEN: usize = 16;
 /// Length of a frame header.
@@ -75,8 +75,7 @@ pub(crate) struct Outcome {
     pub(crate) ams: Vec<(AmId, Vec<u8>)>,
     /// Whether the source was reported failed.
     pub(crate) src_failed: bool,
-    /// Puts answered: seq and status ([`put_model::REFUSED`] in a
-    /// prediction allows either refusal of a key of this process).
+    /// Puts answered: seq and status.
     pub(crate) acks: Vec<(u64, u32)>,
     /// The contents of the windows afterwards.
     pub(crate) memory: Vec<Vec<u8>>,
@@ -152,7 +151,7 @@ pub(crate) fn expect(bytes: &[u8], wire: &Wire, open_peer: SocketAddrV4) -> Outc
                 break;
             }
             let h = &after[..PUT_HDR];
-            let declared = u32::from_le_bytes([h[44], h[45], h[46], h[47]]) as usize;
+            let declared = u32::from_le_bytes([h[52], h[53], h[54], h[55]]) as usize;
             if declared != len - PUT_HDR {
                 break;
             }
@@ -422,15 +421,20 @@ impl Target {
         out
     }
 
-    /// A PUT frame into window `w % 5` of `a`, `off` bytes from its start:
+    /// A PUT frame into window `w % 6` of `a`, `off` bytes from its start:
     /// 0 writable, 1 read-only, 2 ended, 3 as if packed by another
-    /// process, 4 a slot that does not exist.
+    /// process, 4 a slot that does not exist, 5 the writable window with
+    /// a wrong secret.
     pub(crate) fn put_frame(&self, w: u8, seq: u64, off: i64, data: &[u8]) -> Vec<u8> {
         let windows = &self.wire.windows;
-        let mut win = windows[usize::from(w % 5) % windows.len()].clone();
-        match w % 5 {
+        let mut win = windows[usize::from(w % 6) % windows.len()].clone();
+        match w % 6 {
             3 => win.owner[8] ^= 1,
             4 => win.index = u32::MAX - 1,
+            5 => {
+                win = windows[0].clone();
+                win.secret ^= 1 << 17;
+            }
             _ => {}
         }
         win.put(seq, off, data)

@@ -11,7 +11,7 @@ pub(crate) const CTRL_PUT: AmId = 0xf2;
 /// Frame id of a put's acknowledgement.
 pub(crate) const CTRL_PUT_ACK: AmId = 0xf3;
 /// Length of a put header.
-pub(crate) const PUT_HDR: usize = 48;
+pub(crate) const PUT_HDR: usize = 56;
 /// Length of an acknowledgement's payload.
 pub(crate) const ACK_LEN: usize = 12;
 /// Acknowledgement statuses.
@@ -19,10 +19,6 @@ pub(crate) const OK: u32 = 0;
 pub(crate) const NO_REGISTRATION: u32 = 1;
 pub(crate) const FOREIGN: u32 = 2;
 pub(crate) const ACCESS: u32 = 3;
-/// What the model expects when the key names a slot of the process that
-/// is none of the windows: NO_REGISTRATION, or ACCESS if the slot happens
-/// to be another live registration of the process.
-pub(crate) const REFUSED: u32 = u32::MAX;
 
 /// A registration of the iface under test, as a peer would name it.
 #[derive(Debug, Clone)]
@@ -31,6 +27,7 @@ pub(crate) struct Window {
     pub(crate) owner: [u8; 20],
     pub(crate) index: u32,
     pub(crate) generation: u32,
+    pub(crate) secret: u64,
     pub(crate) addr: u64,
     pub(crate) len: usize,
     /// Still registered.
@@ -53,7 +50,7 @@ impl Window {
     /// The window of a registration, from its packed key (offsets of the
     /// documented key layout).
     pub(crate) fn of_key(packed: &[u8], memh: &MemHandle, live: bool) -> Window {
-        assert_eq!(packed.len(), 56, "tcp key length");
+        assert_eq!(packed.len(), 64, "tcp key length");
         let mut owner = [0u8; 20];
         owner[..8].copy_from_slice(&packed[8..16]); // host id
         owner[8..16].copy_from_slice(&packed[20..28]); // nonce
@@ -62,6 +59,7 @@ impl Window {
             owner,
             index: le32(packed, 28),
             generation: le32(packed, 32),
+            secret: le64(packed, 36),
             addr: memh.addr as u64,
             len: memh.len,
             live,
@@ -78,6 +76,7 @@ impl Window {
         v.extend_from_slice(&self.owner);
         v.extend_from_slice(&self.index.to_le_bytes());
         v.extend_from_slice(&self.generation.to_le_bytes());
+        v.extend_from_slice(&self.secret.to_le_bytes());
         v.extend_from_slice(&(data.len() as u32).to_le_bytes());
         v.extend_from_slice(data);
         v
@@ -124,22 +123,21 @@ impl Window {
 /// (window, offset) its data goes when accepted.
 pub(crate) fn judge(hdr: &[u8], windows: &[Window]) -> (u32, Option<(usize, usize)>) {
     let addr = le64(hdr, 8);
-    let len = le32(hdr, 44) as u64;
+    let len = le32(hdr, 52) as u64;
     let mine = windows.first().map(|w| w.owner);
     if Some(&hdr[16..36]) != mine.as_ref().map(|o| &o[..]) {
         return (FOREIGN, None);
     }
-    let (index, generation) = (le32(hdr, 36), le32(hdr, 40));
-    let Some((i, w)) = windows
-        .iter()
-        .enumerate()
-        .find(|(_, w)| w.index == index && w.generation == generation)
-    else {
-        return (REFUSED, None);
-    };
-    if !w.live {
+    let (index, generation, secret) = (le32(hdr, 36), le32(hdr, 40), le64(hdr, 44));
+    // A key names a registration only with its secret, which only the
+    // windows' keys carry (any other live registration of the process has
+    // a secret of its own, unknown here): anything else, like a window
+    // that ended, names nothing.
+    let Some((i, w)) = windows.iter().enumerate().find(|(_, w)| {
+        w.live && w.index == index && w.generation == generation && w.secret == secret
+    }) else {
         return (NO_REGISTRATION, None);
-    }
+    };
     let inside = addr
         .checked_sub(w.addr)
         .filter(|off| off.checked_add(len).is_some_and(|end| end <= w.len as u64));
@@ -171,11 +169,7 @@ pub(crate) fn acks_in(mut bytes: &[u8]) -> Vec<(u64, u32)> {
     out
 }
 
-/// Whether `got` statuses are what the model allows.
+/// Whether `got` statuses are the predicted ones.
 pub(crate) fn acks_match(got: &[(u64, u32)], want: &[(u64, u32)]) -> bool {
-    got.len() == want.len()
-        && got.iter().zip(want).all(|(g, w)| {
-            g.0 == w.0
-                && (g.1 == w.1 || (w.1 == REFUSED && matches!(g.1, NO_REGISTRATION | ACCESS)))
-        })
+    got == want
 }

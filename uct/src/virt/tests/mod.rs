@@ -7,6 +7,7 @@ mod faults;
 mod lifecycle;
 mod rma;
 mod rma_faults;
+mod rma_keys;
 
 use super::{LinkConfig, VirtConfig, VirtIface, VirtNet};
 use crate::{

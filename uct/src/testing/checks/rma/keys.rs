@@ -1,5 +1,7 @@
 //! Keys that must not work: of ended registrations, and forged ones.
 
+mod guess;
+
 use super::support::{assert_bytes, expect_refused, run, usable_ep, Op, RawBuf, Region};
 use super::{offered, pattern, prepare};
 use crate::testing::{Fixture, Pair};
@@ -134,7 +136,9 @@ fn forgeries(packed: &[u8]) -> Vec<(String, Vec<u8>)> {
 /// Forged keys of a read-only region are refused by `rkey_unpack`, or
 /// give operations that never write the region (nor its guards) and never
 /// read outside it; a key whose declared range and rights were widened
-/// gains nothing. The genuine key works afterwards.
+/// gains nothing. The genuine key works afterwards. Then keys of live
+/// read-write registrations, guessed from keys of others (see `guess.rs`:
+/// a key needs a secret), are refused and touch nothing.
 pub fn rma_forged_keys(f: &dyn Fixture) {
     let Some((md, attr)) = prepare(f, Caps::PUT_ZCOPY | Caps::GET_ZCOPY) else {
         return;
@@ -181,6 +185,8 @@ pub fn rma_forged_keys(f: &dyn Fixture) {
             "{name}: genuine get"
         );
     }
+    drop(p);
+    guess::check(md, &attr, || Pair::open(f));
 }
 
 /// What [`rma_forged_keys`] tries each key on.
