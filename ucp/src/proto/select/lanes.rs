@@ -104,9 +104,12 @@ impl LaneModel {
         Linear::new(self.overhead + self.latency, self.per_byte)
     }
 
-    /// A small control message: `overhead + latency`.
+    /// A small control message: `2 overhead + latency`. Unlike a data
+    /// message, whose receive side overlaps the next send, a protocol
+    /// message is waited for: the receiver's handling (about the sender's
+    /// overhead again) is on the critical path.
     pub(crate) fn control(&self) -> f64 {
-        self.overhead + self.latency
+        2.0 * self.overhead + self.latency
     }
 }
 

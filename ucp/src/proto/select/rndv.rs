@@ -2,7 +2,7 @@
 //!
 //! Notation as in [`protocols`](super::protocols): `A` is the active
 //! message lane, which carries the control messages (RTS, RTR, ATP), each
-//! costing `ctl = o_A + l_A`; the data lanes `i` carry shares `w_i` of the
+//! costing `ctl = 2 o_A + l_A` (sent and handled); the data lanes `i` carry shares `w_i` of the
 //! data (proportional to bandwidth, see [`EpLanes`]) side by side, so the
 //! transfer takes as long as the slowest lane: the upper envelope (`max`)
 //! of the lanes' times. Fragments are `F_i = min(rndv_frag_size, lane
@@ -37,7 +37,8 @@ enum Zcopy {
 
 /// The data lanes' transfer and registration for a zero-copy scheme:
 /// `max_i [ (o_i + P.multi)(1 + w_i s / F_i) + k l_i + w_i s / bw_i ]`
-/// with `k = 2` for get (a read is a round trip) and `k = 1` for put, and
+/// with `k = 2` for both: a read is a round trip, and a write completes
+/// (so the ATP may follow) once the target acknowledged it; and
 /// `2 sum_i reg_i(s)`.
 fn zcopy_transfer(
     lanes: &EpLanes,
@@ -52,10 +53,7 @@ fn zcopy_transfer(
     if set.is_empty() {
         return None;
     }
-    let trips = match op {
-        Zcopy::Get => 2.0,
-        Zcopy::Put => 1.0,
-    };
+    let trips = 2.0;
     let mut transfer: Option<PiecewiseLinear> = None;
     let mut reg = Linear::ZERO;
     for (i, w) in set.iter() {
@@ -154,7 +152,9 @@ mod tests {
         let per = 1e-7 + 10e-9;
         // Fragments of the lane's largest get (the default).
         let frags = per * (1.0 + s as f64 / (1024.0 * 1024.0));
-        let want = 275e-9 + 1.1e-6 + 4e-6 + frags + 2e-6 + s as f64 / 1e10;
+        // RTS (P.rts + 2 o + l), registration at both ends, the read (two
+        // trips), the data.
+        let want = 275e-9 + 1.2e-6 + 4e-6 + frags + 2e-6 + s as f64 / 1e10;
         assert!((p.cost.eval(s).unwrap() - want).abs() < 1e-12);
         assert_eq!(p.cost.eval(0), None);
         assert!(put_zcopy(&lanes, &cfg()).is_none());
