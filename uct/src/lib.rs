@@ -49,7 +49,9 @@ pub use iface::{
     AmId, AmSink, Armed, Caps, ConnectMode, EpId, Iface, IfaceAttr, Iov, Posted, SrcId, Token,
     AM_ID_MAX,
 };
-pub use mem::{Access, KeyFields, MemHandle, RegCost, RegTable, RemoteKey};
+pub use mem::{
+    process_nonce, Access, KeyFields, KeyLayout, MemHandle, RegCost, RegTable, RemoteKey,
+};
 pub use perf::PerfModel;
 pub use registry::Registry;
 pub use ucs::{Error, Result, Status};

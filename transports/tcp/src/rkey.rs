@@ -29,27 +29,36 @@
 //! process. Address, length and rights are what the owner declared
 //! when packing; the target ignores them and checks the live registration.
 
-use std::collections::hash_map::RandomState;
-use std::hash::{BuildHasher, Hasher};
 use std::sync::OnceLock;
 
-use uct::ucs::{Error, Result};
-use uct::{Access, KeyFields};
+use uct::ucs::Result;
+use uct::{KeyFields, KeyLayout};
 
 /// Length of a packed key.
+#[cfg(test)]
 pub(crate) const KEY_LEN: usize = 64;
 /// Current layout version (2: the secret was added).
 pub(crate) const VERSION: u8 = 2;
 const TAG: [u8; 4] = *b"tcp\0";
+#[cfg(test)]
 const OFF_VERSION: usize = 4;
+#[cfg(test)]
 const OFF_HOST: usize = 8;
+#[cfg(test)]
 const OFF_PID: usize = 16;
+#[cfg(test)]
 const OFF_NONCE: usize = 20;
+#[cfg(test)]
 const OFF_INDEX: usize = 28;
+#[cfg(test)]
 const OFF_GEN: usize = 32;
+#[cfg(test)]
 const OFF_SECRET: usize = 36;
+#[cfg(test)]
 const OFF_ADDR: usize = 44;
+#[cfg(test)]
 const OFF_LEN: usize = 52;
+#[cfg(test)]
 const OFF_ACCESS: usize = 60;
 
 /// The process a key belongs to.
@@ -67,9 +76,7 @@ impl Owner {
         *ME.get_or_init(|| Owner {
             host_id: uct::ucs::sys::host_id(),
             pid: std::process::id(),
-            // A hasher with fresh random keys that hashed nothing: a
-            // random number, different in every process.
-            nonce: RandomState::new().build_hasher().finish(),
+            nonce: uct::process_nonce(),
         })
     }
 
@@ -91,32 +98,20 @@ pub(crate) fn pack(f: &KeyFields) -> Vec<u8> {
     pack_as(&Owner::me(), f)
 }
 
+/// The layout (see [`KeyLayout`]): owner = host id, pid, nonce.
+const LAYOUT: KeyLayout = KeyLayout {
+    tag: TAG,
+    version: VERSION,
+    owner_len: 20,
+    name: "tcp",
+};
+
 /// Packs a key as process `owner` would.
 pub(crate) fn pack_as(owner: &Owner, f: &KeyFields) -> Vec<u8> {
-    let mut k = Vec::with_capacity(KEY_LEN);
-    k.extend_from_slice(&TAG);
-    k.extend_from_slice(&[VERSION, 0, 0, 0]);
-    k.extend_from_slice(&owner.host_id.to_le_bytes());
-    k.extend_from_slice(&owner.pid.to_le_bytes());
-    k.extend_from_slice(&owner.nonce.to_le_bytes());
-    k.extend_from_slice(&f.index.to_le_bytes());
-    k.extend_from_slice(&f.generation.to_le_bytes());
-    k.extend_from_slice(&f.secret.to_le_bytes());
-    k.extend_from_slice(&f.addr.to_le_bytes());
-    k.extend_from_slice(&f.len.to_le_bytes());
-    k.extend_from_slice(&f.access.bits().to_le_bytes());
-    debug_assert_eq!(k.len(), KEY_LEN);
-    k
-}
-
-fn field<const N: usize>(k: &[u8; KEY_LEN], at: usize) -> [u8; N] {
-    let mut b = [0u8; N];
-    b.copy_from_slice(&k[at..at + N]);
-    b
-}
-
-fn invalid(what: &str) -> Error {
-    Error::InvalidParam(format!("tcp: invalid remote key: {what}"))
+    let mut o = owner.host_id.to_le_bytes().to_vec();
+    o.extend_from_slice(&owner.pid.to_le_bytes());
+    o.extend_from_slice(&owner.nonce.to_le_bytes());
+    LAYOUT.pack(&o, f)
 }
 
 /// Checks the format of a packed key (`InvalidParam` if it is not a
@@ -124,36 +119,17 @@ fn invalid(what: &str) -> Error {
 /// bytes, access bits, a declared range that does not wrap. Whose key it
 /// is, and whether its registration is live, is the target's to check.
 pub(crate) fn decode(packed: &[u8]) -> Result<Key> {
-    let k: &[u8; KEY_LEN] = packed
-        .try_into()
-        .map_err(|_| invalid(&format!("{} bytes, expected {KEY_LEN}", packed.len())))?;
-    if k[..OFF_VERSION] != TAG {
-        return Err(invalid("not a tcp key"));
-    }
-    if k[OFF_VERSION] != VERSION {
-        return Err(invalid(&format!("version {}", k[OFF_VERSION])));
-    }
-    if k[OFF_VERSION + 1..OFF_HOST] != [0, 0, 0] {
-        return Err(invalid("reserved bytes set"));
-    }
-    let bits = u32::from_le_bytes(field(k, OFF_ACCESS));
-    let access =
-        Access::from_bits(bits).ok_or_else(|| invalid(&format!("access bits {bits:#x}")))?;
-    let fields = KeyFields {
-        index: u32::from_le_bytes(field(k, OFF_INDEX)),
-        generation: u32::from_le_bytes(field(k, OFF_GEN)),
-        secret: u64::from_le_bytes(field(k, OFF_SECRET)),
-        addr: u64::from_le_bytes(field(k, OFF_ADDR)),
-        len: u64::from_le_bytes(field(k, OFF_LEN)),
-        access,
-    };
-    if fields.addr.checked_add(fields.len).is_none() {
-        return Err(invalid("range overflows"));
-    }
+    let (o, fields) = LAYOUT.decode(packed)?;
+    let mut host = [0u8; 8];
+    host.copy_from_slice(&o[..8]);
+    let mut pid = [0u8; 4];
+    pid.copy_from_slice(&o[8..12]);
+    let mut nonce = [0u8; 8];
+    nonce.copy_from_slice(&o[12..20]);
     let owner = Owner {
-        host_id: u64::from_le_bytes(field(k, OFF_HOST)),
-        pid: u32::from_le_bytes(field(k, OFF_PID)),
-        nonce: u64::from_le_bytes(field(k, OFF_NONCE)),
+        host_id: u64::from_le_bytes(host),
+        pid: u32::from_le_bytes(pid),
+        nonce: u64::from_le_bytes(nonce),
     };
     Ok(Key { owner, fields })
 }
@@ -162,6 +138,7 @@ pub(crate) fn decode(packed: &[u8]) -> Result<Key> {
 mod tests {
     use super::*;
     use uct::ucs::Status;
+    use uct::Access;
 
     fn sample() -> KeyFields {
         KeyFields {

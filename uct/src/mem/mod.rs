@@ -109,5 +109,7 @@ mod tests {
     }
 }
 
+mod key;
 mod table;
+pub use key::{process_nonce, KeyLayout};
 pub use table::{KeyFields, RegTable};

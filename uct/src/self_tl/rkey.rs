@@ -26,34 +26,43 @@
 //! operations ignore them and check the live registration instead.
 
 use super::addr;
-use crate::{Access, Error, Result};
-use std::collections::hash_map::RandomState;
-use std::hash::{BuildHasher, Hasher};
-use std::sync::OnceLock;
+pub(super) use crate::KeyFields;
+use crate::{process_nonce, Error, KeyLayout, Result};
 
 /// Length of a packed key.
+#[cfg(test)]
 pub(super) const KEY_LEN: usize = 64;
 /// Current layout version (2: the secret was added).
 pub(super) const VERSION: u8 = 2;
 const TAG: [u8; 4] = *b"self";
 /// Offsets of the fields.
+#[cfg(test)]
 const OFF_VERSION: usize = 4;
+#[cfg(test)]
 const OFF_PROCESS: usize = 8;
+#[cfg(test)]
 const OFF_NONCE: usize = 20;
+#[cfg(test)]
 const OFF_INDEX: usize = 28;
+#[cfg(test)]
 const OFF_GEN: usize = 32;
+#[cfg(test)]
 const OFF_SECRET: usize = 36;
+#[cfg(test)]
 const OFF_ADDR: usize = 44;
+#[cfg(test)]
 const OFF_LEN: usize = 52;
+#[cfg(test)]
 const OFF_ACCESS: usize = 60;
 
-pub(super) use crate::KeyFields;
-
-/// A random number fixed for the life of this process.
-fn process_nonce() -> u64 {
-    static NONCE: OnceLock<u64> = OnceLock::new();
-    *NONCE.get_or_init(|| RandomState::new().build_hasher().finish())
-}
+/// The layout (see [`KeyLayout`]): owner = device address (host id and
+/// pid) then the process nonce.
+const LAYOUT: KeyLayout = KeyLayout {
+    tag: TAG,
+    version: VERSION,
+    owner_len: addr::DEV_ADDR_LEN + 8,
+    name: "self",
+};
 
 /// Packs a key for a registration of this process.
 pub(super) fn pack(f: &KeyFields) -> Vec<u8> {
@@ -62,66 +71,20 @@ pub(super) fn pack(f: &KeyFields) -> Vec<u8> {
 
 /// Packs a key as process `process` (host id + pid) with `nonce` would.
 fn pack_for(f: &KeyFields, process: &[u8; addr::DEV_ADDR_LEN], nonce: u64) -> Vec<u8> {
-    let mut k = Vec::with_capacity(KEY_LEN);
-    k.extend_from_slice(&TAG);
-    k.extend_from_slice(&[VERSION, 0, 0, 0]);
-    k.extend_from_slice(process);
-    k.extend_from_slice(&nonce.to_le_bytes());
-    k.extend_from_slice(&f.index.to_le_bytes());
-    k.extend_from_slice(&f.generation.to_le_bytes());
-    k.extend_from_slice(&f.secret.to_le_bytes());
-    k.extend_from_slice(&f.addr.to_le_bytes());
-    k.extend_from_slice(&f.len.to_le_bytes());
-    k.extend_from_slice(&f.access.bits().to_le_bytes());
-    debug_assert_eq!(k.len(), KEY_LEN);
-    k
-}
-
-fn field<const N: usize>(k: &[u8; KEY_LEN], at: usize) -> [u8; N] {
-    let mut b = [0u8; N];
-    b.copy_from_slice(&k[at..at + N]);
-    b
-}
-
-fn invalid(what: &str) -> Error {
-    Error::InvalidParam(format!("self: invalid remote key: {what}"))
+    let mut owner = process.to_vec();
+    owner.extend_from_slice(&nonce.to_le_bytes());
+    LAYOUT.pack(&owner, f)
 }
 
 /// Checks a packed key: `InvalidParam` if it is not a well-formed key of
 /// this version, `Unreachable` if it is one of another process.
 pub(super) fn decode(packed: &[u8]) -> Result<KeyFields> {
-    let k: &[u8; KEY_LEN] = packed
-        .try_into()
-        .map_err(|_| invalid(&format!("{} bytes, expected {KEY_LEN}", packed.len())))?;
-    if k[..OFF_VERSION] != TAG {
-        return Err(invalid("not a self key"));
-    }
-    if k[OFF_VERSION] != VERSION {
-        return Err(invalid(&format!("version {}", k[OFF_VERSION])));
-    }
-    if k[OFF_VERSION + 1..OFF_PROCESS] != [0, 0, 0] {
-        return Err(invalid("reserved bytes set"));
-    }
-    if k[OFF_PROCESS..OFF_NONCE] != addr::device_addr()[..]
-        || u64::from_le_bytes(field(k, OFF_NONCE)) != process_nonce()
-    {
+    let (owner, fields) = LAYOUT.decode(packed)?;
+    let (process, nonce) = owner.split_at(addr::DEV_ADDR_LEN);
+    if process != &addr::device_addr()[..] || nonce != process_nonce().to_le_bytes() {
         return Err(Error::Unreachable(
             "self: remote key of another process".into(),
         ));
-    }
-    let bits = u32::from_le_bytes(field(k, OFF_ACCESS));
-    let access =
-        Access::from_bits(bits).ok_or_else(|| invalid(&format!("access bits {bits:#x}")))?;
-    let fields = KeyFields {
-        index: u32::from_le_bytes(field(k, OFF_INDEX)),
-        generation: u32::from_le_bytes(field(k, OFF_GEN)),
-        secret: u64::from_le_bytes(field(k, OFF_SECRET)),
-        addr: u64::from_le_bytes(field(k, OFF_ADDR)),
-        len: u64::from_le_bytes(field(k, OFF_LEN)),
-        access,
-    };
-    if fields.addr.checked_add(fields.len).is_none() {
-        return Err(invalid("range overflows"));
     }
     Ok(fields)
 }
@@ -129,6 +92,7 @@ pub(super) fn decode(packed: &[u8]) -> Result<KeyFields> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::Access;
     use crate::Status;
 
     fn sample() -> KeyFields {

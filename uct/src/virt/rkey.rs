@@ -26,21 +26,31 @@
 //! owner declared when packing; the target ignores them and checks the
 //! live registration instead.
 
-use crate::{Access, Error, KeyFields, Result};
+use crate::{KeyFields, KeyLayout, Result};
 
 /// Length of a packed key.
+#[cfg(test)]
 pub(super) const KEY_LEN: usize = 56;
 /// Current layout version (2: the secret was added).
 pub(super) const VERSION: u8 = 2;
 const TAG: [u8; 4] = *b"virt";
+#[cfg(test)]
 const OFF_VERSION: usize = 4;
+#[cfg(test)]
 const OFF_NET: usize = 8;
+#[cfg(test)]
 const OFF_MD: usize = 16;
+#[cfg(test)]
 const OFF_INDEX: usize = 20;
+#[cfg(test)]
 const OFF_GEN: usize = 24;
+#[cfg(test)]
 const OFF_SECRET: usize = 28;
+#[cfg(test)]
 const OFF_ADDR: usize = 36;
+#[cfg(test)]
 const OFF_LEN: usize = 44;
+#[cfg(test)]
 const OFF_ACCESS: usize = 52;
 
 /// A decoded key: whose it is and what it names.
@@ -54,66 +64,32 @@ pub(super) struct VirtKey {
     pub(super) fields: KeyFields,
 }
 
+/// The layout (see [`KeyLayout`]): owner = net id, then domain id.
+const LAYOUT: KeyLayout = KeyLayout {
+    tag: TAG,
+    version: VERSION,
+    owner_len: 12,
+    name: "virt",
+};
+
 /// Packs `k`.
 pub(super) fn pack(k: &VirtKey) -> Vec<u8> {
-    let f = &k.fields;
-    let mut b = Vec::with_capacity(KEY_LEN);
-    b.extend_from_slice(&TAG);
-    b.extend_from_slice(&[VERSION, 0, 0, 0]);
-    b.extend_from_slice(&k.net.to_le_bytes());
-    b.extend_from_slice(&k.md.to_le_bytes());
-    b.extend_from_slice(&f.index.to_le_bytes());
-    b.extend_from_slice(&f.generation.to_le_bytes());
-    b.extend_from_slice(&f.secret.to_le_bytes());
-    b.extend_from_slice(&f.addr.to_le_bytes());
-    b.extend_from_slice(&f.len.to_le_bytes());
-    b.extend_from_slice(&f.access.bits().to_le_bytes());
-    debug_assert_eq!(b.len(), KEY_LEN);
-    b
-}
-
-fn field<const N: usize>(k: &[u8; KEY_LEN], at: usize) -> [u8; N] {
-    let mut b = [0u8; N];
-    b.copy_from_slice(&k[at..at + N]);
-    b
-}
-
-fn invalid(what: &str) -> Error {
-    Error::InvalidParam(format!("virt: invalid remote key: {what}"))
+    let mut owner = k.net.to_le_bytes().to_vec();
+    owner.extend_from_slice(&k.md.to_le_bytes());
+    LAYOUT.pack(&owner, &k.fields)
 }
 
 /// Checks a packed key: `InvalidParam` unless it is a well-formed key of
 /// this version. Which net it belongs to is the caller's check.
 pub(super) fn decode(packed: &[u8]) -> Result<VirtKey> {
-    let k: &[u8; KEY_LEN] = packed
-        .try_into()
-        .map_err(|_| invalid(&format!("{} bytes, expected {KEY_LEN}", packed.len())))?;
-    if k[..OFF_VERSION] != TAG {
-        return Err(invalid("not a virt key"));
-    }
-    if k[OFF_VERSION] != VERSION {
-        return Err(invalid(&format!("version {}", k[OFF_VERSION])));
-    }
-    if k[OFF_VERSION + 1..OFF_NET] != [0, 0, 0] {
-        return Err(invalid("reserved bytes set"));
-    }
-    let bits = u32::from_le_bytes(field(k, OFF_ACCESS));
-    let access =
-        Access::from_bits(bits).ok_or_else(|| invalid(&format!("access bits {bits:#x}")))?;
-    let fields = KeyFields {
-        index: u32::from_le_bytes(field(k, OFF_INDEX)),
-        generation: u32::from_le_bytes(field(k, OFF_GEN)),
-        secret: u64::from_le_bytes(field(k, OFF_SECRET)),
-        addr: u64::from_le_bytes(field(k, OFF_ADDR)),
-        len: u64::from_le_bytes(field(k, OFF_LEN)),
-        access,
-    };
-    if fields.addr.checked_add(fields.len).is_none() {
-        return Err(invalid("range overflows"));
-    }
+    let (owner, fields) = LAYOUT.decode(packed)?;
+    let mut net = [0u8; 8];
+    net.copy_from_slice(&owner[..8]);
+    let mut md = [0u8; 4];
+    md.copy_from_slice(&owner[8..12]);
     Ok(VirtKey {
-        net: u64::from_le_bytes(field(k, OFF_NET)),
-        md: u32::from_le_bytes(field(k, OFF_MD)),
+        net: u64::from_le_bytes(net),
+        md: u32::from_le_bytes(md),
         fields,
     })
 }
@@ -121,6 +97,7 @@ pub(super) fn decode(packed: &[u8]) -> Result<VirtKey> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::Access;
     use crate::Status;
 
     fn sample() -> VirtKey {
