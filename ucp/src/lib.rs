@@ -33,13 +33,18 @@
 //! * `context.rs`, `config.rs`, `transports.rs`: resources and settings;
 //! * `worker/`: the worker, its progress loop and protocol state (`core`);
 //! * `wireup/`: worker addresses and lane selection;
-//! * `proto/`: wire formats and the eager protocol (send and receive);
+//! * `proto/`: wire formats, protocol selection (`select/`), eager send
+//!   and receive, rendezvous by active messages (`rndv.rs`), get
+//!   (`rndv_get.rs`) and put (`rndv_put.rs`) over one or more lanes
+//!   (`rndv_zcopy.rs`), matched probes (`probed.rs`);
 //! * `tag/`: the tag matcher (sans-IO);
 //! * `request/`: the request slab and completion reporting;
 //! * `api/`: the four tiers of operations (blocking, scoped, owned, raw).
 //!
 //! # What it does not do (yet)
-//! Rendezvous, RMA, atomics, streams and active messages for users.
+//! RMA, atomics, streams and active messages for users; a registration
+//! cache (rendezvous registers per transfer); bandwidth-oriented protocol
+//! selection (the tables minimise one message's latency).
 #![deny(unsafe_code)]
 
 mod api;
