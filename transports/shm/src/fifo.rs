@@ -11,9 +11,15 @@
 //! 64   tail  u64   consumer's released position; then magic u32,
 //!                  elem_size u32, capacity u32 (written once at init)
 //! 128  capacity elements of elem_size bytes:
-//!        ctl u64   owner bit | inline bit | am id << 8 | length << 32
+//!        ctl u64   owner | inline/desc/pad | am id << 8 | source << 16
+//!                  | length << 32
 //!        payload   elem_size - 8 bytes
+//! then capacity descriptors of desc_size bytes (optional): descriptor i
+//! belongs to element i and carries its payload when it is too long to
+//! travel inline
 //! ```
+//!
+//! (Byte offsets and the flag bits in detail: `layout.rs`.)
 //!
 //! `head` and `tail` are free-running 64-bit positions; position `p` lives
 //! in element `p % capacity` and belongs to lap `p / capacity`. An element
@@ -30,7 +36,8 @@
 //!   claimed behind it (UCX makes the same choice). The CAS also leaves the
 //!   high bits of `head` free for a later "consumer armed" flag.
 //! * **Write and publish** (producer): copy the payload into the claimed
-//!   element, then store its control word with **Release**.
+//!   element (or its descriptor, which the claim makes the producer's as
+//!   well), then store its control word with **Release**.
 //! * **Consume** (consumer): load the control word of the element at the read
 //!   position with **Acquire**; it is ready iff its owner bit equals the
 //!   parity expected for this lap. Check flags and length, call the handler
@@ -39,6 +46,20 @@
 //!   an element consumed.
 //! * **Release** (consumer): every `release_every` elements store the read
 //!   position to `tail` with **Release**.
+//! * **Sleep and wake**: before sleeping the consumer releases `tail`, then
+//!   sets bit 63 of `head` (ARMED) with a CAS that expects `head` to equal
+//!   its read position: nothing claimed and unconsumed. The claim CAS of
+//!   the next producer clears the bit (it writes `position + 1` without
+//!   it) and, having seen it, that producer wakes the consumer after
+//!   publishing ([`Push::Sent`] with `wake`). Both are read-modify-writes
+//!   of `head`, so either the producer's claim comes first (the arming CAS
+//!   fails: do not sleep) or it sees the bit: no wake-up is lost.
+//! * **Dead producers**: a producer that dies between claim and publish
+//!   leaves a hole the consumer would wait at forever.
+//!   [`Consumer::is_stuck`] tells that case apart (nothing ready at the read
+//!   position although `head` is past it) and [`Consumer::skip_stuck`]
+//!   writes a padding word for the position and moves on; the caller uses
+//!   it only once it knows the claimer died.
 //!
 //! # Memory ordering
 //!
@@ -87,9 +108,9 @@ use std::fmt;
 #[cfg(not(all(loom, test)))]
 use std::ptr::NonNull;
 
-pub use consumer::Consumer;
+pub use consumer::{Consumer, Message};
 pub use error::FifoError;
-pub use producer::Producer;
+pub use producer::{Producer, Push};
 
 use crate::layout::Geometry;
 use crate::region::Region;
@@ -107,15 +128,20 @@ pub struct FifoConfig {
     pub capacity: usize,
     /// The consumer publishes `tail` after this many elements, `1..=capacity`.
     pub release_every: usize,
+    /// Bytes of the descriptor each element owns, for payloads longer than
+    /// the inline room: 0 (none) or a multiple of 64 up to 1 MiB.
+    pub desc_size: usize,
 }
 
 impl Default for FifoConfig {
-    /// UCX's mm defaults: 256 elements of 128 bytes, release every half FIFO.
+    /// UCX's mm defaults: 256 elements of 128 bytes, release every half
+    /// FIFO, 8 KiB descriptors.
     fn default() -> Self {
         Self {
             elem_size: 128,
             capacity: 256,
             release_every: 128,
+            desc_size: 8192,
         }
     }
 }
@@ -127,12 +153,22 @@ impl FifoConfig {
     }
 
     /// Largest payload one element carries inline.
+    pub fn max_inline(&self) -> Result<usize, FifoError> {
+        Ok(self.geometry()?.max_inline())
+    }
+
+    /// Largest payload of one message, inline or in a descriptor.
     pub fn max_payload(&self) -> Result<usize, FifoError> {
         Ok(self.geometry()?.max_payload())
     }
 
     fn geometry(&self) -> Result<Geometry, FifoError> {
-        Geometry::new(self.elem_size, self.capacity, self.release_every)
+        Geometry::new(
+            self.elem_size,
+            self.capacity,
+            self.release_every,
+            self.desc_size,
+        )
     }
 }
 
@@ -163,6 +199,7 @@ impl fmt::Debug for Fifo {
             .field("elem_size", &self.geom.elem_size)
             .field("capacity", &self.geom.capacity)
             .field("release_every", &self.geom.release_every)
+            .field("desc_size", &self.geom.desc_size)
             .finish_non_exhaustive()
     }
 }
@@ -247,12 +284,18 @@ impl Fifo {
             elem_size: self.geom.elem_size,
             capacity: self.geom.capacity,
             release_every: self.geom.release_every as usize,
+            desc_size: self.geom.desc_size,
         }
     }
 
     /// Largest payload [`Producer::try_push`] accepts.
     pub fn max_payload(&self) -> usize {
         self.geom.max_payload()
+    }
+
+    /// Largest payload that travels inline in the element.
+    pub fn max_inline(&self) -> usize {
+        self.geom.max_inline()
     }
 
     /// A new producer. Producers are cheap; each caches the last `tail` it

@@ -30,4 +30,4 @@ pub mod proc_id;
 mod region;
 mod sync;
 
-pub use fifo::{AlignedBlock, Consumer, Fifo, FifoConfig, FifoError, Producer};
+pub use fifo::{AlignedBlock, Consumer, Fifo, FifoConfig, FifoError, Message, Producer, Push};

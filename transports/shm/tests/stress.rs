@@ -21,6 +21,7 @@ fn three_producers_one_consumer() {
         elem_size: 64,
         capacity: 64,
         release_every: 16,
+        desc_size: 512,
     };
     let buf = AlignedBlock::zeroed_buffer(cfg.region_size().unwrap());
     let fifo = Fifo::new_in(buf, cfg).unwrap();

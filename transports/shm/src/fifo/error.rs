@@ -24,6 +24,12 @@ pub enum FifoError {
         /// The FIFO's capacity.
         capacity: usize,
     },
+    /// Descriptor size not a multiple of 64 up to 1 MiB.
+    #[error("FIFO descriptor size {desc_size} is not a multiple of 64 up to 1048576")]
+    BadDescSize {
+        /// The rejected size.
+        desc_size: usize,
+    },
     /// The region is smaller than the configuration needs.
     #[error("FIFO region of {len} bytes is smaller than the {needed} bytes needed")]
     RegionTooSmall {
@@ -45,19 +51,21 @@ pub enum FifoError {
         found: u32,
     },
     /// Attaching found a FIFO of another shape.
-    #[error("FIFO in region has element size {elem_size} and capacity {capacity}, not the expected ones")]
+    #[error("FIFO in region has element size {elem_size}, capacity {capacity} and descriptors of {desc_size} bytes, not the expected ones")]
     GeometryMismatch {
         /// Element size in the region's header.
         elem_size: usize,
         /// Capacity in the region's header.
         capacity: usize,
+        /// Descriptor size in the region's header.
+        desc_size: usize,
     },
     /// A message does not fit in one element.
-    #[error("payload of {len} bytes exceeds the FIFO element's {max} bytes")]
+    #[error("payload of {len} bytes exceeds the FIFO's largest message of {max} bytes")]
     PayloadTooLong {
         /// Total length of the parts.
         len: usize,
-        /// Largest inline payload.
+        /// Largest payload (inline or in a descriptor).
         max: usize,
     },
     /// This FIFO handle already has a consumer.

@@ -1,8 +1,24 @@
-//! The sending side: claim, write, publish.
+//! The sending side: claim, write, publish, and wake a sleeping consumer.
 
 use super::{Fifo, FifoError};
-use crate::layout::encode;
+use crate::layout::{encode, ARMED, DESC, INLINE};
 use crate::sync::Ordering;
+
+/// Outcome of [`Producer::try_push_from`].
+#[must_use]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Push {
+    /// The FIFO is full: nothing was written; retry after the consumer made
+    /// progress.
+    Full,
+    /// The message is published. With `wake`, the consumer had armed
+    /// itself to sleep and this producer must wake it (out of band: a
+    /// socket, an eventfd); no other producer will.
+    Sent {
+        /// The consumer needs a wake-up.
+        wake: bool,
+    },
+}
 
 /// Pushes messages into a [`Fifo`]. Any number may exist, in any threads and
 /// processes.
@@ -22,9 +38,26 @@ impl<'a> Producer<'a> {
     }
 
     /// Pushes one message made of `parts` (concatenated) with active-message
-    /// id `am_id`. `Ok(false)`: the FIFO is full, nothing was written; retry
-    /// after the consumer made progress.
+    /// id `am_id` and source 0; `Ok(false)`: the FIFO is full. For FIFOs
+    /// whose consumer never sleeps: a requested wake-up is dropped.
     pub fn try_push(&mut self, am_id: u8, parts: &[&[u8]]) -> Result<bool, FifoError> {
+        Ok(matches!(
+            self.try_push_from(am_id, 0, parts)?,
+            Push::Sent { .. }
+        ))
+    }
+
+    /// Pushes one message made of `parts` (concatenated) with active-message
+    /// id `am_id`, tagged with the caller's source id `src` (opaque to the
+    /// FIFO, handed to the consumer). Payloads up to
+    /// [`Fifo::max_inline`] travel inline, longer ones up to
+    /// [`Fifo::max_payload`] in the element's descriptor.
+    pub fn try_push_from(
+        &mut self,
+        am_id: u8,
+        src: u16,
+        parts: &[&[u8]],
+    ) -> Result<Push, FifoError> {
         let geom = &self.fifo.geom;
         let max = geom.max_payload();
         let len = parts
@@ -34,27 +67,32 @@ impl<'a> Producer<'a> {
         if len > max {
             return Err(FifoError::PayloadTooLong { len, max });
         }
-        let Some(pos) = self.claim() else {
-            return Ok(false);
+        let desc = len > geom.max_inline();
+        let Some((pos, wake)) = self.claim() else {
+            return Ok(Push::Full);
         };
         let index = geom.index(pos);
-        // SAFETY: `index < capacity` (masked), `len <= max_payload` (checked
-        // above), and position `pos` is ours: the CAS in `claim` gave it to
-        // this producer alone, after a `tail` covering its previous lap.
-        unsafe { self.fifo.region.write_payload(index, parts) };
-        self.fifo
-            .region
-            .ctl(index)
-            .store(encode(geom.owner(pos), am_id, len), Ordering::Release);
-        Ok(true)
+        // SAFETY: `index < capacity` (masked), `len` fits the place chosen
+        // (inline room or descriptor, checked above), and position `pos` is
+        // ours: the CAS in `claim` gave it to this producer alone, after a
+        // `tail` covering its previous lap.
+        unsafe { self.fifo.region.write_payload(index, desc, parts) };
+        let place = if desc { DESC } else { INLINE };
+        self.fifo.region.ctl(index).store(
+            encode(geom.owner(pos), place, am_id, src, len),
+            Ordering::Release,
+        );
+        Ok(Push::Sent { wake })
     }
 
-    /// Claims the next position, or `None` when the FIFO is full.
-    fn claim(&mut self) -> Option<u64> {
+    /// Claims the next position: `(position, consumer was armed)`, or
+    /// `None` when the FIFO is full.
+    fn claim(&mut self) -> Option<(u64, bool)> {
         let region = &self.fifo.region;
         let capacity = self.fifo.geom.capacity as u64;
-        let mut head = region.head().load(Ordering::Relaxed);
+        let mut raw = region.head().load(Ordering::Relaxed);
         loop {
+            let head = raw & !ARMED;
             // Wrapping: a corrupt `tail` ahead of `head` reads as full.
             if head.wrapping_sub(self.cached_tail) >= capacity {
                 self.cached_tail = region.tail().load(Ordering::Acquire);
@@ -62,19 +100,22 @@ impl<'a> Producer<'a> {
                 // tail happens-before it, so this load sees head >= tail. A
                 // head loaded before it may be older than the tail and would
                 // make the FIFO look full (or wrapped) when it is not.
-                head = region.head().load(Ordering::Relaxed);
-                if head.wrapping_sub(self.cached_tail) >= capacity {
+                raw = region.head().load(Ordering::Relaxed);
+                if (raw & !ARMED).wrapping_sub(self.cached_tail) >= capacity {
                     return None;
                 }
+                continue;
             }
+            // The new value never carries ARMED: this claim consumes the
+            // consumer's request to be woken.
             match region.head().compare_exchange_weak(
-                head,
-                head.wrapping_add(1),
+                raw,
+                head.wrapping_add(1) & !ARMED,
                 Ordering::Relaxed,
                 Ordering::Relaxed,
             ) {
-                Ok(_) => return Some(head),
-                Err(current) => head = current,
+                Ok(_) => return Some((head, raw & ARMED != 0)),
+                Err(current) => raw = current,
             }
         }
     }

@@ -1,13 +1,14 @@
 use std::ptr::NonNull;
 
 use super::*;
-use crate::layout::{encode, ELEM_HEADER_SIZE, HEADER_SIZE};
+use crate::layout::{encode, ELEM_HEADER_SIZE, HEADER_SIZE, INLINE};
 
 fn config(elem_size: usize, capacity: usize, release_every: usize) -> FifoConfig {
     FifoConfig {
         elem_size,
         capacity,
         release_every,
+        desc_size: 0,
     }
 }
 
@@ -145,9 +146,9 @@ fn corrupt_elements_are_rejected_and_skipped() {
     // Lap 0 owner bit is 1. Length one past the element, huge length,
     // reserved bit set; element 3 stays good.
     let bad = [
-        encode(1, 0, 57),
-        encode(1, 0, 0) | (u64::from(u32::MAX) << 32),
-        encode(1, 0, 2) | 1 << 4,
+        encode(1, INLINE, 0, 0, 57),
+        encode(1, INLINE, 0, 0, 0) | (u64::from(u32::MAX) << 32),
+        encode(1, INLINE, 0, 0, 2) | 1 << 4,
     ];
     for (i, w) in bad.iter().enumerate() {
         f.region.ctl(i).store(*w, Ordering::Relaxed);
@@ -176,12 +177,19 @@ fn corrupt_counters_never_leave_the_region() {
     // Full, so the producer reloads tail: one ahead of head reads as full.
     f.region.tail().store(1000, Ordering::Relaxed);
     assert!(!p.try_push(1, &[b"x"]).unwrap());
-    // Huge head and tail: indices are masked, so pushing stays in bounds.
-    f.region.head().store(u64::MAX - 1, Ordering::Relaxed);
-    f.region.tail().store(u64::MAX - 2, Ordering::Relaxed);
+    // Huge head and tail (positions have 63 bits; bit 63 is ARMED):
+    // indices are masked, so pushing stays in bounds, and the counter
+    // wraps within 63 bits.
+    let top = (1u64 << 63) - 1;
+    f.region.head().store(top - 1, Ordering::Relaxed);
+    f.region.tail().store(top - 2, Ordering::Relaxed);
     assert!(p.try_push(1, &[b"x"]).unwrap());
     assert!(p.try_push(2, &[b"y"]).unwrap());
     assert_eq!(f.region.head().load(Ordering::Relaxed), 0);
+    // All bits set: reads as full, never as a claimable position.
+    f.region.head().store(u64::MAX, Ordering::Relaxed);
+    f.region.tail().store(0, Ordering::Relaxed);
+    assert!(!f.producer().try_push(1, &[b"x"]).unwrap());
 }
 
 #[test]
@@ -233,12 +241,92 @@ fn raw_init_and_attach_share_one_region() {
             Fifo::attach_raw(base, len, config(64, 4, 4)).unwrap_err(),
             FifoError::GeometryMismatch {
                 elem_size: 64,
-                capacity: 8
+                capacity: 8,
+                desc_size: 0,
             }
         );
         let sender = Fifo::attach_raw(base, len, cfg).unwrap();
         assert!(sender.producer().try_push(3, &[b"hello"]).unwrap());
         let mut c = owner.consumer().unwrap();
         assert_eq!(pop(&mut c), Some((3, b"hello".to_vec())));
+    }
+}
+
+fn desc_fifo() -> Fifo {
+    fifo(FifoConfig {
+        desc_size: 256,
+        ..config(32, 4, 2)
+    })
+}
+
+#[test]
+fn long_payloads_travel_in_descriptors_with_source_ids() {
+    let f = desc_fifo();
+    assert_eq!((f.max_inline(), f.max_payload()), (24, 256));
+    let mut p = f.producer();
+    let mut c = f.consumer().unwrap();
+    let long: Vec<u8> = (0..=255).collect();
+    for round in 0..5u16 {
+        // inline, exactly inline, one past inline, largest
+        for (i, len) in [3usize, 24, 25, 256].into_iter().enumerate() {
+            let src = round * 10 + i as u16;
+            let push = p.try_push_from(i as u8, src, &[&long[..len / 2], &long[len / 2..len]]);
+            assert_eq!(push, Ok(Push::Sent { wake: false }));
+            let got = c
+                .poll_msg(|m| (m.am_id, m.src, m.data.to_vec()))
+                .unwrap()
+                .unwrap();
+            assert_eq!(got, (i as u8, src, long[..len].to_vec()));
+        }
+    }
+    assert_eq!(
+        p.try_push_from(1, 1, &[&long, b"x"]),
+        Err(FifoError::PayloadTooLong { len: 257, max: 256 })
+    );
+}
+
+#[test]
+fn arming_hands_one_wake_to_the_next_producer() {
+    let f = desc_fifo();
+    let mut p = f.producer();
+    let mut c = f.consumer().unwrap();
+    assert!(c.arm(), "empty FIFO arms");
+    assert!(c.arm(), "arming twice stays armed");
+    assert_eq!(
+        p.try_push_from(1, 0, &[b"a"]),
+        Ok(Push::Sent { wake: true })
+    );
+    assert_eq!(
+        p.try_push_from(1, 0, &[b"b"]),
+        Ok(Push::Sent { wake: false })
+    );
+    assert!(!c.arm(), "unread messages: do not sleep");
+    assert_eq!(pop(&mut c), Some((1, b"a".to_vec())));
+    assert_eq!(pop(&mut c), Some((1, b"b".to_vec())));
+    assert!(c.arm());
+    // A full FIFO still reports a wake once space frees up and a claim
+    // succeeds.
+    assert_eq!(tail(&f), 2, "arming released the tail");
+}
+
+#[test]
+fn arming_fails_while_a_claim_is_unpublished_and_skip_recovers() {
+    let f = desc_fifo();
+    let mut c = f.consumer().unwrap();
+    assert!(!c.is_stuck());
+    assert!(!c.skip_stuck(), "nothing to skip");
+    // A producer that claims and dies before publishing.
+    f.region.head().store(1, Ordering::Relaxed);
+    assert!(c.is_stuck());
+    assert!(!c.arm(), "a claim is outstanding");
+    assert_eq!(pop(&mut c), None);
+    assert!(c.skip_stuck());
+    assert!(!c.is_stuck());
+    let mut p = f.producer();
+    // Go round twice: the padded element must not look ready a lap later.
+    for i in 0..8u8 {
+        assert!(p.try_push(i, &[&[i]]).unwrap());
+        assert_eq!(pop(&mut c), Some((i, vec![i])));
+        assert_eq!(pop(&mut c), None);
     }
 }

@@ -12,6 +12,7 @@ fn fifo(capacity: usize, release_every: usize) -> Arc<Fifo> {
             elem_size: 16,
             capacity,
             release_every,
+            desc_size: 64,
         })
         .unwrap(),
     )
@@ -103,3 +104,61 @@ fn loom_batched_release() {
 // There two threads spin at once (a producer on "full", the consumer on an
 // unpublished element) and loom's exploration exceeds its branch limit
 // instead of finishing; the threaded stress test covers that case.
+
+/// A long payload goes through the element's descriptor; with the FIFO
+/// lapping (capacity 2, three messages) a producer reuses a descriptor only
+/// after the consumer has read it (loom checks the descriptor cells).
+#[test]
+fn loom_descriptors_are_reused_only_after_release() {
+    loom::model(|| {
+        let f = fifo(2, 1);
+        let p = {
+            let f = f.clone();
+            thread::spawn(move || {
+                for id in 0..3u8 {
+                    push(&f, id, &[id; 40]);
+                }
+            })
+        };
+        let got = receive(&f, 3);
+        p.join().unwrap();
+        for (id, (am, data)) in got.into_iter().enumerate() {
+            assert_eq!((am, data), (id as u8, vec![id as u8; 40]));
+        }
+    });
+}
+
+/// A consumer that arms and sleeps is always woken: either its arming CAS
+/// fails because a claim came first, or the claimer sees ARMED and wakes it.
+#[test]
+fn loom_no_lost_wakeup() {
+    loom::model(|| {
+        let f = fifo(2, 1);
+        let bell = Arc::new(loom::sync::Notify::new());
+        let p = {
+            let (f, bell) = (f.clone(), bell.clone());
+            thread::spawn(move || {
+                let mut p = f.producer();
+                match p.try_push_from(5, 1, &[b"x"]).unwrap() {
+                    Push::Sent { wake: true } => bell.notify(),
+                    Push::Sent { wake: false } => {}
+                    Push::Full => unreachable!("empty FIFO"),
+                }
+            })
+        };
+        let mut c = f.consumer().unwrap();
+        loop {
+            if let Some(m) = c.poll_msg(|m| (m.am_id, m.src)).unwrap() {
+                assert_eq!(m, (5, 1));
+                break;
+            }
+            if c.arm() {
+                // Sleeps until woken; a lost wake-up deadlocks the model.
+                bell.wait();
+            } else {
+                thread::yield_now();
+            }
+        }
+        p.join().unwrap();
+    });
+}

@@ -11,6 +11,7 @@ pub(crate) struct Region {
     tail: AtomicU64,
     ctl: Box<[AtomicU64]>,
     payload: Box<[UnsafeCell<Box<[u8]>>]>,
+    desc: Box<[UnsafeCell<Box<[u8]>>]>,
 }
 
 impl Region {
@@ -20,7 +21,10 @@ impl Region {
             tail: AtomicU64::new(0),
             ctl: (0..geom.capacity).map(|_| AtomicU64::new(0)).collect(),
             payload: (0..geom.capacity)
-                .map(|_| UnsafeCell::new(vec![0u8; geom.max_payload()].into_boxed_slice()))
+                .map(|_| UnsafeCell::new(vec![0u8; geom.max_inline()].into_boxed_slice()))
+                .collect(),
+            desc: (0..geom.capacity)
+                .map(|_| UnsafeCell::new(vec![0u8; geom.desc_size].into_boxed_slice()))
                 .collect(),
         }
     }
@@ -40,8 +44,9 @@ impl Region {
     /// # Safety
     ///
     /// As the raw region's `write_payload`.
-    pub(crate) unsafe fn write_payload(&self, index: usize, parts: &[&[u8]]) {
-        self.payload[index].with_mut(|p| {
+    pub(crate) unsafe fn write_payload(&self, index: usize, desc: bool, parts: &[&[u8]]) {
+        let cells = if desc { &self.desc } else { &self.payload };
+        cells[index].with_mut(|p| {
             // SAFETY: loom checks that no other access to this cell is
             // concurrent; that check is what the model is for.
             let buf = unsafe { &mut *p };
@@ -59,10 +64,12 @@ impl Region {
     pub(crate) unsafe fn with_payload<R>(
         &self,
         index: usize,
+        desc: bool,
         len: usize,
         f: impl FnOnce(&[u8]) -> R,
     ) -> R {
-        self.payload[index].with(|p| {
+        let cells = if desc { &self.desc } else { &self.payload };
+        cells[index].with(|p| {
             // SAFETY: loom checks that no write to this cell is concurrent.
             let buf = unsafe { &*p };
             f(&buf[..len])

@@ -5,8 +5,8 @@ use std::sync::atomic::AtomicU32;
 
 use crate::fifo::{AlignedBlock, FifoError};
 use crate::layout::{
-    Geometry, CACHE_LINE, CAPACITY_OFF, ELEM_HEADER_SIZE, ELEM_SIZE_OFF, FIFO_MAGIC, HEADER_SIZE,
-    HEAD_OFF, MAGIC_OFF, TAIL_OFF,
+    Geometry, CACHE_LINE, CAPACITY_OFF, DESC_SIZE_OFF, ELEM_HEADER_SIZE, ELEM_SIZE_OFF, FIFO_MAGIC,
+    HEADER_SIZE, HEAD_OFF, MAGIC_OFF, TAIL_OFF,
 };
 use crate::sync::{AtomicU64, Ordering};
 
@@ -95,19 +95,33 @@ impl Region {
         self.u64_at(self.elem_off(index))
     }
 
-    /// Copies `parts` back to back into the payload of element `index`.
+    /// Offset of the payload of element `index`: inline, or in its
+    /// descriptor.
+    fn payload_off(&self, index: usize, desc: bool) -> usize {
+        if desc {
+            debug_assert!(index < self.geom.capacity);
+            self.geom.desc_off() + index * self.geom.desc_size
+        } else {
+            self.elem_off(index) + ELEM_HEADER_SIZE
+        }
+    }
+
+    /// Copies `parts` back to back into the payload of element `index`,
+    /// inline or (`desc`) into its descriptor.
     ///
     /// # Safety
     ///
-    /// `index < capacity`, the total length is at most `max_payload`, and the
-    /// caller owns the element (claimed it and has not yet published it).
-    pub(crate) unsafe fn write_payload(&self, index: usize, parts: &[&[u8]]) {
-        let mut off = self.elem_off(index) + ELEM_HEADER_SIZE;
+    /// `index < capacity`, the total length is at most `max_inline` (or
+    /// `desc_size` with `desc`), and the caller owns the element (claimed it
+    /// and has not yet published it).
+    pub(crate) unsafe fn write_payload(&self, index: usize, desc: bool, parts: &[&[u8]]) {
+        let mut off = self.payload_off(index, desc);
         for part in parts {
-            // SAFETY: the parts total at most `max_payload` bytes, so the
-            // destination stays inside element `index`, inside the region;
-            // the element is exclusively ours by the caller's contract, and
-            // a caller's slice cannot overlap the region it is not handed.
+            // SAFETY: the parts total at most the place's size, so the
+            // destination stays inside element `index` or its descriptor,
+            // inside the region; the element is exclusively ours by the
+            // caller's contract, and a caller's slice cannot overlap the
+            // region it is not handed.
             unsafe {
                 std::ptr::copy_nonoverlapping(
                     part.as_ptr(),
@@ -119,21 +133,24 @@ impl Region {
         }
     }
 
-    /// Calls `f` on the first `len` payload bytes of element `index`.
+    /// Calls `f` on the first `len` payload bytes of element `index`,
+    /// inline or (`desc`) in its descriptor.
     ///
     /// # Safety
     ///
-    /// `index < capacity`, `len <= max_payload`, and the element is owned by
-    /// the consumer (its owner bit was seen with Acquire) until `f` returns.
+    /// `index < capacity`, `len <= max_inline` (or `desc_size` with `desc`),
+    /// and the element is owned by the consumer (its owner bit was seen with
+    /// Acquire) until `f` returns.
     pub(crate) unsafe fn with_payload<R>(
         &self,
         index: usize,
+        desc: bool,
         len: usize,
         f: impl FnOnce(&[u8]) -> R,
     ) -> R {
-        let off = self.elem_off(index) + ELEM_HEADER_SIZE;
-        // SAFETY: `off + len` is within element `index` and so within the
-        // region; a well-behaved producer does not write the element until
+        let off = self.payload_off(index, desc);
+        // SAFETY: `off + len` is within element `index` or its descriptor,
+        // and so within the region; a well-behaved producer does not write the element until
         // the consumer releases it after `f` returns. The slice does not
         // outlive `f`.
         let data = unsafe { std::slice::from_raw_parts(self.base.as_ptr().add(off), len) };
@@ -152,6 +169,8 @@ impl Region {
             .store(self.geom.elem_size as u32, Ordering::Relaxed);
         self.u32_at(CAPACITY_OFF)
             .store(self.geom.capacity as u32, Ordering::Relaxed);
+        self.u32_at(DESC_SIZE_OFF)
+            .store(self.geom.desc_size as u32, Ordering::Relaxed);
         self.u32_at(MAGIC_OFF).store(FIFO_MAGIC, Ordering::Release);
     }
 
@@ -163,10 +182,15 @@ impl Region {
         }
         let elem_size = self.u32_at(ELEM_SIZE_OFF).load(Ordering::Relaxed) as usize;
         let capacity = self.u32_at(CAPACITY_OFF).load(Ordering::Relaxed) as usize;
-        if elem_size != self.geom.elem_size || capacity != self.geom.capacity {
+        let desc_size = self.u32_at(DESC_SIZE_OFF).load(Ordering::Relaxed) as usize;
+        if elem_size != self.geom.elem_size
+            || capacity != self.geom.capacity
+            || desc_size != self.geom.desc_size
+        {
             return Err(FifoError::GeometryMismatch {
                 elem_size,
                 capacity,
+                desc_size,
             });
         }
         Ok(())
