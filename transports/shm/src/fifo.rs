@@ -114,7 +114,7 @@ pub use producer::{Producer, Push};
 
 use crate::layout::Geometry;
 use crate::region::Region;
-use crate::sync::{AtomicBool, Ordering};
+use crate::sync::AtomicBool;
 
 /// Shape of a FIFO. Every process using one region must agree on it; it is
 /// exchanged out of band (in the transport's address) and checked against
@@ -300,17 +300,14 @@ impl Fifo {
 
     /// A new producer. Producers are cheap; each caches the last `tail` it
     /// saw.
-    pub fn producer(&self) -> Producer<'_> {
+    pub fn producer(&self) -> Producer<&Fifo> {
         Producer::new(self)
     }
 
     /// The consumer. Only one may exist per handle at a time
     /// ([`FifoError::ConsumerTaken`] otherwise); across processes the
     /// protocol requires that only the FIFO's owner consumes.
-    pub fn consumer(&self) -> Result<Consumer<'_>, FifoError> {
-        self.consumer_taken
-            .compare_exchange(false, true, Ordering::Acquire, Ordering::Relaxed)
-            .map_err(|_| FifoError::ConsumerTaken)?;
-        Ok(Consumer::new(self))
+    pub fn consumer(&self) -> Result<Consumer<&Fifo>, FifoError> {
+        Consumer::new(self)
     }
 }

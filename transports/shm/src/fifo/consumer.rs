@@ -1,6 +1,8 @@
 //! The receiving side: poll, dispatch, release; arm for sleep; skip the
 //! hole a dead producer left.
 
+use std::ops::Deref;
+
 use super::{Fifo, FifoError};
 use crate::layout::{decode, encode, ARMED, OWNER, PAD};
 use crate::sync::Ordering;
@@ -16,26 +18,33 @@ pub struct Message<'m> {
     pub data: &'m [u8],
 }
 
-/// Takes messages out of a [`Fifo`] in order. One per FIFO.
+/// Takes messages out of a [`Fifo`] in order. One per FIFO. `F` is how it
+/// holds the FIFO: `&Fifo` from [`Fifo::consumer`], or an owning pointer
+/// such as `Arc<Fifo>` from [`Consumer::new`].
 #[derive(Debug)]
-pub struct Consumer<'a> {
-    fifo: &'a Fifo,
+pub struct Consumer<F: Deref<Target = Fifo>> {
+    fifo: F,
     /// Next position to read.
     read: u64,
     /// Last position published to `tail`.
     released: u64,
 }
 
-impl<'a> Consumer<'a> {
-    pub(super) fn new(fifo: &'a Fifo) -> Self {
+impl<F: Deref<Target = Fifo>> Consumer<F> {
+    /// The consumer of the FIFO `fifo` points to;
+    /// [`FifoError::ConsumerTaken`] if that FIFO handle has one already.
+    pub fn new(fifo: F) -> Result<Self, FifoError> {
+        fifo.consumer_taken
+            .compare_exchange(false, true, Ordering::Acquire, Ordering::Relaxed)
+            .map_err(|_| FifoError::ConsumerTaken)?;
         // The consumer is the only writer of `tail`, so it is where the
         // previous consumer of this FIFO stopped.
         let read = fifo.region.tail().load(Ordering::Acquire);
-        Self {
+        Ok(Self {
             fifo,
             read,
             released: read,
-        }
+        })
     }
 
     /// Takes the next message if one is ready: calls `f(am_id, payload)` and
@@ -50,7 +59,7 @@ impl<'a> Consumer<'a> {
         &mut self,
         f: impl FnOnce(Message<'_>) -> R,
     ) -> Result<Option<R>, FifoError> {
-        let geom = &self.fifo.geom;
+        let geom = self.fifo.geom;
         loop {
             let pos = self.read;
             let index = geom.index(pos);
@@ -58,7 +67,7 @@ impl<'a> Consumer<'a> {
             if word & OWNER != geom.owner(pos) {
                 return Ok(None);
             }
-            let Some(ctl) = decode(word, geom) else {
+            let Some(ctl) = decode(word, &geom) else {
                 self.advance();
                 return Err(FifoError::Corrupt {
                     position: pos,
@@ -111,7 +120,7 @@ impl<'a> Consumer<'a> {
     /// Whether the consumer waits at a position some producer claimed but
     /// has not published (`head` is past it).
     pub fn is_stuck(&self) -> bool {
-        let geom = &self.fifo.geom;
+        let geom = self.fifo.geom;
         let word = self
             .fifo
             .region
@@ -132,7 +141,7 @@ impl<'a> Consumer<'a> {
         if !self.is_stuck() {
             return false;
         }
-        let geom = &self.fifo.geom;
+        let geom = self.fifo.geom;
         let pos = self.read;
         // The padding word carries this lap's owner bit, so the element is
         // not mistaken for ready when the read position reaches it one lap
@@ -158,7 +167,7 @@ impl<'a> Consumer<'a> {
     }
 }
 
-impl Drop for Consumer<'_> {
+impl<F: Deref<Target = Fifo>> Drop for Consumer<F> {
     /// Releases what was consumed and lets a new consumer take over.
     fn drop(&mut self) {
         if self.read != self.released {

@@ -1,5 +1,7 @@
 //! The sending side: claim, write, publish, and wake a sleeping consumer.
 
+use std::ops::Deref;
+
 use super::{Fifo, FifoError};
 use crate::layout::{encode, ARMED, DESC, INLINE};
 use crate::sync::Ordering;
@@ -21,16 +23,18 @@ pub enum Push {
 }
 
 /// Pushes messages into a [`Fifo`]. Any number may exist, in any threads and
-/// processes.
+/// processes. `F` is how it holds the FIFO: `&Fifo` from [`Fifo::producer`],
+/// or an owning pointer such as `Arc<Fifo>` from [`Producer::new`].
 #[derive(Debug, Clone)]
-pub struct Producer<'a> {
-    fifo: &'a Fifo,
+pub struct Producer<F: Deref<Target = Fifo>> {
+    fifo: F,
     /// Last `tail` this producer loaded (with Acquire).
     cached_tail: u64,
 }
 
-impl<'a> Producer<'a> {
-    pub(super) fn new(fifo: &'a Fifo) -> Self {
+impl<F: Deref<Target = Fifo>> Producer<F> {
+    /// A producer for the FIFO `fifo` points to.
+    pub fn new(fifo: F) -> Self {
         Self {
             fifo,
             cached_tail: 0,
@@ -58,7 +62,7 @@ impl<'a> Producer<'a> {
         src: u16,
         parts: &[&[u8]],
     ) -> Result<Push, FifoError> {
-        let geom = &self.fifo.geom;
+        let geom = self.fifo.geom;
         let max = geom.max_payload();
         let len = parts
             .iter()
@@ -83,6 +87,20 @@ impl<'a> Producer<'a> {
             Ordering::Release,
         );
         Ok(Push::Sent { wake })
+    }
+
+    /// Whether a push would find room now (a hint: other producers may
+    /// take it first).
+    pub fn has_room(&mut self) -> bool {
+        let region = &self.fifo.region;
+        let capacity = self.fifo.geom.capacity as u64;
+        let head = region.head().load(Ordering::Relaxed) & !ARMED;
+        if head.wrapping_sub(self.cached_tail) < capacity {
+            return true;
+        }
+        self.cached_tail = region.tail().load(Ordering::Acquire);
+        let head = region.head().load(Ordering::Relaxed) & !ARMED;
+        head.wrapping_sub(self.cached_tail) < capacity
     }
 
     /// Claims the next position: `(position, consumer was armed)`, or

@@ -2,6 +2,7 @@ use std::ptr::NonNull;
 
 use super::*;
 use crate::layout::{encode, ELEM_HEADER_SIZE, HEADER_SIZE, INLINE};
+use crate::sync::Ordering;
 
 fn config(elem_size: usize, capacity: usize, release_every: usize) -> FifoConfig {
     FifoConfig {
@@ -17,7 +18,7 @@ fn fifo(cfg: FifoConfig) -> Fifo {
     Fifo::new_in(buf, cfg).unwrap()
 }
 
-fn pop(c: &mut Consumer<'_>) -> Option<(u8, Vec<u8>)> {
+fn pop(c: &mut Consumer<&Fifo>) -> Option<(u8, Vec<u8>)> {
     c.poll(|am, data| (am, data.to_vec())).unwrap()
 }
 
