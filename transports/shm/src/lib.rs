@@ -28,6 +28,7 @@ pub mod fifo;
 mod layout;
 pub mod proc_id;
 mod region;
+pub mod segment;
 mod sync;
 
 pub use fifo::{AlignedBlock, Consumer, Fifo, FifoConfig, FifoError, Message, Producer, Push};

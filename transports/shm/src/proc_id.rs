@@ -8,9 +8,10 @@
 //!   same start time.
 //! * [`HostId`]: what two processes must share to map each other's memory
 //!   and use cross-memory attach: the same boot (kernel boot id), the same
-//!   pid namespace (pids in addresses must mean the same process) and the
-//!   same effective user (`/proc/<pid>/fd` links and `process_vm_*` are
-//!   refused across users).
+//!   pid namespace (pids in addresses must mean the same process), the same
+//!   network namespace (the wake-up sockets are abstract Unix sockets, which
+//!   live in one) and the same effective user (`/proc/<pid>/fd` links and
+//!   `process_vm_*` are refused across users).
 
 use uct::ucs::{Error, Result};
 
@@ -98,8 +99,8 @@ pub const HOST_ID_LEN: usize = 32;
 pub struct HostId([u8; HOST_ID_LEN]);
 
 impl HostId {
-    /// This process's: boot id (16 bytes), pid-namespace device and inode
-    /// (4 + 8 bytes), effective uid (4 bytes).
+    /// This process's: boot id (16 bytes), pid-namespace inode (8 bytes),
+    /// network-namespace inode (low 4 bytes), effective uid (4 bytes).
     pub fn current() -> Result<HostId> {
         let boot = std::fs::read_to_string("/proc/sys/kernel/random/boot_id")
             .map_err(|e| Error::io("reading the boot id", e))?;
@@ -114,11 +115,14 @@ impl HostId {
             *byte = u8::from_str_radix(&hex[2 * i..2 * i + 2], 16)
                 .map_err(|_| Error::InvalidAddr(format!("boot id {boot:?}: not hex")))?;
         }
-        let ns = std::fs::metadata("/proc/self/ns/pid")
-            .map_err(|e| Error::io("reading /proc/self/ns/pid", e))?;
         use std::os::unix::fs::MetadataExt;
-        out[16..20].copy_from_slice(&(ns.dev() as u32).to_le_bytes());
-        out[20..28].copy_from_slice(&ns.ino().to_le_bytes());
+        let ns = |name: &str| {
+            std::fs::metadata(format!("/proc/self/ns/{name}"))
+                .map(|m| m.ino())
+                .map_err(|e| Error::io(format!("reading /proc/self/ns/{name}"), e))
+        };
+        out[16..24].copy_from_slice(&ns("pid")?.to_le_bytes());
+        out[24..28].copy_from_slice(&(ns("net")? as u32).to_le_bytes());
         // SAFETY: geteuid has no preconditions and cannot fail.
         let uid = unsafe { libc::geteuid() };
         out[28..32].copy_from_slice(&uid.to_le_bytes());
