@@ -293,6 +293,13 @@ impl Fifo {
         self.geom.max_payload()
     }
 
+    /// Positions claimed so far by all producers (`head` without the ARMED
+    /// bit): every message a producer published before this load is below
+    /// it.
+    pub fn claimed(&self) -> u64 {
+        self.region.head().load(crate::sync::Ordering::Acquire) & !crate::layout::ARMED
+    }
+
     /// Largest payload that travels inline in the element.
     pub fn max_inline(&self) -> usize {
         self.geom.max_inline()

@@ -24,11 +24,21 @@
 
 extern crate rucx_uct as uct;
 
+pub mod cma;
+mod component;
 pub mod fifo;
 mod layout;
+mod md_keys;
+mod posix;
 pub mod proc_id;
 mod region;
 pub mod segment;
 mod sync;
 
+/// Bandwidth of one memcpy on a typical host, bytes per second, for the
+/// performance models (measured with `cargo test -p rucx-shm --release
+/// --test memcpy -- --ignored --nocapture`).
+pub(crate) const MEMCPY_BANDWIDTH: f64 = 10e9;
+
+pub use component::{ShmComponent, COMPONENT};
 pub use fifo::{AlignedBlock, Consumer, Fifo, FifoConfig, FifoError, Message, Producer, Push};

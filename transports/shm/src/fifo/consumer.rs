@@ -98,6 +98,11 @@ impl<F: Deref<Target = Fifo>> Consumer<F> {
         }
     }
 
+    /// Position of the next message to read (free-running).
+    pub fn position(&self) -> u64 {
+        self.read
+    }
+
     /// Prepares to sleep: publishes `tail`, then sets ARMED on `head` if
     /// nothing was claimed beyond what this consumer read. `true`: armed,
     /// the next producer will ask for a wake-up; `false`: messages are (or

@@ -1,0 +1,386 @@
+//! The posix iface: endpoints, sends, pending queues, progress, sleep.
+
+use std::collections::VecDeque;
+use std::os::fd::RawFd;
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::time::{Duration, Instant};
+
+use uct::ucs::{Error, Result};
+use uct::{AmId, AmSink, Armed, EpId, Iface, IfaceAttr, IfaceParams, Iov, Posted, Token};
+
+use super::addr::{IfaceAddr, IFACE_ADDR_LEN};
+use super::peer::Peer;
+use super::rx::Rx;
+use super::wake::{WakeRx, WakeTx};
+use super::{iface_attr, MmConfig, DEV_NAME, TL_NAME};
+use crate::proc_id::{HostId, ProcessId};
+use crate::segment::PosixConfig;
+
+/// How often peers' and senders' processes are checked.
+const LIVENESS_PERIOD: Duration = Duration::from_millis(100);
+/// Progress calls between two looks at the clock.
+const CLOCK_EVERY: u32 = 64;
+
+/// Numbers ifaces within this process (names their wake-up sockets).
+static NEXT_IFACE: AtomicU32 = AtomicU32::new(0);
+
+#[derive(Debug)]
+struct Ep {
+    peer: usize,
+    pending: VecDeque<Token>,
+    in_pending_list: bool,
+    /// Failure reported to the caller already (or to be, in `failed`).
+    failed: bool,
+}
+
+/// A posix iface (see the module doc of `posix`).
+#[derive(Debug)]
+pub(crate) struct PosixIface {
+    attr: IfaceAttr,
+    dev_addr: [u8; crate::proc_id::HOST_ID_LEN],
+    iface_addr: [u8; IFACE_ADDR_LEN],
+    me: ProcessId,
+    max_poll: usize,
+    eps: Vec<Option<Ep>>,
+    free_eps: Vec<u32>,
+    pending_eps: Vec<u32>,
+    /// Endpoint failures to report on the next progress.
+    failed: VecDeque<(EpId, Error)>,
+    peers: Vec<Option<Peer>>,
+    wake_tx: WakeTx,
+    wake_rx: WakeRx,
+    rx: Rx,
+    calls: u32,
+    last_check: Instant,
+}
+
+fn no_ep(ep: EpId) -> Error {
+    Error::InvalidParam(format!("posix: no endpoint {}", ep.0))
+}
+
+impl PosixIface {
+    pub(crate) fn open(_params: &IfaceParams, mm: &MmConfig, posix: &PosixConfig) -> Result<Self> {
+        let fifo = mm.fifo()?;
+        let me = ProcessId::current()?;
+        let host = HostId::current()?;
+        let iface_id = NEXT_IFACE.fetch_add(1, Ordering::Relaxed);
+        let rx = Rx::create(fifo, posix)?;
+        let (fd, seg_len) = rx.segment();
+        let addr = IfaceAddr {
+            owner: me,
+            fd,
+            seg_len,
+            fifo,
+            iface_id,
+        };
+        Ok(PosixIface {
+            attr: iface_attr(&fifo),
+            dev_addr: *host.as_bytes(),
+            iface_addr: addr.encode(),
+            me,
+            max_poll: mm.max_poll.max(1) as usize,
+            eps: Vec::new(),
+            free_eps: Vec::new(),
+            pending_eps: Vec::new(),
+            failed: VecDeque::new(),
+            peers: Vec::new(),
+            wake_tx: WakeTx::new()?,
+            wake_rx: WakeRx::bind(me, iface_id)?,
+            rx,
+            calls: 0,
+            last_check: Instant::now(),
+        })
+    }
+
+    fn ep(&self, ep: EpId) -> Result<&Ep> {
+        self.eps
+            .get(ep.0 as usize)
+            .and_then(Option::as_ref)
+            .ok_or_else(|| no_ep(ep))
+    }
+
+    /// The live peer of `ep`.
+    fn peer_of(&mut self, ep: EpId) -> Result<&mut Peer> {
+        let e = self.ep(ep)?;
+        let (failed, peer) = (e.failed, e.peer);
+        let peer = self
+            .peers
+            .get_mut(peer)
+            .and_then(Option::as_mut)
+            .ok_or_else(|| no_ep(ep))?;
+        match (&peer.failed, failed) {
+            (Some(why), _) => Err(Error::EndpointFailed(format!("posix: {why}"))),
+            (None, true) => Err(Error::EndpointFailed("posix: endpoint failed".into())),
+            (None, false) => Ok(peer),
+        }
+    }
+
+    fn send(&mut self, ep: EpId, id: AmId, parts: &[&[u8]]) -> Result<Posted> {
+        let wake = &self.wake_tx;
+        let e = self.eps.get(ep.0 as usize).and_then(Option::as_ref);
+        let Some(e) = e else { return Err(no_ep(ep)) };
+        let (peer_index, ep_failed) = (e.peer, e.failed);
+        match self.peers.get_mut(peer_index).and_then(Option::as_mut) {
+            Some(p) if p.failed.is_none() && !ep_failed => Ok(if p.push(wake, id, parts)? {
+                Posted::Done
+            } else {
+                Posted::NoResource
+            }),
+            _ => self.peer_of(ep).map(|_| Posted::NoResource),
+        }
+    }
+
+    /// Fails every endpoint of peers that died or closed.
+    fn check_peers(&mut self) {
+        for (pi, slot) in self.peers.iter_mut().enumerate() {
+            let Some(p) = slot else { continue };
+            if p.failed.is_some() || p.check() {
+                continue;
+            }
+            let why = p.failed.clone().unwrap_or_default();
+            for (i, e) in self.eps.iter_mut().enumerate() {
+                let Some(e) = e else { continue };
+                if e.peer == pi && !e.failed {
+                    e.failed = true;
+                    self.failed.push_back((
+                        EpId(i as u32),
+                        Error::EndpointFailed(format!("posix: {why}")),
+                    ));
+                }
+            }
+        }
+    }
+
+    fn report_failed(&mut self, sink: &mut dyn AmSink) -> usize {
+        let mut n = 0;
+        while let Some((id, err)) = self.failed.pop_front() {
+            sink.ep_failed(id, err);
+            n += 1;
+            if let Some(Some(e)) = self.eps.get_mut(id.0 as usize) {
+                while let Some(t) = e.pending.pop_front() {
+                    sink.pending_ready(id, t);
+                    n += 1;
+                }
+            }
+        }
+        n
+    }
+
+    fn dispatch_pending(&mut self, sink: &mut dyn AmSink) -> usize {
+        let mut n = 0;
+        let mut keep = Vec::new();
+        for i in std::mem::take(&mut self.pending_eps) {
+            let Some(Some(e)) = self.eps.get_mut(i as usize) else {
+                continue;
+            };
+            let ready = e.failed
+                || self
+                    .peers
+                    .get_mut(e.peer)
+                    .and_then(Option::as_mut)
+                    .is_none_or(|p| p.failed.is_some() || p.has_room());
+            if !ready {
+                keep.push(i);
+                continue;
+            }
+            while let Some(t) = e.pending.pop_front() {
+                sink.pending_ready(EpId(i), t);
+                n += 1;
+            }
+            e.in_pending_list = false;
+        }
+        self.pending_eps = keep;
+        n
+    }
+}
+
+impl Drop for PosixIface {
+    fn drop(&mut self) {
+        self.rx.close();
+    }
+}
+
+impl Iface for PosixIface {
+    fn tl_name(&self) -> &str {
+        TL_NAME
+    }
+
+    fn dev_name(&self) -> &str {
+        DEV_NAME
+    }
+
+    fn attr(&self) -> &IfaceAttr {
+        &self.attr
+    }
+
+    fn device_addr(&self) -> &[u8] {
+        &self.dev_addr
+    }
+
+    fn iface_addr(&self) -> &[u8] {
+        &self.iface_addr
+    }
+
+    fn is_reachable(&self, dev_addr: &[u8], iface_addr: &[u8]) -> bool {
+        dev_addr == self.dev_addr && IfaceAddr::decode(iface_addr).is_ok()
+    }
+
+    fn ep_create(&mut self, dev_addr: &[u8], iface_addr: &[u8]) -> Result<EpId> {
+        if dev_addr != self.dev_addr {
+            return Err(Error::Unreachable(
+                "posix: peer is on another host, pid namespace or user".into(),
+            ));
+        }
+        let addr = IfaceAddr::decode(iface_addr)?;
+        let existing = self.peers.iter().position(|p| {
+            p.as_ref()
+                .is_some_and(|p| p.addr == addr && p.failed.is_none())
+        });
+        let peer = match existing {
+            Some(i) => i,
+            None => {
+                let p = Peer::attach(addr, self.me)?;
+                match self.peers.iter().position(Option::is_none) {
+                    Some(i) => {
+                        self.peers[i] = Some(p);
+                        i
+                    }
+                    None => {
+                        self.peers.push(Some(p));
+                        self.peers.len() - 1
+                    }
+                }
+            }
+        };
+        if let Some(Some(p)) = self.peers.get_mut(peer) {
+            p.refs += 1;
+        }
+        let ep = Ep {
+            peer,
+            pending: VecDeque::new(),
+            in_pending_list: false,
+            failed: false,
+        };
+        let index = match self.free_eps.pop() {
+            Some(i) => {
+                self.eps[i as usize] = Some(ep);
+                i
+            }
+            None => {
+                let i = u32::try_from(self.eps.len())
+                    .map_err(|_| Error::NoMemory("posix: endpoint table full".into()))?;
+                self.eps.push(Some(ep));
+                i
+            }
+        };
+        Ok(EpId(index))
+    }
+
+    fn ep_destroy(&mut self, ep: EpId) {
+        let Some(e) = self.eps.get_mut(ep.0 as usize).and_then(Option::take) else {
+            return;
+        };
+        self.free_eps.push(ep.0);
+        self.pending_eps.retain(|&i| i != ep.0);
+        self.failed.retain(|(id, _)| *id != ep);
+        if let Some(slot) = self.peers.get_mut(e.peer) {
+            if let Some(p) = slot {
+                p.refs = p.refs.saturating_sub(1);
+                if p.refs == 0 {
+                    *slot = None;
+                }
+            }
+        }
+    }
+
+    fn am_short(&mut self, ep: EpId, id: AmId, header: u64, payload: &[u8]) -> Result<Posted> {
+        if payload.len() > self.attr.max_short {
+            return Err(Error::InvalidParam(format!(
+                "posix: am_short payload of {} bytes exceeds {}",
+                payload.len(),
+                self.attr.max_short
+            )));
+        }
+        self.send(ep, id, &[&header.to_le_bytes(), payload])
+    }
+
+    fn am_bcopy(&mut self, ep: EpId, id: AmId, parts: &[&[u8]]) -> Result<(Posted, usize)> {
+        let total = parts
+            .iter()
+            .try_fold(0usize, |acc, p| acc.checked_add(p.len()))
+            .filter(|&t| t <= self.attr.max_bcopy)
+            .ok_or_else(|| {
+                Error::InvalidParam(format!(
+                    "posix: am_bcopy exceeds {} bytes",
+                    self.attr.max_bcopy
+                ))
+            })?;
+        Ok(match self.send(ep, id, parts)? {
+            Posted::Done => (Posted::Done, total),
+            other => (other, 0),
+        })
+    }
+
+    unsafe fn am_zcopy(
+        &mut self,
+        _ep: EpId,
+        _id: AmId,
+        _header: &[u8],
+        _iov: &[Iov],
+        _token: Token,
+    ) -> Result<Posted> {
+        Err(Error::Unsupported("posix: am_zcopy".into()))
+    }
+
+    fn pending_add(&mut self, ep: EpId, token: Token) -> Result<()> {
+        self.peer_of(ep)?;
+        let Some(Some(e)) = self.eps.get_mut(ep.0 as usize) else {
+            return Err(no_ep(ep));
+        };
+        e.pending.push_back(token);
+        if !e.in_pending_list {
+            e.in_pending_list = true;
+            self.pending_eps.push(ep.0);
+        }
+        Ok(())
+    }
+
+    fn flush(&mut self, ep: Option<EpId>, _token: Token) -> Result<Posted> {
+        // A send is complete once it returns: the bytes are in the
+        // receiver's memory.
+        if let Some(ep) = ep {
+            self.peer_of(ep)?;
+        }
+        Ok(Posted::Done)
+    }
+
+    fn progress(&mut self, sink: &mut dyn AmSink) -> usize {
+        let mut n = self.rx.poll(sink, self.max_poll);
+        n += self.rx.reap_closed(sink);
+        self.calls = self.calls.wrapping_add(1);
+        if self.calls % CLOCK_EVERY == 0 && self.last_check.elapsed() >= LIVENESS_PERIOD {
+            self.last_check = Instant::now();
+            n += self.rx.check_senders(sink);
+            self.check_peers();
+        }
+        if !self.failed.is_empty() {
+            n += self.report_failed(sink);
+        }
+        if !self.pending_eps.is_empty() {
+            n += self.dispatch_pending(sink);
+        }
+        n
+    }
+
+    fn event_fd(&self) -> Option<RawFd> {
+        Some(self.wake_rx.fd())
+    }
+
+    fn arm(&mut self) -> Result<Armed> {
+        self.wake_rx.drain();
+        if !self.failed.is_empty() || !self.pending_eps.is_empty() || !self.rx.arm() {
+            return Ok(Armed::Busy);
+        }
+        Ok(Armed::Sleep)
+    }
+}

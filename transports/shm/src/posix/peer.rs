@@ -1,0 +1,114 @@
+//! A peer iface this iface sends to: its mapped segment, our slot in its
+//! sender table, a producer on its FIFO.
+
+use std::os::unix::net::SocketAddr;
+use std::ptr::NonNull;
+use std::sync::Arc;
+
+use uct::ucs::{Error, Result};
+
+use super::addr::IfaceAddr;
+use super::shared::{Shared, FIFO_OFF};
+use super::wake::WakeTx;
+use crate::fifo::{Fifo, Producer, Push};
+use crate::proc_id::ProcessId;
+use crate::segment::Segment;
+
+/// An attached peer. Fields drop in order: the FIFO handles before the
+/// mapping they point into.
+#[derive(Debug)]
+pub(super) struct Peer {
+    producer: Producer<Arc<Fifo>>,
+    shared: Shared,
+    _seg: Segment,
+    pub(super) addr: IfaceAddr,
+    wake_to: SocketAddr,
+    /// Our slot in the peer's sender table: the source id of our messages.
+    slot: u16,
+    /// Endpoints using this peer.
+    pub(super) refs: u32,
+    /// Why the peer is unusable (its process died, its iface closed).
+    pub(super) failed: Option<String>,
+}
+
+impl Peer {
+    /// Maps the segment of the iface at `addr` and claims a sender slot.
+    pub(super) fn attach(addr: IfaceAddr, me: ProcessId) -> Result<Peer> {
+        let len = usize::try_from(addr.seg_len)
+            .map_err(|_| Error::InvalidAddr("posix: segment too large".into()))?;
+        let seg = Segment::attach(addr.owner, addr.fd, len)?;
+        let base = seg.as_ptr();
+        // SAFETY: the mapping is `len >= FIFO_OFF + region` bytes (checked
+        // when the address was decoded and by `Segment::attach`), page
+        // aligned, and lives in `_seg`, which outlives `shared` (field
+        // order). The header is only accessed atomically.
+        let shared = unsafe { Shared::new(base) };
+        if !shared.check() {
+            return Err(Error::Unreachable(format!(
+                "posix: segment of process {} holds no open iface",
+                addr.owner.pid
+            )));
+        }
+        // SAFETY: FIFO_OFF < len, so the pointer stays in the mapping.
+        let fifo_ptr = unsafe { NonNull::new_unchecked(base.as_ptr().add(FIFO_OFF)) };
+        // SAFETY: the region lies inside the mapping, which outlives the
+        // FIFO (field order); this process touches it only through `Fifo`.
+        let fifo = unsafe { Fifo::attach_raw(fifo_ptr, len - FIFO_OFF, addr.fifo) }
+            .map_err(|e| Error::InvalidAddr(format!("posix: peer FIFO: {e}")))?;
+        let slot = shared.claim(me).ok_or_else(|| {
+            Error::NoMemory(format!(
+                "posix: process {} has no free sender slot",
+                addr.owner.pid
+            ))
+        })?;
+        Ok(Peer {
+            producer: Producer::new(Arc::new(fifo)),
+            shared,
+            _seg: seg,
+            addr,
+            wake_to: WakeTx::target(addr.owner, addr.iface_id)?,
+            slot,
+            refs: 0,
+            failed: None,
+        })
+    }
+
+    /// Pushes one message; `Ok(false)` when the FIFO is full.
+    pub(super) fn push(&mut self, wake: &WakeTx, am_id: u8, parts: &[&[u8]]) -> Result<bool> {
+        match self.producer.try_push_from(am_id, self.slot, parts) {
+            Ok(Push::Sent { wake: true }) => {
+                wake.wake(&self.wake_to);
+                Ok(true)
+            }
+            Ok(Push::Sent { wake: false }) => Ok(true),
+            Ok(Push::Full) => Ok(false),
+            Err(e) => Err(Error::InvalidParam(format!("posix: {e}"))),
+        }
+    }
+
+    /// Whether a push would find room.
+    pub(super) fn has_room(&mut self) -> bool {
+        self.producer.has_room()
+    }
+
+    /// Checks that the peer still runs and its iface is open; records why
+    /// not.
+    pub(super) fn check(&mut self) -> bool {
+        if self.failed.is_none() {
+            if !self.addr.owner.is_alive() {
+                self.failed = Some(format!("process {} exited", self.addr.owner.pid));
+            } else if !self.shared.check() {
+                self.failed = Some(format!("process {} closed its iface", self.addr.owner.pid));
+            }
+        }
+        self.failed.is_none()
+    }
+}
+
+impl Drop for Peer {
+    /// Gives the sender slot back: the receiver frees it once it has taken
+    /// our last message.
+    fn drop(&mut self) {
+        self.shared.close(self.slot);
+    }
+}

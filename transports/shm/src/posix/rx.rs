@@ -1,0 +1,216 @@
+//! The receiving side of a posix iface: its segment, the FIFO consumer,
+//! and the bookkeeping of senders (who a source is, when it is gone).
+
+use std::ptr::NonNull;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use uct::ucs::{Error, Result};
+use uct::{AmSink, SrcId};
+
+use super::shared::{Shared, CLOSED, FIFO_OFF, LIVE, MAX_SENDERS};
+use crate::fifo::{Consumer, Fifo, FifoConfig};
+use crate::segment::{PosixConfig, Segment};
+
+/// How long the consumer waits at a hole (a claimed, unpublished element)
+/// before it gives up on it, once some sender is known to have died.
+const HOLE_TIMEOUT: Duration = Duration::from_secs(1);
+
+/// What the receiver knows of one sender slot.
+#[derive(Debug, Clone, Copy, Default)]
+struct Src {
+    /// Generation of the slot when its first message was taken: set while
+    /// the source has delivered something and not yet been reported gone.
+    generation: Option<u32>,
+    /// The sender closed or died: report it once the read position reaches
+    /// this (every message it published is below).
+    gone_at: Option<u64>,
+    /// It died (rather than closed).
+    died: bool,
+}
+
+/// The iface's own segment and FIFO. Fields drop in order: the consumer
+/// before the mapping.
+#[derive(Debug)]
+pub(super) struct Rx {
+    consumer: Consumer<Arc<Fifo>>,
+    fifo: Arc<Fifo>,
+    shared: Shared,
+    seg: Segment,
+    srcs: Vec<Src>,
+    seen_closes: u64,
+    /// A sender died since the consumer last moved.
+    death_seen: bool,
+    stuck_since: Option<Instant>,
+}
+
+impl Rx {
+    /// Creates the segment and an empty FIFO in it.
+    pub(super) fn create(fifo_cfg: FifoConfig, posix: &PosixConfig) -> Result<Rx> {
+        let region = fifo_cfg
+            .region_size()
+            .map_err(|e| Error::InvalidParam(format!("posix: {e}")))?;
+        let seg = Segment::create(FIFO_OFF + region, posix)?;
+        let base = seg.as_ptr();
+        // SAFETY: the mapping is FIFO_OFF + region bytes, page aligned, and
+        // outlives `shared` and the FIFO (field order).
+        let shared = unsafe { Shared::new(base) };
+        // SAFETY: FIFO_OFF < the mapping's length.
+        let fifo_ptr = unsafe { NonNull::new_unchecked(base.as_ptr().add(FIFO_OFF)) };
+        // SAFETY: the region is inside the fresh mapping, which no peer knows
+        // of yet, and this process touches it only through the `Fifo`.
+        let fifo = unsafe { Fifo::from_raw(fifo_ptr, region, fifo_cfg) }
+            .map_err(|e| Error::InvalidParam(format!("posix: {e}")))?;
+        shared.init();
+        let fifo = Arc::new(fifo);
+        let consumer = Consumer::new(Arc::clone(&fifo))
+            .map_err(|e| Error::InvalidParam(format!("posix: {e}")))?;
+        Ok(Rx {
+            consumer,
+            fifo,
+            shared,
+            seg,
+            srcs: vec![Src::default(); MAX_SENDERS],
+            seen_closes: 0,
+            death_seen: false,
+            stuck_since: None,
+        })
+    }
+
+    /// Descriptor and length of the segment, for the iface address.
+    pub(super) fn segment(&self) -> (u32, u64) {
+        (self.seg.fd().unwrap_or(u32::MAX), self.seg.len() as u64)
+    }
+
+    /// Takes up to `max` messages and hands them to `sink`.
+    pub(super) fn poll(&mut self, sink: &mut dyn AmSink, max: usize) -> usize {
+        let mut n = 0;
+        while n < max {
+            let srcs = &mut self.srcs;
+            let shared = &self.shared;
+            let got = self.consumer.poll_msg(|m| {
+                let slot = usize::from(m.src);
+                let Some(src) = srcs.get_mut(slot) else {
+                    tracing::warn!("posix: message from sender slot {slot} dropped");
+                    return;
+                };
+                let generation = match src.generation {
+                    Some(g) => g,
+                    None => {
+                        let e = shared.entry(m.src);
+                        if e.state != LIVE && e.state != CLOSED {
+                            tracing::warn!("posix: message from free sender slot {slot} dropped");
+                            return;
+                        }
+                        src.generation = Some(e.generation);
+                        e.generation
+                    }
+                };
+                sink.am(m.am_id, src_id(m.src, generation), m.data);
+            });
+            match got {
+                Ok(Some(())) => n += 1,
+                Ok(None) => break,
+                Err(e) => {
+                    tracing::warn!("posix: {e}");
+                    n += 1;
+                }
+            }
+        }
+        if n > 0 {
+            self.stuck_since = None;
+        }
+        n
+    }
+
+    /// Notices closed slots (cheap unless a sender closed) and reports
+    /// sources whose last message has been taken.
+    pub(super) fn reap_closed(&mut self, sink: &mut dyn AmSink) -> usize {
+        let closes = self.shared.closes();
+        if closes != self.seen_closes {
+            self.seen_closes = closes;
+            for slot in 0..MAX_SENDERS as u16 {
+                if self.shared.entry(slot).state == CLOSED {
+                    self.mark_gone(slot, false);
+                }
+            }
+        }
+        self.report_gone(sink)
+    }
+
+    /// Checks every live sender's process; a dead one is gone like a
+    /// closed one. Also gives up on a hole a dead sender left.
+    pub(super) fn check_senders(&mut self, sink: &mut dyn AmSink) -> usize {
+        for slot in 0..MAX_SENDERS as u16 {
+            let e = self.shared.entry(slot);
+            if e.state != LIVE && e.state != CLOSED {
+                continue;
+            }
+            if e.process.is_none_or(|p| !p.is_alive()) {
+                self.mark_gone(slot, true);
+            }
+        }
+        if self.consumer.is_stuck() {
+            let since = *self.stuck_since.get_or_insert_with(Instant::now);
+            if self.death_seen && since.elapsed() >= HOLE_TIMEOUT && self.consumer.skip_stuck() {
+                tracing::warn!("posix: skipped a FIFO element a dead sender claimed");
+                self.stuck_since = None;
+            }
+        } else {
+            self.stuck_since = None;
+        }
+        self.report_gone(sink)
+    }
+
+    fn mark_gone(&mut self, slot: u16, died: bool) {
+        let src = &mut self.srcs[usize::from(slot)];
+        if src.gone_at.is_none() {
+            src.gone_at = Some(self.fifo.claimed());
+            src.died = died;
+            self.death_seen |= died;
+        }
+    }
+
+    fn report_gone(&mut self, sink: &mut dyn AmSink) -> usize {
+        let read = self.consumer.position();
+        let mut n = 0;
+        for (slot, src) in self.srcs.iter_mut().enumerate() {
+            let Some(at) = src.gone_at else { continue };
+            if (read.wrapping_sub(at) as i64) < 0 {
+                continue;
+            }
+            if let Some(g) = src.generation {
+                let why = if src.died { "exited" } else { "closed" };
+                sink.src_failed(
+                    src_id(slot as u16, g),
+                    Error::ConnectionLost {
+                        peer: format!("posix sender slot {slot}"),
+                        reason: format!("the sending process {why}"),
+                    },
+                );
+                n += 1;
+            }
+            *src = Src::default();
+            self.shared.free(slot as u16);
+        }
+        n
+    }
+
+    /// Wants to sleep: `true` if armed (nothing claimed and unread).
+    pub(super) fn arm(&mut self) -> bool {
+        self.shared.closes() == self.seen_closes
+            && self.srcs.iter().all(|s| s.gone_at.is_none())
+            && self.consumer.arm()
+    }
+
+    /// Tells senders this iface is closing: they fail their endpoints.
+    pub(super) fn close(&self) {
+        self.shared.close_segment();
+    }
+}
+
+/// Source id of a sender slot in a generation: slot numbers are reused,
+/// generations keep the ids of successive senders apart.
+fn src_id(slot: u16, generation: u32) -> SrcId {
+    SrcId(u32::from(slot) | (generation & 0xffff) << 16)
+}

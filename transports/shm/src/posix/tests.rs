@@ -1,0 +1,186 @@
+//! The posix iface between two ifaces of this process (each maps the
+//! other's segment through /proc/self/fd). The conformance suite and the
+//! multi-process tests are in `tests/`.
+
+use std::time::{Duration, Instant};
+
+use uct::testing::{Event, TestSink};
+use uct::{Armed, EpId, Iface, IfaceParams, Posted, Token};
+
+use super::*;
+use crate::segment::PosixConfig;
+
+fn open_with(mm: &MmConfig) -> PosixIface {
+    PosixIface::open(&IfaceParams::default(), mm, &PosixConfig::default()).unwrap()
+}
+
+fn open() -> PosixIface {
+    open_with(&MmConfig::default())
+}
+
+fn connect(from: &mut PosixIface, to: &PosixIface) -> EpId {
+    assert!(from.is_reachable(to.device_addr(), to.iface_addr()));
+    from.ep_create(to.device_addr(), to.iface_addr()).unwrap()
+}
+
+/// Progresses `iface` until `done` or a deadline.
+fn drive(iface: &mut PosixIface, sink: &mut TestSink, mut done: impl FnMut(&TestSink) -> bool) {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while !done(sink) {
+        assert!(Instant::now() < deadline, "timed out");
+        iface.progress(sink);
+        std::thread::yield_now();
+    }
+}
+
+#[test]
+fn config_defaults_and_limits() {
+    MM_TABLE.check_defaults().unwrap();
+    let fifo = MmConfig::default().fifo().unwrap();
+    assert_eq!(
+        (
+            fifo.elem_size,
+            fifo.capacity,
+            fifo.release_every,
+            fifo.desc_size
+        ),
+        (128, 256, 128, 8192)
+    );
+    let a = open();
+    assert_eq!((a.attr().max_short, a.attr().max_bcopy), (112, 8192));
+    let bad = MmConfig {
+        release_factor: 0.0,
+        ..MmConfig::default()
+    };
+    assert!(bad.fifo().is_err());
+    let bad = MmConfig {
+        fifo_size: 100,
+        ..MmConfig::default()
+    };
+    assert!(bad.fifo().is_err());
+}
+
+#[test]
+fn short_and_bcopy_arrive_in_order_with_one_source() {
+    let mut a = open();
+    let mut b = open();
+    let ep = connect(&mut a, &b);
+    let big: Vec<u8> = (0..8192u32).map(|i| (i * 7) as u8).collect();
+    assert_eq!(a.am_short(ep, 3, 0x1122, b"hi").unwrap(), Posted::Done);
+    assert_eq!(
+        a.am_bcopy(ep, 4, &[&big[..100], &big[100..]]).unwrap(),
+        (Posted::Done, 8192)
+    );
+    assert_eq!(a.am_bcopy(ep, 5, &[]).unwrap(), (Posted::Done, 0));
+    assert!(a.am_short(ep, 3, 0, &[0; 113]).is_err());
+    assert!(a.am_bcopy(ep, 3, &[&big, b"x"]).is_err());
+    let mut sink = TestSink::new();
+    drive(&mut b, &mut sink, |s| s.ams.len() == 3);
+    let mut short = 0x1122u64.to_le_bytes().to_vec();
+    short.extend_from_slice(b"hi");
+    assert_eq!((sink.ams[0].id, &sink.ams[0].data), (3, &short));
+    assert_eq!((sink.ams[1].id, &sink.ams[1].data), (4, &big));
+    assert_eq!((sink.ams[2].id, sink.ams[2].data.len()), (5, 0));
+    assert!(sink.ams.iter().all(|m| m.src == sink.ams[0].src));
+}
+
+#[test]
+fn full_fifo_refuses_then_pending_comes_back() {
+    let mm = MmConfig {
+        fifo_size: 4,
+        ..MmConfig::default()
+    };
+    let mut a = open_with(&mm);
+    let mut b = open_with(&mm);
+    let ep = connect(&mut a, &b);
+    let mut sent = 0;
+    while a.am_short(ep, 1, sent, &[]).unwrap() == Posted::Done {
+        sent += 1;
+    }
+    assert_eq!(sent, 4);
+    let mut sa = TestSink::new();
+    a.pending_add(ep, Token(9)).unwrap();
+    a.progress(&mut sa);
+    assert!(sa.pending_tokens(ep).is_empty(), "still full");
+    let mut sb = TestSink::new();
+    drive(&mut b, &mut sb, |s| s.ams.len() == 4);
+    // The receiver releases in batches (half the FIFO), so room is back.
+    drive(&mut a, &mut sa, |s| s.pending_tokens(ep) == [Token(9)]);
+    assert_eq!(a.am_short(ep, 1, 99, &[]).unwrap(), Posted::Done);
+}
+
+#[test]
+fn arming_and_wake_up_through_the_event_fd() {
+    let mut a = open();
+    let mut b = open();
+    let ep = connect(&mut a, &b);
+    assert_eq!(b.arm().unwrap(), Armed::Sleep);
+    let fd = b.event_fd().unwrap();
+    let readable = |timeout_ms| {
+        let mut pfd = libc::pollfd {
+            fd,
+            events: libc::POLLIN,
+            revents: 0,
+        };
+        // SAFETY: one valid pollfd.
+        unsafe { libc::poll(&mut pfd, 1, timeout_ms) == 1 }
+    };
+    assert!(!readable(0));
+    assert_eq!(a.am_short(ep, 1, 7, &[]).unwrap(), Posted::Done);
+    assert!(readable(5000), "the sender woke the armed receiver");
+    assert_eq!(b.arm().unwrap(), Armed::Busy, "a message waits");
+    let mut sink = TestSink::new();
+    drive(&mut b, &mut sink, |s| s.ams.len() == 1);
+    assert_eq!(b.arm().unwrap(), Armed::Sleep);
+    assert!(!readable(0), "arming drained the socket");
+}
+
+#[test]
+fn closing_the_sender_fails_its_source_after_its_messages() {
+    let mut a = open();
+    let mut b = open();
+    let ep = connect(&mut a, &b);
+    for i in 0..3 {
+        assert_eq!(a.am_short(ep, 1, i, &[]).unwrap(), Posted::Done);
+    }
+    a.ep_destroy(ep);
+    let mut sink = TestSink::new();
+    drive(&mut b, &mut sink, |s| {
+        s.events
+            .iter()
+            .any(|e| matches!(e, Event::SrcFailed { .. }))
+    });
+    assert_eq!(sink.ams.len(), 3, "messages first, then the failure");
+    // The slot is reused with another source id.
+    let ep2 = connect(&mut a, &b);
+    assert_eq!(a.am_short(ep2, 1, 0, &[]).unwrap(), Posted::Done);
+    drive(&mut b, &mut sink, |s| s.ams.len() == 4);
+    assert_ne!(sink.ams[3].src, sink.ams[0].src);
+}
+
+#[test]
+fn a_closed_receiver_fails_the_endpoint() {
+    let mut a = open();
+    let b = open();
+    let ep = connect(&mut a, &b);
+    a.pending_add(ep, Token(1)).unwrap();
+    drop(b);
+    let mut sink = TestSink::new();
+    drive(&mut a, &mut sink, |s| s.ep_failures(ep) == 1);
+    assert!(sink.pending_tokens(ep).contains(&Token(1)));
+    assert!(a.am_short(ep, 1, 0, &[]).is_err());
+    assert!(a.flush(Some(ep), Token(2)).is_err());
+}
+
+#[test]
+fn unreachable_and_malformed_addresses() {
+    let mut a = open();
+    let b = open();
+    let mut other_host = b.device_addr().to_vec();
+    other_host[0] ^= 1;
+    assert!(!a.is_reachable(&other_host, b.iface_addr()));
+    assert!(a.ep_create(&other_host, b.iface_addr()).is_err());
+    assert!(!a.is_reachable(b.device_addr(), &[1, 2, 3]));
+    assert!(a.ep_create(b.device_addr(), &[0; 44]).is_err());
+    assert!(a.am_short(EpId(77), 1, 0, &[]).is_err());
+}
