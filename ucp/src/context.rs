@@ -6,6 +6,25 @@ use crate::worker::Worker;
 use crate::{Error, Result};
 use std::sync::Arc;
 
+/// Names in `RUCX_TLS` that stand for several transports, as UCX's aliases
+/// do: `shm` (and `sm`) is the shared-memory FIFO plus cross-memory attach.
+pub(crate) const TL_ALIASES: &[(&str, &[&str])] =
+    &[("shm", &["posix", "cma"]), ("sm", &["posix", "cma"])];
+
+/// Whether `RUCX_TLS` (with aliases expanded) allows transport `tl`.
+pub(crate) fn tls_allows(list: &crate::ucs::config::AllowList, tl: &str) -> bool {
+    if list.is_all() {
+        return true;
+    }
+    let named = list.items().iter().any(|item| {
+        item == tl
+            || TL_ALIASES
+                .iter()
+                .any(|(alias, members)| item == alias && members.contains(&tl))
+    });
+    named != list.is_negated()
+}
+
 /// One program's view of the available transports, filtered by `RUCX_TLS`
 /// and `RUCX_NET_DEVICES`. Cheap to clone, `Send + Sync`; create workers
 /// from it.
@@ -61,7 +80,7 @@ impl Context {
                 let md_index = mds.len();
                 let mut any = false;
                 for r in list {
-                    if !config.tls.allows(&r.tl_name) {
+                    if !tls_allows(&config.tls, &r.tl_name) {
                         continue;
                     }
                     if r.dev_type == DeviceType::Net && !config.net_devices.allows(&r.dev_name) {
@@ -122,5 +141,24 @@ impl Context {
     /// Memory domain number `i`.
     pub(crate) fn md(&self, i: usize) -> Option<&dyn MemoryDomain> {
         self.inner.mds.get(i).map(|m| m.as_ref())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ucs::config::{AllowList, ConfigValue};
+
+    #[test]
+    fn tls_aliases_expand() {
+        let l = |t: &str| AllowList::parse(t).unwrap();
+        assert!(tls_allows(&l("all"), "tcp"));
+        assert!(tls_allows(&l("shm"), "posix") && tls_allows(&l("shm"), "cma"));
+        assert!(!tls_allows(&l("shm"), "tcp"));
+        assert!(tls_allows(&l("sm,tcp"), "cma") && tls_allows(&l("sm,tcp"), "tcp"));
+        assert!(tls_allows(&l("posix"), "posix") && !tls_allows(&l("posix"), "cma"));
+        assert!(!tls_allows(&l("^shm"), "posix") && !tls_allows(&l("^shm"), "cma"));
+        assert!(tls_allows(&l("^shm"), "tcp"));
+        assert!(tls_allows(&l("^cma"), "posix") && !tls_allows(&l("^cma"), "cma"));
     }
 }

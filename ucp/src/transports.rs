@@ -6,5 +6,6 @@ use crate::uct::Registry;
 pub fn registry() -> Registry {
     Registry::new()
         .with(&crate::uct::self_tl::COMPONENT)
+        .with(&rucx_shm::COMPONENT)
         .with(&rucx_tcp::COMPONENT)
 }

@@ -169,6 +169,12 @@ pub(crate) struct Core {
     pub(crate) frags: HashMap<FragKey, FragTarget>,
     /// Per iface, per transport endpoint index: the protocol endpoint.
     pub(crate) lane_eps: Vec<Vec<Option<SlabId>>>,
+    /// Per iface: how many entries of `lane_eps` are set, and how many
+    /// progress calls in a row found nothing (see `Worker::progress`).
+    pub(crate) lane_count: Vec<u32>,
+    pub(crate) iface_quiet: Vec<u32>,
+    /// Progress calls so far.
+    pub(crate) tick: u32,
     pub(crate) completions: VecDeque<Completion>,
     pub(crate) callbacks: Vec<(Callback, Completion)>,
     pub(crate) cur_iface: usize,
@@ -205,6 +211,14 @@ impl std::fmt::Debug for Core {
     }
 }
 
+/// An iface with no endpoint that found nothing in this many progress calls
+/// in a row is polled only every `COLD_POLL_EVERY` calls: a TCP iface that
+/// only listens must not cost a system call on every progress of a worker
+/// whose traffic goes through shared memory. Anything it finds makes it
+/// hot again; an endpoint on it keeps it hot.
+const COLD_AFTER: u32 = 256;
+const COLD_POLL_EVERY: u32 = 16;
+
 /// Unexpected buffers kept for reuse, and the largest kept.
 const SPARE_MAX: usize = 64;
 const SPARE_MAX_CAP: usize = 256 * 1024;
@@ -223,6 +237,9 @@ impl Core {
             matcher: TagMatcher::new(),
             frags: HashMap::new(),
             lane_eps: vec![Vec::new(); n_ifaces],
+            lane_count: vec![0; n_ifaces],
+            iface_quiet: vec![0; n_ifaces],
+            tick: 0,
             completions: VecDeque::new(),
             callbacks: Vec::new(),
             cur_iface: 0,
@@ -264,7 +281,28 @@ impl Core {
         if v.len() <= i {
             v.resize(i + 1, None);
         }
+        let count = &mut self.lane_count[iface];
+        match (v[i].is_some(), ep.is_some()) {
+            (false, true) => *count += 1,
+            (true, false) => *count = count.saturating_sub(1),
+            _ => {}
+        }
         v[i] = ep;
+    }
+
+    /// Whether progress may skip iface `i` this time: it has no endpoint
+    /// and found nothing for a while, and this is not a sweep call.
+    pub(crate) fn iface_cold(&self, i: usize) -> bool {
+        self.tick % COLD_POLL_EVERY != 0
+            && self.iface_quiet.get(i).is_some_and(|&q| q >= COLD_AFTER)
+            && self.lane_count.get(i).is_some_and(|&c| c == 0)
+    }
+
+    /// Records what a progress call of iface `i` found.
+    pub(crate) fn iface_polled(&mut self, i: usize, events: usize) {
+        if let Some(q) = self.iface_quiet.get_mut(i) {
+            *q = if events > 0 { 0 } else { q.saturating_add(1) };
+        }
     }
 
     fn lane_ep(&self, iface: usize, uct_ep: EpId) -> Option<SlabId> {

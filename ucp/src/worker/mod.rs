@@ -242,9 +242,15 @@ impl Worker {
     /// Returns how many events it handled; never blocks.
     pub fn progress(&mut self) -> usize {
         let mut n = 0;
+        self.core.tick = self.core.tick.wrapping_add(1);
         for (i, iface) in self.ifaces.iter_mut().enumerate() {
+            if self.core.iface_cold(i) {
+                continue;
+            }
             self.core.cur_iface = i;
-            n += iface.progress(&mut self.core);
+            let got = iface.progress(&mut self.core);
+            self.core.iface_polled(i, got);
+            n += got;
         }
         if self.core.has_deferred() {
             n += self.core.run_deferred(&mut self.ifaces);

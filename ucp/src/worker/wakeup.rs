@@ -66,6 +66,8 @@ impl Worker {
         let mut events = std::mem::take(&mut self.wake.events);
         let r = self.wake_set()?.wait(timeout, &mut events);
         self.wake.events = events;
+        // Whichever iface woke us, the next progress polls them all.
+        self.core.iface_quiet.fill(0);
         r.map_err(Error::transport)?;
         Ok(())
     }
