@@ -75,7 +75,7 @@ fn usage() -> String {
 
 /// A size the way UCX prints memory units: `8K`, `64K`, `1M`, `unlimited`.
 fn memunits(n: usize) -> String {
-    if n == usize::MAX {
+    if n >= isize::MAX as usize {
         return "unlimited".into();
     }
     for (shift, suffix) in [(40, "T"), (30, "G"), (20, "M"), (10, "K")] {
@@ -127,6 +127,18 @@ fn device_block(res: &TlResource, iface: Result<(&IfaceAttr, usize, usize), Stri
             ),
         );
         cap("am header", format!("<= {}", memunits(attr.max_hdr)));
+    }
+    // UCX prints these as "put_zcopy: <= N, up to K iov".
+    for (bit, label, max) in [
+        (Caps::PUT_ZCOPY, "put_zcopy", attr.max_put_zcopy),
+        (Caps::GET_ZCOPY, "get_zcopy", attr.max_get_zcopy),
+    ] {
+        if caps.contains(bit) {
+            cap(
+                label,
+                format!("<= {}, up to {} iov", memunits(max), attr.max_iov),
+            );
+        }
     }
     let mut conn = Vec::new();
     if caps.contains(Caps::CONNECT_TO_IFACE) {

@@ -7,7 +7,9 @@
 //! that interval to the caller. Ping-pong iterations are round trips, so
 //! their times are halved and their rates doubled.
 
-use std::time::{Duration, Instant};
+use std::time::Duration;
+
+use super::clock::{Clock, Ticks};
 
 /// Iterations whose times the percentile is taken from.
 pub const TIMING_QUEUE_SIZE: usize = 2048;
@@ -43,7 +45,7 @@ struct Counters {
     iters: u64,
     bytes: u64,
     msgs: u64,
-    time: Instant,
+    time: Ticks,
 }
 
 /// Counters, clock and timing ring of one run.
@@ -52,9 +54,11 @@ pub struct Meter {
     max_iter: u64,
     factor: f64,
     percentile: f64,
-    report_interval: Option<Duration>,
-    start: Instant,
-    last_iter: Instant,
+    /// The report interval in ticks (`None`: never).
+    report_interval: Option<Ticks>,
+    clock: Clock,
+    start: Ticks,
+    last_iter: Ticks,
     cur: Counters,
     prev: Counters,
     queue: Box<[u64]>,
@@ -72,7 +76,24 @@ impl Meter {
         percentile: f64,
         report_interval: Option<Duration>,
     ) -> Meter {
-        let now = Instant::now();
+        Meter::with_clock(
+            Clock::new(),
+            max_iter,
+            ping_pong,
+            percentile,
+            report_interval,
+        )
+    }
+
+    /// As [`Meter::new`], with the given clock.
+    pub fn with_clock(
+        clock: Clock,
+        max_iter: u64,
+        ping_pong: bool,
+        percentile: f64,
+        report_interval: Option<Duration>,
+    ) -> Meter {
+        let now = clock.now();
         let zero = Counters {
             iters: 0,
             bytes: 0,
@@ -83,7 +104,8 @@ impl Meter {
             max_iter: if max_iter == 0 { u64::MAX } else { max_iter },
             factor: if ping_pong { 2.0 } else { 1.0 },
             percentile: percentile.clamp(0.0, 100.0),
-            report_interval,
+            report_interval: report_interval.map(|d| clock.ticks(d)),
+            clock,
             start: now,
             last_iter: now,
             cur: zero,
@@ -97,7 +119,7 @@ impl Meter {
 
     /// Resets the counters and starts the clock.
     pub fn start_clock(&mut self) {
-        let now = Instant::now();
+        let now = self.clock.now();
         self.start = now;
         self.last_iter = now;
         self.cur = Counters {
@@ -127,18 +149,17 @@ impl Meter {
     /// interval's figures when a report interval has passed.
     #[inline]
     pub fn update(&mut self, bytes: usize, report: &mut dyn FnMut(&PerfResult)) {
-        let now = Instant::now();
+        let now = self.clock.now();
         self.cur.iters += 1;
         self.cur.bytes += bytes as u64;
         self.cur.msgs += 1;
         self.cur.time = now;
-        let dt = now.duration_since(self.last_iter);
-        self.queue[self.head] = dt.as_nanos().min(u64::MAX as u128) as u64;
+        self.queue[self.head] = now.wrapping_sub(self.last_iter);
         self.head = (self.head + 1) % TIMING_QUEUE_SIZE;
         self.filled = (self.filled + 1).min(TIMING_QUEUE_SIZE);
         self.last_iter = now;
         if let Some(interval) = self.report_interval {
-            if now.duration_since(self.prev.time) >= interval {
+            if now.wrapping_sub(self.prev.time) >= interval {
                 self.report(report);
             }
         }
@@ -153,14 +174,15 @@ impl Meter {
 
     /// Stops the clock at the end of the run (after the last completion).
     pub fn mark_end(&mut self) {
-        self.cur.time = Instant::now();
+        self.cur.time = self.clock.now();
     }
 
     /// The figures so far: totals since the start, moments since the
     /// previous report.
     pub fn result(&mut self) -> PerfResult {
-        let total = self.cur.time.duration_since(self.start).as_secs_f64();
-        let moment = self.cur.time.duration_since(self.prev.time).as_secs_f64();
+        self.clock.refine();
+        let total = self.clock.secs(self.cur.time.wrapping_sub(self.start));
+        let moment = self.clock.secs(self.cur.time.wrapping_sub(self.prev.time));
         let f = self.factor;
         let d_iters = (self.cur.iters - self.prev.iters) as f64;
         let d_bytes = (self.cur.bytes - self.prev.bytes) as f64;
@@ -190,7 +212,7 @@ impl Meter {
         let last = self.scratch.len() - 1;
         let idx = ((self.percentile / 100.0) * last as f64).round() as usize;
         let (_, nth, _) = self.scratch.select_nth_unstable(idx.min(last));
-        *nth as f64 / 1e9
+        self.clock.secs(*nth)
     }
 }
 
@@ -238,25 +260,27 @@ mod tests {
 
     #[test]
     fn percentile_picks_from_sorted_times() {
-        let mut m = Meter::new(0, false, 50.0, None);
+        let mut m = Meter::with_clock(Clock::instant(), 0, false, 50.0, None);
         let times = [5u64, 1, 4, 2, 3];
         m.queue[..5].copy_from_slice(&times);
         m.filled = 5;
-        assert_eq!(m.percentile_secs(), 3e-9);
+        let close = |a: f64, b: f64| (a - b).abs() < 1e-15;
+        assert!(close(m.percentile_secs(), 3e-9));
         m.percentile = 0.0;
-        assert_eq!(m.percentile_secs(), 1e-9);
+        assert!(close(m.percentile_secs(), 1e-9));
         m.percentile = 100.0;
-        assert_eq!(m.percentile_secs(), 5e-9);
+        assert!(close(m.percentile_secs(), 5e-9));
         m.filled = 0;
         assert_eq!(m.percentile_secs(), 0.0);
     }
 
     #[test]
     fn ping_pong_halves_latency_and_doubles_rates() {
-        let mut a = Meter::new(0, false, 50.0, None);
-        let mut b = Meter::new(0, true, 50.0, None);
+        let mut a = Meter::with_clock(Clock::instant(), 0, false, 50.0, None);
+        let mut b = Meter::with_clock(Clock::instant(), 0, true, 50.0, None);
         for m in [&mut a, &mut b] {
-            m.start = m.cur.time - Duration::from_secs(2);
+            m.cur.time = 2_000_000_000;
+            m.start = 0;
             m.prev.time = m.start;
             m.cur.iters = 1000;
             m.cur.msgs = 1000;

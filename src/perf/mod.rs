@@ -19,6 +19,7 @@ pub mod app;
 pub mod bootstrap;
 mod buffers;
 pub mod catalog;
+pub mod clock;
 pub mod error;
 pub mod measure;
 #[cfg(test)]

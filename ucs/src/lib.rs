@@ -18,6 +18,7 @@
 
 pub mod config;
 pub mod error;
+pub mod hash;
 pub mod log;
 pub mod mpool;
 pub mod progress;

@@ -9,11 +9,12 @@ use crate::proto::select::{SelectCache, SelectConfig, SelectionTable};
 use crate::proto::FragKey;
 use crate::request::{Callback, Completion, Info, Kind, Notify, Request};
 use crate::tag::TagMatcher;
+use crate::ucs::hash::FxHashMap;
 use crate::ucs::slab::{Slab, SlabId};
 use crate::uct::{AmId, AmSink, EpId, Iface, SrcId, Token};
 use crate::wireup::address::WorkerAddress;
 use crate::{ucs, Error, Result};
-use std::collections::{HashMap, VecDeque};
+use std::collections::VecDeque;
 use std::sync::Arc;
 
 /// Transport-level settings of an endpoint, from its lane's iface.
@@ -166,7 +167,7 @@ pub(crate) struct Core {
     pub(crate) eps: Slab<EpState>,
     pub(crate) reqs: Slab<Request>,
     pub(crate) matcher: TagMatcher<SlabId, Unexp>,
-    pub(crate) frags: HashMap<FragKey, FragTarget>,
+    pub(crate) frags: FxHashMap<FragKey, FragTarget>,
     /// Per iface, per transport endpoint index: the protocol endpoint.
     pub(crate) lane_eps: Vec<Vec<Option<SlabId>>>,
     /// Per iface: how many entries of `lane_eps` are set, and how many
@@ -185,7 +186,7 @@ pub(crate) struct Core {
     /// This worker's address, sent in wireup messages.
     pub(crate) address: Vec<u8>,
     /// Which endpoint answers a transport source (learned from wireup).
-    pub(crate) src_eps: HashMap<(usize, SrcId), SlabId>,
+    pub(crate) src_eps: FxHashMap<(usize, SrcId), SlabId>,
     /// Selection tables by lane configuration.
     pub(crate) select: SelectCache,
     /// Print each new endpoint's tables.
@@ -194,11 +195,11 @@ pub(crate) struct Core {
     pub(crate) ctx: crate::Context,
     pub(crate) iface_md: Vec<usize>,
     /// Rendezvous-by-put sends writing, by request.
-    pub(crate) puts: HashMap<SlabId, PutTarget>,
+    pub(crate) puts: FxHashMap<SlabId, PutTarget>,
     /// Messages removed by probes.
     pub(crate) probed: Slab<ProbedMsg>,
     /// Rendezvous-by-get receives with reads still to post.
-    pub(crate) get_plans: HashMap<SlabId, GetPlan>,
+    pub(crate) get_plans: FxHashMap<SlabId, GetPlan>,
 }
 
 impl std::fmt::Debug for Core {
@@ -235,7 +236,7 @@ impl Core {
             eps: Slab::new(),
             reqs: Slab::new(),
             matcher: TagMatcher::new(),
-            frags: HashMap::new(),
+            frags: FxHashMap::default(),
             lane_eps: vec![Vec::new(); n_ifaces],
             lane_count: vec![0; n_ifaces],
             iface_quiet: vec![0; n_ifaces],
@@ -247,14 +248,14 @@ impl Core {
             next_msg_id: 1,
             spare: Vec::new(),
             address,
-            src_eps: HashMap::new(),
+            src_eps: FxHashMap::default(),
             select: SelectCache::new(select),
             proto_info,
             ctx,
             iface_md,
-            puts: HashMap::new(),
+            puts: FxHashMap::default(),
             probed: Slab::new(),
-            get_plans: HashMap::new(),
+            get_plans: FxHashMap::default(),
         }
     }
 
@@ -330,8 +331,12 @@ impl Core {
                 }
             }
         }
-        self.puts.remove(&id);
-        self.get_plans.remove(&id);
+        if !self.puts.is_empty() {
+            self.puts.remove(&id);
+        }
+        if !self.get_plans.is_empty() {
+            self.get_plans.remove(&id);
+        }
         let user_data = req.user_data;
         match std::mem::replace(&mut req.notify, Notify::Poll) {
             Notify::Poll | Notify::Scope => {

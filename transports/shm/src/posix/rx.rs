@@ -38,6 +38,8 @@ pub(super) struct Rx {
     shared: Shared,
     seg: Segment,
     srcs: Vec<Src>,
+    /// Slots with `gone_at` set, to report once read.
+    gone: Vec<u16>,
     seen_closes: u64,
     /// A sender died since the consumer last moved.
     death_seen: bool,
@@ -71,6 +73,7 @@ impl Rx {
             shared,
             seg,
             srcs: vec![Src::default(); MAX_SENDERS],
+            gone: Vec::new(),
             seen_closes: 0,
             death_seen: false,
             stuck_since: None,
@@ -168,21 +171,30 @@ impl Rx {
             src.gone_at = Some(self.fifo.claimed());
             src.died = died;
             self.death_seen |= died;
+            self.gone.push(slot);
         }
     }
 
     fn report_gone(&mut self, sink: &mut dyn AmSink) -> usize {
+        if self.gone.is_empty() {
+            return 0;
+        }
         let read = self.consumer.position();
         let mut n = 0;
-        for (slot, src) in self.srcs.iter_mut().enumerate() {
-            let Some(at) = src.gone_at else { continue };
+        let srcs = &mut self.srcs;
+        let shared = &self.shared;
+        self.gone.retain(|&slot| {
+            let src = &mut srcs[usize::from(slot)];
+            let Some(at) = src.gone_at else {
+                return false;
+            };
             if (read.wrapping_sub(at) as i64) < 0 {
-                continue;
+                return true;
             }
             if let Some(g) = src.generation {
                 let why = if src.died { "exited" } else { "closed" };
                 sink.src_failed(
-                    src_id(slot as u16, g),
+                    src_id(slot, g),
                     Error::ConnectionLost {
                         peer: format!("posix sender slot {slot}"),
                         reason: format!("the sending process {why}"),
@@ -191,16 +203,15 @@ impl Rx {
                 n += 1;
             }
             *src = Src::default();
-            self.shared.free(slot as u16);
-        }
+            shared.free(slot);
+            false
+        });
         n
     }
 
     /// Wants to sleep: `true` if armed (nothing claimed and unread).
     pub(super) fn arm(&mut self) -> bool {
-        self.shared.closes() == self.seen_closes
-            && self.srcs.iter().all(|s| s.gone_at.is_none())
-            && self.consumer.arm()
+        self.shared.closes() == self.seen_closes && self.gone.is_empty() && self.consumer.arm()
     }
 
     /// Tells senders this iface is closing: they fail their endpoints.

@@ -423,8 +423,7 @@ fn peer_death_fails_the_endpoints() {
         e => panic!("{e:?}"),
     }
     std::thread::sleep(LIVENESS_PERIOD);
-    a.progress(&mut sink);
-    for _ in 0..10 {
+    for _ in 0..2 * super::super::iface::CLOCK_EVERY {
         a.progress(&mut sink);
     }
     assert_eq!((sink.ep_failures(ep1), sink.ep_failures(ep2)), (1, 1));
