@@ -64,7 +64,7 @@ pub use context::Context;
 pub use error::{Error, Result};
 pub use request::{Callback, Completion, Info, IoBuf, IoBufMut, Op, Posted, ReqId};
 pub use transports::registry;
-pub use worker::{Armed, Worker};
+pub use worker::{Armed, Worker, MAX_SLEEP};
 
 /// The crate `rucx-uct`.
 pub use rucx_uct as uct;

@@ -12,8 +12,8 @@ use rucx_shm::{AlignedBlock, Fifo, FifoConfig};
 fn fifo_message_rate() {
     for len in [8usize, 32, 100, 1024, 8192] {
         let cfg = FifoConfig::default();
-        let fifo = Fifo::new_in(AlignedBlock::zeroed_buffer(cfg.region_size().unwrap()), cfg)
-            .unwrap();
+        let fifo =
+            Fifo::new_in(AlignedBlock::zeroed_buffer(cfg.region_size().unwrap()), cfg).unwrap();
         let n = 5_000_000u64;
         let msg = vec![7u8; len];
         let t = Instant::now();

@@ -10,7 +10,7 @@ use crate::request::{Completion, Info, Kind, ReqId, Request};
 use crate::uct::{Iface, IfaceParams, Posted, Token};
 use crate::wireup::address::{IfaceEntry, WorkerAddress};
 use crate::{Ep, Error, Result};
-pub use wakeup::Armed;
+pub use wakeup::{Armed, MAX_SLEEP};
 
 /// A progress engine with its own ifaces, endpoints and requests.
 ///

@@ -8,6 +8,9 @@ use std::time::Duration;
 
 pub use crate::uct::Armed;
 
+/// Longest single sleep of [`Worker::wait_event`].
+pub const MAX_SLEEP: Duration = Duration::from_millis(500);
+
 /// The worker's epoll set, created on first use.
 #[derive(Debug, Default)]
 pub(crate) struct Wakeup {
@@ -59,10 +62,16 @@ impl Worker {
 
     /// Sleeps until an iface signals work or `timeout` passes, unless work
     /// is already pending. Returns at once if `arm` says busy.
+    ///
+    /// It also returns after at most [`MAX_SLEEP`]: some failures are only
+    /// found by looking (a shared-memory peer that died sends nothing), so
+    /// a caller that waits in a loop and progresses in between never sleeps
+    /// through them.
     pub fn wait_event(&mut self, timeout: Option<Duration>) -> Result<()> {
         if self.arm()? == Armed::Busy {
             return Ok(());
         }
+        let timeout = Some(timeout.map_or(MAX_SLEEP, |t| t.min(MAX_SLEEP)));
         let mut events = std::mem::take(&mut self.wake.events);
         let r = self.wake_set()?.wait(timeout, &mut events);
         self.wake.events = events;
