@@ -88,3 +88,42 @@ fn proto_info_prints_on_endpoint_creation() {
         "{err}"
     );
 }
+
+#[test]
+fn devices_list_shared_memory_transports() {
+    let out = info(&["-d"], &[]);
+    assert!(out.status.success());
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("Memory domain: shm"), "{text}");
+    // A transport's block: from its name to the next transport's.
+    let block = |tl: &str| -> Option<&str> {
+        let at = text.find(&format!("Transport: {tl}\n"))?;
+        let rest = &text[at + 1..];
+        Some(&text[at..at + 1 + rest.find("Transport: ").unwrap_or(rest.len())])
+    };
+    let posix = block("posix").unwrap_or_else(|| panic!("no posix in:\n{text}"));
+    assert!(
+        posix.contains("Device: memory") && posix.contains("Type: intra-node"),
+        "{posix}"
+    );
+    // It opened: its capabilities are listed, not a failure.
+    assert!(posix.contains("am_short: <= "), "{posix}");
+    match block("cma") {
+        Some(cma) => {
+            assert!(
+                cma.contains("Device: memory") && cma.contains("Type: intra-node"),
+                "{cma}"
+            );
+            assert!(cma.contains("capabilities:"), "{cma}");
+        }
+        // cma needs the kernel's cross-memory attach and a Yama policy
+        // that lets processes attach to their peers.
+        None => {
+            let why = "rucx-info -d lists no cma transport (cross-memory attach unavailable)";
+            if std::env::var("RUCX_REQUIRE_ALL").is_ok_and(|v| v == "1") {
+                panic!("required but unavailable: {why}\n{text}");
+            }
+            println!("skipped: {why}");
+        }
+    }
+}

@@ -140,3 +140,66 @@ pub(crate) fn skip_or_fail(why: &str) {
     }
     println!("skipped: {why}");
 }
+
+/// A context configured only by `vars` (full `RUCX_*` names); everything
+/// else takes its default, whatever the environment says.
+pub(crate) fn context_vars(vars: &[(&str, &str)]) -> Context {
+    let cfg = UcpConfig::from_lookup(|k| {
+        vars.iter()
+            .find(|(name, _)| *name == k)
+            .map(|(_, v)| v.to_string())
+    })
+    .expect("config");
+    Context::with_config(cfg).expect("context")
+}
+
+/// As [`spawn_child`], and also removes the variables `unset` from the
+/// child's environment, pipes its standard input (for the test to tell it
+/// when to go on), and pipes its standard error when `stderr` is set (to
+/// read its log).
+pub(crate) fn spawn_child_with(
+    name: &str,
+    env: &[(&str, String)],
+    unset: &[&str],
+    stderr: bool,
+) -> ChildGuard {
+    let exe = std::env::current_exe().expect("current_exe");
+    let mut cmd = Command::new(exe);
+    cmd.args([name, "--exact", "--nocapture", "--test-threads=1"])
+        .env("RUCX_TEST_ROLE", "child")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped());
+    if stderr {
+        cmd.stderr(Stdio::piped());
+    }
+    for k in unset {
+        cmd.env_remove(k);
+    }
+    for (k, v) in env {
+        cmd.env(k, v);
+    }
+    ChildGuard(cmd.spawn().expect("spawn child"))
+}
+
+/// Waits for `child` to exit, at most `secs` seconds.
+pub(crate) fn wait_exit(child: &mut ChildGuard, secs: u64) -> std::process::ExitStatus {
+    let deadline = Instant::now() + Duration::from_secs(secs);
+    loop {
+        if let Some(st) = child.try_wait().expect("wait child") {
+            return st;
+        }
+        assert!(Instant::now() < deadline, "child did not exit in {secs} s");
+        std::thread::sleep(Duration::from_millis(5));
+    }
+}
+
+/// In a child: sleeps until killed, or exits once its parent is gone.
+pub(crate) fn sleep_until_killed() -> ! {
+    let ppid = std::os::unix::process::parent_id();
+    loop {
+        std::thread::sleep(Duration::from_millis(50));
+        if std::os::unix::process::parent_id() != ppid {
+            std::process::exit(3);
+        }
+    }
+}

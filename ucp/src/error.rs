@@ -25,7 +25,7 @@ pub enum Error {
         capacity: usize,
     },
     /// The endpoint failed (peer died, connection reset, protocol error).
-    #[error("endpoint failed: {0}")]
+    #[error("{}", endpoint_text(.0))]
     Endpoint(Arc<ucs::Error>),
     /// A handle (endpoint, request) that is not, or no longer, valid.
     #[error("invalid handle")]
@@ -92,3 +92,12 @@ impl From<ConfigError> for Error {
 
 /// Result with [`Error`].
 pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+/// "endpoint failed: <why>", without saying it twice when the transport's
+/// error already is an endpoint failure.
+fn endpoint_text(e: &ucs::Error) -> String {
+    match e {
+        ucs::Error::EndpointFailed(why) => format!("endpoint failed: {why}"),
+        other => format!("endpoint failed: {other}"),
+    }
+}
