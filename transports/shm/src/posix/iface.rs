@@ -44,6 +44,8 @@ pub(crate) struct PosixIface {
     eps: Vec<Option<Ep>>,
     free_eps: Vec<u32>,
     pending_eps: Vec<u32>,
+    /// Spare list for `dispatch_pending` (no allocation per progress).
+    pending_scratch: Vec<u32>,
     /// Endpoint failures to report on the next progress.
     failed: VecDeque<(EpId, Error)>,
     peers: Vec<Option<Peer>>,
@@ -82,6 +84,7 @@ impl PosixIface {
             eps: Vec::new(),
             free_eps: Vec::new(),
             pending_eps: Vec::new(),
+            pending_scratch: Vec::new(),
             failed: VecDeque::new(),
             peers: Vec::new(),
             wake_tx: WakeTx::new()?,
@@ -168,8 +171,9 @@ impl PosixIface {
 
     fn dispatch_pending(&mut self, sink: &mut dyn AmSink) -> usize {
         let mut n = 0;
-        let mut keep = Vec::new();
-        for i in std::mem::take(&mut self.pending_eps) {
+        let mut keep = std::mem::take(&mut self.pending_scratch);
+        let list = std::mem::take(&mut self.pending_eps);
+        for &i in &list {
             let Some(Some(e)) = self.eps.get_mut(i as usize) else {
                 continue;
             };
@@ -190,6 +194,8 @@ impl PosixIface {
             e.in_pending_list = false;
         }
         self.pending_eps = keep;
+        self.pending_scratch = list;
+        self.pending_scratch.clear();
         n
     }
 }
@@ -356,12 +362,16 @@ impl Iface for PosixIface {
 
     fn progress(&mut self, sink: &mut dyn AmSink) -> usize {
         let mut n = self.rx.poll(sink, self.max_poll);
-        n += self.rx.reap_closed(sink);
         self.calls = self.calls.wrapping_add(1);
-        if self.calls % CLOCK_EVERY == 0 && self.last_check.elapsed() >= LIVENESS_PERIOD {
-            self.last_check = Instant::now();
-            n += self.rx.check_senders(sink);
-            self.check_peers();
+        if self.calls % CLOCK_EVERY == 0 {
+            // Closed senders and dead processes: looked for every
+            // CLOCK_EVERY calls, not on the message path.
+            n += self.rx.reap_closed(sink);
+            if self.last_check.elapsed() >= LIVENESS_PERIOD {
+                self.last_check = Instant::now();
+                n += self.rx.check_senders(sink);
+                self.check_peers();
+            }
         }
         if !self.failed.is_empty() {
             n += self.report_failed(sink);
