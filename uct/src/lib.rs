@@ -35,6 +35,7 @@
 //! rendezvous. No threads: an iface moves only when its `progress` runs.
 
 mod component;
+mod ep_table;
 mod iface;
 mod mem;
 pub mod perf;
@@ -45,6 +46,7 @@ pub mod testing;
 pub mod virt;
 
 pub use component::{Component, DeviceType, IfaceParams, MemoryDomain, TlResource};
+pub use ep_table::EpTable;
 pub use iface::{
     AmId, AmSink, Armed, Caps, ConnectMode, EpId, Iface, IfaceAttr, Iov, Posted, SrcId, Token,
     AM_ID_MAX,

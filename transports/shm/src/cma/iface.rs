@@ -7,8 +7,8 @@ use std::time::{Duration, Instant};
 
 use uct::ucs::{Error, Result};
 use uct::{
-    AmId, AmSink, Armed, Caps, ConnectMode, EpId, Iface, IfaceAttr, IfaceParams, Iov, PerfModel,
-    Posted, RemoteKey, Token,
+    AmId, AmSink, Armed, Caps, ConnectMode, EpId, EpTable, Iface, IfaceAttr, IfaceParams, Iov,
+    PerfModel, Posted, RemoteKey, Token,
 };
 
 use super::config::Limits;
@@ -65,10 +65,8 @@ pub(crate) struct CmaIface {
     /// This process.
     pub(super) me: ProcessId,
     iface_addr: [u8; PROCESS_ID_LEN],
-    /// Endpoint slots; an `EpId` is an index.
-    pub(super) eps: Vec<Option<Ep>>,
-    /// Empty slots.
-    free: Vec<u32>,
+    /// Endpoints.
+    pub(super) eps: EpTable<Ep>,
     /// Tokens of `pending_add`, handed back on the next progress.
     pending: VecDeque<(EpId, Token)>,
     /// Failed endpoints not yet reported.
@@ -120,8 +118,7 @@ impl CmaIface {
             dev_addr: *host.as_bytes(),
             me,
             iface_addr: me.encode(),
-            eps: Vec::new(),
-            free: Vec::new(),
+            eps: EpTable::new(),
             pending: VecDeque::new(),
             unreported: Vec::new(),
             last_sweep: Instant::now(),
@@ -146,8 +143,7 @@ impl CmaIface {
     pub(super) fn ep_mut(&mut self, ep: EpId) -> Result<&mut Ep> {
         let e = self
             .eps
-            .get_mut(ep.0 as usize)
-            .and_then(Option::as_mut)
+            .get_mut(ep)
             .ok_or_else(|| Error::InvalidParam(format!("cma: no endpoint {}", ep.0)))?;
         match &e.failed {
             Some(why) => Err(Error::EndpointFailed(why.clone())),
@@ -158,7 +154,7 @@ impl CmaIface {
     /// Fails endpoint `ep` (once; it is reported on the next progress) and
     /// returns the error its operations get from now on.
     pub(super) fn fail_ep(&mut self, ep: EpId, why: String) -> Error {
-        if let Some(Some(e)) = self.eps.get_mut(ep.0 as usize) {
+        if let Some(e) = self.eps.get_mut(ep) {
             if e.failed.is_none() {
                 tracing::debug!(ep = ep.0, peer = e.peer.pid, "{why}");
                 e.failed = Some(why.clone());
@@ -172,10 +168,10 @@ impl CmaIface {
     fn sweep(&mut self, now: Instant) {
         let mut known: Vec<(ProcessId, bool)> = Vec::new();
         let mut dead = Vec::new();
-        for (i, slot) in self.eps.iter_mut().enumerate() {
-            let Some(e) = slot.as_mut().filter(|e| e.failed.is_none()) else {
+        for (id, e) in self.eps.iter_mut() {
+            if e.failed.is_some() {
                 continue;
-            };
+            }
             let alive = match known.iter().find(|(p, _)| *p == e.peer) {
                 Some(&(_, alive)) => alive,
                 None => {
@@ -187,7 +183,7 @@ impl CmaIface {
             if alive {
                 e.seen = now;
             } else {
-                dead.push((EpId(i as u32), e.peer.pid));
+                dead.push((id, e.peer.pid));
             }
         }
         for (ep, pid) in dead {
@@ -261,29 +257,13 @@ impl Iface for CmaIface {
             seen: Instant::now(),
             failed: None,
         };
-        let id = match self.free.pop() {
-            Some(i) => {
-                self.eps[i as usize] = Some(ep);
-                i
-            }
-            None => {
-                let i = u32::try_from(self.eps.len())
-                    .map_err(|_| Error::NoMemory("cma: endpoint table full".into()))?;
-                self.eps.push(Some(ep));
-                i
-            }
-        };
-        Ok(EpId(id))
+        self.eps.insert(ep)
     }
 
     /// Nothing is ever in flight; pending tokens and an unreported failure
     /// of the endpoint are dropped.
     fn ep_destroy(&mut self, ep: EpId) {
-        let Some(slot) = self.eps.get_mut(ep.0 as usize) else {
-            return;
-        };
-        if slot.take().is_some() {
-            self.free.push(ep.0);
+        if self.eps.remove(ep).is_some() {
             self.pending.retain(|&(e, _)| e != ep);
             self.unreported.retain(|&e| e != ep);
         }
@@ -376,9 +356,9 @@ impl Iface for CmaIface {
         }
         let mut n = 0;
         for ep in std::mem::take(&mut self.unreported) {
-            if let Some(Some(Ep {
+            if let Some(Ep {
                 failed: Some(why), ..
-            })) = self.eps.get(ep.0 as usize)
+            }) = self.eps.get(ep)
             {
                 sink.ep_failed(ep, Error::EndpointFailed(why.clone()));
                 n += 1;

@@ -6,7 +6,7 @@ use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::{Duration, Instant};
 
 use uct::ucs::{Error, Result};
-use uct::{AmId, AmSink, Armed, EpId, Iface, IfaceAttr, IfaceParams, Iov, Posted, Token};
+use uct::{AmId, AmSink, Armed, EpId, EpTable, Iface, IfaceAttr, IfaceParams, Iov, Posted, Token};
 
 use super::addr::{IfaceAddr, IFACE_ADDR_LEN};
 use super::peer::Peer;
@@ -41,8 +41,7 @@ pub(crate) struct PosixIface {
     iface_addr: [u8; IFACE_ADDR_LEN],
     me: ProcessId,
     max_poll: usize,
-    eps: Vec<Option<Ep>>,
-    free_eps: Vec<u32>,
+    eps: EpTable<Ep>,
     pending_eps: Vec<u32>,
     /// Spare list for `dispatch_pending` (no allocation per progress).
     pending_scratch: Vec<u32>,
@@ -81,8 +80,7 @@ impl PosixIface {
             iface_addr: addr.encode(),
             me,
             max_poll: mm.max_poll.max(1) as usize,
-            eps: Vec::new(),
-            free_eps: Vec::new(),
+            eps: EpTable::new(),
             pending_eps: Vec::new(),
             pending_scratch: Vec::new(),
             failed: VecDeque::new(),
@@ -96,10 +94,7 @@ impl PosixIface {
     }
 
     fn ep(&self, ep: EpId) -> Result<&Ep> {
-        self.eps
-            .get(ep.0 as usize)
-            .and_then(Option::as_ref)
-            .ok_or_else(|| no_ep(ep))
+        self.eps.get(ep).ok_or_else(|| no_ep(ep))
     }
 
     /// The live peer of `ep`.
@@ -120,7 +115,7 @@ impl PosixIface {
 
     fn send(&mut self, ep: EpId, id: AmId, parts: &[&[u8]]) -> Result<Posted> {
         let wake = &self.wake_tx;
-        let e = self.eps.get(ep.0 as usize).and_then(Option::as_ref);
+        let e = self.eps.get(ep);
         let Some(e) = e else { return Err(no_ep(ep)) };
         let (peer_index, ep_failed) = (e.peer, e.failed);
         match self.peers.get_mut(peer_index).and_then(Option::as_mut) {
@@ -141,14 +136,11 @@ impl PosixIface {
                 continue;
             }
             let why = p.failed.clone().unwrap_or_default();
-            for (i, e) in self.eps.iter_mut().enumerate() {
-                let Some(e) = e else { continue };
+            for (id, e) in self.eps.iter_mut() {
                 if e.peer == pi && !e.failed {
                     e.failed = true;
-                    self.failed.push_back((
-                        EpId(i as u32),
-                        Error::EndpointFailed(format!("posix: {why}")),
-                    ));
+                    self.failed
+                        .push_back((id, Error::EndpointFailed(format!("posix: {why}"))));
                 }
             }
         }
@@ -159,7 +151,7 @@ impl PosixIface {
         while let Some((id, err)) = self.failed.pop_front() {
             sink.ep_failed(id, err);
             n += 1;
-            if let Some(Some(e)) = self.eps.get_mut(id.0 as usize) {
+            if let Some(e) = self.eps.get_mut(id) {
                 while let Some(t) = e.pending.pop_front() {
                     sink.pending_ready(id, t);
                     n += 1;
@@ -174,7 +166,7 @@ impl PosixIface {
         let mut keep = std::mem::take(&mut self.pending_scratch);
         let list = std::mem::take(&mut self.pending_eps);
         for &i in &list {
-            let Some(Some(e)) = self.eps.get_mut(i as usize) else {
+            let Some(e) = self.eps.get_mut(EpId(i)) else {
                 continue;
             };
             let ready = e.failed
@@ -267,26 +259,13 @@ impl Iface for PosixIface {
             in_pending_list: false,
             failed: false,
         };
-        let index = match self.free_eps.pop() {
-            Some(i) => {
-                self.eps[i as usize] = Some(ep);
-                i
-            }
-            None => {
-                let i = u32::try_from(self.eps.len())
-                    .map_err(|_| Error::NoMemory("posix: endpoint table full".into()))?;
-                self.eps.push(Some(ep));
-                i
-            }
-        };
-        Ok(EpId(index))
+        self.eps.insert(ep)
     }
 
     fn ep_destroy(&mut self, ep: EpId) {
-        let Some(e) = self.eps.get_mut(ep.0 as usize).and_then(Option::take) else {
+        let Some(e) = self.eps.remove(ep) else {
             return;
         };
-        self.free_eps.push(ep.0);
         self.pending_eps.retain(|&i| i != ep.0);
         self.failed.retain(|(id, _)| *id != ep);
         if let Some(slot) = self.peers.get_mut(e.peer) {
@@ -340,7 +319,7 @@ impl Iface for PosixIface {
 
     fn pending_add(&mut self, ep: EpId, token: Token) -> Result<()> {
         self.peer_of(ep)?;
-        let Some(Some(e)) = self.eps.get_mut(ep.0 as usize) else {
+        let Some(e) = self.eps.get_mut(ep) else {
             return Err(no_ep(ep));
         };
         e.pending.push_back(token);
