@@ -191,7 +191,8 @@ pub(crate) fn decode(word: u64, geom: &Geometry) -> Option<Ctl> {
     let len = (word >> LEN_SHIFT) as usize;
     let limit = match word & (INLINE | DESC | PAD) {
         INLINE => geom.max_inline(),
-        DESC => geom.desc_size,
+        // A FIFO without descriptors has no DESC messages.
+        DESC if geom.desc_size > 0 => geom.desc_size,
         PAD => 0,
         _ => return None,
     };
@@ -277,6 +278,8 @@ mod tests {
         assert_eq!(decode(encode(1, INLINE, 1, 0, 57), &g), None);
         assert_eq!(decode(encode(1, DESC, 1, 0, 129), &g), None);
         assert_eq!(decode(encode(1, PAD, 1, 0, 1), &g), None);
+        let no_desc = Geometry::new(64, 4, 2, 0).unwrap();
+        assert_eq!(decode(encode(1, DESC, 1, 0, 0), &no_desc), None);
         // Huge length, no place flag, two place flags, reserved bits.
         assert_eq!(decode(u64::MAX, &g), None);
         assert_eq!(decode(encode(1, 0, 1, 0, 8), &g), None);
