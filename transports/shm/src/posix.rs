@@ -41,6 +41,11 @@ pub(crate) use iface::PosixIface;
 
 use crate::fifo::FifoConfig;
 
+/// Bandwidth of one memcpy out of the cache of another core, bytes per
+/// second, for the performance model (`cargo test -p rucx-shm --release
+/// --test memcpy -- --ignored --nocapture` prints this host's figures).
+const MEMCPY_BANDWIDTH: f64 = 10e9;
+
 /// Transport name.
 pub(crate) const TL_NAME: &str = "posix";
 /// Device name.
@@ -123,7 +128,7 @@ fn iface_attr(fifo: &FifoConfig) -> IfaceAttr {
         model: PerfModel {
             latency: 80e-9,
             overhead: 10e-9,
-            bandwidth: crate::MEMCPY_BANDWIDTH / 2.0,
+            bandwidth: MEMCPY_BANDWIDTH / 2.0,
         },
         connect: ConnectMode::ToIface,
     }
