@@ -44,7 +44,7 @@ pub enum Error {
     Unsupported(String),
     /// A `RUCX_*` variable could not be parsed.
     #[error(transparent)]
-    Config(ConfigError),
+    Config(Arc<ConfigError>),
     /// A transport failed outside any endpoint (e.g. opening an iface).
     #[error("transport error: {0}")]
     Transport(Arc<ucs::Error>),
@@ -86,7 +86,7 @@ impl Error {
 
 impl From<ConfigError> for Error {
     fn from(e: ConfigError) -> Error {
-        Error::Config(e)
+        Error::Config(Arc::new(e))
     }
 }
 

@@ -324,7 +324,7 @@ impl Core {
         } = u;
         self.give_spare(data);
         self.deferred.acks.extend(ack);
-        if let Some((to, kind)) = rts {
+        if let Some((to, kind)) = rts.map(|b| *b) {
             return Ok(self.rts_matched(id, utag, total, to, kind));
         }
         match key {

@@ -484,7 +484,7 @@ impl Core {
             self.fail_send(id, Error::InvalidHandle);
             return Step::Failed;
         };
-        let memh = match have {
+        let memh = match have.map(|b| *b) {
             Some((_, m)) => m,
             // SAFETY: the buffer stays valid and unmodified until the
             // request completes (its tier's contract), and completing it
@@ -513,7 +513,7 @@ impl Core {
             ..
         }) = self.reqs.get_mut(id)
         {
-            s.memh = Some((mdi, memh.clone()));
+            s.memh = Some(Box::new((mdi, memh.clone())));
         }
         let (t, r, l, a) = (
             tag.to_le_bytes(),

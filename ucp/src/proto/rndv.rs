@@ -60,7 +60,7 @@ impl Core {
                     received: 0,
                     key: None,
                     ack: None,
-                    rts: Some((to, kind)),
+                    rts: Some(Box::new((to, kind))),
                 },
             );
         }

@@ -147,7 +147,7 @@ impl Core {
             (Ok((memh, key)), Some(mdi)) => {
                 let addr = memh.addr as u64;
                 if let Some(r) = self.recv_state(req) {
-                    r.memh = Some((mdi, memh));
+                    r.memh = Some(Box::new((mdi, memh)));
                 }
                 let mut d = Vec::with_capacity(wire::RTR_PUT_HDR + key.len());
                 for v in [to.sreq, req.to_u64(), addr, len as u64] {

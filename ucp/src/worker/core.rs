@@ -61,7 +61,9 @@ pub(crate) struct Unexp {
     /// Acknowledge to the sender when matched (synchronous send).
     pub(crate) ack: Option<AckTo>,
     /// A rendezvous request to send: no data yet; answer when matched.
-    pub(crate) rts: Option<(AckTo, Rts)>,
+    /// Boxed: rare, and large next to an eager message's fields, which
+    /// move with every unexpected message.
+    pub(crate) rts: Option<Box<(AckTo, Rts)>>,
 }
 
 /// What a matched rendezvous request to send asks of the receiver.
@@ -324,7 +326,7 @@ impl Core {
             Kind::Recv(r) => r.memh.take(),
             _ => None,
         };
-        if let Some((mdi, memh)) = memh {
+        if let Some((mdi, memh)) = memh.map(|b| *b) {
             if let Some(md) = self.ctx.md(mdi) {
                 if let Err(e) = md.mem_dereg(&memh) {
                     tracing::warn!("deregistering a rendezvous buffer: {e}");

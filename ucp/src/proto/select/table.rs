@@ -100,6 +100,9 @@ pub struct SelectionTable {
     /// Never empty; first starts at 0, last ends at `usize::MAX`, each
     /// starts one after the previous ends.
     pub(crate) choices: Vec<Choice>,
+    /// `choices[i].end`, densely, for `lookup` (a message's first cache
+    /// line holds the whole search).
+    ends: Box<[usize]>,
     pub(crate) notes: Vec<Note>,
 }
 
@@ -108,8 +111,14 @@ impl SelectionTable {
     /// of ranges, no allocation.
     #[inline]
     pub fn lookup(&self, size: usize) -> &Choice {
-        let i = self.choices.partition_point(|c| c.end < size);
-        // The last range ends at usize::MAX, so i < len.
+        // Tables have a handful of ranges: a scan of the dense ends beats a
+        // binary search over the wide entries. The last range ends at
+        // usize::MAX, so a range is always found.
+        let i = self
+            .ends
+            .iter()
+            .position(|&end| size <= end)
+            .unwrap_or(self.choices.len() - 1);
         &self.choices[i]
     }
 
@@ -269,10 +278,11 @@ pub fn select(lanes: &EpLanes, cfg: &SelectConfig, op: Op) -> Result<SelectionTa
                 .unwrap_or_default(),
             cost: p.f,
         })
-        .collect();
+        .collect::<Vec<Choice>>();
     Ok(SelectionTable {
         op,
         lane_names: lanes.lanes.iter().map(|l| l.name.clone()).collect(),
+        ends: choices.iter().map(|c| c.end).collect(),
         choices,
         notes,
     })
