@@ -290,6 +290,17 @@ impl Core {
         mask: u64,
         op: Op,
     ) -> Result<RecvStarted> {
+        // Fast path: a whole eager message is already here. Take it without
+        // creating a request (what `post` would match first anyway).
+        if self.matcher.unexpected_len() > 0 {
+            if let Some((uid, _, u)) = self.matcher.probe(tag, mask) {
+                if u.rts.is_none() && u.received == u.total {
+                    if let Some(u) = self.matcher.take_unexpected(uid) {
+                        return self.take_whole(buf, u);
+                    }
+                }
+            }
+        }
         let id = self
             .reqs
             .insert(Request::new(Kind::Recv(RecvState::new(buf)), op));
@@ -302,6 +313,22 @@ impl Core {
             }
             PostOutcome::Matched { msg: u, .. } => self.start_matched(id, buf, u),
         }
+    }
+
+    /// A receive into `buf`, with no request yet, takes the whole
+    /// unexpected message `u`.
+    fn take_whole(&mut self, buf: RecvBuf, u: Unexp) -> Result<RecvStarted> {
+        buf.write(0, &u.data);
+        let (tag, total) = (u.tag, u.total);
+        self.deferred.acks.extend(u.ack);
+        self.give_spare(u.data);
+        if total > buf.capacity() {
+            return Err(Error::Truncated {
+                length: total,
+                capacity: buf.capacity(),
+            });
+        }
+        Ok(RecvStarted::Done(Info { tag, length: total }))
     }
 
     /// Receive `id` (just created, into `buf`) takes unexpected message
