@@ -220,7 +220,7 @@ impl std::fmt::Debug for Core {
 /// whose traffic goes through shared memory. Anything it finds makes it
 /// hot again; an endpoint on it keeps it hot.
 const COLD_AFTER: u32 = 256;
-const COLD_POLL_EVERY: u32 = 16;
+const COLD_POLL_EVERY: u32 = 256;
 
 /// Unexpected buffers kept for reuse, and the largest kept.
 const SPARE_MAX: usize = 64;
