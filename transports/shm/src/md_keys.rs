@@ -48,6 +48,7 @@ pub(crate) static REGS: RegTable = RegTable::new(MD_NAME);
 /// VM): `register` about 65 ns each while the table grows to 200k live
 /// entries, `deregister` about 12 ns; `register` + `pack` (which asks the
 /// kernel for the pid and allocates the key) + `deregister` about 210 ns.
+#[cfg_attr(all(loom, test), allow(dead_code))]
 pub(crate) const REG_COST: RegCost = RegCost { c0: 65e-9, c1: 0.0 };
 
 /// Layout of a packed key; version 1.
