@@ -181,6 +181,37 @@ fn truncation_is_an_error_not_an_overflow() {
     assert!(guard[..16].iter().all(|&x| x == 0xEE));
 }
 
+/// A small eager message that finds its receive already posted (the
+/// receive's fast path) and is longer than it: the receive fails with
+/// `Truncated`, gets the first bytes, and nothing past its end is written.
+#[test]
+fn posted_small_receive_truncates() {
+    let (mut a, mut b, ab, _) = pair("posix");
+    let mut backing = [0xEEu8; 32];
+    // SAFETY: `backing` outlives the receive, which completes below.
+    let posted = unsafe { b.tag_recv_raw(backing.as_mut_ptr(), 8, 5, TAG_MASK_ALL, Op::new()) }
+        .expect("recv");
+    let Posted::InFlight(id) = posted else {
+        panic!("nothing was sent yet: the receive must wait");
+    };
+    let out: Vec<u8> = (1..=24).collect();
+    // SAFETY: `out` outlives the send, which completes at once.
+    let s = unsafe { a.tag_send_raw(ab, out.as_ptr(), out.len(), 5, Op::new()) }.expect("send");
+    assert!(matches!(s, Posted::Done(..)));
+    let r = loop {
+        if let Some(r) = b.request_test(id) {
+            break r;
+        }
+        b.progress();
+    };
+    match r {
+        Err(Error::Truncated { length, capacity }) => assert_eq!((length, capacity), (24, 8)),
+        other => panic!("expected truncation, got {other:?}"),
+    }
+    assert_eq!(&backing[..8], &out[..8]);
+    assert!(backing[8..].iter().all(|&x| x == 0xEE));
+}
+
 #[test]
 fn completion_queue_and_callbacks() {
     let (mut a, mut b, ab, _) = pair("tcp");

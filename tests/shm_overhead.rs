@@ -2,7 +2,9 @@
 //! both workers in one thread (no second core, no cache-line transfers):
 //! what the protocol and transport code cost per message, apart from the
 //! memory system. Run with `cargo test --release --test shm_overhead --
-//! --ignored --nocapture`; it prints figures and asserts nothing about them.
+//! --ignored --nocapture --test-threads=1` (alone on the machine: the two
+//! tests would share its cores); it prints figures and asserts nothing about
+//! them.
 
 mod common;
 
@@ -60,5 +62,87 @@ fn posix_message_software_cost() {
             best = best.min(t.elapsed().as_secs_f64());
         }
         println!("{label}: {:.1} ns per message", best * 1e9 / f64::from(n));
+    }
+}
+
+/// The two halves apart, in windows of 32 as `tag_bw` runs them: the
+/// sender's cost per message (32 sends), then the receiver's (32 receives
+/// posted, progress until all are done).
+#[test]
+#[ignore = "measurement; prints nanoseconds per message"]
+fn posix_message_cost_by_side() {
+    const WINDOW: usize = 32;
+    let ctx = context("posix");
+    let mut a = ctx.create_worker().expect("worker a");
+    let mut b = ctx.create_worker().expect("worker b");
+    let ep = a.connect(&b.address()).expect("connect");
+    let src = [7u8; 8];
+    let mut dst = [[0u8; 8]; WINDOW];
+    for posted_first in [true, false] {
+        let rounds = 60_000u32;
+        let (mut send_ns, mut recv_ns) = (f64::MAX, f64::MAX);
+        for _ in 0..3 {
+            let (mut ts, mut tr) = (0f64, 0f64);
+            for _ in 0..rounds {
+                let mut ids = Vec::with_capacity(WINDOW);
+                let mut post = |b: &mut rucx::ucp::Worker, ids: &mut Vec<_>| {
+                    let t = Instant::now();
+                    for d in dst.iter_mut() {
+                        // SAFETY: `dst` outlives every receive, all of which
+                        // complete before the next round.
+                        let r = unsafe {
+                            b.tag_recv_raw(d.as_mut_ptr(), 8, 1, u64::MAX, Default::default())
+                        }
+                        .expect("recv");
+                        if let Posted::InFlight(id) = r {
+                            ids.push(id);
+                        }
+                    }
+                    t.elapsed().as_secs_f64()
+                };
+                if posted_first {
+                    tr += post(&mut b, &mut ids);
+                }
+                let t = Instant::now();
+                for _ in 0..WINDOW {
+                    // SAFETY: `src` outlives the send; 8 bytes go out at once.
+                    let s = unsafe { a.tag_send_raw(ep, src.as_ptr(), 8, 1, Default::default()) }
+                        .expect("send");
+                    assert!(matches!(s, Posted::Done(..)), "small send finishes at once");
+                }
+                ts += t.elapsed().as_secs_f64();
+                let t = Instant::now();
+                if !posted_first {
+                    let mut got = 0;
+                    while got < WINDOW {
+                        got += b.progress();
+                    }
+                }
+                tr += t.elapsed().as_secs_f64();
+                if !posted_first {
+                    tr += post(&mut b, &mut ids);
+                }
+                let t = Instant::now();
+                for id in ids {
+                    loop {
+                        if let Some(r) = b.request_test(id) {
+                            r.expect("receive");
+                            break;
+                        }
+                        b.progress();
+                    }
+                }
+                tr += t.elapsed().as_secs_f64();
+            }
+            let per = f64::from(rounds) * WINDOW as f64;
+            send_ns = send_ns.min(ts * 1e9 / per);
+            recv_ns = recv_ns.min(tr * 1e9 / per);
+        }
+        let label = if posted_first {
+            "receives posted first"
+        } else {
+            "messages first"
+        };
+        println!("{label}: send {send_ns:.1} ns, receive {recv_ns:.1} ns per message");
     }
 }

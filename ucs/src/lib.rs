@@ -17,6 +17,7 @@
 //! transport and no message format.
 
 pub mod config;
+pub mod copy;
 pub mod error;
 pub mod hash;
 pub mod log;

@@ -84,22 +84,32 @@ impl<T> Slab<T> {
 
     /// Inserts `value` and returns its id. Reuses a free slot if any.
     pub fn insert(&mut self, value: T) -> SlabId {
-        self.len += 1;
-        if self.free != NIL {
+        self.insert_with(|_| value)
+    }
+
+    /// Inserts the value `make` builds, given the id it will have. Inlined
+    /// with `make`, the value is built in its slot rather than moved there
+    /// (what matters for large entries on a hot path).
+    #[inline(always)]
+    pub fn insert_with(&mut self, make: impl FnOnce(SlabId) -> T) -> SlabId {
+        let index = if self.free != NIL {
             let index = self.free;
-            let e = &mut self.entries[index as usize];
-            if let Slot::Free { next } = e.slot {
+            if let Slot::Free { next } = self.entries[index as usize].slot {
                 self.free = next;
             }
-            e.slot = Slot::Used(value);
-            return SlabId { index, gen: e.gen };
-        }
-        let index = self.entries.len() as u32;
-        self.entries.push(Entry {
-            gen: 0,
-            slot: Slot::Used(value),
-        });
-        SlabId { index, gen: 0 }
+            index
+        } else {
+            self.entries.push(Entry {
+                gen: 0,
+                slot: Slot::Free { next: NIL },
+            });
+            (self.entries.len() - 1) as u32
+        };
+        let e = &mut self.entries[index as usize];
+        let id = SlabId { index, gen: e.gen };
+        e.slot = Slot::Used(make(id));
+        self.len += 1;
+        id
     }
 
     /// The entry named by `id`, if it is still there.
@@ -138,6 +148,26 @@ impl<T> Slab<T> {
             Slot::Used(v) => Some(v),
             Slot::Free { .. } => None,
         }
+    }
+
+    /// Runs `f` on the entry named by `id`; when it returns `Some`, the
+    /// entry is removed (dropped in its slot, not moved out) and that value
+    /// returned. `None` if the entry is not there or `f` keeps it.
+    #[inline]
+    pub fn take_map<R>(&mut self, id: SlabId, f: impl FnOnce(&mut T) -> Option<R>) -> Option<R> {
+        let e = self.entries.get_mut(id.index as usize)?;
+        if e.gen != id.gen {
+            return None;
+        }
+        let Slot::Used(v) = &mut e.slot else {
+            return None;
+        };
+        let out = f(v)?;
+        e.slot = Slot::Free { next: self.free };
+        e.gen = e.gen.wrapping_add(1);
+        self.free = id.index;
+        self.len -= 1;
+        Some(out)
     }
 
     /// Ids and entries, in slot order.
@@ -186,5 +216,22 @@ mod tests {
         assert_eq!(s.get(SlabId::from_u64(u64::MAX)), None);
         let ids: Vec<_> = s.iter().map(|(_, v)| *v).collect();
         assert_eq!(ids, vec!["c", "b"]);
+    }
+
+    #[test]
+    fn insert_with_sees_its_id_and_take_map_removes_on_some() {
+        let mut s = Slab::new();
+        let a = s.insert_with(|id| (id, String::from("a")));
+        assert_eq!(s.get(a).map(|v| v.0), Some(a));
+        assert_eq!(s.take_map(a, |_| None::<()>), None, "kept");
+        assert_eq!(s.len(), 1);
+        let got = s.take_map(a, |v| Some(std::mem::take(&mut v.1)));
+        assert_eq!(got.as_deref(), Some("a"));
+        assert_eq!(s.len(), 0);
+        assert!(s.get(a).is_none());
+        assert_eq!(s.take_map(a, |_| Some(())), None, "stale id");
+        let b = s.insert_with(|id| (id, String::from("b")));
+        assert_eq!(b.index(), a.index());
+        assert_ne!(b, a);
     }
 }

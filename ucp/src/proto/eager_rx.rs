@@ -16,7 +16,7 @@ use super::wire::{
 };
 use super::FragKey;
 use crate::request::buf::RecvBuf;
-use crate::request::{Info, Kind, Op, RecvState, Request};
+use crate::request::{Info, Kind, Notify, Op, RecvState, Request};
 use crate::tag::PostOutcome;
 use crate::ucs::slab::SlabId;
 use crate::ucs::PeerMisbehaved;
@@ -90,6 +90,36 @@ impl Core {
     /// A whole message arrived.
     fn rx_whole(&mut self, tag: u64, payload: &[u8], ack: Option<AckTo>) {
         if let Some(req) = self.matcher.arrive(tag) {
+            self.deferred.acks.extend(ack);
+            // A polled receive that nobody released: the whole message
+            // finishes it here, in one lookup (what `finish_recv` and
+            // `complete` do for it, none of their rendezvous cleanup
+            // applying to an eager receive).
+            if let Some(Request {
+                kind: Kind::Recv(r),
+                notify: Notify::Poll | Notify::Scope,
+                result,
+                detached: false,
+                ..
+            }) = self.reqs.get_mut(req)
+            {
+                let n = payload.len();
+                r.post = None;
+                r.tag = tag;
+                r.total = n;
+                r.received = n;
+                r.buf.write(0, payload);
+                let cap = r.buf.capacity();
+                *result = Some(if n > cap {
+                    Err(Error::Truncated {
+                        length: n,
+                        capacity: cap,
+                    })
+                } else {
+                    Ok(Info { tag, length: n })
+                });
+                return;
+            }
             if let Some(r) = self.recv_state(req) {
                 r.post = None;
                 r.tag = tag;
@@ -97,7 +127,6 @@ impl Core {
                 r.buf.write(0, payload);
                 r.received = payload.len();
             }
-            self.deferred.acks.extend(ack);
             self.finish_recv(req);
         } else {
             let mut v = self.take_spare(payload.len());
@@ -290,9 +319,20 @@ impl Core {
         mask: u64,
         op: Op,
     ) -> Result<RecvStarted> {
-        // Fast path: a whole eager message is already here. Take it without
-        // creating a request (what `post` would match first anyway).
-        if self.matcher.unexpected_len() > 0 {
+        if self.matcher.unexpected_len() == 0 {
+            // Nothing to match: the receive is queued, its request built in
+            // its slot with the queue position already in it.
+            let matcher = &mut self.matcher;
+            let id = self.reqs.insert_with(|id| {
+                let mut r = RecvState::new(buf);
+                r.post = Some(matcher.post_expected(tag, mask, id));
+                Request::new(Kind::Recv(r), op)
+            });
+            return Ok(RecvStarted::InFlight(id));
+        }
+        // A whole eager message is already here: take it without creating
+        // a request (what `post` would match first anyway).
+        {
             if let Some((uid, _, u)) = self.matcher.probe(tag, mask) {
                 if u.rts.is_none() && u.received == u.total {
                     if let Some(u) = self.matcher.take_unexpected(uid) {

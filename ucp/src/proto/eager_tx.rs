@@ -171,7 +171,10 @@ impl Core {
         op: Op,
     ) -> Result<Started> {
         let sync = op.sync;
-        let st = self.eps.get(ep).ok_or(Error::InvalidHandle)?;
+        // (`ok_or` would build and drop an `Error` on every call.)
+        let Some(st) = self.eps.get(ep) else {
+            return Err(Error::InvalidHandle);
+        };
         if let Some(e) = &st.failed {
             return Err(e.clone());
         }

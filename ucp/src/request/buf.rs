@@ -87,7 +87,7 @@ impl RecvBuf {
             // SAFETY: destination in bounds by the checks above and
             // exclusively ours by the constructor's contract; `data` is a
             // live slice that cannot overlap memory lent to the request.
-            unsafe { std::ptr::copy_nonoverlapping(data.as_ptr(), self.ptr.add(offset), n) };
+            unsafe { crate::ucs::copy::copy_small(data.as_ptr(), self.ptr.add(offset), n) };
         }
         n
     }

@@ -178,6 +178,17 @@ impl<R, U> TagMatcher<R, U> {
         PostOutcome::Queued(PostId { index, gen })
     }
 
+    /// Queues receive `req` as expected without looking at the unexpected
+    /// messages: only for when there are none
+    /// ([`unexpected_len`](Self::unexpected_len) is 0), where it is what
+    /// [`post`](Self::post) does.
+    #[inline]
+    pub fn post_expected(&mut self, tag: u64, mask: u64, req: R) -> PostId {
+        debug_assert_eq!(self.unexpected.len(), 0);
+        let (index, gen) = self.expected.post(tag, mask, req);
+        PostId { index, gen }
+    }
+
     /// A message tagged `tag` arrived: removes and returns the oldest
     /// posted receive that matches it, or `None` (then queue the message
     /// with [`push_unexpected`](Self::push_unexpected)).

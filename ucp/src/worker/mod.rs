@@ -276,11 +276,15 @@ impl Worker {
     /// `None` while in flight; `Some(Err(InvalidHandle))` if `id` is not a
     /// request of this worker (any more).
     pub fn request_test(&mut self, id: ReqId) -> Option<Result<Info>> {
-        let Some(r) = self.core.reqs.get(id.0) else {
+        let mut found = false;
+        let out = self.core.reqs.take_map(id.0, |r| {
+            found = true;
+            r.result.take()
+        });
+        if !found {
             return Some(Err(Error::InvalidHandle));
-        };
-        r.result.as_ref()?;
-        self.core.reqs.remove(id.0).and_then(|r| r.result)
+        }
+        out
     }
 
     /// Whether request `id` is still in flight.

@@ -123,11 +123,7 @@ impl Region {
             // caller's contract, and a caller's slice cannot overlap the
             // region it is not handed.
             unsafe {
-                std::ptr::copy_nonoverlapping(
-                    part.as_ptr(),
-                    self.base.as_ptr().add(off),
-                    part.len(),
-                );
+                uct::ucs::copy::copy_small(part.as_ptr(), self.base.as_ptr().add(off), part.len());
             }
             off += part.len();
         }
