@@ -146,3 +146,28 @@ fn posix_message_cost_by_side() {
         println!("{label}: send {send_ns:.1} ns, receive {recv_ns:.1} ns per message");
     }
 }
+
+/// One empty `progress` call of a worker with a shared-memory endpoint: the
+/// step of the polling loop a latency test spins in.
+#[test]
+#[ignore = "measurement; prints nanoseconds per call"]
+fn empty_progress_cost() {
+    let ctx = context("shm");
+    let mut a = ctx.create_worker().expect("worker a");
+    let mut b = ctx.create_worker().expect("worker b");
+    let _ep = a.connect(&b.address()).expect("connect");
+    let _back = b.connect(&a.address()).expect("connect back");
+    let n = 20_000_000u32;
+    let mut best = f64::MAX;
+    for _ in 0..3 {
+        let t = Instant::now();
+        for _ in 0..n {
+            std::hint::black_box(a.progress());
+        }
+        best = best.min(t.elapsed().as_secs_f64());
+    }
+    println!(
+        "empty progress: {:.1} ns per call",
+        best * 1e9 / f64::from(n)
+    );
+}

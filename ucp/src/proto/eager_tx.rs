@@ -175,11 +175,21 @@ impl Core {
         let Some(st) = self.eps.get(ep) else {
             return Err(Error::InvalidHandle);
         };
+        let len = buf.len();
+        if len < st.short_end && !sync && st.failed.is_none() && st.queue.is_empty() {
+            // Fast path: eager short, nothing queued ahead of it.
+            match ifaces[st.iface].am_short(st.uct_ep, AM_EAGER_ONLY, tag, buf.slice(0, len)) {
+                Ok(Posted::Done) | Ok(Posted::InFlight) => {
+                    return Ok(Started::Done(Info { tag, length: len }))
+                }
+                Ok(Posted::NoResource) => {}
+                Err(e) => return Err(Error::endpoint(e)),
+            }
+        }
         if let Some(e) = &st.failed {
             return Err(e.clone());
         }
         let (iface_idx, uct_ep, cfg) = (st.iface, st.uct_ep, st.cfg);
-        let len = buf.len();
         let proto = st.tables[usize::from(sync)].lookup(len).proto;
         let plan = Plan::of(proto, &cfg, len, sync);
         let single = plan.single;

@@ -131,6 +131,7 @@ impl Core {
             waiting: false,
             failed: None,
             remote_uuid: addr.uuid,
+            short_end: tables[0].short_end(cfg.max_short),
             tables,
         });
         for &(i, e) in &lanes {

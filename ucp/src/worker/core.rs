@@ -48,6 +48,9 @@ pub(crate) struct EpState {
     pub(crate) remote_uuid: u64,
     /// Protocol by message size: tag send, synchronous tag send.
     pub(crate) tables: [Arc<SelectionTable>; 2],
+    /// Tag sends shorter than this go out with eager short
+    /// (`tables[0].short_end`): the fast path needs no lookup.
+    pub(crate) short_end: usize,
 }
 
 /// A message that arrived before a matching receive was posted.
@@ -473,17 +476,21 @@ impl Core {
     }
 
     pub(crate) fn has_deferred(&self) -> bool {
-        !self.deferred.ready.is_empty()
-            || !self.deferred.failed.is_empty()
-            || !self.deferred.wireups.is_empty()
-            || !self.deferred.acks.is_empty()
-            || !self.deferred.rtrs_out.is_empty()
-            || !self.deferred.rtrs_in.is_empty()
-            || !self.deferred.gets.is_empty()
-            || !self.deferred.get_done.is_empty()
-            || !self.deferred.rtrs_put_out.is_empty()
-            || !self.deferred.rtrs_put_in.is_empty()
-            || !self.deferred.atps.is_empty()
+        // One OR of the lengths rather than a branch per queue: this runs
+        // on every progress call. (`get_errors` is read with `get_done`.)
+        let d = &self.deferred;
+        (d.ready.len()
+            | d.failed.len()
+            | d.wireups.len()
+            | d.acks.len()
+            | d.rtrs_out.len()
+            | d.rtrs_in.len()
+            | d.gets.len()
+            | d.get_done.len()
+            | d.rtrs_put_out.len()
+            | d.rtrs_put_in.len()
+            | d.atps.len())
+            != 0
     }
 }
 

@@ -122,6 +122,16 @@ impl SelectionTable {
         &self.choices[i]
     }
 
+    /// Sizes below this bound take eager short (with at most `max_short`
+    /// bytes of payload); 0 if no size does. What the send fast path tests
+    /// instead of a lookup.
+    pub fn short_end(&self, max_short: usize) -> usize {
+        match self.choices.first() {
+            Some(c) if c.proto == ProtocolId::EagerShort => c.end.min(max_short).saturating_add(1),
+            _ => 0,
+        }
+    }
+
     /// The ranges, in order.
     pub fn choices(&self) -> &[Choice] {
         &self.choices
