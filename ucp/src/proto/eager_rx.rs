@@ -323,10 +323,22 @@ impl Core {
             // Nothing to match: the receive is queued, its request built in
             // its slot with the queue position already in it.
             let matcher = &mut self.matcher;
+            // Only these two fields of `op` matter to a receive. A polled
+            // one (the common case) is rebuilt rather than copied: the
+            // caller has just stored `op` piecewise, and a wide copy of it
+            // would wait on those stores (a store-forwarding stall).
+            let Op {
+                user_data, notify, ..
+            } = op;
+            #[allow(clippy::needless_match)] // not needless: see above
+            let notify = match notify {
+                Notify::Poll => Notify::Poll,
+                other => other,
+            };
             let id = self.reqs.insert_with(|id| {
                 let mut r = RecvState::new(buf);
                 r.post = Some(matcher.post_expected(tag, mask, id));
-                Request::new(Kind::Recv(r), op)
+                Request::with_notify(Kind::Recv(r), notify, user_data)
             });
             return Ok(RecvStarted::InFlight(id));
         }

@@ -274,10 +274,16 @@ pub(crate) struct Request {
 
 impl Request {
     pub(crate) fn new(kind: Kind, op: Op) -> Request {
+        Request::with_notify(kind, op.notify, op.user_data)
+    }
+
+    /// A request notifying as `notify`, with the caller's `user_data`.
+    #[inline]
+    pub(crate) fn with_notify(kind: Kind, notify: Notify, user_data: u64) -> Request {
         Request {
             kind,
-            notify: op.notify,
-            user_data: op.user_data,
+            notify,
+            user_data,
             result: None,
             owner: None,
             detached: false,

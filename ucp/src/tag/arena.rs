@@ -207,6 +207,25 @@ impl<M, T> Arena<M, T> {
         Some(val)
     }
 
+    /// As [`Arena::remove`] for a `Copy` payload: the value is read and the
+    /// slot cleared in place. (`Option::take` builds the `None` in a
+    /// temporary and copies it over, a store-forwarding stall on the tag
+    /// matcher's hottest line.)
+    #[inline]
+    pub(super) fn remove_copy(&mut self, i: u32) -> Option<T>
+    where
+        T: Copy,
+    {
+        let s = &mut self.slots[i as usize];
+        let val = s.val?;
+        s.val = None;
+        s.gen = s.gen.wrapping_add(1);
+        s.next_free = self.free;
+        self.free = i;
+        self.len -= 1;
+        Some(val)
+    }
+
     /// Indices of live slots, in slot order.
     pub(super) fn live(&self) -> impl Iterator<Item = u32> + '_ {
         self.slots

@@ -31,7 +31,7 @@ pub(super) struct Expected<R> {
     next_seq: u64,
 }
 
-impl<R> Expected<R> {
+impl<R: Copy> Expected<R> {
     pub(super) fn new(hash: BucketHash) -> Self {
         Expected {
             arena: Arena::new(),
@@ -111,7 +111,7 @@ impl<R> Expected<R> {
         } else {
             self.buckets[bucket].unlink(&mut self.arena, best, link);
         }
-        self.arena.remove(best)
+        self.arena.remove_copy(best)
     }
 
     /// Removes the receive `(i, gen)` if it is still queued.
@@ -120,7 +120,7 @@ impl<R> Expected<R> {
             return None;
         }
         self.unlink(i);
-        self.arena.remove(i)
+        self.arena.remove_copy(i)
     }
 
     fn unlink(&mut self, i: u32) {
@@ -144,7 +144,7 @@ impl<R> Expected<R> {
         let mut out = Vec::with_capacity(order.len());
         for (_, i) in order {
             self.unlink(i);
-            out.extend(self.arena.remove(i));
+            out.extend(self.arena.remove_copy(i));
         }
         out
     }

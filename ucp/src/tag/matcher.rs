@@ -103,7 +103,7 @@ pub struct TagMatcher<R, U> {
     unexpected: Unexpected<U>,
 }
 
-impl<R, U> fmt::Debug for TagMatcher<R, U> {
+impl<R: Copy, U> fmt::Debug for TagMatcher<R, U> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("TagMatcher")
             .field("expected", &self.expected_len())
@@ -112,13 +112,13 @@ impl<R, U> fmt::Debug for TagMatcher<R, U> {
     }
 }
 
-impl<R, U> Default for TagMatcher<R, U> {
+impl<R: Copy, U> Default for TagMatcher<R, U> {
     fn default() -> Self {
         Self::new()
     }
 }
 
-impl<R, U> TagMatcher<R, U> {
+impl<R: Copy, U> TagMatcher<R, U> {
     /// An empty matcher with 1024 hash buckets per queue.
     pub fn new() -> Self {
         Self::with_bits(DEFAULT_BUCKET_BITS)
