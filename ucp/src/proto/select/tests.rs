@@ -369,3 +369,40 @@ proptest! {
         }
     }
 }
+
+/// `short_end` is exactly the bound of the sizes a lookup sends with eager
+/// short within the transport's `max_short` (what the send fast path uses
+/// in place of the lookup).
+#[test]
+fn short_end_matches_lookup() {
+    let mut copy_first = tcp(true);
+    copy_first.reg_cost = Linear::new(1e-6, 0.0);
+    let tables = [
+        table(vec![tcp(true)], &SelectConfig::default(), Op::TagSend),
+        table(vec![self_like()], &SelectConfig::default(), Op::TagSend),
+        table(
+            vec![copy_first],
+            &with(|c| c.bcopy_thresh = MemUnits::Bytes(1000)),
+            Op::TagSend,
+        ),
+        table(
+            vec![tcp(true)],
+            &with(|c| c.rndv_thresh = MemUnits::Bytes(0)),
+            Op::TagSend,
+        ),
+    ];
+    for t in &tables {
+        for max_short in [0usize, 1, 100, 999, 8184, usize::MAX] {
+            let end = t.short_end(max_short);
+            let short = |s: usize| s <= max_short && t.lookup(s).proto == ProtocolId::EagerShort;
+            let probes = (0..=10_000).chain([end.saturating_sub(1), end, end.saturating_add(1)]);
+            for s in probes {
+                assert_eq!(
+                    s < end,
+                    short(s),
+                    "size {s}, max_short {max_short}, end {end}"
+                );
+            }
+        }
+    }
+}
