@@ -160,6 +160,18 @@ fn send_single(
     }
 }
 
+/// What one attempt to send a whole message at once means for
+/// `send_start`: finished (`info`), failed, or `None`: no room now, so the
+/// send takes the queued way.
+#[inline]
+fn single_outcome(r: crate::ucs::Result<Posted>, info: Info) -> Option<Result<Started>> {
+    match r {
+        Ok(Posted::Done) | Ok(Posted::InFlight) => Some(Ok(Started::Done(info))),
+        Ok(Posted::NoResource) => None,
+        Err(e) => Some(Err(Error::endpoint(e))),
+    }
+}
+
 impl Core {
     /// Starts a tag send of `buf` on endpoint `ep`.
     pub(crate) fn send_start(
@@ -178,12 +190,9 @@ impl Core {
         let len = buf.len();
         if len < st.short_end && !sync && st.failed.is_none() && st.queue.is_empty() {
             // Fast path: eager short, nothing queued ahead of it.
-            match ifaces[st.iface].am_short(st.uct_ep, AM_EAGER_ONLY, tag, buf.slice(0, len)) {
-                Ok(Posted::Done) | Ok(Posted::InFlight) => {
-                    return Ok(Started::Done(Info { tag, length: len }))
-                }
-                Ok(Posted::NoResource) => {}
-                Err(e) => return Err(Error::endpoint(e)),
+            let r = ifaces[st.iface].am_short(st.uct_ep, AM_EAGER_ONLY, tag, buf.slice(0, len));
+            if let Some(done) = single_outcome(r, Info { tag, length: len }) {
+                return done;
             }
         }
         if let Some(e) = &st.failed {
@@ -195,12 +204,9 @@ impl Core {
         let single = plan.single;
         if single && !sync && !plan.zcopy && !plan.rndv && st.queue.is_empty() {
             let iface = ifaces[iface_idx].as_mut();
-            match send_single(iface, uct_ep, &cfg, plan.short, tag, buf.slice(0, len)) {
-                Ok(Posted::Done) | Ok(Posted::InFlight) => {
-                    return Ok(Started::Done(Info { tag, length: len }))
-                }
-                Ok(Posted::NoResource) => {}
-                Err(e) => return Err(Error::endpoint(e)),
+            let r = send_single(iface, uct_ep, &cfg, plan.short, tag, buf.slice(0, len));
+            if let Some(done) = single_outcome(r, Info { tag, length: len }) {
+                return done;
             }
         }
         let msg_id = if single {
