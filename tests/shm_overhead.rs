@@ -13,13 +13,20 @@ use std::time::Instant;
 use common::context;
 use rucx::ucp::Posted;
 
+/// Two workers of one context on `tls`, and an endpoint from the first to
+/// the second.
+fn pair(tls: &str) -> (rucx::ucp::Worker, rucx::ucp::Worker, rucx::ucp::Ep) {
+    let ctx = context(tls);
+    let mut a = ctx.create_worker().expect("worker a");
+    let b = ctx.create_worker().expect("worker b");
+    let ep = a.connect(&b.address()).expect("connect");
+    (a, b, ep)
+}
+
 #[test]
 #[ignore = "measurement; prints nanoseconds per message"]
 fn posix_message_software_cost() {
-    let ctx = context("posix");
-    let mut a = ctx.create_worker().expect("worker a");
-    let mut b = ctx.create_worker().expect("worker b");
-    let ep = a.connect(&b.address()).expect("connect");
+    let (mut a, mut b, ep) = pair("posix");
     let src = [7u8; 8];
     let mut dst = [0u8; 8];
     for (label, expected_first) in [("receive posted first", true), ("message first", false)] {
@@ -72,10 +79,7 @@ fn posix_message_software_cost() {
 #[ignore = "measurement; prints nanoseconds per message"]
 fn posix_message_cost_by_side() {
     const WINDOW: usize = 32;
-    let ctx = context("posix");
-    let mut a = ctx.create_worker().expect("worker a");
-    let mut b = ctx.create_worker().expect("worker b");
-    let ep = a.connect(&b.address()).expect("connect");
+    let (mut a, mut b, ep) = pair("posix");
     let src = [7u8; 8];
     let mut dst = [[0u8; 8]; WINDOW];
     for posted_first in [true, false] {
@@ -152,10 +156,7 @@ fn posix_message_cost_by_side() {
 #[test]
 #[ignore = "measurement; prints nanoseconds per call"]
 fn empty_progress_cost() {
-    let ctx = context("shm");
-    let mut a = ctx.create_worker().expect("worker a");
-    let mut b = ctx.create_worker().expect("worker b");
-    let _ep = a.connect(&b.address()).expect("connect");
+    let (mut a, mut b, _ep) = pair("shm");
     let _back = b.connect(&a.address()).expect("connect back");
     let n = 20_000_000u32;
     let mut best = f64::MAX;

@@ -105,9 +105,9 @@ fn stalling_sender() {
     sleep_until_killed();
 }
 
-/// Posts the receives of the stalling sender's stream and large message.
-fn post_receives(w: &mut Worker) -> (Vec<Posted<Vec<u8>>>, ReqId) {
-    let stream = (0..STREAM_N)
+/// Posts one receive per message of the stalling sender's stream.
+fn post_stream(w: &mut Worker) -> Vec<Posted<Vec<u8>>> {
+    (0..STREAM_N)
         .map(|seq| {
             w.tag_recv(
                 vec![0u8; stream_size(seq)],
@@ -117,7 +117,12 @@ fn post_receives(w: &mut Worker) -> (Vec<Posted<Vec<u8>>>, ReqId) {
             )
             .expect("post stream recv")
         })
-        .collect();
+        .collect()
+}
+
+/// Posts the receives of the stalling sender's stream and large message.
+fn post_receives(w: &mut Worker) -> (Vec<Posted<Vec<u8>>>, ReqId) {
+    let stream = post_stream(w);
     let big = match w
         .tag_recv(vec![0u8; BIG_LEN], BIG, TAG_MASK_ALL, Op::new())
         .expect("post big recv")
@@ -286,17 +291,7 @@ fn unexpected_rendezvous_from_dead_sender() {
 /// As [`post_receives`], for messages that may all have arrived; no id
 /// for the large receive if posting it failed.
 fn post_receives_after(w: &mut Worker) -> (Vec<Posted<Vec<u8>>>, Option<ReqId>) {
-    let stream = (0..STREAM_N)
-        .map(|seq| {
-            w.tag_recv(
-                vec![0u8; stream_size(seq)],
-                STREAM | seq,
-                TAG_MASK_ALL,
-                Op::new(),
-            )
-            .expect("post stream recv")
-        })
-        .collect();
+    let stream = post_stream(w);
     let big = match w.tag_recv(vec![0u8; BIG_LEN], BIG, TAG_MASK_ALL, Op::new()) {
         Ok(Posted::InFlight(id)) => Some(id),
         Ok(Posted::Done(..)) => panic!("big message read from a dead process at once"),
