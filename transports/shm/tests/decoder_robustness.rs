@@ -414,10 +414,10 @@ fn key_model_is_not_trivial() {
     for i in 0..keys.real.len() {
         assert!(keys.check_real(i, &[]));
         // Widened rights and a range at the very top are still well formed.
-        assert!(keys.check_real(i, &[Edit::Set(52, 7)]));
+        assert!(keys.check_real(i, &[Edit::Set(52, 15)]));
         assert!(keys.check_real(i, &[Edit::U64(36, u64::MAX), Edit::U64(44, 0)]));
         // Unknown rights, a wrapping range, a pid of 0, another version.
-        assert!(!keys.check_real(i, &[Edit::Set(52, 8)]));
+        assert!(!keys.check_real(i, &[Edit::Set(52, 16)]));
         assert!(!keys.check_real(i, &[Edit::U64(36, u64::MAX), Edit::U64(44, 1)]));
         assert!(!keys.check_real(i, &[Edit::U64(8, 0)]));
         assert!(!keys.check_real(i, &[Edit::Set(4, 2)]));

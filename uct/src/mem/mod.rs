@@ -25,6 +25,8 @@ bitflags::bitflags! {
         const REMOTE_READ = 1 << 1;
         /// Peers may write it (`put_zcopy` from a peer).
         const REMOTE_WRITE = 1 << 2;
+        /// Peers may perform atomic operations on it.
+        const REMOTE_ATOMIC = 1 << 3;
     }
 }
 
