@@ -10,6 +10,8 @@
 //!   and shared;
 //! * [`progress`]: the progress engine's parts (ordered callbacks, one epoll
 //!   set, eventfd wakeups, timers);
+//! * [`rcache`]: the registration cache (address ranges to registrations,
+//!   merged, LRU-evicted, invalidated on request);
 //! * [`slab`]: entries named by generational ids (requests, endpoints);
 //! * [`sys`]: host identity, host name, page size, monotonic clock.
 //!
@@ -23,6 +25,7 @@ pub mod hash;
 pub mod log;
 pub mod mpool;
 pub mod progress;
+pub mod rcache;
 pub mod slab;
 pub mod status;
 pub mod sys;
