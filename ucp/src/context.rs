@@ -138,6 +138,11 @@ impl Context {
             .map(|(m, r)| (*m, self.inner.mds[*m].as_ref(), r))
     }
 
+    /// Number of memory domains.
+    pub(crate) fn md_count(&self) -> usize {
+        self.inner.mds.len()
+    }
+
     /// Memory domain number `i`.
     pub(crate) fn md(&self, i: usize) -> Option<&dyn MemoryDomain> {
         self.inner.mds.get(i).map(|m| m.as_ref())

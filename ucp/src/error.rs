@@ -51,6 +51,11 @@ pub enum Error {
     /// The operation did not complete in time.
     #[error("timed out")]
     TimedOut,
+    /// A one-sided access was refused: outside the remote registration,
+    /// without the right, misaligned, or through a forged or stale key.
+    /// The remote memory was not touched.
+    #[error("remote access denied: {0}")]
+    RemoteAccess(String),
 }
 
 impl Error {
@@ -72,6 +77,7 @@ impl Error {
             Error::Config(_) => Status::InvalidParam,
             Error::Transport(e) => e.status(),
             Error::TimedOut => Status::TimedOut,
+            Error::RemoteAccess(_) => Status::Rejected,
         }
     }
 

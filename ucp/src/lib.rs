@@ -53,6 +53,7 @@ mod context;
 mod error;
 pub mod proto;
 mod request;
+pub mod rma;
 pub mod tag;
 mod transports;
 pub mod wireup;
@@ -63,7 +64,9 @@ pub use config::{config_tables, UcpConfig, UCP_TABLE};
 pub use context::Context;
 pub use error::{Error, Result};
 pub use request::{Callback, Completion, Info, IoBuf, IoBufMut, Op, Posted, ReqId};
+pub use rma::{AtomicOp, AtomicValue, MemMap, Rkey};
 pub use transports::registry;
+pub use uct::Access;
 pub use worker::{Armed, Worker, MAX_SLEEP};
 
 /// The crate `rucx-uct`.

@@ -14,7 +14,9 @@ mod victim;
 
 use std::cell::RefCell;
 
-use checks::{caps_offsets, check_address, check_eager_headers, check_rndv_headers};
+use checks::{
+    caps_offsets, check_address, check_eager_headers, check_rma_headers, check_rndv_headers,
+};
 use proptest::prelude::*;
 use proptest::sample::Index;
 use proptest::test_runner::{Config, TestRunner};
@@ -123,6 +125,34 @@ proptest! {
     fn eager_headers_random(data in prop::collection::vec(any::<u8>(), 0..64)) {
         check_eager_headers(&data);
         check_rndv_headers(&data);
+    }
+
+    #[test]
+    fn rma_headers_random(data in prop::collection::vec(any::<u8>(), 0..100)) {
+        check_rma_headers(&data);
+    }
+
+    #[test]
+    fn rma_headers_mutated(
+        req in any::<u64>(),
+        addr in any::<u64>(),
+        op in 0..6u8,
+        wide in any::<bool>(),
+        value in any::<u64>(),
+        muts in mutations(),
+    ) {
+        use rucx_ucp::rma::wire::{AtomicReq, GetReq, KeyRef};
+        use rucx_ucp::{AtomicOp, AtomicValue};
+        let key = KeyRef { owner: addr ^ 1, index: 2, generation: 3, secret: value };
+        let op = AtomicOp::ALL[usize::from(op)];
+        let value = if wide { AtomicValue::U64(value) } else { AtomicValue::U32(value as u32) };
+        let a = AtomicReq { req, key, addr, op, value, compare: addr };
+        let e = a.encode();
+        prop_assert_eq!(AtomicReq::decode(&e).expect("valid atomic"), a);
+        check_rma_headers(&apply(e, &muts));
+        let g = GetReq { req, key, addr, len: value.as_u64(), offset: 0 }.encode();
+        check_rma_headers(&g);
+        check_rma_headers(&apply(g, &muts));
     }
 
     #[test]

@@ -66,7 +66,9 @@ impl Core {
             AM_RNDV_DATA => self.rx_rndv_data(src, data),
             AM_RNDV_RTS_GET => self.rx_rts_get(src, data),
             AM_RNDV_ATS => wire::decode_ack(data).map(|r| self.rndv_ats(SlabId::from_u64(r))),
-            other => Err(PeerMisbehaved::UnknownId(other)),
+            other => self
+                .rma_arrived(other, src, data)
+                .unwrap_or(Err(PeerMisbehaved::UnknownId(other))),
         };
         if let Err(what) = r {
             tracing::warn!("dropping message from source {}: {what}", src.0);

@@ -690,6 +690,10 @@ impl Core {
                 return;
             }
             Kind::Ctrl(_) => return,
+            Kind::Rma(_) => {
+                self.rma_step_done(id, result.map_err(crate::rma::transport_error));
+                return;
+            }
         };
         s.zcopy_inflight = s.zcopy_inflight.saturating_sub(1);
         if let Err(e) = result {

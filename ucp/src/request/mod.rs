@@ -257,6 +257,8 @@ pub(crate) enum Kind {
     Flush,
     /// A protocol message queued on an endpoint.
     Ctrl(CtrlState),
+    /// A one-sided operation (put, get, atomic).
+    Rma(crate::rma::RmaState),
 }
 
 #[derive(Debug)]

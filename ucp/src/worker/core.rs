@@ -165,6 +165,8 @@ pub(crate) struct Deferred {
     pub(crate) rtrs_put_in: Vec<(u64, u64, u64, u64, Vec<u8>)>,
     /// Puts whose writes all completed: ATP to send, then complete.
     pub(crate) atps: Vec<SlabId>,
+    /// Answers to emulated one-sided operations: (iface, source, message).
+    pub(crate) rma_replies: Vec<(usize, SrcId, Vec<u8>)>,
 }
 
 /// The protocol half of a worker.
@@ -205,6 +207,8 @@ pub(crate) struct Core {
     pub(crate) probed: Slab<ProbedMsg>,
     /// Rendezvous-by-get receives with reads still to post.
     pub(crate) get_plans: FxHashMap<SlabId, GetPlan>,
+    /// One-sided operations waiting for room on a lane.
+    pub(crate) rma_parked: usize,
 }
 
 impl std::fmt::Debug for Core {
@@ -261,6 +265,7 @@ impl Core {
             puts: FxHashMap::default(),
             probed: Slab::new(),
             get_plans: FxHashMap::default(),
+            rma_parked: 0,
         }
     }
 
@@ -406,6 +411,7 @@ impl Core {
         for id in waiting {
             self.fail_send(id, err.clone());
         }
+        self.fail_rma(ep, &err);
         self.src_eps.retain(|_, e| *e != ep);
     }
 
@@ -457,6 +463,13 @@ impl Core {
                 None => tracing::warn!("no endpoint to acknowledge a synchronous send on"),
             }
         }
+        for (iface, src, msg) in std::mem::take(&mut self.deferred.rma_replies) {
+            n += 1;
+            match self.src_eps.get(&(iface, src)) {
+                Some(&ep) => self.send_ctrl(ifaces, ep, crate::rma::wire::AM_RMA_REPLY, msg),
+                None => tracing::warn!("no endpoint to answer a one-sided operation on"),
+            }
+        }
         n += self.run_rndv_deferred(ifaces);
         n += self.run_gets(ifaces);
         n += self.run_put_deferred(ifaces);
@@ -469,6 +482,9 @@ impl Core {
                 n += self.resume_ep(ifaces, ep);
                 if !self.get_plans.is_empty() {
                     n += self.resume_gets(ifaces, ep);
+                }
+                if self.rma_parked > 0 {
+                    n += self.resume_rma(ifaces);
                 }
             }
         }
@@ -489,7 +505,8 @@ impl Core {
             | d.get_done.len()
             | d.rtrs_put_out.len()
             | d.rtrs_put_in.len()
-            | d.atps.len())
+            | d.atps.len()
+            | d.rma_replies.len())
             != 0
     }
 }

@@ -187,6 +187,9 @@ impl Worker {
     /// rendezvous send leaves once its receiver took the data, so this
     /// waits for the receiving side to progress too.
     pub fn ep_flush(&mut self, ep: Ep) -> Result<()> {
+        while self.core.rma_waiting(Some(ep.0)) {
+            self.progress();
+        }
         loop {
             let st = self.core.eps.get(ep.0).ok_or(Error::InvalidHandle)?;
             if let Some(e) = &st.failed {

@@ -125,3 +125,42 @@ pub(crate) fn check_address(data: &[u8]) {
     }
     assert_eq!(WorkerAddress::decode(&enc).expect("re-decodes"), a);
 }
+
+/// Every one-sided (RMA) decoder on `data`: accepted input re-encodes to
+/// itself (the header, for a put and a reply), refused input is too short,
+/// too long or breaks a documented rule (operation, width, padding).
+pub(crate) fn check_rma_headers(data: &[u8]) {
+    use rucx_ucp::rma::wire::{self as w, AtomicReq, GetReq, Reply};
+    match w::decode_put(data) {
+        Ok((req, key, addr, rest)) => {
+            assert_eq!(w::encode_put(req, &key, addr), data[..w::PUT_HDR]);
+            assert_eq!(rest, &data[w::PUT_HDR..]);
+        }
+        Err(_) => assert!(data.len() < w::PUT_HDR),
+    }
+    match GetReq::decode(data) {
+        Ok(g) => assert_eq!(g.encode(), data),
+        Err(_) => assert_ne!(data.len(), w::GET_LEN),
+    }
+    match AtomicReq::decode(data) {
+        Ok(a) => assert_eq!(a.encode(), data),
+        Err(_) => {
+            if data.len() == w::ATOMIC_LEN {
+                let k = 8 + w::KEY_REF_LEN;
+                let width_ok = matches!(data[k + 9], 4 | 8);
+                let wide32 = data[k + 9] == 4 && data[k + 20..k + 24] != [0; 4];
+                assert!(
+                    data[k + 8] > 5 || !width_ok || wide32 || data[k + 10..k + 16] != [0; 6],
+                    "a well-formed atomic request was refused"
+                );
+            }
+        }
+    }
+    match Reply::decode(data) {
+        Ok((r, rest)) => {
+            assert_eq!(r.encode(), data[..w::REPLY_HDR]);
+            assert_eq!(rest, &data[w::REPLY_HDR..]);
+        }
+        Err(_) => assert!(data.len() < w::REPLY_HDR || data[28..32] != [0; 4]),
+    }
+}

@@ -1,0 +1,324 @@
+//! One-sided operations between two workers of one process, on every
+//! transport: put and get of 1 B to 16 MiB with contents checked, every
+//! atomic on both widths, flush and fence, and the refusals (out of range,
+//! missing rights, forged and stale keys) at the initiator and the target.
+
+mod common;
+
+use common::*;
+use rucx::{Access, AtomicOp, AtomicValue, Ep, Error, MemMap, Op, Posted, Rkey, Worker};
+
+const ALL: Access = Access::REMOTE_READ
+    .union(Access::REMOTE_WRITE)
+    .union(Access::REMOTE_ATOMIC);
+
+struct Pair {
+    a: Worker,
+    b: Worker,
+    ab: Ep,
+    ctx: rucx::Context,
+}
+
+fn pair(tls: &str) -> Pair {
+    let ctx = context(tls);
+    let mut a = ctx.create_worker().expect("worker a");
+    let mut b = ctx.create_worker().expect("worker b");
+    let ab = a.connect(&b.address()).expect("a->b");
+    let _ba = b.connect(&a.address()).expect("b->a");
+    Pair { a, b, ab, ctx }
+}
+
+impl Pair {
+    /// `b`'s memory as `a` reaches it.
+    fn map(&self, len: usize, access: Access) -> (MemMap, Rkey) {
+        let m = self.ctx.mem_alloc(len, access).expect("mem_alloc");
+        let k = self
+            .a
+            .rkey_unpack(self.ab, &m.rkey_pack().expect("pack"))
+            .expect("unpack");
+        (m, k)
+    }
+
+    /// Progresses both workers until the operation completes.
+    fn wait(&mut self, p: rucx::Result<Posted<()>>) -> rucx::Result<usize> {
+        let id = match p? {
+            Posted::Done(info, ()) => return Ok(info.length),
+            Posted::InFlight(id) => id,
+        };
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+        loop {
+            if let Some(r) = self.a.request_test(id) {
+                return r.map(|i| i.length);
+            }
+            assert!(std::time::Instant::now() < deadline, "timed out");
+            self.a.progress();
+            self.b.progress();
+        }
+    }
+
+    fn put(&mut self, data: &[u8], addr: u64, k: &Rkey) -> rucx::Result<usize> {
+        // SAFETY: `data` outlives the operation, which `wait` completes.
+        let p = unsafe {
+            self.a
+                .put_raw(self.ab, data.as_ptr(), data.len(), addr, k, Op::new())
+        };
+        self.wait(p)
+    }
+
+    fn get(&mut self, buf: &mut [u8], addr: u64, k: &Rkey) -> rucx::Result<usize> {
+        // SAFETY: as for `put`.
+        let p = unsafe {
+            self.a
+                .get_raw(self.ab, buf.as_mut_ptr(), buf.len(), addr, k, Op::new())
+        };
+        self.wait(p)
+    }
+
+    fn fetch(
+        &mut self,
+        op: AtomicOp,
+        v: AtomicValue,
+        cmp: u64,
+        addr: u64,
+        k: &Rkey,
+    ) -> rucx::Result<u64> {
+        let mut old = 0u64;
+        // SAFETY: `old` outlives the operation.
+        let p = unsafe {
+            self.a
+                .atomic_fetch_raw(self.ab, op, v, cmp, &mut old, addr, k, Op::new())
+        };
+        self.wait(p).map(|_| old)
+    }
+}
+
+const TLS: [&str; 4] = ["self", "posix", "shm", "tcp"];
+
+fn put_get_sizes(tls: &str) {
+    let mut p = pair(tls);
+    const MAX: usize = 16 << 20;
+    let (m, k) = p.map(MAX + 64, ALL);
+    for (i, size) in [1usize, 7, 64, 4095, 8193, 65536, 1 << 20, MAX]
+        .into_iter()
+        .enumerate()
+    {
+        let data = pattern(size, i as u64);
+        let off = (i * 8) % 64 + 1; // unaligned remote offsets too
+        assert_eq!(
+            p.put(&data, m.addr() + off as u64, &k).expect("put"),
+            size,
+            "{tls} put {size}"
+        );
+        let mut seen = vec![0u8; size];
+        m.read(off, &mut seen).unwrap();
+        assert!(seen == data, "{tls}: put of {size} bytes landed wrong");
+        let mut back = vec![0u8; size];
+        p.get(&mut back, m.addr() + off as u64, &k).expect("get");
+        assert!(back == data, "{tls}: get of {size} bytes read wrong");
+    }
+    p.a.ep_flush(p.ab).expect("flush");
+}
+
+#[test]
+fn put_get_every_size() {
+    for tls in TLS {
+        put_get_sizes(tls);
+    }
+}
+
+#[test]
+fn atomics_every_op_and_width() {
+    for tls in TLS {
+        let mut p = pair(tls);
+        let (m, k) = p.map(64, ALL);
+        for op in AtomicOp::ALL {
+            for wide in [false, true] {
+                let (init, v, cmp) = (0xf0f0u64, 0x0ff0u64, 0xf0f0u64);
+                m.write(8, &init.to_le_bytes()).unwrap();
+                let val = if wide {
+                    AtomicValue::U64(v)
+                } else {
+                    AtomicValue::U32(v as u32)
+                };
+                let old = p.fetch(op, val, cmp, m.addr() + 8, &k).expect("atomic");
+                assert_eq!(old, init, "{tls} {op:?} old value");
+                let want = match op {
+                    AtomicOp::Add => init + v,
+                    AtomicOp::And => init & v,
+                    AtomicOp::Or => init | v,
+                    AtomicOp::Xor => init ^ v,
+                    AtomicOp::Swap | AtomicOp::Cswap => v,
+                };
+                assert_eq!(m.load_u64(8).unwrap(), want, "{tls} {op:?} wide={wide}");
+            }
+        }
+        // Posting forms, then a fence: all of them applied.
+        m.write(0, &0u64.to_le_bytes()).unwrap();
+        for _ in 0..100 {
+            let r = p.a.atomic_post(
+                p.ab,
+                AtomicOp::Add,
+                AtomicValue::U64(3),
+                m.addr(),
+                &k,
+                Op::new(),
+            );
+            if let Posted::InFlight(id) = r.expect("post") {
+                p.a.request_release(id);
+            }
+        }
+        while m.load_u64(0).unwrap() != 300 {
+            p.a.progress();
+            p.b.progress();
+        }
+        assert!(p
+            .a
+            .atomic_post(
+                p.ab,
+                AtomicOp::Cswap,
+                AtomicValue::U64(1),
+                m.addr(),
+                &k,
+                Op::new()
+            )
+            .is_err());
+    }
+}
+
+fn refused<T>(r: rucx::Result<T>) -> bool {
+    matches!(r, Err(Error::RemoteAccess(_)))
+}
+
+#[test]
+fn initiator_refuses_what_the_key_does_not_allow() {
+    for tls in TLS {
+        let mut p = pair(tls);
+        let (m, k) = p.map(4096, Access::REMOTE_READ);
+        m.write(0, &[9; 16]).unwrap();
+        assert!(
+            refused(p.put(&[1; 8], m.addr(), &k)),
+            "{tls}: put without write rights"
+        );
+        let mut buf = [0u8; 8];
+        assert!(
+            refused(p.get(&mut buf, m.addr() + 4090, &k)),
+            "{tls}: get past the end"
+        );
+        assert!(
+            refused(p.get(&mut buf, m.addr() - 1, &k)),
+            "{tls}: get before the start"
+        );
+        assert!(
+            refused(p.fetch(AtomicOp::Add, AtomicValue::U64(1), 0, m.addr(), &k)),
+            "{tls}: atomic without rights"
+        );
+        let (_m2, k2) = p.map(64, ALL);
+        assert!(
+            matches!(
+                p.fetch(AtomicOp::Add, AtomicValue::U64(1), 0, k2.addr() + 4, &k2),
+                Err(Error::InvalidParam(_))
+            ),
+            "misaligned"
+        );
+        let mut seen = [0u8; 16];
+        m.read(0, &mut seen).unwrap();
+        assert_eq!(seen, [9; 16], "{tls}: memory untouched");
+        let bad = b"not a key";
+        assert!(p.a.rkey_unpack(p.ab, bad).is_err());
+    }
+}
+
+/// A key whose declared range and rights were widened by the initiator:
+/// the target, which executes the operation, refuses it.
+fn forge_wider(packed: &[u8]) -> Vec<u8> {
+    let mut f = packed.to_vec();
+    f[40..48].copy_from_slice(&(1u64 << 40).to_le_bytes()); // length
+    f[48..52].copy_from_slice(&ALL.bits().to_le_bytes());
+    f
+}
+
+#[test]
+fn target_refuses_forged_and_stale_keys() {
+    // posix: put and get are emulated, the target checks; tcp: put through
+    // the transport's emulation (target checks), get emulated.
+    for tls in ["posix", "tcp"] {
+        let mut p = pair(tls);
+        let m = p.ctx.mem_alloc(64, Access::REMOTE_READ).expect("alloc");
+        let forged =
+            p.a.rkey_unpack(p.ab, &forge_wider(&m.rkey_pack().unwrap()))
+                .expect("unpack");
+        assert!(
+            refused(p.put(&[1; 8], m.addr(), &forged)),
+            "{tls}: forged write rights"
+        );
+        assert!(
+            refused(p.fetch(AtomicOp::Swap, AtomicValue::U64(5), 0, m.addr(), &forged)),
+            "{tls}: forged atomic rights"
+        );
+        let mut buf = [0u8; 8];
+        assert!(
+            refused(p.get(&mut buf, m.addr() + 4096, &forged)),
+            "{tls}: forged range"
+        );
+        let mut seen = [0u8; 64];
+        m.read(0, &mut seen).unwrap();
+        assert_eq!(seen, [0; 64], "{tls}: memory untouched");
+
+        // Another secret: names nothing.
+        let (m2, _) = p.map(64, ALL);
+        let mut packed = m2.rkey_pack().unwrap();
+        packed[24] ^= 1;
+        let guessed = p.a.rkey_unpack(p.ab, &packed).expect("unpack");
+        assert!(
+            refused(p.fetch(AtomicOp::Add, AtomicValue::U64(1), 0, m2.addr(), &guessed)),
+            "{tls}: guessed secret"
+        );
+
+        // Stale: the map ended.
+        let (m3, k3) = p.map(64, ALL);
+        let addr = m3.addr();
+        let keep = p.ctx.mem_alloc(64, ALL).unwrap(); // keeps the allocator from reusing it at once
+        m3.unmap().unwrap();
+        assert!(
+            refused(p.fetch(AtomicOp::Add, AtomicValue::U64(1), 0, addr, &k3)),
+            "{tls}: stale key"
+        );
+        drop(keep);
+        // The endpoint still works after refusals.
+        let (m4, k4) = p.map(64, ALL);
+        p.put(b"still fine", m4.addr(), &k4)
+            .expect("put after refusals");
+    }
+}
+
+#[test]
+fn fence_and_flush_order_emulated_and_direct_operations() {
+    for tls in TLS {
+        let mut p = pair(tls);
+        let (m, k) = p.map(4096, ALL);
+        // An atomic (emulated), then a fence, then a put over whatever
+        // lane: the put's value stays.
+        let r =
+            p.a.atomic_post(
+                p.ab,
+                AtomicOp::Swap,
+                AtomicValue::U64(1),
+                m.addr(),
+                &k,
+                Op::new(),
+            )
+            .unwrap();
+        if let Posted::InFlight(id) = r {
+            p.a.request_release(id);
+        }
+        // The fence waits for the target's progress, which this thread
+        // must drive: poll both until nothing is in flight.
+        while p.a.requests_outstanding() > 0 {
+            p.a.progress();
+            p.b.progress();
+        }
+        p.a.fence().expect("fence");
+        p.put(&7u64.to_le_bytes(), m.addr(), &k).expect("put");
+        assert_eq!(m.load_u64(0).unwrap(), 7, "{tls}");
+    }
+}

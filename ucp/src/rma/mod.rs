@@ -1,0 +1,132 @@
+//! One-sided operations: mapped memory, remote keys, put, get, atomics.
+//!
+//! A process maps memory ([`crate::Context::mem_map`] /
+//! [`crate::Context::mem_alloc`]) and hands the packed key
+//! ([`MemMap::rkey_pack`]) to peers out of band (or in a message); a peer
+//! unpacks it on its endpoint ([`crate::Worker::rkey_unpack`]) and reads,
+//! writes and updates the memory without the owner's code taking part in
+//! the call.
+//!
+//! # How each operation travels
+//!
+//! * **put / get** go over a lane of the endpoint that reaches the remote
+//!   memory itself when there is one and the peer's map was registered with
+//!   that lane's memory domain: CMA between processes of one host (the
+//!   kernel copies; the target's CPU does nothing), the TCP transport's put
+//!   emulation (the target's progress writes), `self` in one process.
+//!   Otherwise they are **emulated over active messages**: the target's
+//!   worker executes them when it progresses.
+//! * **atomics** are always executed by the target's worker (active
+//!   messages), with the CPU's atomic instructions on the word, so they are
+//!   atomic against each other from any number of peers and against
+//!   the owner's own atomic accesses ([`MemMap::load_u64`]).
+//!
+//! Emulated operations need the target to call `progress`.
+//!
+//! # Completion and ordering
+//!
+//! * A put completes once the data is in the target's memory (remote
+//!   completion, stronger than UCX's local completion); a get once the data
+//!   is in the local buffer; an atomic once the target executed it (and,
+//!   fetching, the old value is in the result).
+//! * Operations of one endpoint that travel over active messages are
+//!   executed in the order they were posted. Zero-copy operations may
+//!   overtake them. [`crate::Worker::fence`] waits until every operation
+//!   posted before it has completed, so operations after it see their
+//!   effects; [`crate::Worker::ep_flush`] and [`crate::Worker::flush`] wait
+//!   for the endpoint's (every endpoint's) operations as well.
+//!
+//! # Protection
+//!
+//! The initiator checks every access against the range and rights the key
+//! declares ([`crate::Error::RemoteAccess`] before anything is sent). The
+//! target checks what it executes (emulated operations, the TCP put
+//! emulation) against its live registration: the key's secret, the range,
+//! the rights; a forged, stale or out-of-range access is refused with an
+//! error to the initiator and touches nothing. Over CMA the kernel
+//! performs the access and only the initiator's checks apply (see the
+//! `shm` memory domain's documentation: CMA is granted only to a process
+//! that may `ptrace` the target anyway).
+//!
+//! # Not yet
+//!
+//! Memory allocated by `mem_alloc` is private to the process (not backed by
+//! shared memory), so there is no `rkey_ptr` and no load/store access to a
+//! peer's memory; iovec operations; a registration cache in front of
+//! `mem_map`.
+
+mod atomic;
+mod mem;
+mod ops;
+mod rkey;
+mod target;
+pub mod wire;
+
+pub use atomic::{AtomicOp, AtomicValue};
+pub use mem::MemMap;
+pub use rkey::Rkey;
+
+use crate::ucs::slab::SlabId;
+use crate::Error;
+
+/// Where the result of an RMA request goes.
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum RmaSink {
+    /// Nothing comes back (put, atomic post).
+    None,
+    /// A get's local buffer.
+    Get { ptr: *mut u8, len: usize },
+    /// A fetching atomic's result word (written as 64 bits).
+    Fetch { ptr: *mut u64, width: usize },
+}
+
+// SAFETY: the pointers name caller memory that the unsafe operation's
+// contract keeps valid until the request completes; they are only used by
+// the worker that owns the request, whichever thread it runs on.
+#[allow(unsafe_code)]
+unsafe impl Send for RmaSink {}
+
+/// State of a one-sided operation.
+#[derive(Debug)]
+pub(crate) struct RmaState {
+    pub(crate) ep: SlabId,
+    /// Steps (fragments, zero-copy operations, replies) still to finish.
+    pub(crate) pending: u32,
+    /// Still being posted: do not complete yet.
+    pub(crate) posting: bool,
+    /// Bytes the operation moves (reported as the completion's length).
+    pub(crate) len: usize,
+    pub(crate) error: Option<Error>,
+    pub(crate) sink: RmaSink,
+    /// Zero-copy steps not posted yet (the lane was out of resources).
+    pub(crate) zcopy: Option<ZcopyPlan>,
+}
+
+/// The zero-copy steps of a put or get, posted as the lane takes them.
+#[derive(Debug)]
+pub(crate) struct ZcopyPlan {
+    pub(crate) put: bool,
+    pub(crate) iface: usize,
+    pub(crate) uct_ep: crate::uct::EpId,
+    pub(crate) key: crate::uct::RemoteKey,
+    /// Largest step.
+    pub(crate) max: usize,
+    pub(crate) ptr: *mut u8,
+    pub(crate) len: usize,
+    pub(crate) remote: u64,
+    /// Next byte to post.
+    pub(crate) off: usize,
+}
+
+// SAFETY: as for `RmaSink`: the caller's buffer, valid until completion.
+#[allow(unsafe_code)]
+unsafe impl Send for ZcopyPlan {}
+
+/// A transport's error on a one-sided step: a refused access stays a
+/// refusal (the endpoint is fine); anything else is the endpoint's error.
+pub(crate) fn transport_error(e: crate::ucs::Error) -> Error {
+    match e {
+        crate::ucs::Error::RemoteAccess(m) => Error::RemoteAccess(m),
+        e => Error::endpoint(e),
+    }
+}

@@ -1,0 +1,422 @@
+//! The initiator's operations on the worker.
+#![allow(unsafe_code)]
+
+use super::atomic::{AtomicOp, AtomicValue};
+use super::rkey::Rkey;
+use super::target::MAX_GET_FRAGMENT;
+use super::wire::{self, AtomicReq, GetReq, PUT_HDR, REPLY_HDR};
+use super::{RmaSink, RmaState, ZcopyPlan};
+use crate::request::{Info, Kind, Request};
+use crate::uct::{Access, Caps};
+use crate::{Ep, Error, Op, Posted, ReqId, Result, Worker};
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Dir {
+    Put,
+    Get,
+}
+
+impl Worker {
+    /// Writes `len` bytes at `ptr` to `remote_addr` of the peer's memory
+    /// named by `rkey` (unpacked on `ep`). Completes once the data is in
+    /// the remote memory. May progress the worker while a transport is out
+    /// of resources.
+    ///
+    /// # Safety
+    ///
+    /// Unless this returns `Posted::Done` or an error, the `len` bytes at
+    /// `ptr` stay readable and unmodified until the request's completion
+    /// has been observed or the worker is dropped.
+    pub unsafe fn put_raw(
+        &mut self,
+        ep: Ep,
+        ptr: *const u8,
+        len: usize,
+        remote_addr: u64,
+        rkey: &Rkey,
+        op: Op,
+    ) -> Result<Posted<()>> {
+        rkey.check(ep, remote_addr, len, Access::REMOTE_WRITE)?;
+        self.rma_start(ep, Dir::Put, ptr.cast_mut(), len, remote_addr, rkey, op)
+    }
+
+    /// Reads `len` bytes at `remote_addr` of the peer's memory named by
+    /// `rkey` into `ptr`. Completes once the data is in the local buffer.
+    ///
+    /// # Safety
+    ///
+    /// Unless this returns `Posted::Done` or an error, the `len` bytes at
+    /// `ptr` stay writable, and untouched by anyone else, until the
+    /// request's completion has been observed or the worker is dropped.
+    pub unsafe fn get_raw(
+        &mut self,
+        ep: Ep,
+        ptr: *mut u8,
+        len: usize,
+        remote_addr: u64,
+        rkey: &Rkey,
+        op: Op,
+    ) -> Result<Posted<()>> {
+        rkey.check(ep, remote_addr, len, Access::REMOTE_READ)?;
+        self.rma_start(ep, Dir::Get, ptr, len, remote_addr, rkey, op)
+    }
+
+    /// Performs `op` with `value` on the word at `remote_addr` (aligned to
+    /// the value's width) without fetching the old value. `Cswap` is not a
+    /// posting operation (it needs the result to be of use) and is refused.
+    pub fn atomic_post(
+        &mut self,
+        ep: Ep,
+        op: AtomicOp,
+        value: AtomicValue,
+        remote_addr: u64,
+        rkey: &Rkey,
+        o: Op,
+    ) -> Result<Posted<()>> {
+        if op == AtomicOp::Cswap {
+            return Err(Error::InvalidParam(
+                "compare-and-swap is fetching only: use atomic_fetch_raw".into(),
+            ));
+        }
+        self.atomic_start(ep, op, value, 0, remote_addr, rkey, RmaSink::None, o)
+    }
+
+    /// Performs `op` with `value` (and `compare`, for `Cswap`) on the word
+    /// at `remote_addr` and writes its old value to `result` (a 32-bit
+    /// word's value widened to 64 bits).
+    ///
+    /// # Safety
+    ///
+    /// Unless this returns an error, the 8 bytes at `result` stay writable,
+    /// and untouched by anyone else, until the request's completion has
+    /// been observed or the worker is dropped.
+    #[allow(clippy::too_many_arguments)]
+    pub unsafe fn atomic_fetch_raw(
+        &mut self,
+        ep: Ep,
+        op: AtomicOp,
+        value: AtomicValue,
+        compare: u64,
+        result: *mut u64,
+        remote_addr: u64,
+        rkey: &Rkey,
+        o: Op,
+    ) -> Result<Posted<()>> {
+        let sink = RmaSink::Fetch {
+            ptr: result,
+            width: value.width(),
+        };
+        self.atomic_start(ep, op, value, compare, remote_addr, rkey, sink, o)
+    }
+
+    /// [`Worker::put_raw`] of `data`, waiting for completion.
+    pub fn put_blocking(
+        &mut self,
+        ep: Ep,
+        data: &[u8],
+        remote_addr: u64,
+        rkey: &Rkey,
+    ) -> Result<()> {
+        // SAFETY: `data` is borrowed until the request completed, which
+        // `wait_rma` waits for.
+        let p =
+            unsafe { self.put_raw(ep, data.as_ptr(), data.len(), remote_addr, rkey, Op::new()) }?;
+        self.wait_rma(p).map(|_| ())
+    }
+
+    /// [`Worker::get_raw`] into `buf`, waiting for completion.
+    pub fn get_blocking(
+        &mut self,
+        ep: Ep,
+        buf: &mut [u8],
+        remote_addr: u64,
+        rkey: &Rkey,
+    ) -> Result<()> {
+        // SAFETY: `buf` is borrowed mutably until the request completed.
+        let p = unsafe {
+            self.get_raw(
+                ep,
+                buf.as_mut_ptr(),
+                buf.len(),
+                remote_addr,
+                rkey,
+                Op::new(),
+            )
+        }?;
+        self.wait_rma(p).map(|_| ())
+    }
+
+    /// [`Worker::atomic_fetch_raw`], waiting for the old value.
+    pub fn atomic_blocking(
+        &mut self,
+        ep: Ep,
+        op: AtomicOp,
+        value: AtomicValue,
+        compare: u64,
+        remote_addr: u64,
+        rkey: &Rkey,
+    ) -> Result<AtomicValue> {
+        let mut old = 0u64;
+        // SAFETY: `old` lives until the request completed.
+        let p = unsafe {
+            self.atomic_fetch_raw(
+                ep,
+                op,
+                value,
+                compare,
+                &mut old,
+                remote_addr,
+                rkey,
+                Op::new(),
+            )
+        }?;
+        self.wait_rma(p)?;
+        AtomicValue::of_width(value.width(), old)
+            .ok_or_else(|| Error::InvalidParam("atomic width".into()))
+    }
+
+    /// Waits until every one-sided operation posted before has completed:
+    /// operations posted after it see their effects (UCX's strong fence).
+    pub fn fence(&mut self) -> Result<()> {
+        while self.core.rma_waiting(None) {
+            self.progress();
+        }
+        Ok(())
+    }
+
+    fn wait_rma(&mut self, p: Posted<()>) -> Result<Info> {
+        match p {
+            Posted::Done(info, ()) => Ok(info),
+            Posted::InFlight(id) => self.request_wait(id),
+        }
+    }
+
+    /// A new RMA request of `ep`, still posting.
+    fn rma_request(
+        &mut self,
+        ep: Ep,
+        len: usize,
+        sink: RmaSink,
+        op: Op,
+    ) -> crate::ucs::slab::SlabId {
+        let st = RmaState {
+            ep: ep.0,
+            pending: 0,
+            posting: true,
+            len,
+            error: None,
+            sink,
+            zcopy: None,
+        };
+        self.core.reqs.insert(Request::new(Kind::Rma(st), op))
+    }
+
+    /// Ends posting of request `id`: finished at once (`Done`, the slot
+    /// freed) or in flight.
+    fn rma_posted(&mut self, id: crate::ucs::slab::SlabId) -> Result<Posted<()>> {
+        let Some(req) = self.core.reqs.get_mut(id) else {
+            return Err(Error::InvalidHandle);
+        };
+        if req.result.is_some() {
+            return Ok(Posted::InFlight(ReqId(id)));
+        }
+        let Kind::Rma(s) = &mut req.kind else {
+            return Err(Error::InvalidHandle);
+        };
+        s.posting = false;
+        if s.pending > 0 || s.zcopy.as_ref().is_some_and(|z| z.off < z.len) {
+            return Ok(Posted::InFlight(ReqId(id)));
+        }
+        let (len, err) = (s.len, s.error.take());
+        self.core.reqs.remove(id);
+        match err {
+            Some(e) => Err(e),
+            None => Ok(Posted::Done(
+                Info {
+                    tag: 0,
+                    length: len,
+                },
+                (),
+            )),
+        }
+    }
+
+    fn add_pending(&mut self, id: crate::ucs::slab::SlabId) {
+        if let Some(Request {
+            kind: Kind::Rma(s), ..
+        }) = self.core.reqs.get_mut(id)
+        {
+            s.pending += 1;
+        }
+    }
+
+    fn set_error(&mut self, id: crate::ucs::slab::SlabId, e: Error) {
+        if let Some(Request {
+            kind: Kind::Rma(s), ..
+        }) = self.core.reqs.get_mut(id)
+        {
+            s.error.get_or_insert(e);
+        }
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn rma_start(
+        &mut self,
+        ep: Ep,
+        dir: Dir,
+        ptr: *mut u8,
+        len: usize,
+        remote: u64,
+        rkey: &Rkey,
+        op: Op,
+    ) -> Result<Posted<()>> {
+        let st = self.core.eps.get(ep.0).ok_or(Error::InvalidHandle)?;
+        if let Some(e) = &st.failed {
+            return Err(e.clone());
+        }
+        if len == 0 {
+            return Ok(Posted::Done(Info { tag: 0, length: 0 }, ()));
+        }
+        let cap = match dir {
+            Dir::Put => Caps::PUT_ZCOPY,
+            Dir::Get => Caps::GET_ZCOPY,
+        };
+        let zlane = st
+            .lanes
+            .iter()
+            .enumerate()
+            .find_map(|(li, &(iface, uct_ep))| {
+                let key = rkey.lanes.get(li)?.as_ref()?;
+                let a = self.ifaces[iface].attr();
+                let max = if dir == Dir::Put {
+                    a.max_put_zcopy
+                } else {
+                    a.max_get_zcopy
+                };
+                (a.caps.contains(cap) && max > 0).then(|| (iface, uct_ep, key.clone(), max))
+            });
+        let max_bcopy = st.cfg.max_bcopy;
+        let sink = match dir {
+            Dir::Put => RmaSink::None,
+            Dir::Get => RmaSink::Get { ptr, len },
+        };
+        let id = self.rma_request(ep, len, sink, op);
+        match zlane {
+            Some((iface, uct_ep, key, max)) => {
+                if let Some(Request {
+                    kind: Kind::Rma(s), ..
+                }) = self.core.reqs.get_mut(id)
+                {
+                    s.zcopy = Some(ZcopyPlan {
+                        put: dir == Dir::Put,
+                        iface,
+                        uct_ep,
+                        key,
+                        max,
+                        ptr,
+                        len,
+                        remote,
+                        off: 0,
+                    });
+                }
+                self.core.push_rma_zcopy(&mut self.ifaces, id);
+            }
+            None => self.post_emulated(id, ep, dir, max_bcopy, ptr, len, remote, rkey),
+        }
+        self.rma_posted(id)
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn post_emulated(
+        &mut self,
+        id: crate::ucs::slab::SlabId,
+        ep: Ep,
+        dir: Dir,
+        max_bcopy: usize,
+        ptr: *mut u8,
+        len: usize,
+        remote: u64,
+        rkey: &Rkey,
+    ) {
+        let frag = match dir {
+            Dir::Put => max_bcopy.saturating_sub(PUT_HDR),
+            Dir::Get => max_bcopy
+                .saturating_sub(REPLY_HDR)
+                .min(MAX_GET_FRAGMENT as usize),
+        };
+        if frag == 0 {
+            self.set_error(
+                id,
+                Error::Unsupported("the endpoint's lane carries no RMA messages".into()),
+            );
+            return;
+        }
+        let mut off = 0;
+        while off < len {
+            let n = frag.min(len - off);
+            let at = remote + off as u64;
+            let (am, msg) = match dir {
+                Dir::Put => {
+                    let mut m = wire::encode_put(id.to_u64(), &rkey.key, at);
+                    // SAFETY: `off + n <= len` bytes at `ptr`, readable
+                    // (put_raw's contract); copied now, so the fragment
+                    // does not keep the buffer.
+                    m.extend_from_slice(unsafe { std::slice::from_raw_parts(ptr.add(off), n) });
+                    (wire::AM_RMA_PUT, m)
+                }
+                Dir::Get => {
+                    let g = GetReq {
+                        req: id.to_u64(),
+                        key: rkey.key,
+                        addr: at,
+                        len: n as u64,
+                        offset: off as u64,
+                    };
+                    (wire::AM_RMA_GET, g.encode())
+                }
+            };
+            self.add_pending(id);
+            self.core.send_ctrl(&mut self.ifaces, ep.0, am, msg);
+            off += n;
+        }
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn atomic_start(
+        &mut self,
+        ep: Ep,
+        op: AtomicOp,
+        value: AtomicValue,
+        compare: u64,
+        remote: u64,
+        rkey: &Rkey,
+        sink: RmaSink,
+        o: Op,
+    ) -> Result<Posted<()>> {
+        let width = value.width();
+        if remote % width as u64 != 0 {
+            return Err(Error::InvalidParam(format!(
+                "atomic on {remote:#x}: not aligned to {width} bytes"
+            )));
+        }
+        rkey.check(ep, remote, width, Access::REMOTE_ATOMIC)?;
+        let st = self.core.eps.get(ep.0).ok_or(Error::InvalidHandle)?;
+        if let Some(e) = &st.failed {
+            return Err(e.clone());
+        }
+        let id = self.rma_request(ep, width, sink, o);
+        let msg = AtomicReq {
+            req: id.to_u64(),
+            key: rkey.key,
+            addr: remote,
+            op,
+            value,
+            compare,
+        }
+        .encode();
+        self.add_pending(id);
+        self.core
+            .send_ctrl(&mut self.ifaces, ep.0, wire::AM_RMA_ATOMIC, msg);
+        self.rma_posted(id)
+    }
+}

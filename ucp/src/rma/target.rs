@@ -1,0 +1,368 @@
+//! The target side of emulated one-sided operations, and the initiator's
+//! handling of the replies.
+//!
+//! Requests execute in the AM handler, in arrival order, against
+//! [`RMA_REGS`]: the live registration must exist, carry the key's secret,
+//! contain the whole range and grant the right, or nothing is touched and
+//! the reply carries the refusal's status.
+#![allow(unsafe_code)]
+
+use super::atomic::{self, AtomicValue};
+use super::mem::RMA_REGS;
+use super::wire::{self, AtomicReq, GetReq, KeyRef, Reply, AM_RMA_REPLY};
+use super::RmaSink;
+use crate::request::{Info, Kind};
+use crate::ucs::slab::SlabId;
+use crate::ucs::{PeerMisbehaved, Status};
+use crate::uct::{process_nonce, Access, Iface, Iov, KeyFields, Posted as UctPosted, SrcId, Token};
+use crate::worker::core::Core;
+use crate::Error;
+
+/// Largest read one `RMA_GET` may ask for: the reply travels in one
+/// active message, so initiators split reads; this caps what a peer can
+/// make the target allocate.
+pub(crate) const MAX_GET_FRAGMENT: u64 = 1 << 20;
+
+fn fields(k: &KeyRef) -> Result<KeyFields, Status> {
+    if k.owner != process_nonce() {
+        return Err(Status::InvalidParam);
+    }
+    Ok(KeyFields {
+        index: k.index,
+        generation: k.generation,
+        secret: k.secret,
+        addr: 0,
+        len: 0,
+        access: Access::empty(),
+    })
+}
+
+fn code(s: Status) -> i32 {
+    i32::from(s.code())
+}
+
+impl Core {
+    /// Dispatches an emulated RMA message; `false` if `id` is not one.
+    pub(crate) fn rma_arrived(
+        &mut self,
+        id: crate::uct::AmId,
+        src: SrcId,
+        data: &[u8],
+    ) -> Option<Result<(), PeerMisbehaved>> {
+        Some(match id {
+            wire::AM_RMA_PUT => wire::decode_put(data).map(|(req, key, addr, d)| {
+                let status = fields(&key).and_then(|f| {
+                    RMA_REGS
+                        .with_range(&f, addr, d.len(), Access::REMOTE_WRITE, |p| {
+                            // SAFETY: `with_range` checked the range lies
+                            // in a live registration with remote-write
+                            // rights and keeps it from ending meanwhile;
+                            // `d` is the message, not registered memory.
+                            unsafe { std::ptr::copy_nonoverlapping(d.as_ptr(), p, d.len()) }
+                        })
+                        .map_err(|e| e.status())
+                });
+                self.rma_reply(
+                    src,
+                    Reply {
+                        req,
+                        offset: 0,
+                        value: 0,
+                        status: status.err().map_or(0, code),
+                    },
+                    Vec::new(),
+                );
+            }),
+            wire::AM_RMA_GET => GetReq::decode(data).map(|g| self.rx_get(src, g)),
+            wire::AM_RMA_ATOMIC => AtomicReq::decode(data).map(|a| self.rx_atomic(src, a)),
+            AM_RMA_REPLY => Reply::decode(data).map(|(r, d)| self.rx_reply(src, r, d)),
+            _ => return None,
+        })
+    }
+
+    fn rx_get(&mut self, src: SrcId, g: GetReq) {
+        let mut out = Vec::new();
+        let status = if g.len > MAX_GET_FRAGMENT {
+            Err(Status::InvalidParam)
+        } else {
+            fields(&g.key).and_then(|f| {
+                let len = g.len as usize;
+                RMA_REGS
+                    .with_range(&f, g.addr, len, Access::REMOTE_READ, |p| {
+                        out.reserve_exact(len);
+                        // SAFETY: inside a live registration with
+                        // remote-read rights (checked, held by the lock);
+                        // `out` has room for `len` bytes.
+                        unsafe {
+                            std::ptr::copy_nonoverlapping(p, out.as_mut_ptr(), len);
+                            out.set_len(len);
+                        }
+                    })
+                    .map_err(|e| e.status())
+            })
+        };
+        let status = status.err().map_or(0, code);
+        if status != 0 {
+            out.clear();
+        }
+        self.rma_reply(
+            src,
+            Reply {
+                req: g.req,
+                offset: g.offset,
+                value: 0,
+                status,
+            },
+            out,
+        );
+    }
+
+    fn rx_atomic(&mut self, src: SrcId, a: AtomicReq) {
+        let width = a.value.width();
+        let r = if a.addr % width as u64 != 0 {
+            Err(Status::InvalidAddr)
+        } else {
+            fields(&a.key).and_then(|f| {
+                RMA_REGS
+                    .with_range(&f, a.addr, width, Access::REMOTE_ATOMIC, |p| {
+                        // SAFETY: `width` bytes inside a live registration
+                        // with atomic rights, aligned (checked above: the
+                        // registered pointer and the address agree), and
+                        // peers reach such words only through atomics.
+                        unsafe { atomic::apply(p, a.op, a.value, a.compare) }
+                    })
+                    .map_err(|e| e.status())
+            })
+        };
+        let (value, status) = match r {
+            Ok(old) => (old.as_u64(), 0),
+            Err(s) => (0, code(s)),
+        };
+        self.rma_reply(
+            src,
+            Reply {
+                req: a.req,
+                offset: 0,
+                value,
+                status,
+            },
+            Vec::new(),
+        );
+    }
+
+    fn rma_reply(&mut self, src: SrcId, r: Reply, data: Vec<u8>) {
+        let mut m = r.encode();
+        m.extend_from_slice(&data);
+        self.deferred.rma_replies.push((self.cur_iface, src, m));
+    }
+
+    /// The target answered one step of request `req`.
+    fn rx_reply(&mut self, src: SrcId, r: Reply, data: &[u8]) {
+        let id = SlabId::from_u64(r.req);
+        let from = self.src_eps.get(&(self.cur_iface, src)).copied();
+        let Some(req) = self.reqs.get_mut(id) else {
+            tracing::debug!("RMA reply for a request that is gone");
+            return;
+        };
+        let Kind::Rma(s) = &mut req.kind else {
+            tracing::warn!("RMA reply names a request that is not an RMA operation");
+            return;
+        };
+        if req.result.is_some() {
+            // Already failed (endpoint error): the buffers are the caller's
+            // again, so late replies touch nothing.
+            return;
+        }
+        if from.is_some_and(|e| e != s.ep) {
+            tracing::warn!("RMA reply from another endpoint than the request's: ignored");
+            return;
+        }
+        let result = if r.status != 0 {
+            let st = i8::try_from(r.status).ok().and_then(Status::from_code);
+            Err(Error::RemoteAccess(format!(
+                "the target refused: {}",
+                st.map_or_else(|| format!("status {}", r.status), |s| s.to_string())
+            )))
+        } else {
+            match s.sink {
+                RmaSink::None => Ok(()),
+                RmaSink::Get { ptr, len } => {
+                    let fits = usize::try_from(r.offset)
+                        .ok()
+                        .and_then(|o| Some((o, o.checked_add(data.len())?)))
+                        .filter(|&(_, end)| end <= len);
+                    match fits {
+                        Some((o, _)) => {
+                            // SAFETY: `get_raw`'s caller keeps `len` bytes
+                            // at `ptr` writable until the request completes
+                            // (it has not: no result yet); the range is
+                            // inside them (checked).
+                            unsafe {
+                                std::ptr::copy_nonoverlapping(data.as_ptr(), ptr.add(o), data.len())
+                            };
+                            Ok(())
+                        }
+                        None => Err(Error::RemoteAccess(format!(
+                            "the target answered {} bytes at offset {} of a {len}-byte read",
+                            data.len(),
+                            r.offset
+                        ))),
+                    }
+                }
+                RmaSink::Fetch { ptr, width } => {
+                    match AtomicValue::of_width(width, r.value) {
+                        Some(v) if width == 8 || r.value <= u64::from(u32::MAX) => {
+                            // SAFETY: `atomic_fetch_raw`'s caller keeps the
+                            // 8 bytes at `ptr` writable until completion.
+                            unsafe { ptr.write_unaligned(v.as_u64()) };
+                            Ok(())
+                        }
+                        _ => Err(Error::RemoteAccess(format!(
+                            "bad atomic result {:#x}",
+                            r.value
+                        ))),
+                    }
+                }
+            }
+        };
+        self.rma_step_done(id, result);
+    }
+
+    /// One step (fragment, zero-copy operation, reply) of RMA request `id`
+    /// finished; completes the request after its last step.
+    pub(crate) fn rma_step_done(&mut self, id: SlabId, result: crate::Result<()>) {
+        let Some(req) = self.reqs.get_mut(id) else {
+            return;
+        };
+        let Kind::Rma(s) = &mut req.kind else { return };
+        if req.result.is_some() {
+            return;
+        }
+        s.pending = s.pending.saturating_sub(1);
+        if let Err(e) = result {
+            s.error.get_or_insert(e);
+        }
+        if s.pending == 0 && !s.posting && s.zcopy.as_ref().is_none_or(|z| z.off >= z.len) {
+            let (len, err) = (s.len, s.error.take());
+            self.complete(
+                id,
+                err.map_or(
+                    Ok(Info {
+                        tag: 0,
+                        length: len,
+                    }),
+                    Err,
+                ),
+            );
+        }
+    }
+
+    /// Fails the RMA requests of endpoint `ep` still waiting.
+    pub(crate) fn fail_rma(&mut self, ep: SlabId, err: &Error) {
+        let ids: Vec<SlabId> = self
+            .reqs
+            .iter()
+            .filter(|(_, r)| r.result.is_none() && matches!(&r.kind, Kind::Rma(s) if s.ep == ep))
+            .map(|(id, _)| id)
+            .collect();
+        for id in ids {
+            self.complete(id, Err(err.clone()));
+        }
+    }
+
+    /// Whether RMA requests of `ep` (or of any endpoint) are still waiting.
+    pub(crate) fn rma_waiting(&self, ep: Option<SlabId>) -> bool {
+        self.reqs.iter().any(|(_, r)| {
+            r.result.is_none() && matches!(&r.kind, Kind::Rma(s) if ep.is_none_or(|e| s.ep == e))
+        })
+    }
+}
+
+impl Core {
+    /// Posts the zero-copy steps of RMA request `id` until the lane refuses
+    /// (then it asks to be told when there is room: `resume_rma`).
+    pub(crate) fn push_rma_zcopy(&mut self, ifaces: &mut [Box<dyn Iface>], id: SlabId) {
+        let token = Token(id.to_u64());
+        loop {
+            let Some(req) = self.reqs.get_mut(id) else {
+                return;
+            };
+            if req.result.is_some() {
+                return;
+            }
+            let Kind::Rma(s) = &mut req.kind else { return };
+            let Some(z) = s.zcopy.as_mut() else { return };
+            if z.off >= z.len {
+                let done = s.pending == 0 && !s.posting;
+                if done {
+                    // The last step finished at once.
+                    s.pending = 1;
+                    self.rma_step_done(id, Ok(()));
+                }
+                return;
+            }
+            let n = z.max.min(z.len - z.off);
+            // `off < len`: inside the caller's buffer.
+            let iov = [Iov {
+                ptr: z.ptr.wrapping_add(z.off),
+                len: n,
+            }];
+            let at = z.remote + z.off as u64;
+            let Some(iface) = ifaces.get_mut(z.iface) else {
+                return;
+            };
+            // SAFETY: the operation's caller keeps the buffer valid until
+            // the request completes, which waits for every step (each
+            // InFlight one is counted and reported back).
+            let r = unsafe {
+                if z.put {
+                    iface.put_zcopy(z.uct_ep, &iov, at, &z.key, token)
+                } else {
+                    iface.get_zcopy(z.uct_ep, &iov, at, &z.key, token)
+                }
+            };
+            match r {
+                Ok(UctPosted::Done) => z.off += n,
+                Ok(UctPosted::InFlight) => {
+                    z.off += n;
+                    s.pending += 1;
+                }
+                Ok(UctPosted::NoResource) => {
+                    if let Err(e) = iface.pending_add(z.uct_ep, token) {
+                        z.off = z.len;
+                        s.error.get_or_insert(Error::endpoint(e));
+                        continue;
+                    }
+                    self.rma_parked += 1;
+                    return;
+                }
+                Err(e) => {
+                    z.off = z.len;
+                    s.error.get_or_insert(super::transport_error(e));
+                }
+            }
+        }
+    }
+
+    /// Resumes the zero-copy RMA steps that waited for
+    /// room (those of every endpoint: parking is rare, and a step that
+    /// still finds no room parks again).
+    pub(crate) fn resume_rma(&mut self, ifaces: &mut [Box<dyn Iface>]) -> usize {
+        self.rma_parked = 0;
+        let ids: Vec<SlabId> = self
+            .reqs
+            .iter()
+            .filter(|(_, r)| {
+                r.result.is_none()
+                    && matches!(&r.kind, Kind::Rma(s)
+                        if s.zcopy.as_ref().is_some_and(|z| z.off < z.len))
+            })
+            .map(|(id, _)| id)
+            .collect();
+        let n = ids.len();
+        for id in ids {
+            self.push_rma_zcopy(ifaces, id);
+        }
+        n
+    }
+}
