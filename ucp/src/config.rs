@@ -33,6 +33,15 @@ crate::ucs::config_table! {
         /// Print the protocol selection table of every new endpoint
         /// (to standard error), like UCX_PROTO_INFO.
         PROTO_INFO proto_info: bool = "n",
+        /// Registration cache for rendezvous buffers: `auto` (for memory
+        /// domains whose registration is costly), `yes`, or `no`.
+        RCACHE_ENABLE rcache_enable: crate::worker::RcacheMode = "auto",
+        /// Most bytes the registration cache keeps registered (`inf`: no
+        /// limit).
+        RCACHE_MAX_SIZE rcache_max_size: MemUnits = "inf",
+        /// Most regions the registration cache keeps registered (a count;
+        /// `inf`: no limit).
+        RCACHE_MAX_REGIONS rcache_max_regions: MemUnits = "inf",
     }
 }
 

@@ -36,7 +36,9 @@ pub struct Context {
 #[derive(Debug)]
 struct Inner {
     config: UcpConfig,
-    mds: Vec<Box<dyn MemoryDomain>>,
+    mds: Vec<Arc<dyn MemoryDomain>>,
+    /// Registration caches of rendezvous buffers, shared by the workers.
+    regs: parking_lot::Mutex<crate::worker::RegCaches>,
     /// (memory domain index, resource)
     resources: Vec<(usize, TlResource)>,
 }
@@ -90,7 +92,7 @@ impl Context {
                     any = true;
                 }
                 if any {
-                    mds.push(md);
+                    mds.push(Arc::from(md));
                 }
             }
         }
@@ -101,10 +103,12 @@ impl Context {
                 crate::ucs::config::ConfigValue::to_text(&config.net_devices),
             )));
         }
+        let regs = parking_lot::Mutex::new(crate::worker::RegCaches::new(&config));
         Ok(Context {
             inner: Arc::new(Inner {
                 config,
                 mds,
+                regs,
                 resources,
             }),
         })
@@ -146,6 +150,32 @@ impl Context {
     /// Memory domain number `i`.
     pub(crate) fn md(&self, i: usize) -> Option<&dyn MemoryDomain> {
         self.inner.mds.get(i).map(|m| m.as_ref())
+    }
+
+    /// Memory domain number `i`, shared.
+    pub(crate) fn md_arc(&self, i: usize) -> Option<Arc<dyn MemoryDomain>> {
+        self.inner.mds.get(i).cloned()
+    }
+
+    /// The registration caches.
+    pub(crate) fn regs(&self) -> parking_lot::MutexGuard<'_, crate::worker::RegCaches> {
+        self.inner.regs.lock()
+    }
+
+    /// Tells the registration caches that `len` bytes at `ptr` are about to
+    /// be freed or reused: registrations covering them end (at once, or
+    /// when the transfers using them finish). Call it before freeing
+    /// memory that took part in a rendezvous when `RUCX_RCACHE_ENABLE` is
+    /// on; memory mapped with [`Context::mem_map`] is invalidated when
+    /// unmapped.
+    pub fn rcache_invalidate(&self, ptr: *const u8, len: usize) {
+        self.regs().invalidate(ptr as usize, len);
+    }
+
+    /// Counters of the registration caches (hits, misses, evictions, ...),
+    /// summed over domains.
+    pub fn rcache_stats(&self) -> crate::ucs::rcache::RcacheStats {
+        self.regs().stats()
     }
 }
 

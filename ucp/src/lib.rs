@@ -67,7 +67,7 @@ pub use request::{Callback, Completion, Info, IoBuf, IoBufMut, Op, Posted, ReqId
 pub use rma::{AtomicOp, AtomicValue, MemMap, Rkey};
 pub use transports::registry;
 pub use uct::Access;
-pub use worker::{Armed, Worker, MAX_SLEEP};
+pub use worker::{Armed, RcacheMode, Worker, MAX_SLEEP};
 
 /// The crate `rucx-uct`.
 pub use rucx_uct as uct;

@@ -489,7 +489,7 @@ impl Core {
             return Step::Failed;
         };
         let (ep, tag, buf) = (s.ep, s.tag, s.buf);
-        let have = s.memh.clone();
+        let have = s.memh.as_ref().map(|r| r.memh.clone());
         let Some(st) = self.eps.get(ep) else {
             self.fail_send(id, Error::InvalidHandle);
             return Step::Failed;
@@ -503,42 +503,57 @@ impl Core {
             self.fail_send(id, Error::InvalidHandle);
             return Step::Failed;
         };
-        let memh = match have.map(|b| *b) {
-            Some((_, m)) => m,
-            // SAFETY: the buffer stays valid and unmodified until the
-            // request completes (its tier's contract), and completing it
-            // deregisters first (Core::complete); peers may only read it.
-            #[allow(unsafe_code)]
-            None => match unsafe {
-                md.mem_reg(buf.ptr_at(0) as *mut u8, buf.len(), Access::REMOTE_READ)
-            } {
-                Ok(m) => m,
-                Err(e) => {
-                    self.fail_send(id, Error::transport(e));
-                    return Step::Failed;
+        let memh = match have {
+            Some(m) => m,
+            None => {
+                // SAFETY: the buffer stays valid and unmodified until the
+                // request completes (its tier's contract), and completing
+                // it releases the registration first (Core::complete);
+                // peers may only read it.
+                #[allow(unsafe_code)]
+                let r = unsafe {
+                    self.ctx.regs().register(
+                        &self.ctx,
+                        mdi,
+                        buf.ptr_at(0) as *mut u8,
+                        buf.len(),
+                        Access::REMOTE_READ,
+                    )
+                };
+                match r {
+                    Ok(r) => {
+                        let m = r.memh.clone();
+                        if let Some(Request {
+                            kind: Kind::Send(s),
+                            ..
+                        }) = self.reqs.get_mut(id)
+                        {
+                            s.memh = Some(Box::new(r));
+                        }
+                        m
+                    }
+                    Err(e) => {
+                        self.fail_send(id, Error::transport(e));
+                        return Step::Failed;
+                    }
                 }
-            },
+            }
         };
         let packed = match md.mkey_pack(&memh) {
             Ok(p) => p,
             Err(e) => {
-                let _ = md.mem_dereg(&memh);
+                // The registration ends with the request.
                 self.fail_send(id, Error::transport(e));
                 return Step::Failed;
             }
         };
-        if let Some(Request {
-            kind: Kind::Send(s),
-            ..
-        }) = self.reqs.get_mut(id)
-        {
-            s.memh = Some(Box::new((mdi, memh.clone())));
-        }
+        // The buffer's own address: a cached registration may start
+        // before it.
         let (t, r, l, a) = (
             tag.to_le_bytes(),
             id.to_u64().to_le_bytes(),
             (buf.len() as u64).to_le_bytes(),
-            (memh.addr as u64).to_le_bytes(),
+            (buf.ptr_at(0) as u64).to_le_bytes(),
         );
         match ifaces[ifi].am_bcopy(uct_ep, AM_RNDV_RTS_GET, &[&t, &r, &l, &a, &packed]) {
             Ok((Posted::NoResource, _)) => Step::Blocked,

@@ -125,18 +125,27 @@ impl Core {
         let (buf, len) = (r.buf, r.total.min(r.buf.capacity()));
         let mdi = self.iface_md.get(to.iface).copied();
         let md = mdi.and_then(|m| self.ctx.md(m));
-        let registered = match md {
-            Some(md) if md.can_register() && len > 0 => {
+        let registered = match (md, mdi) {
+            (Some(md), Some(mdi)) if md.can_register() && len > 0 => {
                 // SAFETY: the range lies in the receive's buffer, which
                 // stays valid and exclusively the request's until it
-                // completes; completing deregisters first (Core::complete),
-                // so no write reaches it after the user got it back.
+                // completes; completing releases the registration first
+                // (Core::complete), so no write of this transfer reaches it
+                // after the user got it back.
                 #[allow(unsafe_code)]
-                let m = unsafe { md.mem_reg(buf.ptr_at(0), len, Access::REMOTE_WRITE) };
-                m.and_then(|m| match md.mkey_pack(&m) {
+                let m = unsafe {
+                    self.ctx.regs().register(
+                        &self.ctx,
+                        mdi,
+                        buf.ptr_at(0),
+                        len,
+                        Access::REMOTE_WRITE,
+                    )
+                };
+                m.and_then(|m| match md.mkey_pack(&m.memh) {
                     Ok(k) => Ok((m, k)),
                     Err(e) => {
-                        let _ = md.mem_dereg(&m);
+                        self.ctx.regs().release(&self.ctx, m);
                         Err(e)
                     }
                 })
@@ -144,10 +153,12 @@ impl Core {
             _ => Err(ucs::Error::Unsupported("no registration".into())),
         };
         match (registered, mdi) {
-            (Ok((memh, key)), Some(mdi)) => {
-                let addr = memh.addr as u64;
+            (Ok((reg, key)), Some(_)) => {
+                // The buffer's own address: a cached registration may
+                // start before it.
+                let addr = buf.ptr_at(0) as u64;
                 if let Some(r) = self.recv_state(req) {
-                    r.memh = Some(Box::new((mdi, memh)));
+                    r.memh = Some(Box::new(reg));
                 }
                 let mut d = Vec::with_capacity(wire::RTR_PUT_HDR + key.len());
                 for v in [to.sreq, req.to_u64(), addr, len as u64] {

@@ -161,7 +161,7 @@ pub(crate) struct SendState {
     pub(crate) rndv: RndvPhase,
     /// Registration of the buffer for a rendezvous by get: (memory domain,
     /// handle), released when the request completes.
-    pub(crate) memh: Option<Box<(usize, crate::uct::MemHandle)>>,
+    pub(crate) memh: Option<Box<crate::worker::BufReg>>,
     /// The receiver's acknowledgement of a synchronous send arrived.
     pub(crate) acked: bool,
 }
@@ -221,7 +221,7 @@ pub(crate) struct RecvState {
     pub(crate) ats_to: Option<AtsTo>,
     /// Registration of the buffer for a rendezvous by put: (memory domain,
     /// handle), released when the request completes.
-    pub(crate) memh: Option<Box<(usize, crate::uct::MemHandle)>>,
+    pub(crate) memh: Option<Box<crate::worker::BufReg>>,
 }
 
 impl RecvState {

@@ -304,6 +304,8 @@ impl MemMap {
             return Ok(());
         }
         let mut first = Ok(());
+        // Rendezvous registrations cached on this memory end too.
+        self.ctx.rcache_invalidate(self.ptr, self.len);
         if let Err(e) = RMA_REGS.deregister(&self.am) {
             first = Err(Error::InvalidParam(e.to_string()));
         }

@@ -334,12 +334,8 @@ impl Core {
             Kind::Recv(r) => r.memh.take(),
             _ => None,
         };
-        if let Some((mdi, memh)) = memh.map(|b| *b) {
-            if let Some(md) = self.ctx.md(mdi) {
-                if let Err(e) = md.mem_dereg(&memh) {
-                    tracing::warn!("deregistering a rendezvous buffer: {e}");
-                }
-            }
+        if let Some(r) = memh {
+            self.ctx.regs().release(&self.ctx, *r);
         }
         if !self.puts.is_empty() {
             self.puts.remove(&id);

@@ -2,6 +2,7 @@
 
 mod connect;
 pub(crate) mod core;
+mod regs;
 mod wakeup;
 
 use self::core::Core;
@@ -10,6 +11,8 @@ use crate::request::{Completion, Info, Kind, ReqId, Request};
 use crate::uct::{Iface, IfaceParams, Posted, Token};
 use crate::wireup::address::{IfaceEntry, WorkerAddress};
 use crate::{Ep, Error, Result};
+pub use regs::RcacheMode;
+pub(crate) use regs::{BufReg, RegCaches};
 pub use wakeup::{Armed, MAX_SLEEP};
 
 /// A progress engine with its own ifaces, endpoints and requests.

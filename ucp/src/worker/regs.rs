@@ -1,0 +1,211 @@
+//! Registration of user buffers for rendezvous, through a registration
+//! cache where that pays.
+//!
+//! A rendezvous registers the sender's buffer for remote reads (by get) or
+//! the receiver's for remote writes (by put). Without a cache each transfer
+//! registers and deregisters. With one ([`RcacheMode`]), a worker keeps one
+//! [`Rcache`] per memory domain and right: registrations cover whole pages,
+//! merge with their neighbours and outlive the transfer, until evicted
+//! (`RUCX_RCACHE_MAX_SIZE`, `RUCX_RCACHE_MAX_REGIONS`) or invalidated.
+//!
+//! What a cached registration means for the application: the peer that got
+//! its key can reach the registered pages (the buffer and what shares its
+//! pages) with that right until the region is evicted or invalidated. The
+//! cache does not watch `free` or `munmap`: before memory that took part in
+//! a rendezvous goes back to the system (or changes hands), the
+//! application calls [`crate::Worker::rcache_invalidate`] on it, as memory
+//! mapped through rucx is invalidated by [`crate::MemMap`] when unmapped.
+//! `auto` therefore uses a cache only for domains whose registration is
+//! costly (pinning, as RDMA devices do); this host's domains register in
+//! a table lookup and keep the per-transfer registration.
+
+use crate::ucs::rcache::{Rcache, RcacheConfig, RcacheStats, RegionRef, Registrar};
+use crate::uct::{Access, MemHandle, MemoryDomain};
+use crate::{ucs, Context};
+use std::sync::Arc;
+
+crate::ucs::config_enum! {
+    /// Whether rendezvous registrations go through a registration cache
+    /// (like `UCX_RCACHE_ENABLE`).
+    pub enum RcacheMode {
+        /// For memory domains whose registration costs 1 µs or more.
+        Auto = "auto",
+        /// For every memory domain that registers.
+        Yes = "yes",
+        /// Never: each transfer registers and deregisters.
+        No = "no",
+    }
+}
+
+/// Registration cost from which `auto` caches, seconds.
+const AUTO_MIN_COST: f64 = 1e-6;
+
+/// Registers with one memory domain, with one right.
+#[derive(Debug)]
+pub(crate) struct MdRegistrar {
+    md: Arc<dyn MemoryDomain>,
+    access: Access,
+}
+
+impl Registrar for MdRegistrar {
+    type Handle = MemHandle;
+    type Error = ucs::Error;
+
+    fn register(&mut self, addr: usize, len: usize) -> ucs::Result<MemHandle> {
+        // SAFETY: the cache registers whole pages of a buffer a rendezvous
+        // holds; the pages stay mapped until the application invalidates
+        // them (this module's contract, documented on `RcacheMode` and
+        // `Worker::rcache_invalidate`), and invalidation deregisters.
+        #[allow(unsafe_code)]
+        unsafe {
+            self.md.mem_reg(addr as *mut u8, len, self.access)
+        }
+    }
+
+    fn deregister(&mut self, h: MemHandle) {
+        if let Err(e) = self.md.mem_dereg(&h) {
+            tracing::warn!("registration cache: deregistering: {e}");
+        }
+    }
+}
+
+/// A rendezvous buffer's registration.
+#[derive(Debug)]
+pub(crate) struct BufReg {
+    /// Memory domain.
+    pub(crate) md: usize,
+    /// The handle to pack keys from (for a cached region, the region's).
+    pub(crate) memh: MemHandle,
+    /// The cache and region, if cached.
+    cached: Option<(usize, RegionRef)>,
+}
+
+/// The caches of a context, one per (domain, right), made on first use;
+/// shared by its workers (under the context's lock, taken once per
+/// rendezvous registration).
+#[derive(Debug)]
+pub(crate) struct RegCaches {
+    mode: RcacheMode,
+    config: RcacheConfig,
+    caches: Vec<((usize, Access), Rcache<MdRegistrar>)>,
+}
+
+impl RegCaches {
+    pub(crate) fn new(cfg: &crate::UcpConfig) -> RegCaches {
+        RegCaches {
+            mode: cfg.rcache_enable,
+            config: RcacheConfig {
+                max_size: cfg.rcache_max_size.usize_or(usize::MAX),
+                max_regions: cfg.rcache_max_regions.usize_or(usize::MAX),
+                ..RcacheConfig::default()
+            },
+            caches: Vec::new(),
+        }
+    }
+
+    fn wants(&self, ctx: &Context, md: usize) -> bool {
+        match self.mode {
+            RcacheMode::No => false,
+            RcacheMode::Yes => true,
+            RcacheMode::Auto => ctx.md(md).is_some_and(|m| m.reg_cost().c0 >= AUTO_MIN_COST),
+        }
+    }
+
+    /// Registers `len` bytes at `ptr` with domain `md` for `access`.
+    ///
+    /// # Safety
+    ///
+    /// As `MemoryDomain::mem_reg`: the memory stays valid until
+    /// [`RegCaches::release`] (and, when cached, until it is invalidated).
+    #[allow(unsafe_code)]
+    pub(crate) unsafe fn register(
+        &mut self,
+        ctx: &Context,
+        md: usize,
+        ptr: *mut u8,
+        len: usize,
+        access: Access,
+    ) -> ucs::Result<BufReg> {
+        let m = ctx
+            .md(md)
+            .ok_or_else(|| ucs::Error::InvalidParam("no memory domain".into()))?;
+        if !self.wants(ctx, md) || len == 0 {
+            // SAFETY: forwarded from this function's contract.
+            let memh = unsafe { m.mem_reg(ptr, len, access) }?;
+            return Ok(BufReg {
+                md,
+                memh,
+                cached: None,
+            });
+        }
+        let ci = match self.caches.iter().position(|(k, _)| *k == (md, access)) {
+            Some(i) => i,
+            None => {
+                let r = MdRegistrar {
+                    md: ctx
+                        .md_arc(md)
+                        .ok_or_else(|| ucs::Error::InvalidParam("no memory domain".into()))?,
+                    access,
+                };
+                self.caches
+                    .push(((md, access), Rcache::new(r, self.config)));
+                self.caches.len() - 1
+            }
+        };
+        let cache = &mut self.caches[ci].1;
+        let region = cache.get(ptr as usize, len).map_err(|e| match e {
+            ucs::rcache::RcacheError::Register(e) => e,
+            e => ucs::Error::InvalidParam(e.to_string()),
+        })?;
+        let memh = cache
+            .handle(region)
+            .cloned()
+            .ok_or_else(|| ucs::Error::InvalidParam("registration cache: region gone".into()))?;
+        Ok(BufReg {
+            md,
+            memh,
+            cached: Some((ci, region)),
+        })
+    }
+
+    /// Ends the transfer's use of a registration.
+    pub(crate) fn release(&mut self, ctx: &Context, r: BufReg) {
+        match r.cached {
+            Some((ci, region)) => {
+                if let Some((_, c)) = self.caches.get_mut(ci) {
+                    c.put(region);
+                }
+            }
+            None => {
+                if let Some(md) = ctx.md(r.md) {
+                    if let Err(e) = md.mem_dereg(&r.memh) {
+                        tracing::warn!("deregistering a rendezvous buffer: {e}");
+                    }
+                }
+            }
+        }
+    }
+
+    /// Forgets every cached registration overlapping the range.
+    pub(crate) fn invalidate(&mut self, addr: usize, len: usize) {
+        for (_, c) in &mut self.caches {
+            c.invalidate(addr, len);
+        }
+    }
+
+    /// The counters of all caches, summed.
+    pub(crate) fn stats(&self) -> RcacheStats {
+        let mut s = RcacheStats::default();
+        for (_, c) in &self.caches {
+            let t = c.stats();
+            s.hits += t.hits;
+            s.misses += t.misses;
+            s.merges += t.merges;
+            s.evictions += t.evictions;
+            s.invalidations += t.invalidations;
+            s.regions += t.regions;
+            s.bytes += t.bytes;
+        }
+        s
+    }
+}
