@@ -197,14 +197,7 @@ impl RegCaches {
     pub(crate) fn stats(&self) -> RcacheStats {
         let mut s = RcacheStats::default();
         for (_, c) in &self.caches {
-            let t = c.stats();
-            s.hits += t.hits;
-            s.misses += t.misses;
-            s.merges += t.merges;
-            s.evictions += t.evictions;
-            s.invalidations += t.invalidations;
-            s.regions += t.regions;
-            s.bytes += t.bytes;
+            s += c.stats();
         }
         s
     }

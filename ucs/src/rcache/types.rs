@@ -86,6 +86,19 @@ pub struct RcacheStats {
     pub bytes: usize,
 }
 
+impl std::ops::AddAssign for RcacheStats {
+    /// Sums the counters of several caches.
+    fn add_assign(&mut self, o: RcacheStats) {
+        self.hits += o.hits;
+        self.misses += o.misses;
+        self.merges += o.merges;
+        self.evictions += o.evictions;
+        self.invalidations += o.invalidations;
+        self.regions += o.regions;
+        self.bytes += o.bytes;
+    }
+}
+
 /// Why [`Rcache::get`] failed.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
