@@ -254,6 +254,25 @@ fn print_endpoint(out: &mut dyn Write) -> io::Result<()> {
     for table in a.ep_protocols(ep).map_err(fail)? {
         writeln!(out, "{table}")?;
     }
+    let rma = a.ep_rma_protocols(ep).map_err(fail)?;
+    let width = rma
+        .iter()
+        .map(|p| p.protocol.len() + p.lane.len() + 3)
+        .max()
+        .unwrap_or(0);
+    let rule = format!("+----------------+{}+", "-".repeat(width + 2));
+    writeln!(out, "{rule}")?;
+    writeln!(
+        out,
+        "| {:<14} | {:<width$} |",
+        "one-sided", "memory mapped by the peer"
+    )?;
+    writeln!(out, "{rule}")?;
+    for p in &rma {
+        let gap = width - p.protocol.len();
+        writeln!(out, "| {:<14} | {}{:>gap$} |", p.op, p.protocol, p.lane)?;
+    }
+    writeln!(out, "{rule}")?;
     Ok(())
 }
 

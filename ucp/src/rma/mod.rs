@@ -56,6 +56,7 @@
 //! `mem_map`.
 
 mod atomic;
+mod info;
 mod mem;
 mod ops;
 mod rkey;
@@ -63,6 +64,7 @@ mod target;
 pub mod wire;
 
 pub use atomic::{AtomicOp, AtomicValue};
+pub use info::RmaProtocol;
 pub use mem::MemMap;
 pub use rkey::Rkey;
 
