@@ -39,6 +39,22 @@ impl Pair {
         (m, k)
     }
 
+    /// `b`'s memory as `a` reaches it, in memory the test allocated (so
+    /// never a shared segment: the target executes what it is asked).
+    fn map_private(&self, len: usize, access: Access) -> (Vec<u64>, MemMap, Rkey) {
+        let mut backing = vec![0u64; len.div_ceil(8)];
+        // SAFETY: `backing` comes first in the returned tuple, so a
+        // caller's `let (b, m, k)` drops the map before it; while mapped
+        // it is only accessed through the map.
+        let m =
+            unsafe { self.ctx.mem_map(backing.as_mut_ptr().cast(), len, access) }.expect("mem_map");
+        let k = self
+            .a
+            .rkey_unpack(self.ab, &m.rkey_pack().expect("pack"))
+            .expect("unpack");
+        (backing, m, k)
+    }
+
     /// Progresses both workers until the operation completes.
     fn wait(&mut self, p: rucx::Result<Posted<()>>) -> rucx::Result<usize> {
         let id = match p? {
@@ -240,10 +256,12 @@ fn forge_wider(packed: &[u8]) -> Vec<u8> {
 #[test]
 fn target_refuses_forged_and_stale_keys() {
     // posix: put and get are emulated, the target checks; tcp: put through
-    // the transport's emulation (target checks), get emulated.
+    // the transport's emulation (target checks), get emulated. (Memory of
+    // the process's own, not a shared segment, which the initiator would
+    // reach directly.)
     for tls in ["posix", "tcp"] {
         let mut p = pair(tls);
-        let m = p.ctx.mem_alloc(64, Access::REMOTE_READ).expect("alloc");
+        let (_b1, m, _) = p.map_private(64, Access::REMOTE_READ);
         let forged =
             p.a.rkey_unpack(p.ab, &forge_wider(&m.rkey_pack().unwrap()))
                 .expect("unpack");
@@ -265,7 +283,7 @@ fn target_refuses_forged_and_stale_keys() {
         assert_eq!(seen, [0; 64], "{tls}: memory untouched");
 
         // Another secret: names nothing.
-        let (m2, _) = p.map(64, ALL);
+        let (_b2, m2, _) = p.map_private(64, ALL);
         let mut packed = m2.rkey_pack().unwrap();
         packed[24] ^= 1;
         let guessed = p.a.rkey_unpack(p.ab, &packed).expect("unpack");
@@ -275,20 +293,71 @@ fn target_refuses_forged_and_stale_keys() {
         );
 
         // Stale: the map ended.
-        let (m3, k3) = p.map(64, ALL);
+        let (_b3, m3, k3) = p.map_private(64, ALL);
         let addr = m3.addr();
-        let keep = p.ctx.mem_alloc(64, ALL).unwrap(); // keeps the allocator from reusing it at once
         m3.unmap().unwrap();
         assert!(
             refused(p.fetch(AtomicOp::Add, AtomicValue::U64(1), 0, addr, &k3)),
             "{tls}: stale key"
         );
-        drop(keep);
         // The endpoint still works after refusals.
         let (m4, k4) = p.map(64, ALL);
         p.put(b"still fine", m4.addr(), &k4)
             .expect("put after refusals");
     }
+}
+
+#[test]
+fn shared_segments_are_mapped_into_the_peer() {
+    for tls in ["posix", "shm"] {
+        let mut p = pair(tls);
+        let (m, k) = p.map(8192, ALL);
+        assert!(m.is_shared(), "{tls}: mem_alloc gives a shared segment");
+        let q = k.ptr(m.addr() + 64).expect("rkey_ptr");
+        // SAFETY: 8 bytes inside the peer's mapped segment.
+        unsafe { q.cast::<u64>().write_volatile(0x1122_3344) };
+        assert_eq!(
+            m.load_u64(64).unwrap(),
+            0x1122_3344,
+            "{tls}: a store through rkey_ptr lands"
+        );
+        assert!(k.ptr(m.addr() + 8192).is_err(), "{tls}: past the end");
+        // Put, get and atomics take the mapping: done at once, without
+        // the target's progress.
+        let v = 5u64.to_le_bytes();
+        // SAFETY: `v` outlives the call, which completes at once.
+        let r = unsafe { p.a.put_raw(p.ab, v.as_ptr(), 8, m.addr(), &k, Op::new()) }.unwrap();
+        assert!(matches!(r, Posted::Done(..)), "{tls}: direct put");
+        let mut old = 0u64;
+        // SAFETY: `old` outlives the call, which completes at once.
+        let r = unsafe {
+            p.a.atomic_fetch_raw(
+                p.ab,
+                AtomicOp::Add,
+                AtomicValue::U64(2),
+                0,
+                &mut old,
+                m.addr(),
+                &k,
+                Op::new(),
+            )
+        }
+        .unwrap();
+        assert!(
+            matches!(r, Posted::Done(..)) && old == 5,
+            "{tls}: direct atomic"
+        );
+        assert_eq!(m.load_u64(0).unwrap(), 7);
+        // The mapping outlives the peer's map: harmless to the peer.
+        drop(m);
+        // SAFETY: still mapped here.
+        assert_eq!(unsafe { q.cast::<u64>().read_volatile() }, 0x1122_3344);
+    }
+    // Not on one host's shared memory: no pointer.
+    let p = pair("tcp");
+    let (m, k) = p.map(64, ALL);
+    assert!(!m.is_shared());
+    assert!(matches!(k.ptr(m.addr()), Err(Error::Unsupported(_))));
 }
 
 #[test]

@@ -4,6 +4,8 @@
 use crate::rma::wire::KeyRef;
 use crate::uct::{process_nonce, Access, MemHandle, RegTable};
 use crate::{Context, Error, Result};
+use rucx_shm::proc_id::{HostId, ProcessId, HOST_ID_LEN, PROCESS_ID_LEN};
+use rucx_shm::segment::{PosixConfig, Segment};
 use std::alloc::Layout;
 
 /// Registrations the protocol layer checks itself: the target side of
@@ -19,10 +21,21 @@ const MD_ACCESS: Access = Access::LOCAL_WRITE
 
 /// Memory this process allocated for a [`MemMap`].
 #[derive(Debug)]
-struct Alloc {
-    ptr: *mut u8,
-    layout: Layout,
+enum Alloc {
+    /// Private memory.
+    Heap { ptr: *mut u8, layout: Layout },
+    /// A shared-memory segment peers on this host map; `fd` is the
+    /// descriptor they open through `/proc`.
+    Shared { seg: Segment, fd: u32 },
 }
+
+/// Name of the memory domain of the shared-memory transports: a context
+/// with it allocates mapped memory in segments its peers can map.
+const SHM_MD: &str = "shm";
+
+/// Bytes of the segment entry of a packed key: host, owner process,
+/// descriptor, segment length.
+const SEG_ENTRY_LEN: usize = HOST_ID_LEN + PROCESS_ID_LEN + 4 + 8;
 
 /// A range of memory registered for one-sided access by peers: with the
 /// protocol layer (operations it executes: atomics, and put and get where
@@ -90,9 +103,29 @@ impl Context {
     /// Allocates `len` zeroed bytes (page-aligned) and maps them as
     /// [`Context::mem_map`] does. The memory is freed when the map is
     /// dropped.
+    ///
+    /// With a shared-memory transport in the context, the memory is a
+    /// shared-memory segment: peers on this host map it when they unpack
+    /// the key and then reach it with plain loads, stores and atomic
+    /// instructions ([`Rkey::ptr`](crate::Rkey::ptr); put, get and
+    /// atomics take that way). Otherwise it is private memory.
     pub fn mem_alloc(&self, len: usize, access: Access) -> Result<MemMap> {
         if len == 0 {
             return Err(Error::InvalidParam("mem_alloc of 0 bytes".into()));
+        }
+        if self.has_md(SHM_MD) {
+            let config = PosixConfig::from_env().unwrap_or_default();
+            match Segment::create(len, &config) {
+                Ok(seg) => match seg.fd() {
+                    Some(fd) => {
+                        let ptr = seg.as_ptr().as_ptr();
+                        let alloc = Some(Alloc::Shared { seg, fd });
+                        return self.register_map(ptr, len, access, alloc);
+                    }
+                    None => tracing::debug!("mem_alloc: a created segment without descriptor"),
+                },
+                Err(e) => tracing::info!("mem_alloc: no shared segment ({e}); private memory"),
+            }
         }
         let layout = Layout::from_size_align(len, crate::ucs::sys::page_size())
             .map_err(|e| Error::InvalidParam(format!("mem_alloc of {len} bytes: {e}")))?;
@@ -103,7 +136,11 @@ impl Context {
                 "mem_alloc: {len} bytes not available"
             )));
         }
-        self.register_map(ptr, len, access, Some(Alloc { ptr, layout }))
+        self.register_map(ptr, len, access, Some(Alloc::Heap { ptr, layout }))
+    }
+
+    fn has_md(&self, name: &str) -> bool {
+        (0..self.md_count()).any(|i| self.md(i).is_some_and(|m| m.name() == name))
     }
 
     fn register_map(
@@ -153,15 +190,19 @@ impl Context {
 }
 
 fn free(alloc: Option<Alloc>) {
-    if let Some(a) = alloc {
+    if let Some(Alloc::Heap { ptr, layout }) = alloc {
         // SAFETY: allocated by `mem_alloc` with this layout, freed once.
-        unsafe { std::alloc::dealloc(a.ptr, a.layout) };
+        unsafe { std::alloc::dealloc(ptr, layout) };
     }
+    // A segment unmaps and closes when dropped (peers keep their
+    // mappings).
 }
 
 /// Packed-key magic and version.
 const MAGIC: [u8; 4] = *b"rkey";
 const VERSION: u8 = 1;
+/// Flag (byte 6): a segment entry follows the domains' keys.
+const FLAG_SEGMENT: u8 = 1;
 /// Bytes before the domains' keys.
 pub(crate) const FIXED_LEN: usize = 56;
 
@@ -189,6 +230,12 @@ impl MemMap {
     /// Rights granted to peers.
     pub fn access(&self) -> Access {
         self.access
+    }
+
+    /// Whether the memory is a shared-memory segment peers on this host
+    /// can map.
+    pub fn is_shared(&self) -> bool {
+        matches!(self.alloc, Some(Alloc::Shared { .. }))
     }
 
     /// Names of the memory domains that registered the range too.
@@ -291,6 +338,15 @@ impl MemMap {
             n += 1;
         }
         v[5] = n;
+        if let Some(Alloc::Shared { seg, fd }) = &self.alloc {
+            if let (Ok(host), Ok(me)) = (HostId::current(), ProcessId::current()) {
+                v[6] |= FLAG_SEGMENT;
+                v.extend_from_slice(host.as_bytes());
+                v.extend_from_slice(&me.encode());
+                v.extend_from_slice(&fd.to_le_bytes());
+                v.extend_from_slice(&(seg.len() as u64).to_le_bytes());
+            }
+        }
         Ok(v)
     }
 
@@ -340,6 +396,17 @@ pub(crate) struct PackedKey<'a> {
     pub(crate) access: Access,
     /// (domain name, its packed key)
     pub(crate) mds: Vec<(&'a str, &'a [u8])>,
+    /// The shared-memory segment holding the memory, if any.
+    pub(crate) seg: Option<SegEntry>,
+}
+
+/// Where peers on the owner's host can map the memory.
+#[derive(Debug, Clone)]
+pub(crate) struct SegEntry {
+    pub(crate) host: HostId,
+    pub(crate) owner: ProcessId,
+    pub(crate) fd: u32,
+    pub(crate) len: u64,
 }
 
 fn invalid(what: &str) -> Error {
@@ -354,7 +421,7 @@ pub(crate) fn decode_packed(b: &[u8]) -> Result<PackedKey<'_>> {
     if b[0..4] != MAGIC || b[4] != VERSION {
         return Err(invalid("not a rucx key of this version"));
     }
-    if b[6..8] != [0, 0] || b[52..56] != [0; 4] {
+    if b[6] & !FLAG_SEGMENT != 0 || b[7] != 0 || b[52..56] != [0; 4] {
         return Err(invalid("reserved bytes are not zero"));
     }
     let u64_at = |at: usize| {
@@ -397,6 +464,27 @@ pub(crate) fn decode_packed(b: &[u8]) -> Result<PackedKey<'_>> {
         at += 2 + kl;
         mds.push((name, packed));
     }
+    let seg = if b[6] & FLAG_SEGMENT != 0 {
+        let e = b
+            .get(at..at + SEG_ENTRY_LEN)
+            .ok_or_else(|| invalid("truncated segment entry"))?;
+        at += SEG_ENTRY_LEN;
+        let host = HostId::decode(&e[..HOST_ID_LEN]).ok_or_else(|| invalid("bad host"))?;
+        let p = &e[HOST_ID_LEN..];
+        let owner = ProcessId::decode(&p[..PROCESS_ID_LEN]).ok_or_else(|| invalid("bad owner"))?;
+        let mut f = [0u8; 4];
+        f.copy_from_slice(&p[PROCESS_ID_LEN..PROCESS_ID_LEN + 4]);
+        let mut l = [0u8; 8];
+        l.copy_from_slice(&p[PROCESS_ID_LEN + 4..PROCESS_ID_LEN + 12]);
+        Some(SegEntry {
+            host,
+            owner,
+            fd: u32::from_le_bytes(f),
+            len: u64::from_le_bytes(l),
+        })
+    } else {
+        None
+    };
     if at != b.len() {
         return Err(invalid("trailing bytes"));
     }
@@ -406,5 +494,6 @@ pub(crate) fn decode_packed(b: &[u8]) -> Result<PackedKey<'_>> {
         len,
         access,
         mds,
+        seg,
     })
 }

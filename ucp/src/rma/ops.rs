@@ -277,6 +277,27 @@ impl Worker {
         if len == 0 {
             return Ok(Posted::Done(Info { tag: 0, length: 0 }, ()));
         }
+        if let Some(p) = rkey.mapped_ptr(remote, len) {
+            // The peer's segment is mapped here: copy directly (the key's
+            // range and rights were checked by the caller).
+            // SAFETY: `p` has `len` bytes inside the mapping (checked);
+            // `ptr` has them by the operation's contract; the two cannot
+            // overlap unless the caller maps the peer's memory as its own
+            // buffer, which `copy` (memmove) tolerates.
+            unsafe {
+                match dir {
+                    Dir::Put => std::ptr::copy(ptr, p, len),
+                    Dir::Get => std::ptr::copy(p, ptr, len),
+                }
+            }
+            return Ok(Posted::Done(
+                Info {
+                    tag: 0,
+                    length: len,
+                },
+                (),
+            ));
+        }
         let cap = match dir {
             Dir::Put => Caps::PUT_ZCOPY,
             Dir::Get => Caps::GET_ZCOPY,
@@ -403,6 +424,27 @@ impl Worker {
         let st = self.core.eps.get(ep.0).ok_or(Error::InvalidHandle)?;
         if let Some(e) = &st.failed {
             return Err(e.clone());
+        }
+        if let Some(p) = rkey.mapped_ptr(remote, width) {
+            // The word is in the peer's segment, mapped here: the CPU's
+            // atomic instruction on shared memory is atomic against the
+            // owner's and every other process's.
+            // SAFETY: `width` bytes inside the mapping, aligned (the
+            // segment is page-aligned in both processes and `remote` is
+            // aligned, checked above); peers reach such words atomically.
+            let old = unsafe { super::atomic::apply(p, op, value, compare) };
+            if let RmaSink::Fetch { ptr, .. } = sink {
+                // SAFETY: `atomic_fetch_raw`'s caller keeps the 8 bytes
+                // writable.
+                unsafe { ptr.write_unaligned(old.as_u64()) };
+            }
+            return Ok(Posted::Done(
+                Info {
+                    tag: 0,
+                    length: width,
+                },
+                (),
+            ));
         }
         let id = self.rma_request(ep, width, sink, o);
         let msg = AtomicReq {

@@ -1,10 +1,11 @@
 //! Remote keys unpacked on an endpoint.
 
-use super::mem::decode_packed;
+use super::mem::{decode_packed, SegEntry};
 use super::wire::KeyRef;
 use crate::ucs::slab::SlabId;
 use crate::uct::{Access, RemoteKey};
 use crate::{Ep, Error, Result, Worker};
+use std::sync::Arc;
 
 /// A peer's mapped memory as one endpoint reaches it: made by
 /// [`Worker::rkey_unpack`] from the bytes of the peer's
@@ -23,6 +24,35 @@ pub struct Rkey {
     /// Per lane of the endpoint: the key of that lane's memory domain, if
     /// the peer's map was registered with it.
     pub(crate) lanes: Vec<Option<RemoteKey>>,
+    /// The peer's shared-memory segment, mapped here.
+    pub(crate) mapped: Option<Arc<Mapped>>,
+}
+
+/// A peer's segment mapped into this process.
+#[derive(Debug)]
+pub(crate) struct Mapped {
+    seg: rucx_shm::segment::Segment,
+    /// The peer's address of the segment's first byte.
+    base: u64,
+}
+
+impl Mapped {
+    /// Maps the segment of `e` whose first byte the owner sees at `base`,
+    /// if it is on this host.
+    fn attach(e: &SegEntry, base: u64) -> Option<Mapped> {
+        let here = rucx_shm::proc_id::HostId::current().ok()?;
+        if here.as_bytes() != e.host.as_bytes() {
+            return None;
+        }
+        let len = usize::try_from(e.len).ok()?;
+        match rucx_shm::segment::Segment::attach(e.owner, e.fd, len) {
+            Ok(seg) => Some(Mapped { seg, base }),
+            Err(err) => {
+                tracing::debug!("rkey_unpack: the peer's segment is not mappable: {err}");
+                None
+            }
+        }
+    }
 }
 
 impl Rkey {
@@ -44,6 +74,42 @@ impl Rkey {
     /// Rights the peer granted.
     pub fn access(&self) -> Access {
         self.access
+    }
+
+    /// A pointer to `remote_addr` of the peer's memory in this process
+    /// (UCX's `ucp_rkey_ptr`): only for memory the peer allocated with
+    /// [`crate::Context::mem_alloc`] on this host with a shared-memory
+    /// transport, [`Error::Unsupported`] otherwise; `remote_addr` must lie
+    /// in the key's range.
+    ///
+    /// The memory is shared with the peer (and others who map it): read
+    /// and write it through raw pointers or atomics, never through Rust
+    /// references. The pointer stays valid while this key (or a clone)
+    /// lives, even after the peer unmapped its side.
+    pub fn ptr(&self, remote_addr: u64) -> Result<*mut u8> {
+        self.mapped_ptr(remote_addr, 0).ok_or_else(|| {
+            Error::Unsupported(format!(
+                "{remote_addr:#x} is not in memory mapped into this process \
+                 (the peer's memory is not a shared segment on this host)"
+            ))
+        })
+    }
+
+    /// Where `len` bytes at `remote_addr` are in this process, if the
+    /// peer's segment is mapped and covers them (and the key declares
+    /// them).
+    pub(crate) fn mapped_ptr(&self, remote_addr: u64, len: usize) -> Option<*mut u8> {
+        let m = self.mapped.as_ref()?;
+        let end = remote_addr.checked_add(len as u64)?;
+        if remote_addr < self.addr || end > self.addr + self.len {
+            return None;
+        }
+        let off = usize::try_from(remote_addr.checked_sub(m.base)?).ok()?;
+        if off.checked_add(len)? > m.seg.len() || off >= m.seg.len() {
+            return None;
+        }
+        // `off < seg.len()`: inside the mapping.
+        Some(m.seg.as_ptr().as_ptr().wrapping_add(off))
     }
 
     /// Checks an access of `len` bytes at `addr` with right `need` against
@@ -95,6 +161,14 @@ impl Worker {
                 }
             })
             .collect();
+        // Map the peer's segment only where this context may use shared
+        // memory at all.
+        let shm = (0..self.core.ctx.md_count())
+            .any(|i| self.core.ctx.md(i).is_some_and(|m| m.name() == "shm"));
+        let mapped = match &p.seg {
+            Some(e) if shm => Mapped::attach(e, p.addr).map(Arc::new),
+            _ => None,
+        };
         Ok(Rkey {
             ep: ep.0,
             key: p.key,
@@ -102,6 +176,7 @@ impl Worker {
             len: p.len,
             access: p.access,
             lanes,
+            mapped,
         })
     }
 }
