@@ -39,11 +39,12 @@
 //!   (`rndv_zcopy.rs`), matched probes (`probed.rs`);
 //! * `tag/`: the tag matcher (sans-IO);
 //! * `request/`: the request slab and completion reporting;
-//! * `api/`: the four tiers of operations (blocking, scoped, owned, raw).
+//! * `api/`: the four tiers of operations (blocking, scoped, owned, raw);
+//! * `rma/`: one-sided operations: mapped memory, remote keys, put, get,
+//!   atomics, fence (see its documentation for how each travels).
 //!
 //! # What it does not do (yet)
-//! RMA, atomics, streams and active messages for users; a registration
-//! cache (rendezvous registers per transfer); bandwidth-oriented protocol
+//! Streams and active messages for users; bandwidth-oriented protocol
 //! selection (the tables minimise one message's latency).
 #![deny(unsafe_code)]
 

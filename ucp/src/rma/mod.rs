@@ -9,7 +9,13 @@
 //!
 //! # How each operation travels
 //!
-//! * **put / get** go over a lane of the endpoint that reaches the remote
+//! * **mapped memory**: memory a peer on this host allocated with
+//!   [`crate::Context::mem_alloc`] while its context has a shared-memory
+//!   transport is a shared segment, which `rkey_unpack` maps into this
+//!   process. Put and get are then a copy, atomics the CPU's atomic
+//!   instruction on the shared word, all done at once without the peer;
+//!   [`Rkey::ptr`] gives the address for loads and stores of one's own.
+//! * **put / get** otherwise go over a lane of the endpoint that reaches the remote
 //!   memory itself when there is one and the peer's map was registered with
 //!   that lane's memory domain: CMA between processes of one host (the
 //!   kernel copies; the target's CPU does nothing), the TCP transport's put
@@ -43,17 +49,18 @@
 //! target checks what it executes (emulated operations, the TCP put
 //! emulation) against its live registration: the key's secret, the range,
 //! the rights; a forged, stale or out-of-range access is refused with an
-//! error to the initiator and touches nothing. Over CMA the kernel
-//! performs the access and only the initiator's checks apply (see the
-//! `shm` memory domain's documentation: CMA is granted only to a process
-//! that may `ptrace` the target anyway).
+//! error to the initiator and touches nothing. Over CMA and through a
+//! mapped segment the access does not involve the target, and only the
+//! initiator's checks apply: both need the rights of a process that may
+//! `ptrace` the target (same user), which could read and write all of its
+//! memory anyway. A segment stays mapped in the peer after the owner
+//! unmapped it; late writes then reach memory the owner no longer uses.
 //!
 //! # Not yet
 //!
-//! Memory allocated by `mem_alloc` is private to the process (not backed by
-//! shared memory), so there is no `rkey_ptr` and no load/store access to a
-//! peer's memory; iovec operations; a registration cache in front of
-//! `mem_map`.
+//! iovec operations; non-blocking `fence` and `flush` requests (both wait,
+//! progressing the worker); memory registered with `mem_map` (rather than
+//! allocated by `mem_alloc`) is never mapped into peers.
 
 mod atomic;
 mod info;
