@@ -143,6 +143,50 @@ fn put_get_every_size() {
 }
 
 #[test]
+fn iov_put_and_get() {
+    use rucx::ucp::uct::Iov;
+    // Each transport with memory from mem_alloc (a mapped segment on
+    // shared memory), and posix also with private memory (emulated: the
+    // replies of a get are cut at the ends of the local ranges).
+    for (tls, private) in TLS.iter().map(|&t| (t, false)).chain([("posix", true)]) {
+        let mut p = pair(tls);
+        let (_b, m, k) = if private {
+            p.map_private(1 << 16, ALL)
+        } else {
+            let (m, k) = p.map(1 << 16, ALL);
+            (Vec::new(), m, k)
+        };
+        let parts: Vec<Vec<u8>> = [5usize, 20_000, 300]
+            .iter()
+            .enumerate()
+            .map(|(i, &n)| pattern(n, 40 + i as u64))
+            .collect();
+        let iov: Vec<Iov> = parts.iter().map(|b| Iov::from_slice(b)).collect();
+        // SAFETY: `parts` outlives the operation, which `wait` completes.
+        let r = unsafe { p.a.put_iov_raw(p.ab, &iov, m.addr() + 3, &k, Op::new()) };
+        assert_eq!(p.wait(r).expect("put_iov"), 20_305, "{tls}");
+        let whole: Vec<u8> = parts.concat();
+        let mut seen = vec![0u8; whole.len()];
+        m.read(3, &mut seen).unwrap();
+        assert!(seen == whole, "{tls}: put_iov landed wrong");
+        // Read it back into three other ranges of other sizes.
+        let mut outs = [vec![0u8; 7000], vec![0u8; 13_000], vec![0u8; 305]];
+        let iov: Vec<Iov> = outs
+            .iter_mut()
+            .map(|b| Iov {
+                ptr: b.as_mut_ptr(),
+                len: b.len(),
+            })
+            .collect();
+        // SAFETY: `outs` outlives the operation and is not touched until
+        // it completed.
+        let r = unsafe { p.a.get_iov_raw(p.ab, &iov, m.addr() + 3, &k, Op::new()) };
+        p.wait(r).expect("get_iov");
+        assert!(outs.concat() == whole, "{tls}: get_iov read wrong");
+    }
+}
+
+#[test]
 fn atomics_every_op_and_width() {
     for tls in TLS {
         let mut p = pair(tls);

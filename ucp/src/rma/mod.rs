@@ -79,12 +79,12 @@ use crate::ucs::slab::SlabId;
 use crate::Error;
 
 /// Where the result of an RMA request goes.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone)]
 pub(crate) enum RmaSink {
     /// Nothing comes back (put, atomic post).
     None,
-    /// A get's local buffer.
-    Get { ptr: *mut u8, len: usize },
+    /// A get's local ranges, in the order the remote data fills them.
+    Get { segs: Box<[(*mut u8, usize)]> },
     /// A fetching atomic's result word (written as 64 bits).
     Fetch { ptr: *mut u64, width: usize },
 }
@@ -107,8 +107,9 @@ pub(crate) struct RmaState {
     pub(crate) len: usize,
     pub(crate) error: Option<Error>,
     pub(crate) sink: RmaSink,
-    /// Zero-copy steps not posted yet (the lane was out of resources).
-    pub(crate) zcopy: Option<ZcopyPlan>,
+    /// Zero-copy steps, one plan per local range, posted as the lane
+    /// takes them.
+    pub(crate) zcopy: Vec<ZcopyPlan>,
 }
 
 /// The zero-copy steps of a put or get, posted as the lane takes them.

@@ -7,7 +7,7 @@ use super::target::MAX_GET_FRAGMENT;
 use super::wire::{self, AtomicReq, GetReq, PUT_HDR, REPLY_HDR};
 use super::{RmaSink, RmaState, ZcopyPlan};
 use crate::request::{Info, Kind, Request};
-use crate::uct::{Access, Caps};
+use crate::uct::{Access, Caps, Iov};
 use crate::{Ep, Error, Op, Posted, ReqId, Result, Worker};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -37,7 +37,14 @@ impl Worker {
         op: Op,
     ) -> Result<Posted<()>> {
         rkey.check(ep, remote_addr, len, Access::REMOTE_WRITE)?;
-        self.rma_start(ep, Dir::Put, ptr.cast_mut(), len, remote_addr, rkey, op)
+        self.rma_start(
+            ep,
+            Dir::Put,
+            &[(ptr.cast_mut(), len)],
+            remote_addr,
+            rkey,
+            op,
+        )
     }
 
     /// Reads `len` bytes at `remote_addr` of the peer's memory named by
@@ -58,7 +65,47 @@ impl Worker {
         op: Op,
     ) -> Result<Posted<()>> {
         rkey.check(ep, remote_addr, len, Access::REMOTE_READ)?;
-        self.rma_start(ep, Dir::Get, ptr, len, remote_addr, rkey, op)
+        self.rma_start(ep, Dir::Get, &[(ptr, len)], remote_addr, rkey, op)
+    }
+
+    /// Writes the local ranges of `iov`, one after the other, to the
+    /// contiguous remote range at `remote_addr` (UCX's iov datatype). One
+    /// request for all of them.
+    ///
+    /// # Safety
+    ///
+    /// As for [`Worker::put_raw`], for every range of `iov`.
+    pub unsafe fn put_iov_raw(
+        &mut self,
+        ep: Ep,
+        iov: &[Iov],
+        remote_addr: u64,
+        rkey: &Rkey,
+        op: Op,
+    ) -> Result<Posted<()>> {
+        let segs = iov_segs(iov)?;
+        rkey.check(ep, remote_addr, total(&segs), Access::REMOTE_WRITE)?;
+        self.rma_start(ep, Dir::Put, &segs, remote_addr, rkey, op)
+    }
+
+    /// Reads the contiguous remote range at `remote_addr` into the local
+    /// ranges of `iov`, one after the other. One request for all of them.
+    ///
+    /// # Safety
+    ///
+    /// As for [`Worker::get_raw`], for every range of `iov` (written
+    /// through, although `Iov` holds a `*const` pointer).
+    pub unsafe fn get_iov_raw(
+        &mut self,
+        ep: Ep,
+        iov: &[Iov],
+        remote_addr: u64,
+        rkey: &Rkey,
+        op: Op,
+    ) -> Result<Posted<()>> {
+        let segs = iov_segs(iov)?;
+        rkey.check(ep, remote_addr, total(&segs), Access::REMOTE_READ)?;
+        self.rma_start(ep, Dir::Get, &segs, remote_addr, rkey, op)
     }
 
     /// Performs `op` with `value` on the word at `remote_addr` (aligned to
@@ -206,7 +253,7 @@ impl Worker {
             len,
             error: None,
             sink,
-            zcopy: None,
+            zcopy: Vec::new(),
         };
         self.core.reqs.insert(Request::new(Kind::Rma(st), op))
     }
@@ -224,7 +271,7 @@ impl Worker {
             return Err(Error::InvalidHandle);
         };
         s.posting = false;
-        if s.pending > 0 || s.zcopy.as_ref().is_some_and(|z| z.off < z.len) {
+        if s.pending > 0 || s.zcopy.iter().any(|z| z.off < z.len) {
             return Ok(Posted::InFlight(ReqId(id)));
         }
         let (len, err) = (s.len, s.error.take());
@@ -259,13 +306,11 @@ impl Worker {
         }
     }
 
-    #[allow(clippy::too_many_arguments)]
     fn rma_start(
         &mut self,
         ep: Ep,
         dir: Dir,
-        ptr: *mut u8,
-        len: usize,
+        segs: &[(*mut u8, usize)],
         remote: u64,
         rkey: &Rkey,
         op: Op,
@@ -274,29 +319,37 @@ impl Worker {
         if let Some(e) = &st.failed {
             return Err(e.clone());
         }
+        let len = total(segs);
+        let done = Posted::Done(
+            Info {
+                tag: 0,
+                length: len,
+            },
+            (),
+        );
         if len == 0 {
-            return Ok(Posted::Done(Info { tag: 0, length: 0 }, ()));
+            return Ok(done);
         }
-        if let Some(p) = rkey.mapped_ptr(remote, len) {
+        if rkey.mapped_ptr(remote, len).is_some() {
             // The peer's segment is mapped here: copy directly (the key's
             // range and rights were checked by the caller).
-            // SAFETY: `p` has `len` bytes inside the mapping (checked);
-            // `ptr` has them by the operation's contract; the two cannot
-            // overlap unless the caller maps the peer's memory as its own
-            // buffer, which `copy` (memmove) tolerates.
-            unsafe {
-                match dir {
-                    Dir::Put => std::ptr::copy(ptr, p, len),
-                    Dir::Get => std::ptr::copy(p, ptr, len),
+            let mut at = remote;
+            for &(ptr, n) in segs {
+                let Some(p) = rkey.mapped_ptr(at, n) else {
+                    continue;
+                };
+                // SAFETY: `p` has `n` bytes inside the mapping (checked);
+                // `ptr` has them by the operation's contract; `copy`
+                // (memmove) tolerates a caller whose buffer is the mapping.
+                unsafe {
+                    match dir {
+                        Dir::Put => std::ptr::copy(ptr, p, n),
+                        Dir::Get => std::ptr::copy(p, ptr, n),
+                    }
                 }
+                at += n as u64;
             }
-            return Ok(Posted::Done(
-                Info {
-                    tag: 0,
-                    length: len,
-                },
-                (),
-            ));
+            return Ok(done);
         }
         let cap = match dir {
             Dir::Put => Caps::PUT_ZCOPY,
@@ -319,34 +372,53 @@ impl Worker {
         let max_bcopy = st.cfg.max_bcopy;
         let sink = match dir {
             Dir::Put => RmaSink::None,
-            Dir::Get => RmaSink::Get { ptr, len },
+            Dir::Get => RmaSink::Get { segs: segs.into() },
         };
         let id = self.rma_request(ep, len, sink, op);
         match zlane {
             Some((iface, uct_ep, key, max)) => {
+                let mut at = remote;
+                let plans = segs
+                    .iter()
+                    .map(|&(ptr, n)| {
+                        let z = ZcopyPlan {
+                            put: dir == Dir::Put,
+                            iface,
+                            uct_ep,
+                            key: key.clone(),
+                            max,
+                            ptr,
+                            len: n,
+                            remote: at,
+                            off: 0,
+                        };
+                        at += n as u64;
+                        z
+                    })
+                    .collect();
                 if let Some(Request {
                     kind: Kind::Rma(s), ..
                 }) = self.core.reqs.get_mut(id)
                 {
-                    s.zcopy = Some(ZcopyPlan {
-                        put: dir == Dir::Put,
-                        iface,
-                        uct_ep,
-                        key,
-                        max,
-                        ptr,
-                        len,
-                        remote,
-                        off: 0,
-                    });
+                    s.zcopy = plans;
                 }
                 self.core.push_rma_zcopy(&mut self.ifaces, id);
             }
-            None => self.post_emulated(id, ep, dir, max_bcopy, ptr, len, remote, rkey),
+            None => {
+                let mut logical = 0;
+                for &(ptr, n) in segs {
+                    let at = (remote + logical as u64, logical);
+                    self.post_emulated(id, ep, dir, max_bcopy, (ptr, n), at, rkey);
+                    logical += n;
+                }
+            }
         }
         self.rma_posted(id)
     }
 
+    /// Posts the active messages moving `len` bytes at `ptr` to or from
+    /// `remote`; `base` is where they start in the operation's whole local
+    /// data (the offset a get's replies carry).
     #[allow(clippy::too_many_arguments)]
     fn post_emulated(
         &mut self,
@@ -354,9 +426,8 @@ impl Worker {
         ep: Ep,
         dir: Dir,
         max_bcopy: usize,
-        ptr: *mut u8,
-        len: usize,
-        remote: u64,
+        (ptr, len): (*mut u8, usize),
+        (remote, base): (u64, usize),
         rkey: &Rkey,
     ) {
         let frag = match dir {
@@ -391,7 +462,7 @@ impl Worker {
                         key: rkey.key,
                         addr: at,
                         len: n as u64,
-                        offset: off as u64,
+                        offset: (base + off) as u64,
                     };
                     (wire::AM_RMA_GET, g.encode())
                 }
@@ -461,4 +532,22 @@ impl Worker {
             .send_ctrl(&mut self.ifaces, ep.0, wire::AM_RMA_ATOMIC, msg);
         self.rma_posted(id)
     }
+}
+
+/// The ranges of `iov` as writable pointers (a get writes through them).
+fn iov_segs(iov: &[Iov]) -> Result<Vec<(*mut u8, usize)>> {
+    let segs: Vec<(*mut u8, usize)> = iov.iter().map(|v| (v.ptr.cast_mut(), v.len)).collect();
+    if segs
+        .iter()
+        .try_fold(0usize, |a, &(_, n)| a.checked_add(n))
+        .is_none()
+    {
+        return Err(Error::InvalidParam("the iov lengths overflow".into()));
+    }
+    Ok(segs)
+}
+
+/// Total length of ranges whose sum was checked not to overflow.
+fn total(segs: &[(*mut u8, usize)]) -> usize {
+    segs.iter().map(|&(_, n)| n).sum()
 }

@@ -184,15 +184,24 @@ impl Core {
                 st.map_or_else(|| format!("status {}", r.status), |s| s.to_string())
             )))
         } else {
-            match s.sink {
+            match &s.sink {
                 RmaSink::None => Ok(()),
-                RmaSink::Get { ptr, len } => {
-                    let fits = usize::try_from(r.offset)
-                        .ok()
-                        .and_then(|o| Some((o, o.checked_add(data.len())?)))
-                        .filter(|&(_, end)| end <= len);
+                RmaSink::Get { segs } => {
+                    let len: usize = segs.iter().map(|&(_, n)| n).sum();
+                    // The range of the operation's local ranges the reply
+                    // fills (a reply never spans two: fragments are cut at
+                    // their ends).
+                    let fits = usize::try_from(r.offset).ok().and_then(|o| {
+                        let end = o.checked_add(data.len())?;
+                        let mut start = 0;
+                        segs.iter().find_map(|&(p, n)| {
+                            let here = (o >= start && end <= start + n).then(|| (p, o - start));
+                            start += n;
+                            here
+                        })
+                    });
                     match fits {
-                        Some((o, _)) => {
+                        Some((ptr, o)) => {
                             // SAFETY: `get_raw`'s caller keeps `len` bytes
                             // at `ptr` writable until the request completes
                             // (it has not: no result yet); the range is
@@ -209,7 +218,7 @@ impl Core {
                         ))),
                     }
                 }
-                RmaSink::Fetch { ptr, width } => {
+                &RmaSink::Fetch { ptr, width } => {
                     match AtomicValue::of_width(width, r.value) {
                         Some(v) if width == 8 || r.value <= u64::from(u32::MAX) => {
                             // SAFETY: `atomic_fetch_raw`'s caller keeps the
@@ -242,7 +251,7 @@ impl Core {
         if let Err(e) = result {
             s.error.get_or_insert(e);
         }
-        if s.pending == 0 && !s.posting && s.zcopy.as_ref().is_none_or(|z| z.off >= z.len) {
+        if s.pending == 0 && !s.posting && s.zcopy.iter().all(|z| z.off >= z.len) {
             let (len, err) = (s.len, s.error.take());
             self.complete(
                 id,
@@ -291,8 +300,7 @@ impl Core {
                 return;
             }
             let Kind::Rma(s) = &mut req.kind else { return };
-            let Some(z) = s.zcopy.as_mut() else { return };
-            if z.off >= z.len {
+            let Some(z) = s.zcopy.iter_mut().find(|z| z.off < z.len) else {
                 let done = s.pending == 0 && !s.posting;
                 if done {
                     // The last step finished at once.
@@ -300,7 +308,7 @@ impl Core {
                     self.rma_step_done(id, Ok(()));
                 }
                 return;
-            }
+            };
             let n = z.max.min(z.len - z.off);
             // `off < len`: inside the caller's buffer.
             let iov = [Iov {
@@ -329,16 +337,17 @@ impl Core {
                 }
                 Ok(UctPosted::NoResource) => {
                     if let Err(e) = iface.pending_add(z.uct_ep, token) {
-                        z.off = z.len;
                         s.error.get_or_insert(Error::endpoint(e));
+                        s.zcopy.iter_mut().for_each(|z| z.off = z.len);
                         continue;
                     }
                     self.rma_parked += 1;
                     return;
                 }
                 Err(e) => {
-                    z.off = z.len;
+                    // Nothing more of this operation is posted.
                     s.error.get_or_insert(super::transport_error(e));
+                    s.zcopy.iter_mut().for_each(|z| z.off = z.len);
                 }
             }
         }
@@ -355,7 +364,7 @@ impl Core {
             .filter(|(_, r)| {
                 r.result.is_none()
                     && matches!(&r.kind, Kind::Rma(s)
-                        if s.zcopy.as_ref().is_some_and(|z| z.off < z.len))
+                        if s.zcopy.iter().any(|z| z.off < z.len))
             })
             .map(|(id, _)| id)
             .collect();
