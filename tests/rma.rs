@@ -435,3 +435,47 @@ fn fence_and_flush_order_emulated_and_direct_operations() {
         assert_eq!(m.load_u64(0).unwrap(), 7, "{tls}");
     }
 }
+
+/// Over shm, atomics on private memory are executed by the target while a
+/// put goes through CMA at once: without a fence the put could land before
+/// an earlier swap and be overwritten. The target progresses in its own
+/// thread, as a real peer would, so `fence` can wait for it.
+#[test]
+fn fence_orders_an_emulated_swap_before_a_direct_put() {
+    let p = pair("shm");
+    let (_b, m, k) = p.map_private(64, ALL);
+    let Pair {
+        mut a, mut b, ab, ..
+    } = p;
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let s2 = stop.clone();
+    let target = std::thread::spawn(move || {
+        while !s2.load(std::sync::atomic::Ordering::Relaxed) {
+            b.progress();
+        }
+        b
+    });
+    for round in 0..50u64 {
+        let r = a.atomic_post(
+            ab,
+            AtomicOp::Swap,
+            AtomicValue::U64(1),
+            m.addr(),
+            &k,
+            Op::new(),
+        );
+        if let Posted::InFlight(id) = r.expect("swap") {
+            a.request_release(id);
+        }
+        a.fence().expect("fence");
+        let v = (round + 2).to_le_bytes();
+        a.put_blocking(ab, &v, m.addr(), &k).expect("put");
+        assert_eq!(
+            m.load_u64(0).unwrap(),
+            round + 2,
+            "the put comes after the swap"
+        );
+    }
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    drop(target.join().expect("target thread"));
+}
