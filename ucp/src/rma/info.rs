@@ -7,7 +7,8 @@ use crate::{Ep, Error, Result, Worker};
 /// How one kind of one-sided operation travels on an endpoint.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct RmaProtocol {
-    /// `put`, `get` or `atomic`.
+    /// `put`, `get`, `atomic`, or `all, mem_alloc` (every operation on
+    /// memory the peer allocated with `mem_alloc`).
     pub op: &'static str,
     /// The protocol, e.g. `zero-copy write` or `emulated (target executes)`.
     pub protocol: &'static str,
@@ -58,6 +59,17 @@ impl Worker {
             protocol: emulated,
             lane: am_lane,
         });
+        // Memory the peer allocated with mem_alloc on this host is a shared
+        // segment: every operation on it is a load, store or atomic here.
+        let shm = (0..self.core.ctx.md_count())
+            .any(|i| self.core.ctx.md(i).is_some_and(|m| m.name() == "shm"));
+        if shm {
+            v.push(RmaProtocol {
+                op: "all, mem_alloc",
+                protocol: "mapped segment",
+                lane: "memory".into(),
+            });
+        }
         Ok(v)
     }
 }
