@@ -14,7 +14,7 @@ mod bootstrap;
 use bootstrap::{check_params, check_wireup, frame, Got, Model, Server, Step, KINDS};
 use proptest::prelude::*;
 use proptest::sample::Index;
-use rucx::perf::bootstrap::{FrameKind, Wireup, MAX_FRAME};
+use rucx::perf::bootstrap::{FrameKind, Wireup, MAX_FRAME, MAX_RKEY};
 use rucx::perf::catalog::TestKind;
 use rucx::perf::params::{TestParams, MAX_OUTSTANDING, MAX_SIZE_ENTRIES};
 
@@ -93,17 +93,20 @@ fn params() -> impl Strategy<Value = TestParams> {
         )
 }
 
+/// A valid wireup: tag tests' (no key, address 0) or one-sided tests'
+/// (a key and a non-zero buffer address).
 fn wireup() -> impl Strategy<Value = Wireup> {
-    (
-        prop::collection::vec(any::<u8>(), 1..100),
-        prop::collection::vec(any::<u8>(), 0..40),
-        any::<u64>(),
-    )
-        .prop_map(|(address, rkey, recv_buffer)| Wireup {
+    let exposed = prop_oneof![
+        Just((Vec::new(), 0u64)),
+        (prop::collection::vec(any::<u8>(), 1..80), 1..=u64::MAX),
+    ];
+    (prop::collection::vec(any::<u8>(), 1..100), exposed).prop_map(
+        |(address, (rkey, recv_buffer))| Wireup {
             address,
             rkey,
             recv_buffer,
-        })
+        },
+    )
 }
 
 fn kind() -> impl Strategy<Value = FrameKind> {
@@ -178,6 +181,18 @@ proptest! {
     #[test]
     fn wireup_random(data in prop::collection::vec(any::<u8>(), 0..64)) {
         check_wireup(&data);
+    }
+
+    #[test]
+    fn wireup_key_without_buffer_or_buffer_without_key_is_refused(
+        address in prop::collection::vec(any::<u8>(), 1..20),
+        rkey in prop::collection::vec(any::<u8>(), 1..20),
+        recv_buffer in 1..=u64::MAX,
+    ) {
+        let no_buffer = Wireup { address: address.clone(), rkey, recv_buffer: 0 };
+        prop_assert!(Wireup::decode(&no_buffer.encode()).is_err());
+        let no_key = Wireup { address, rkey: Vec::new(), recv_buffer };
+        prop_assert!(Wireup::decode(&no_key.encode()).is_err());
     }
 
     #[test]
@@ -263,6 +278,7 @@ fn wireup_length_fields_set_huge() {
         (0, 4),
         (0, 0),
         (7, u32::MAX),
+        (7, MAX_RKEY as u32 + 1),
         (7, 2),
     ] {
         let mut b = valid.clone();

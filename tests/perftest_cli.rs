@@ -1,6 +1,7 @@
-//! End-to-end tests of the `rucx-perftest` binary over the TCP transport:
-//! `--pair` runs with data validation, a separate server and client as
-//! scripts start them, loopback, bad command lines, and peers that vanish.
+//! End-to-end tests of the `rucx-perftest` binary over the TCP transport
+//! (and shared memory for the one-sided tests): `--pair` runs with data
+//! validation, a separate server and client as scripts start them,
+//! loopback, bad command lines, and peers that vanish.
 
 use std::io::{BufRead, BufReader, Read};
 use std::net::TcpListener;
@@ -13,9 +14,13 @@ const EXE: &str = env!("CARGO_BIN_EXE_rucx-perftest");
 const RUN_TIMEOUT: Duration = Duration::from_secs(120);
 
 fn perftest(args: &[&str]) -> Command {
+    perftest_on("tcp", args)
+}
+
+fn perftest_on(tls: &str, args: &[&str]) -> Command {
     let mut cmd = Command::new(EXE);
     cmd.args(args)
-        .env("RUCX_TLS", "tcp")
+        .env("RUCX_TLS", tls)
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped());
@@ -40,7 +45,12 @@ fn wait_for(child: &mut Child, timeout: Duration, what: &str) -> ExitStatus {
 
 /// Runs to completion with a timeout; collects the output.
 fn run(args: &[&str]) -> Output {
-    let mut child = perftest(args).spawn().expect("start rucx-perftest");
+    run_on("tcp", args)
+}
+
+/// [`run`] with `RUCX_TLS=tls`.
+fn run_on(tls: &str, args: &[&str]) -> Output {
+    let mut child = perftest_on(tls, args).spawn().expect("start rucx-perftest");
     let mut stdout = child.stdout.take().expect("stdout");
     let mut stderr = child.stderr.take().expect("stderr");
     let out = thread::spawn(move || {
@@ -53,7 +63,11 @@ fn run(args: &[&str]) -> Output {
         let _ = stderr.read_to_end(&mut v);
         v
     });
-    let status = wait_for(&mut child, RUN_TIMEOUT, &format!("rucx-perftest {args:?}"));
+    let status = wait_for(
+        &mut child,
+        RUN_TIMEOUT,
+        &format!("RUCX_TLS={tls} rucx-perftest {args:?}"),
+    );
     Output {
         status,
         stdout: out.join().expect("stdout reader"),
@@ -205,6 +219,144 @@ fn separate_server_and_client_like_vs_ucx() {
     check_success(&client, 200.0);
     let status = wait_for(&mut server, RUN_TIMEOUT, "server");
     assert!(status.success(), "server exit {status:?}");
+}
+
+/// The one-sided tests: name, message size, what the test box calls it,
+/// and the label of the time columns.
+const ONE_SIDED: [(&str, &str, &str, &str); 7] = [
+    ("ucp_put_lat", "8", "put latency", "latency"),
+    ("ucp_put_bw", "65536", "put bandwidth", "overhead"),
+    (
+        "ucp_get",
+        "4096",
+        "get latency / bandwidth / message rate",
+        "latency",
+    ),
+    (
+        "ucp_add",
+        "8",
+        "atomic add bandwidth / message rate",
+        "overhead",
+    ),
+    (
+        "ucp_fadd",
+        "4",
+        "atomic fetch-and-add latency / bandwidth / rate",
+        "latency",
+    ),
+    (
+        "ucp_swap",
+        "8",
+        "atomic swap latency / bandwidth / rate",
+        "latency",
+    ),
+    (
+        "ucp_cswap",
+        "8",
+        "atomic compare-and-swap latency / bandwidth / rate",
+        "latency",
+    ),
+];
+
+#[test]
+fn pair_one_sided_tests_over_shm_and_tcp() {
+    for tls in ["shm", "tcp"] {
+        for (test, size, desc, label) in ONE_SIDED {
+            let out = run_on(
+                tls,
+                &[
+                    "--pair", "-t", test, "-s", size, "-n", "300", "-w", "30", "-V", "-f",
+                ],
+            );
+            let nums = check_success(&out, 300.0);
+            assert!(nums[3] > 0.0 && nums[7] > 0.0, "{tls} {test}: {nums:?}");
+            let stdout = String::from_utf8_lossy(&out.stdout);
+            assert!(
+                stdout.contains(&format!("| Test:         {desc} ")),
+                "{stdout}"
+            );
+            assert!(stdout.contains(&format!("{label} (usec)")), "{stdout}");
+        }
+    }
+}
+
+#[test]
+fn separate_server_and_client_run_one_sided_tests() {
+    for (tls, test, size) in [
+        ("posix", "ucp_put_bw", "100000"),
+        ("tcp", "ucp_get", "65536"),
+    ] {
+        let port = free_port().to_string();
+        let mut server = perftest_on(tls, &["-p", &port])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("start server");
+        let client = run_on(
+            tls,
+            &[
+                "localhost",
+                "-p",
+                &port,
+                "-t",
+                test,
+                "-s",
+                size,
+                "-f",
+                "-n",
+                "100",
+                "-w",
+                "10",
+            ],
+        );
+        check_success(&client, 100.0);
+        let status = wait_for(&mut server, RUN_TIMEOUT, "server");
+        assert!(status.success(), "{tls} {test}: server exit {status:?}");
+    }
+}
+
+#[test]
+fn loopback_runs_one_sided_tests() {
+    for (test, size, _, _) in ONE_SIDED {
+        let out = run_on(
+            "shm",
+            &["-l", "-t", test, "-s", size, "-n", "200", "-V", "-f"],
+        );
+        check_success(&out, 200.0);
+    }
+}
+
+#[test]
+fn bad_sizes_of_one_sided_tests_are_usage_errors() {
+    for (args, why) in [
+        (
+            &["--pair", "-t", "ucp_fadd", "-s", "16"][..],
+            "Atomic size should be either 32 or 64 bit",
+        ),
+        (
+            &["localhost", "-t", "ucp_add", "-s", "2"][..],
+            "Atomic size should be either 32 or 64 bit",
+        ),
+        (
+            &["-l", "-t", "ucp_cswap", "-s", "4,2"][..],
+            "Atomic size should be either 32 or 64 bit",
+        ),
+        (
+            &["--pair", "-t", "ucp_put_lat", "-s", "0"][..],
+            "Message size too small",
+        ),
+        (
+            &["--pair", "-t", "ucp_get", "-s", "0"][..],
+            "Message size too small",
+        ),
+    ] {
+        let out = run(args);
+        assert_eq!(out.status.code(), Some(2), "{args:?}");
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(stderr.contains(why), "{args:?}: {stderr}");
+        assert!(stderr.contains("Usage:"), "{args:?}: {stderr}");
+        assert!(out.stdout.is_empty(), "{args:?}");
+    }
 }
 
 #[test]

@@ -1,5 +1,6 @@
 //! perftest's `Wireup::decode` on arbitrary bytes; accepted payloads must
-//! re-encode to the input.
+//! re-encode to the input, keep the key within its limit and carry a key
+//! exactly when they name a buffer.
 #![no_main]
 
 #[path = "../../tests/decoder_robustness/bootstrap.rs"]

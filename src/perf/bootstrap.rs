@@ -16,6 +16,12 @@
 //! | 5 | barrier | `u32` barrier number, counted from 0 on each side |
 //! | 6 | abort | why the sender stops (UTF-8) |
 //!
+//! The wireup payload ([`Wireup`]): `u32` length and the worker address
+//! (1 to [`MAX_FRAME`] bytes); `u32` length and the packed remote key of
+//! the sender's exposed buffer (at most [`MAX_RKEY`] bytes); `u64` address
+//! of that buffer. Tag tests expose nothing: key empty and address 0. A
+//! key without an address, or an address without a key, is malformed.
+//!
 //! Every read has a deadline, and while it waits it calls a progress
 //! function (the worker's, so that the peer's operations can finish).
 //!
@@ -31,6 +37,8 @@ use std::time::{Duration, Instant};
 
 /// Largest frame payload.
 pub const MAX_FRAME: usize = 1 << 20;
+/// Largest packed remote key in a wireup payload.
+pub const MAX_RKEY: usize = 1 << 16;
 /// How long a read waits before it calls the progress function again.
 const POLL_SLICE: Duration = Duration::from_millis(1);
 /// Deadline of writes.
@@ -71,8 +79,9 @@ impl FrameKind {
 }
 
 /// What a side needs to reach the other: its worker address and, for
-/// tests that will write into the peer's memory, a packed remote key and
-/// the address of the receive buffer (empty and 0 for tag tests).
+/// one-sided tests, the packed remote key and the address of its exposed
+/// (receive) buffer; empty and 0 for tag tests. The module doc has the
+/// encoding.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct Wireup {
     /// Worker address.
@@ -84,7 +93,8 @@ pub struct Wireup {
 }
 
 impl Wireup {
-    /// `u32` length + address, `u32` length + rkey, `u64` buffer address.
+    /// `u32` length + address, `u32` length + rkey, `u64` buffer address
+    /// (see the module doc).
     pub fn encode(&self) -> Vec<u8> {
         let mut out = Vec::with_capacity(16 + self.address.len() + self.rkey.len());
         put_blob(&mut out, &self.address);
@@ -97,11 +107,18 @@ impl Wireup {
     pub fn decode(payload: &[u8]) -> Result<Wireup> {
         let mut r = Reader::new(payload, "wireup");
         let address = r.blob(MAX_FRAME)?.to_vec();
-        let rkey = r.blob(MAX_FRAME)?.to_vec();
+        let rkey = r.blob(MAX_RKEY)?.to_vec();
         let recv_buffer = r.u64()?;
         r.finish()?;
         if address.is_empty() {
             return Err(PerfError::Protocol("wireup: empty worker address".into()));
+        }
+        if rkey.is_empty() != (recv_buffer == 0) {
+            return Err(PerfError::Protocol(format!(
+                "wireup: a remote key of {} bytes with buffer address {recv_buffer:#x} \
+                 (both or neither must be given)",
+                rkey.len()
+            )));
         }
         Ok(Wireup {
             address,

@@ -55,7 +55,12 @@ impl Slots {
     /// The buffer of message `sn`.
     #[inline]
     pub(crate) fn ptr(&self, sn: u64) -> *mut u8 {
-        let slot = (sn % self.count as u64) as usize;
+        // One shared buffer is the common case: no division for it.
+        let slot = if self.count == 1 {
+            0
+        } else {
+            (sn % self.count as u64) as usize
+        };
         // In bounds: slot < count and the allocation is len * count bytes
         // (for len 0 the offset is 0).
         self.base.as_ptr().wrapping_add(slot * self.len)

@@ -13,6 +13,43 @@ pub enum Command {
     Tag,
     /// Synchronous tag-matched send (completes once matched) and receive.
     TagSync,
+    /// Put into the peer's exposed buffer.
+    Put,
+    /// Get from the peer's exposed buffer.
+    Get,
+    /// Atomic add on the peer's word, without fetching the old value.
+    Add,
+    /// Atomic fetch-and-add.
+    Fadd,
+    /// Atomic swap (fetching).
+    Swap,
+    /// Atomic compare-and-swap (fetching).
+    Cswap,
+}
+
+impl Command {
+    /// Whether the operation is one-sided: it reaches the peer's exposed
+    /// buffer, which the peer does not post anything for.
+    pub fn is_one_sided(self) -> bool {
+        !matches!(self, Command::Tag | Command::TagSync)
+    }
+
+    /// Whether the operation is an atomic on a 4- or 8-byte word.
+    pub fn is_atomic(self) -> bool {
+        matches!(
+            self,
+            Command::Add | Command::Fadd | Command::Swap | Command::Cswap
+        )
+    }
+
+    /// Whether each operation writes into a local buffer of its own (a get
+    /// or the result of a fetching atomic).
+    pub fn fetches(self) -> bool {
+        matches!(
+            self,
+            Command::Get | Command::Fadd | Command::Swap | Command::Cswap
+        )
+    }
 }
 
 /// How the two sides exchange messages.
@@ -36,6 +73,20 @@ pub enum TestKind {
     TagSyncLat,
     /// `tag_sync_bw`: synchronous tag-matching bandwidth and message rate.
     TagSyncBw,
+    /// `ucp_put_lat`: put ping-pong latency.
+    PutLat,
+    /// `ucp_put_bw`: put bandwidth and message rate.
+    PutBw,
+    /// `ucp_get`: get latency, bandwidth and message rate.
+    Get,
+    /// `ucp_add`: atomic add message rate.
+    Add,
+    /// `ucp_fadd`: atomic fetch-and-add latency and rate.
+    Fadd,
+    /// `ucp_swap`: atomic swap latency and rate.
+    Swap,
+    /// `ucp_cswap`: atomic compare-and-swap latency and rate.
+    Cswap,
 }
 
 /// Static description of a test.
@@ -101,18 +152,81 @@ pub const TESTS: &[TestInfo] = &[
         test_type: TestType::StreamUni,
         wire_id: 4,
     },
+    TestInfo {
+        kind: TestKind::PutLat,
+        name: "ucp_put_lat",
+        desc: "put latency",
+        time_label: "latency",
+        window: 1,
+        command: Command::Put,
+        test_type: TestType::PingPong,
+        wire_id: 5,
+    },
+    TestInfo {
+        kind: TestKind::PutBw,
+        name: "ucp_put_bw",
+        desc: "put bandwidth",
+        time_label: "overhead",
+        window: 32,
+        command: Command::Put,
+        test_type: TestType::StreamUni,
+        wire_id: 6,
+    },
+    TestInfo {
+        kind: TestKind::Get,
+        name: "ucp_get",
+        desc: "get latency / bandwidth / message rate",
+        time_label: "latency",
+        window: 1,
+        command: Command::Get,
+        test_type: TestType::StreamUni,
+        wire_id: 7,
+    },
+    TestInfo {
+        kind: TestKind::Add,
+        name: "ucp_add",
+        desc: "atomic add bandwidth / message rate",
+        time_label: "overhead",
+        window: 1,
+        command: Command::Add,
+        test_type: TestType::StreamUni,
+        wire_id: 8,
+    },
+    TestInfo {
+        kind: TestKind::Fadd,
+        name: "ucp_fadd",
+        desc: "atomic fetch-and-add latency / bandwidth / rate",
+        time_label: "latency",
+        window: 1,
+        command: Command::Fadd,
+        test_type: TestType::StreamUni,
+        wire_id: 9,
+    },
+    TestInfo {
+        kind: TestKind::Swap,
+        name: "ucp_swap",
+        desc: "atomic swap latency / bandwidth / rate",
+        time_label: "latency",
+        window: 1,
+        command: Command::Swap,
+        test_type: TestType::StreamUni,
+        wire_id: 10,
+    },
+    TestInfo {
+        kind: TestKind::Cswap,
+        name: "ucp_cswap",
+        desc: "atomic compare-and-swap latency / bandwidth / rate",
+        time_label: "latency",
+        window: 1,
+        command: Command::Cswap,
+        test_type: TestType::StreamUni,
+        wire_id: 11,
+    },
 ];
 
 /// Tests of UCX's `ucx_perftest` that rucx does not run yet; `-t` with one
 /// of these names says so instead of calling the name unknown.
 pub const NOT_YET: &[&str] = &[
-    "ucp_put_lat",
-    "ucp_put_bw",
-    "ucp_get",
-    "ucp_add",
-    "ucp_fadd",
-    "ucp_swap",
-    "ucp_cswap",
     "stream_bw",
     "stream_lat",
     "ucp_am_lat",
@@ -154,9 +268,24 @@ impl TestKind {
 mod tests {
     use super::*;
 
+    const ALL_KINDS: [TestKind; 11] = [
+        TestKind::TagLat,
+        TestKind::TagBw,
+        TestKind::TagSyncLat,
+        TestKind::TagSyncBw,
+        TestKind::PutLat,
+        TestKind::PutBw,
+        TestKind::Get,
+        TestKind::Add,
+        TestKind::Fadd,
+        TestKind::Swap,
+        TestKind::Cswap,
+    ];
+
     #[test]
     fn every_kind_has_one_row() {
-        for kind in [TestKind::TagLat, TestKind::TagBw] {
+        assert_eq!(TESTS.len(), ALL_KINDS.len());
+        for kind in ALL_KINDS {
             assert_eq!(TESTS.iter().filter(|t| t.kind == kind).count(), 1);
             assert_eq!(kind.info().kind, kind);
         }
@@ -181,7 +310,14 @@ mod tests {
             TestKind::from_name("tag_sync_lat"),
             Some(TestKind::TagSyncLat)
         );
-        assert_eq!(TestKind::from_name("ucp_put_lat"), None);
+        assert_eq!(TestKind::from_name("ucp_put_lat"), Some(TestKind::PutLat));
+        assert_eq!(TestKind::from_name("ucp_am_lat"), None);
+        assert_eq!(TestKind::from_wire_id(11), Some(TestKind::Cswap));
+        assert!(TestKind::Get.info().command.fetches());
+        assert!(!TestKind::Add.info().command.fetches());
+        assert!(TestKind::Add.info().command.is_atomic());
+        assert!(TestKind::PutBw.info().command.is_one_sided());
+        assert!(!TestKind::TagSyncBw.info().command.is_one_sided());
         assert_eq!(TestKind::from_wire_id(4), Some(TestKind::TagSyncBw));
         assert_eq!(TestKind::from_wire_id(2), Some(TestKind::TagBw));
         assert_eq!(TestKind::from_wire_id(0), None);

@@ -65,6 +65,10 @@ pub enum PerfError {
         /// Bytes received.
         actual: usize,
     },
+    /// The communication layer (or this mode of the program) cannot run
+    /// what the test needs.
+    #[error("not supported: {0}")]
+    Unsupported(String),
     /// Memory for the test buffers could not be allocated.
     #[error("cannot allocate {0} bytes for test buffers")]
     NoMemory(usize),

@@ -1,16 +1,22 @@
 //! An in-memory [`PerfWorker`] for testing the loops and the bootstrap
 //! without a communication layer: workers of one [`MockNet`] exchange
 //! tagged messages through mailboxes, sends complete on the next
-//! `progress`, receives match in posting order.
+//! `progress`, receives match in posting order. One-sided operations are
+//! in `mock_rma.rs`.
+
+#[path = "mock_rma.rs"]
+mod rma;
 
 use super::error::{PerfError, Result};
-use super::worker::{PerfWorker, Started};
+use super::worker::{AtomicKind, Exposed, PerfWorker, Started};
+use rma::{MockRma, RmaMsg};
 use std::collections::{HashMap, VecDeque};
 use std::sync::{Arc, Mutex};
 
 #[derive(Debug, Default)]
 struct NetState {
     inboxes: HashMap<Vec<u8>, VecDeque<(u64, Vec<u8>)>>,
+    rma: HashMap<Vec<u8>, VecDeque<RmaMsg>>,
     dead: Vec<Vec<u8>>,
 }
 
@@ -38,6 +44,8 @@ impl MockNet {
             sent: 0,
             corrupt: None,
             truncate: None,
+            no_rma: false,
+            rma: MockRma::default(),
         }
     }
 
@@ -53,6 +61,7 @@ impl MockNet {
 enum ReqState {
     Pending,
     Finished(usize),
+    Failed(String),
 }
 
 #[derive(Debug)]
@@ -79,6 +88,9 @@ pub(crate) struct MockWorker {
     pub(crate) corrupt: Option<u64>,
     /// Send the n-th message one byte short.
     pub(crate) truncate: Option<u64>,
+    /// Refuse to expose a buffer, as a layer without one-sided operations.
+    pub(crate) no_rma: bool,
+    rma: MockRma,
 }
 
 // SAFETY: the raw pointers of posted receives are only written during
@@ -148,17 +160,26 @@ impl PerfWorker for MockWorker {
             self.reqs[id] = Some(ReqState::Finished(0));
             events += 1;
         }
-        let incoming: Vec<(u64, Vec<u8>)> = match self.net.state.lock() {
-            Ok(mut st) => st
-                .inboxes
-                .get_mut(&self.addr)
-                .map(|q| q.drain(..).collect())
-                .unwrap_or_default(),
-            Err(_) => Vec::new(),
+        let (incoming, rma): (Vec<(u64, Vec<u8>)>, Vec<RmaMsg>) = match self.net.state.lock() {
+            Ok(mut st) => (
+                st.inboxes
+                    .get_mut(&self.addr)
+                    .map(|q| q.drain(..).collect())
+                    .unwrap_or_default(),
+                st.rma
+                    .get_mut(&self.addr)
+                    .map(|q| q.drain(..).collect())
+                    .unwrap_or_default(),
+            ),
+            Err(_) => (Vec::new(), Vec::new()),
         };
         for (tag, data) in incoming {
             events += 1;
             let _ = self.deliver(tag, data);
+        }
+        for msg in rma {
+            events += 1;
+            self.handle_rma(msg);
         }
         if events == 0 {
             // Test threads share few cores: let the peer run.
@@ -249,7 +270,68 @@ impl PerfWorker for MockWorker {
                 Some(Ok(len))
             }
             Some(Some(ReqState::Pending)) => None,
+            Some(Some(ReqState::Failed(_))) => match self.reqs[req].take() {
+                Some(ReqState::Failed(why)) => Some(Err(PerfError::Params(why))),
+                _ => None,
+            },
             _ => Some(Err(PerfError::Params(format!("stale request {req}")))),
         }
+    }
+
+    fn expose(&mut self, len: usize) -> Result<Exposed> {
+        if self.no_rma {
+            return Err(PerfError::Unsupported("no one-sided operations".into()));
+        }
+        self.rma_expose(len)
+    }
+
+    fn exposed_byte(&mut self, offset: usize) -> Result<u8> {
+        self.rma_byte(offset)
+    }
+
+    fn exposed_read(&mut self, offset: usize, out: &mut [u8]) -> Result<()> {
+        self.rma_read(offset, out)
+    }
+
+    fn exposed_write(&mut self, offset: usize, data: &[u8]) -> Result<()> {
+        self.rma_write(offset, data)
+    }
+
+    fn set_remote(&mut self, addr: u64, rkey: &[u8]) -> Result<()> {
+        self.rma_set_remote(addr, rkey)
+    }
+
+    unsafe fn put(&mut self, ptr: *const u8, len: usize, offset: u64) -> Result<Started<usize>> {
+        // SAFETY: the same contract.
+        unsafe { self.rma_put(ptr, len, offset) }
+    }
+
+    unsafe fn get(&mut self, ptr: *mut u8, len: usize, offset: u64) -> Result<Started<usize>> {
+        self.rma_get(ptr, len, offset)
+    }
+
+    fn atomic_post(
+        &mut self,
+        op: AtomicKind,
+        width: usize,
+        value: u64,
+        offset: u64,
+    ) -> Result<Started<usize>> {
+        if op == AtomicKind::Cswap {
+            return Err(PerfError::Params("cswap is fetching only".into()));
+        }
+        self.rma_atomic(op, width, value, 0, None, offset)
+    }
+
+    unsafe fn atomic_fetch(
+        &mut self,
+        op: AtomicKind,
+        width: usize,
+        value: u64,
+        compare: u64,
+        result: *mut u8,
+        offset: u64,
+    ) -> Result<Started<usize>> {
+        self.rma_atomic(op, width, value, compare, Some(result), offset)
     }
 }

@@ -3,7 +3,8 @@
 //! * [`options`]: the command line (`ucx_perftest`'s single-dash options);
 //! * [`catalog`]: the tests and their shapes;
 //! * [`params`]: test parameters and the block a client sends a server;
-//! * [`runner`]: the ping-pong and stream loops over a [`PerfWorker`];
+//! * [`runner`]: the ping-pong and stream loops over a [`PerfWorker`], for
+//!   tag matching and for one-sided operations (put, get, atomics);
 //! * [`measure`]: counters, clock, percentile and report intervals;
 //! * [`report`]: the table, CSV and `-f` output formats;
 //! * [`pattern`]: the data pattern of `-V`;
@@ -36,4 +37,4 @@ mod wire;
 pub mod worker;
 
 pub use error::{PerfError, Result};
-pub use worker::{PerfWorker, Started};
+pub use worker::{AtomicKind, Exposed, PerfWorker, Started};

@@ -150,7 +150,31 @@ fn bad_values_are_errors() {
     ] {
         let _ = err(line);
     }
-    assert!(err("x -t ucp_put_lat").contains("not implemented"));
+    assert!(err("x -t ucp_am_lat").contains("not implemented"));
+}
+
+#[test]
+fn one_sided_sizes_are_checked() {
+    for test in ["ucp_add", "ucp_fadd", "ucp_swap", "ucp_cswap"] {
+        let msg = err(&format!("x -t {test} -s 16"));
+        assert!(
+            msg.contains("Atomic size should be either 32 or 64 bit"),
+            "{msg}"
+        );
+        let _ = err(&format!("x -t {test} -s 3,2"));
+        for ok in ["4", "8", "4,4"] {
+            assert!(
+                parse(args(&format!("x -t {test} -s {ok}"))).is_ok(),
+                "{test} {ok}"
+            );
+        }
+    }
+    for test in ["ucp_put_lat", "ucp_put_bw", "ucp_get"] {
+        assert!(err(&format!("x -t {test} -s 0")).contains("at least 1"));
+        assert!(parse(args(&format!("x -t {test} -s 1"))).is_ok());
+    }
+    // Tag tests still take empty messages.
+    assert!(parse(args("x -t tag_lat -s 0")).is_ok());
 }
 
 #[test]

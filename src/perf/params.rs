@@ -16,12 +16,14 @@
 //! | 44 | 8·n | message size entries; the message is their sum |
 //!
 //! The block must be exactly `44 + 8·n` bytes long. A server rejects a
-//! block that breaks any rule above or asks for more memory than
-//! [`MAX_MESSAGE_SIZE`] and [`MAX_BUFFER_BYTES`] allow.
+//! block that breaks any rule above, asks for more memory than
+//! [`MAX_MESSAGE_SIZE`] and [`MAX_BUFFER_BYTES`] allow, gives a one-sided
+//! test an empty message or an atomic test a message of other than 4 or 8
+//! bytes.
 //!
 //! [`TestInfo::wire_id`]: super::catalog::TestInfo::wire_id
 
-use super::catalog::TestKind;
+use super::catalog::{Command, TestKind, TestType};
 use super::error::{PerfError, Result};
 use super::wire::Reader;
 
@@ -93,10 +95,15 @@ impl TestParams {
         self.warmup.min(self.iters.div_ceil(10))
     }
 
-    /// Number of buffers each direction needs: one per operation in flight
-    /// when validating (each holds a different pattern), else one shared.
+    /// Number of local buffers: one per operation in flight when
+    /// validating (each holds a different pattern), for gets and fetching
+    /// atomics (each writes into its own) and for put ping-pong (each
+    /// carries its own sequence number); else one shared.
     pub fn buffer_slots(&self) -> usize {
-        if self.validate {
+        let info = self.test.info();
+        let own = info.command.fetches()
+            || (info.command == Command::Put && info.test_type == TestType::PingPong);
+        if self.validate || own {
             self.outstanding as usize
         } else {
             1
@@ -119,6 +126,18 @@ impl TestParams {
         if total > MAX_MESSAGE_SIZE {
             return bad(format!(
                 "message size {total} exceeds the limit of {MAX_MESSAGE_SIZE}"
+            ));
+        }
+        let command = self.test.info().command;
+        if command.is_atomic() && total != 4 && total != 8 {
+            return bad(format!(
+                "Atomic size should be either 32 or 64 bit: -s 4 or -s 8, not {total} bytes"
+            ));
+        }
+        if command.is_one_sided() && total < 1 {
+            return bad(format!(
+                "Message size too small, need to be at least 1 for {}",
+                self.test.info().name
             ));
         }
         if self.outstanding == 0 || self.outstanding > MAX_OUTSTANDING {
@@ -320,6 +339,54 @@ mod tests {
         for (what, block) in cases {
             assert!(TestParams::decode(&block).is_err(), "{what}");
         }
+    }
+
+    #[test]
+    fn one_sided_size_rules() {
+        let with = |test, sizes: Vec<usize>| TestParams {
+            msg_sizes: sizes,
+            ..TestParams::new(test)
+        };
+        for test in [
+            TestKind::Add,
+            TestKind::Fadd,
+            TestKind::Swap,
+            TestKind::Cswap,
+        ] {
+            with(test, vec![4]).check().unwrap();
+            with(test, vec![8]).check().unwrap();
+            with(test, vec![4, 4]).check().unwrap();
+            for bad in [vec![0], vec![1], vec![16], vec![7]] {
+                let e = with(test, bad.clone()).check().unwrap_err().to_string();
+                assert!(e.contains("32 or 64 bit"), "{test:?} {bad:?}: {e}");
+                assert!(TestParams::decode(&with(test, bad).encode()).is_err());
+            }
+        }
+        for test in [TestKind::PutLat, TestKind::PutBw, TestKind::Get] {
+            with(test, vec![1]).check().unwrap();
+            let e = with(test, vec![0]).check().unwrap_err().to_string();
+            assert!(e.contains("at least 1"), "{e}");
+        }
+        with(TestKind::TagLat, vec![0]).check().unwrap();
+    }
+
+    #[test]
+    fn one_sided_slots() {
+        let slots = |test, outstanding, validate| {
+            TestParams {
+                outstanding,
+                validate,
+                ..TestParams::new(test)
+            }
+            .buffer_slots()
+        };
+        assert_eq!(slots(TestKind::PutBw, 32, false), 1);
+        assert_eq!(slots(TestKind::PutBw, 32, true), 32);
+        assert_eq!(slots(TestKind::Add, 8, false), 1);
+        assert_eq!(slots(TestKind::Get, 4, false), 4);
+        assert_eq!(slots(TestKind::Fadd, 3, false), 3);
+        assert_eq!(slots(TestKind::PutLat, 2, false), 2);
+        assert_eq!(slots(TestKind::TagBw, 32, false), 1);
     }
 
     #[test]

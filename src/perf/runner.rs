@@ -15,12 +15,16 @@
 //! `sn % outstanding`), the sender writes the pattern of message `sn`
 //! and the receiver checks it on completion.
 //!
+//! The one-sided tests (`ucp_put_lat`, `ucp_put_bw`, `ucp_get` and the
+//! atomics) have their own loops, described in `runner_rma.rs`; they need
+//! [`prepare`] before the barrier that precedes each run.
+//!
 //! While waiting, the loops check the endpoint and a [`Watch`] (the
 //! bootstrap connection) every few thousand polls, so that a vanished peer
 //! ends the run with an error instead of a hang.
 
 use super::buffers::Slots;
-use super::catalog::TestType;
+use super::catalog::{Command, TestType};
 use super::error::{PerfError, Result};
 use super::measure::{Meter, PerfResult};
 use super::params::TestParams;
@@ -73,10 +77,17 @@ pub struct LoopState<R> {
     max: usize,
     validate: bool,
     test_type: TestType,
+    command: Command,
     /// Data messages are synchronous sends.
     sync: bool,
+    /// Tag tests: send buffers. One-sided tests: the local side of each
+    /// operation (put source, get destination, fetched value).
     send: Slots,
+    /// Tag tests: receive buffers. One-sided tests with `-V`: a copy of the
+    /// exposed buffer to check.
     recv: Slots,
+    /// Tag tests: the end-of-stream acknowledgement. One-sided tests: the
+    /// marker byte a get stream ends with.
     ack: Slots,
     sends: VecDeque<(R, u64)>,
     recvs: VecDeque<(R, u64)>,
@@ -89,18 +100,35 @@ impl<R: Copy> LoopState<R> {
         let msg_len = params.message_size();
         let slots = params.buffer_slots();
         let max = params.outstanding as usize;
+        let info = params.test.info();
+        let (send_len, recv_len, recv_slots) = if !info.command.is_one_sided() {
+            (msg_len, msg_len, slots)
+        } else {
+            // Fetched values are written as 64-bit words.
+            let local = if info.command.is_atomic() { 8 } else { msg_len };
+            (local, if params.validate { msg_len } else { 0 }, 1)
+        };
         Ok(LoopState {
             msg_len,
             max,
             validate: params.validate,
-            test_type: params.test.info().test_type,
-            sync: params.test.info().command == crate::perf::catalog::Command::TagSync,
-            send: Slots::new(msg_len, slots)?,
-            recv: Slots::new(msg_len, slots)?,
+            test_type: info.test_type,
+            command: info.command,
+            sync: info.command == Command::TagSync,
+            send: Slots::new(send_len, slots)?,
+            recv: Slots::new(recv_len, recv_slots)?,
             ack: Slots::new(1, 1)?,
             sends: VecDeque::with_capacity(max),
             recvs: VecDeque::with_capacity(max),
         })
+    }
+
+    /// Length of the buffer a one-sided test exposes to the peer: the
+    /// message rounded up to whole 8-byte words. `None` for tag tests.
+    pub fn exposed_len(&self) -> Option<usize> {
+        self.command
+            .is_one_sided()
+            .then(|| self.msg_len.max(1).div_ceil(8) * 8)
     }
 
     fn leak(&mut self) {
@@ -130,9 +158,11 @@ pub fn run<W: PerfWorker>(
         st,
         polls: 0,
     };
-    let result = match r.st.test_type {
-        TestType::PingPong => r.ping_pong(side, meter, report),
-        TestType::StreamUni => r.stream(side, meter, report),
+    let result = match (r.st.command.is_one_sided(), r.st.test_type) {
+        (false, TestType::PingPong) => r.ping_pong(side, meter, report),
+        (false, TestType::StreamUni) => r.stream(side, meter, report),
+        (true, TestType::PingPong) => r.put_ping_pong(side, meter, report),
+        (true, TestType::StreamUni) => r.rma_stream(side, meter, report),
     };
     if result.is_err() {
         r.st.sends.clear();
@@ -244,15 +274,19 @@ impl<W: PerfWorker> Runner<'_, W> {
         Ok(())
     }
 
-    /// Forgets finished sends, oldest first.
+    /// Forgets finished sends (and one-sided operations), oldest first;
+    /// with `-V`, checks what a one-sided operation fetched.
     #[inline]
     fn reap_sends(&mut self) -> Result<()> {
-        while let Some(&(req, _)) = self.st.sends.front() {
+        while let Some(&(req, sn)) = self.st.sends.front() {
             match self.w.test(req) {
                 None => break,
                 Some(outcome) => {
                     self.st.sends.pop_front();
                     outcome?;
+                    if self.st.validate && self.st.command.fetches() {
+                        self.fetched(sn)?;
+                    }
                 }
             }
         }
@@ -280,7 +314,7 @@ impl<W: PerfWorker> Runner<'_, W> {
     #[inline]
     fn slot_free(q: &VecDeque<(W::Req, u64)>, slots: usize, sn: Option<u64>) -> bool {
         match (sn, q.front()) {
-            (Some(sn), Some(&(_, oldest))) if slots > 1 => oldest + slots as u64 > sn,
+            (Some(sn), Some(&(_, oldest))) if slots > 1 => oldest.saturating_add(slots as u64) > sn,
             _ => true,
         }
     }
@@ -402,6 +436,11 @@ impl<W: PerfWorker> Runner<'_, W> {
         Ok(())
     }
 }
+
+#[path = "runner_rma.rs"]
+mod rma;
+
+pub use rma::prepare;
 
 #[cfg(test)]
 #[path = "runner_tests.rs"]

@@ -3,11 +3,15 @@
 //! Between two processes the steps are, after the client's parameter block
 //! was accepted:
 //!
-//! 1. each side sets up (worker, buffers) and sends its status;
-//! 2. both send their [`Wireup`] and connect to the peer's address, then
-//!    exchange the status of the connection;
+//! 1. each side sets up (worker, buffers, and for one-sided tests the
+//!    buffer it exposes to the peer) and sends its status;
+//! 2. both send their [`Wireup`] (worker address; exposed buffer's address
+//!    and packed key) and connect to the peer's address (and unpack its
+//!    key), then exchange the status of the connection;
 //! 3. barrier; warm-up run; barrier; measured run; barrier; the client
 //!    prints the final row; a last barrier before the endpoints go away.
+//!    Before each barrier that precedes a run, [`runner::prepare`] sets the
+//!    one-sided tests' markers.
 //!
 //! A side that fails after step 1 sends an abort frame with the reason, so
 //! that the other side stops at once with that message.
@@ -19,7 +23,7 @@ use super::measure::{Meter, PerfResult};
 use super::params::TestParams;
 use super::report::{format_row, table_header, test_box, OutputFlags};
 use super::runner::{self, LoopState, NoWatch, Side};
-use super::worker::PerfWorker;
+use super::worker::{Exposed, PerfWorker};
 use std::io::Write;
 use std::time::Duration;
 
@@ -136,6 +140,10 @@ pub fn loopback<W: PerfWorker>(
     let address = w.address()?;
     w.connect(&address)?;
     let mut st = LoopState::new(params)?;
+    if let Some(len) = st.exposed_len() {
+        let exposed = expose(&mut w, len)?;
+        w.set_remote(exposed.addr, &exposed.rkey)?;
+    }
     let info = params.test.info();
     let mut text = test_box(info, params, false);
     text.push_str(&table_header(flags, info, params.percentile));
@@ -144,6 +152,7 @@ pub fn loopback<W: PerfWorker>(
     let ping_pong = info.test_type == TestType::PingPong;
     let warmup = params.warmup_iters();
     if warmup > 0 {
+        runner::prepare(&mut w, &mut st)?;
         let mut meter = Meter::new(warmup, ping_pong, params.percentile, None);
         runner::run(
             &mut w,
@@ -154,6 +163,7 @@ pub fn loopback<W: PerfWorker>(
             &mut |_| {},
         )?;
     }
+    runner::prepare(&mut w, &mut st)?;
     let interval = Some(REPORT_INTERVAL);
     let mut meter = Meter::new(params.iters, ping_pong, params.percentile, interval);
     {
@@ -191,9 +201,13 @@ fn run_session<W: PerfWorker>(
     let local = make_worker().and_then(|mut w| {
         let st = LoopState::<W::Req>::new(params)?;
         let address = w.address()?;
-        Ok((w, st, address))
+        let exposed = match st.exposed_len() {
+            Some(len) => Some(expose(&mut w, len)?),
+            None => None,
+        };
+        Ok((w, st, address, exposed))
     });
-    let (mut w, mut st, address) = match local {
+    let (mut w, mut st, address, exposed) = match local {
         Ok(setup) => setup,
         Err(e) => {
             let _ = boot.send_outcome(FrameKind::Status, Err(e.to_string()));
@@ -204,15 +218,22 @@ fn run_session<W: PerfWorker>(
     peer_outcome(boot, "setup", &mut no_progress)?;
 
     // 2. Addresses and endpoints.
-    let wireup = Wireup {
-        address,
-        ..Wireup::default()
+    let wireup = match exposed {
+        Some(e) => Wireup {
+            address,
+            rkey: e.rkey,
+            recv_buffer: e.addr,
+        },
+        None => Wireup {
+            address,
+            ..Wireup::default()
+        },
     };
     boot.send(FrameKind::Wireup, &wireup.encode())?;
     let remote = boot
         .recv(FrameKind::Wireup, SETUP_TIMEOUT, &mut no_progress)
         .and_then(|p| Wireup::decode(&p))?;
-    if let Err(e) = w.connect(&remote.address) {
+    if let Err(e) = connect(&mut w, st.exposed_len().is_some(), &remote) {
         let _ = boot.send_outcome(FrameKind::Status, Err(e.to_string()));
         return Err(e);
     }
@@ -230,6 +251,32 @@ fn run_session<W: PerfWorker>(
         }
     }
     outcome
+}
+
+/// Exposes `len` bytes for the peer's one-sided operations.
+fn expose<W: PerfWorker>(w: &mut W, len: usize) -> Result<Exposed> {
+    let exposed = w.expose(len)?;
+    if exposed.addr == 0 || exposed.rkey.is_empty() {
+        return Err(PerfError::Params(
+            "the exposed buffer has no address or no key".into(),
+        ));
+    }
+    Ok(exposed)
+}
+
+/// Connects to the peer of `remote` and, for a one-sided test, takes its
+/// exposed buffer as the target.
+fn connect<W: PerfWorker>(w: &mut W, one_sided: bool, remote: &Wireup) -> Result<()> {
+    w.connect(&remote.address)?;
+    if one_sided {
+        if remote.rkey.is_empty() {
+            return Err(PerfError::Protocol(
+                "the peer exposed no buffer for a one-sided test".into(),
+            ));
+        }
+        w.set_remote(remote.recv_buffer, &remote.rkey)?;
+    }
+    Ok(())
 }
 
 /// Reads the peer's status frame; its failure becomes an error here.
@@ -262,6 +309,9 @@ fn runs<W: PerfWorker>(
             Ok(())
         })
     };
+    // The peer may write into this side's buffer once past a barrier:
+    // markers are set before.
+    runner::prepare(w, st)?;
     barrier(boot, w)?;
     let warmup = params.warmup_iters();
     if warmup > 0 {
@@ -274,6 +324,7 @@ fn runs<W: PerfWorker>(
             &mut meter,
             &mut |_| {},
         )?;
+        runner::prepare(w, st)?;
         barrier(boot, w)?;
     }
     let mut meter = Meter::new(params.iters, ping_pong, params.percentile, report_interval);

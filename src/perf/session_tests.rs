@@ -102,6 +102,75 @@ fn client_and_server_run_both_tests() {
 }
 
 #[test]
+fn client_and_server_run_one_sided_tests() {
+    let flags = OutputFlags {
+        final_only: true,
+        ..Default::default()
+    };
+    for (test, size) in [
+        (TestKind::PutLat, 8),
+        (TestKind::PutBw, 4096),
+        (TestKind::Get, 100),
+        (TestKind::Add, 8),
+        (TestKind::Fadd, 4),
+        (TestKind::Swap, 8),
+        (TestKind::Cswap, 8),
+    ] {
+        for validate in [false, true] {
+            let r = run_pair(params(test, size, 200, validate), flags, None);
+            r.server.unwrap();
+            assert_eq!(r.client.unwrap().iters, 200);
+            assert!(r.server_out.contains(test.info().desc));
+            let nums = last_eight_numbers(&r.client_out).expect("final row");
+            assert_eq!(nums[0], 200.0);
+            assert!(
+                r.client_out
+                    .contains(&format!("{} (usec)", test.info().time_label)),
+                "{}",
+                r.client_out
+            );
+        }
+    }
+}
+
+#[test]
+fn one_sided_test_on_a_layer_without_it_fails_in_setup() {
+    let listener = Listener::bind(0, true).unwrap();
+    let port = listener.port().unwrap();
+    let net = MockNet::default();
+    let snet = net.clone();
+    let server = thread::spawn(move || {
+        server(
+            &listener,
+            Some(Duration::from_secs(10)),
+            || {
+                let mut w = snet.worker("server");
+                w.no_rma = true;
+                Ok(w)
+            },
+            &mut Vec::new(),
+        )
+    });
+    let r = client(
+        "127.0.0.1",
+        port,
+        &params(TestKind::PutBw, 64, 10, false),
+        OutputFlags::default(),
+        true,
+        || Ok(net.worker("client")),
+        &mut Vec::new(),
+    );
+    match r {
+        Err(PerfError::PeerAborted(msg)) => assert!(msg.contains("not supported"), "{msg}"),
+        other => panic!("{other:?}"),
+    }
+    assert!(matches!(
+        server.join().unwrap(),
+        Err(PerfError::Unsupported(_))
+    ));
+}
+
+#[test]
 fn csv_output_has_header_and_final_row() {
     let flags = OutputFlags {
         csv: true,
@@ -240,6 +309,24 @@ fn client_fails_when_server_setup_fails() {
         server.join().unwrap(),
         Err(PerfError::NoMemory(1))
     ));
+}
+
+#[test]
+fn loopback_runs_one_sided_tests() {
+    for test in [TestKind::PutLat, TestKind::Get, TestKind::Cswap] {
+        let net = MockNet::default();
+        let mut out = Vec::new();
+        let r = loopback(
+            &params(test, 8, 50, true),
+            OutputFlags::default(),
+            || Ok(net.worker("self")),
+            &mut out,
+        )
+        .unwrap();
+        assert_eq!(r.iters, 50);
+        let text = String::from_utf8(out).unwrap();
+        assert!(text.contains(test.info().desc), "{text}");
+    }
 }
 
 #[test]

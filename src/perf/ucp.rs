@@ -1,17 +1,35 @@
 //! [`PerfWorker`] on rucx's protocol layer: a `rucx_ucp` worker and its one
-//! endpoint to the peer, driven through the raw (pointer) tier.
+//! endpoint to the peer, driven through the raw (pointer) tier; for
+//! one-sided tests also the exposed buffer (a [`MemMap`]) and the peer's
+//! remote key.
 
 use super::error::{PerfError, Result};
-use super::worker::{PerfWorker, Started};
-use rucx_ucp::{Context, Ep, Op, Posted, ReqId, Worker};
+use super::worker::{AtomicKind, Exposed, PerfWorker, Started};
+use rucx_ucp::{
+    Access, AtomicOp, AtomicValue, Context, Ep, MemMap, Op, Posted, ReqId, Rkey, Worker,
+};
+
+/// Rights of the exposed buffer: everything the one-sided tests do.
+const EXPOSED_ACCESS: Access = Access::REMOTE_READ
+    .union(Access::REMOTE_WRITE)
+    .union(Access::REMOTE_ATOMIC);
+
+/// The peer's exposed buffer as the endpoint reaches it.
+#[derive(Debug)]
+struct Remote {
+    addr: u64,
+    rkey: Rkey,
+}
 
 /// A ucp worker with one endpoint.
 #[derive(Debug)]
 pub struct UcpWorker {
-    // Declared before the context: dropped first.
+    remote: Option<Remote>,
+    // Fields drop in order: the map and the worker before the context.
+    exposed: Option<MemMap>,
     worker: Worker,
     ep: Option<Ep>,
-    _ctx: Context,
+    ctx: Context,
 }
 
 impl UcpWorker {
@@ -22,15 +40,35 @@ impl UcpWorker {
             .create_worker()
             .map_err(|e| PerfError::transport("create worker", e))?;
         Ok(UcpWorker {
+            remote: None,
+            exposed: None,
             worker,
             ep: None,
-            _ctx: ctx,
+            ctx,
         })
     }
 
     fn ep(&self) -> Result<Ep> {
         self.ep
             .ok_or_else(|| PerfError::Params("the worker is not connected".into()))
+    }
+
+    fn map(&self) -> Result<&MemMap> {
+        self.exposed
+            .as_ref()
+            .ok_or_else(|| PerfError::Params("no buffer is exposed".into()))
+    }
+}
+
+/// The endpoint and the peer's buffer, for a one-sided operation (a free
+/// function, so that the worker can be borrowed beside it).
+#[inline]
+fn target(ep: Option<Ep>, remote: &Option<Remote>) -> Result<(Ep, &Remote)> {
+    match (ep, remote) {
+        (Some(ep), Some(r)) => Ok((ep, r)),
+        _ => Err(PerfError::Params(
+            "the peer's buffer is not known (set_remote)".into(),
+        )),
     }
 }
 
@@ -47,6 +85,24 @@ fn started(p: Posted<()>) -> Started<ReqId> {
     match p {
         Posted::Done(info, ()) => Started::Done(info.length),
         Posted::InFlight(id) => Started::InFlight(id),
+    }
+}
+
+fn atomic_op(op: AtomicKind) -> AtomicOp {
+    match op {
+        AtomicKind::Add => AtomicOp::Add,
+        AtomicKind::Swap => AtomicOp::Swap,
+        AtomicKind::Cswap => AtomicOp::Cswap,
+    }
+}
+
+fn atomic_value(width: usize, value: u64) -> Result<AtomicValue> {
+    match width {
+        4 => Ok(AtomicValue::U32(value as u32)),
+        8 => Ok(AtomicValue::U64(value)),
+        _ => Err(PerfError::Params(format!(
+            "atomic width {width} (4 or 8 bytes)"
+        ))),
     }
 }
 
@@ -117,7 +173,126 @@ impl PerfWorker for UcpWorker {
     fn test(&mut self, req: ReqId) -> Option<Result<usize>> {
         self.worker.request_test(req).map(|r| {
             r.map(|info| info.length)
-                .map_err(|e| op_error("tag operation", e))
+                .map_err(|e| op_error("operation", e))
         })
+    }
+
+    fn expose(&mut self, len: usize) -> Result<Exposed> {
+        // Unmap the previous buffer before mapping the next.
+        self.exposed = None;
+        let map = self
+            .ctx
+            .mem_alloc(len, EXPOSED_ACCESS)
+            .map_err(|e| PerfError::transport("allocate the exposed buffer", e))?;
+        let rkey = map
+            .rkey_pack()
+            .map_err(|e| PerfError::transport("pack the remote key", e))?;
+        let addr = map.addr();
+        self.exposed = Some(map);
+        Ok(Exposed { addr, rkey })
+    }
+
+    #[inline]
+    fn exposed_byte(&mut self, offset: usize) -> Result<u8> {
+        // An atomic load of the aligned word that holds the byte: the
+        // buffer is page-aligned and a multiple of 8 bytes long.
+        let word = offset & !7;
+        let v = self
+            .map()?
+            .load_u64(word)
+            .map_err(|e| PerfError::transport("read the exposed buffer", e))?;
+        Ok(v.to_ne_bytes()[offset - word])
+    }
+
+    fn exposed_read(&mut self, offset: usize, out: &mut [u8]) -> Result<()> {
+        self.map()?
+            .read(offset, out)
+            .map_err(|e| PerfError::transport("read the exposed buffer", e))
+    }
+
+    fn exposed_write(&mut self, offset: usize, data: &[u8]) -> Result<()> {
+        self.map()?
+            .write(offset, data)
+            .map_err(|e| PerfError::transport("write the exposed buffer", e))
+    }
+
+    fn set_remote(&mut self, addr: u64, rkey: &[u8]) -> Result<()> {
+        let ep = self.ep()?;
+        let rkey = self
+            .worker
+            .rkey_unpack(ep, rkey)
+            .map_err(|e| PerfError::transport("unpack the peer's remote key", e))?;
+        self.remote = Some(Remote { addr, rkey });
+        Ok(())
+    }
+
+    #[inline]
+    unsafe fn put(&mut self, ptr: *const u8, len: usize, offset: u64) -> Result<Started<ReqId>> {
+        let (ep, r) = target(self.ep, &self.remote)?;
+        let addr = r.addr.wrapping_add(offset);
+        // SAFETY: PerfWorker::put has the contract of put_raw: the bytes
+        // stay valid and unchanged until completion is seen.
+        unsafe { self.worker.put_raw(ep, ptr, len, addr, &r.rkey, Op::new()) }
+            .map(started)
+            .map_err(|e| op_error("put", e))
+    }
+
+    #[inline]
+    unsafe fn get(&mut self, ptr: *mut u8, len: usize, offset: u64) -> Result<Started<ReqId>> {
+        let (ep, r) = target(self.ep, &self.remote)?;
+        let addr = r.addr.wrapping_add(offset);
+        // SAFETY: PerfWorker::get has the contract of get_raw.
+        unsafe { self.worker.get_raw(ep, ptr, len, addr, &r.rkey, Op::new()) }
+            .map(started)
+            .map_err(|e| op_error("get", e))
+    }
+
+    #[inline]
+    fn atomic_post(
+        &mut self,
+        op: AtomicKind,
+        width: usize,
+        value: u64,
+        offset: u64,
+    ) -> Result<Started<ReqId>> {
+        let value = atomic_value(width, value)?;
+        let (ep, r) = target(self.ep, &self.remote)?;
+        let addr = r.addr.wrapping_add(offset);
+        self.worker
+            .atomic_post(ep, atomic_op(op), value, addr, &r.rkey, Op::new())
+            .map(started)
+            .map_err(|e| op_error("atomic operation", e))
+    }
+
+    #[inline]
+    unsafe fn atomic_fetch(
+        &mut self,
+        op: AtomicKind,
+        width: usize,
+        value: u64,
+        compare: u64,
+        result: *mut u8,
+        offset: u64,
+    ) -> Result<Started<ReqId>> {
+        let value = atomic_value(width, value)?;
+        let (ep, r) = target(self.ep, &self.remote)?;
+        let addr = r.addr.wrapping_add(offset);
+        // SAFETY: PerfWorker::atomic_fetch has the contract of
+        // atomic_fetch_raw (8 writable bytes until completion); the result
+        // is written unaligned.
+        unsafe {
+            self.worker.atomic_fetch_raw(
+                ep,
+                atomic_op(op),
+                value,
+                compare,
+                result.cast::<u64>(),
+                addr,
+                &r.rkey,
+                Op::new(),
+            )
+        }
+        .map(started)
+        .map_err(|e| op_error("fetching atomic operation", e))
     }
 }

@@ -3,8 +3,41 @@
 //! The loops are generic over [`PerfWorker`], so they compile to direct
 //! calls; `rucx-perftest` plugs in rucx's ucp worker, unit tests an
 //! in-memory pair.
+//!
+//! Tag tests need the tag operations only. One-sided tests need the rest:
+//! each side *exposes* a buffer ([`PerfWorker::expose`]) that the peer
+//! reaches with put, get and atomics once it knows its address and key
+//! ([`PerfWorker::set_remote`]). Those methods have default bodies that
+//! fail with [`PerfError::Unsupported`], for layers without one-sided
+//! operations.
 
-use super::error::Result;
+use super::error::{PerfError, Result};
+
+/// What the peer needs to reach an exposed buffer.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Exposed {
+    /// Address of the buffer, as the peer's operations name it.
+    pub addr: u64,
+    /// Packed remote key of the buffer (never empty).
+    pub rkey: Vec<u8>,
+}
+
+/// An atomic operation of the one-sided tests.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum AtomicKind {
+    /// `*p += value`.
+    Add,
+    /// `*p = value`.
+    Swap,
+    /// `if *p == compare { *p = value }`.
+    Cswap,
+}
+
+fn unsupported<T>(what: &str) -> Result<T> {
+    Err(PerfError::Unsupported(format!(
+        "{what}: this communication layer has no one-sided operations"
+    )))
+}
 
 /// Outcome of posting an operation.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -74,5 +107,172 @@ pub trait PerfWorker {
     /// as needed.
     fn flush(&mut self) -> Result<()> {
         Ok(())
+    }
+
+    /// Allocates `len` zeroed bytes, 8-byte aligned, that the peer may
+    /// read, write and update with atomics, replacing any buffer exposed
+    /// before. `len` is a multiple of 8.
+    fn expose(&mut self, len: usize) -> Result<Exposed> {
+        let _ = len;
+        unsupported("expose a buffer")
+    }
+
+    /// The byte at `offset` of the exposed buffer, read with acquire
+    /// ordering (the peer may be writing it).
+    fn exposed_byte(&mut self, offset: usize) -> Result<u8> {
+        let _ = offset;
+        unsupported("read the exposed buffer")
+    }
+
+    /// Copies `out.len()` bytes at `offset` of the exposed buffer into
+    /// `out`.
+    fn exposed_read(&mut self, offset: usize, out: &mut [u8]) -> Result<()> {
+        let _ = (offset, out);
+        unsupported("read the exposed buffer")
+    }
+
+    /// Copies `data` to `offset` of the exposed buffer. Only while no
+    /// operation of the peer is in flight on it.
+    fn exposed_write(&mut self, offset: usize, data: &[u8]) -> Result<()> {
+        let _ = (offset, data);
+        unsupported("write the exposed buffer")
+    }
+
+    /// Takes the peer's exposed buffer (its [`Exposed`]) as the target of
+    /// later one-sided operations. Needs [`PerfWorker::connect`] first.
+    fn set_remote(&mut self, addr: u64, rkey: &[u8]) -> Result<()> {
+        let _ = (addr, rkey);
+        unsupported("reach the peer's buffer")
+    }
+
+    /// Writes `len` bytes at `ptr` to `offset` of the peer's exposed
+    /// buffer; finished once the data is there.
+    ///
+    /// # Safety
+    ///
+    /// As for [`PerfWorker::tag_send`]: the bytes stay valid and unchanged
+    /// until the operation is reported finished.
+    unsafe fn put(
+        &mut self,
+        ptr: *const u8,
+        len: usize,
+        offset: u64,
+    ) -> Result<Started<Self::Req>> {
+        let _ = (ptr, len, offset);
+        unsupported("put")
+    }
+
+    /// Reads `len` bytes at `offset` of the peer's exposed buffer into
+    /// `ptr`.
+    ///
+    /// # Safety
+    ///
+    /// As for [`PerfWorker::tag_recv`]: the bytes stay valid for writes,
+    /// and untouched by anyone else, until the operation is reported
+    /// finished.
+    unsafe fn get(&mut self, ptr: *mut u8, len: usize, offset: u64) -> Result<Started<Self::Req>> {
+        let _ = (ptr, len, offset);
+        unsupported("get")
+    }
+
+    /// Performs `op` with `value` on the `width`-byte word (4 or 8) at
+    /// `offset` of the peer's exposed buffer, without fetching its old
+    /// value (`Cswap` is fetching only).
+    fn atomic_post(
+        &mut self,
+        op: AtomicKind,
+        width: usize,
+        value: u64,
+        offset: u64,
+    ) -> Result<Started<Self::Req>> {
+        let _ = (op, width, value, offset);
+        unsupported("atomic operation")
+    }
+
+    /// Performs `op` with `value` (and `compare`, for `Cswap`) on the
+    /// `width`-byte word at `offset` of the peer's exposed buffer and
+    /// writes its old value, widened to 64 bits, to the 8 bytes at
+    /// `result` (no alignment needed).
+    ///
+    /// # Safety
+    ///
+    /// The 8 bytes at `result` stay valid for writes, and untouched by
+    /// anyone else, until the operation is reported finished.
+    unsafe fn atomic_fetch(
+        &mut self,
+        op: AtomicKind,
+        width: usize,
+        value: u64,
+        compare: u64,
+        result: *mut u8,
+        offset: u64,
+    ) -> Result<Started<Self::Req>> {
+        let _ = (op, width, value, compare, result, offset);
+        unsupported("fetching atomic operation")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A layer with tag operations only.
+    struct TagOnly;
+
+    impl PerfWorker for TagOnly {
+        type Req = ();
+        fn address(&mut self) -> Result<Vec<u8>> {
+            Ok(vec![1])
+        }
+        fn connect(&mut self, _: &[u8]) -> Result<()> {
+            Ok(())
+        }
+        fn progress(&mut self) -> usize {
+            0
+        }
+        fn check_peer(&mut self) -> Result<()> {
+            Ok(())
+        }
+        unsafe fn tag_send(
+            &mut self,
+            _: *const u8,
+            n: usize,
+            _: u64,
+            _: bool,
+        ) -> Result<Started<()>> {
+            Ok(Started::Done(n))
+        }
+        unsafe fn tag_recv(&mut self, _: *mut u8, n: usize, _: u64, _: u64) -> Result<Started<()>> {
+            Ok(Started::Done(n))
+        }
+        fn test(&mut self, _: ()) -> Option<Result<usize>> {
+            Some(Ok(0))
+        }
+    }
+
+    #[test]
+    fn one_sided_operations_are_unsupported_by_default() {
+        let mut w = TagOnly;
+        let unsupported = |r: Result<()>| matches!(r, Err(PerfError::Unsupported(_)));
+        assert!(unsupported(w.expose(8).map(drop)));
+        assert!(unsupported(w.exposed_byte(0).map(drop)));
+        assert!(unsupported(w.exposed_read(0, &mut [0; 1])));
+        assert!(unsupported(w.exposed_write(0, &[0])));
+        assert!(unsupported(w.set_remote(8, b"k")));
+        let mut b = [0u8; 8];
+        // SAFETY: nothing is posted; the defaults fail at once.
+        unsafe {
+            assert!(unsupported(w.put(b.as_ptr(), 8, 0).map(drop)));
+            assert!(unsupported(w.get(b.as_mut_ptr(), 8, 0).map(drop)));
+            let p = b.as_mut_ptr();
+            assert!(unsupported(
+                w.atomic_fetch(AtomicKind::Add, 8, 0, 0, p, 0).map(drop)
+            ));
+        }
+        assert!(unsupported(
+            w.atomic_post(AtomicKind::Add, 8, 1, 0).map(drop)
+        ));
+        let e = w.expose(8).unwrap_err().to_string();
+        assert!(e.contains("no one-sided operations"), "{e}");
     }
 }

@@ -12,7 +12,7 @@ use std::io::Write;
 use std::net::{Shutdown, TcpStream};
 use std::time::{Duration, Instant};
 
-use rucx::perf::bootstrap::{FrameKind, Listener, Wireup, MAX_FRAME};
+use rucx::perf::bootstrap::{FrameKind, Listener, Wireup, MAX_FRAME, MAX_RKEY};
 use rucx::perf::params::TestParams;
 use rucx::perf::PerfError;
 
@@ -238,10 +238,14 @@ pub(crate) fn check_params(p: &[u8]) {
     }
 }
 
-/// [`Wireup::decode`] on untrusted bytes.
+/// [`Wireup::decode`] on untrusted bytes: an accepted payload has an
+/// address, a key within the limit, and a key exactly when it has a buffer
+/// address.
 pub(crate) fn check_wireup(p: &[u8]) {
     if let Ok(w) = Wireup::decode(p) {
         assert!(!w.address.is_empty());
+        assert!(w.rkey.len() <= MAX_RKEY);
+        assert_eq!(w.rkey.is_empty(), w.recv_buffer == 0, "{w:?}");
         assert_eq!(w.encode(), p, "re-encoding changed the wireup");
     }
 }
