@@ -37,6 +37,20 @@ impl Worker {
         op: Op,
     ) -> Result<Posted<()>> {
         rkey.check(ep, remote_addr, len, Access::REMOTE_WRITE)?;
+        if let Some(p) = rkey.mapped_ptr(remote_addr, len) {
+            // Fast path: the peer's segment is mapped here.
+            self.ep_usable(ep)?;
+            // SAFETY: `len` bytes at `p` inside the mapping (checked), at
+            // `ptr` by this function's contract.
+            unsafe { copy_bytes(ptr, p, len) };
+            return Ok(Posted::Done(
+                Info {
+                    tag: 0,
+                    length: len,
+                },
+                (),
+            ));
+        }
         self.rma_start(
             ep,
             Dir::Put,
@@ -65,6 +79,18 @@ impl Worker {
         op: Op,
     ) -> Result<Posted<()>> {
         rkey.check(ep, remote_addr, len, Access::REMOTE_READ)?;
+        if let Some(p) = rkey.mapped_ptr(remote_addr, len) {
+            self.ep_usable(ep)?;
+            // SAFETY: as in `put_raw`.
+            unsafe { copy_bytes(p, ptr, len) };
+            return Ok(Posted::Done(
+                Info {
+                    tag: 0,
+                    length: len,
+                },
+                (),
+            ));
+        }
         self.rma_start(ep, Dir::Get, &[(ptr, len)], remote_addr, rkey, op)
     }
 
@@ -231,6 +257,15 @@ impl Worker {
         Ok(())
     }
 
+    /// Fails if `ep` is unknown or failed.
+    #[inline]
+    fn ep_usable(&self, ep: Ep) -> Result<()> {
+        match self.core.eps.get(ep.0) {
+            None => Err(Error::InvalidHandle),
+            Some(st) => st.failed.as_ref().map_or(Ok(()), |e| Err(e.clone())),
+        }
+    }
+
     fn wait_rma(&mut self, p: Posted<()>) -> Result<Info> {
         match p {
             Posted::Done(info, ()) => Ok(info),
@@ -339,12 +374,11 @@ impl Worker {
                     continue;
                 };
                 // SAFETY: `p` has `n` bytes inside the mapping (checked);
-                // `ptr` has them by the operation's contract; `copy`
-                // (memmove) tolerates a caller whose buffer is the mapping.
+                // `ptr` has them by the operation's contract.
                 unsafe {
                     match dir {
-                        Dir::Put => std::ptr::copy(ptr, p, n),
-                        Dir::Get => std::ptr::copy(p, ptr, n),
+                        Dir::Put => copy_bytes(ptr, p, n),
+                        Dir::Get => copy_bytes(p, ptr, n),
                     }
                 }
                 at += n as u64;
@@ -550,4 +584,24 @@ fn iov_segs(iov: &[Iov]) -> Result<Vec<(*mut u8, usize)>> {
 /// Total length of ranges whose sum was checked not to overflow.
 fn total(segs: &[(*mut u8, usize)]) -> usize {
     segs.iter().map(|&(_, n)| n).sum()
+}
+
+/// Copies `len` bytes between the caller's memory and a mapped segment.
+/// Tolerates overlap (a caller may pass a pointer into the mapping): small
+/// copies read everything before writing, larger ones are a memmove.
+///
+/// # Safety
+///
+/// Both ranges are valid for `len` bytes (reads at `src`, writes at `dst`).
+#[inline]
+unsafe fn copy_bytes(src: *const u8, dst: *mut u8, len: usize) {
+    // SAFETY: forwarded; `copy_small` reads both halves before writing
+    // for lengths up to 32.
+    unsafe {
+        if len <= 32 {
+            crate::ucs::copy::copy_small(src, dst, len);
+        } else {
+            std::ptr::copy(src, dst, len);
+        }
+    }
 }

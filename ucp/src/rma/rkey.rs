@@ -98,6 +98,7 @@ impl Rkey {
     /// Where `len` bytes at `remote_addr` are in this process, if the
     /// peer's segment is mapped and covers them (and the key declares
     /// them).
+    #[inline]
     pub(crate) fn mapped_ptr(&self, remote_addr: u64, len: usize) -> Option<*mut u8> {
         let m = self.mapped.as_ref()?;
         let end = remote_addr.checked_add(len as u64)?;
@@ -114,6 +115,7 @@ impl Rkey {
 
     /// Checks an access of `len` bytes at `addr` with right `need` against
     /// what the key declares.
+    #[inline]
     pub(crate) fn check(&self, ep: Ep, addr: u64, len: usize, need: Access) -> Result<()> {
         if self.ep != ep.0 {
             return Err(Error::InvalidParam(
