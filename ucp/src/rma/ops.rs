@@ -175,10 +175,29 @@ impl Worker {
         rkey: &Rkey,
         o: Op,
     ) -> Result<Posted<()>> {
-        let sink = RmaSink::Fetch {
-            ptr: result,
-            width: value.width(),
-        };
+        let width = value.width();
+        if remote_addr % width as u64 == 0 {
+            if let Some(p) = rkey.mapped_ptr(remote_addr, width) {
+                // Fast path: the word is in the peer's segment, mapped here.
+                rkey.check(ep, remote_addr, width, Access::REMOTE_ATOMIC)?;
+                self.ep_usable(ep)?;
+                // SAFETY: `width` bytes inside the mapping, aligned (the
+                // segment is page-aligned in both processes); peers reach
+                // such words only with atomics.
+                let old = unsafe { super::atomic::apply(p, op, value, compare) };
+                // SAFETY: this function's contract: 8 writable bytes.
+                unsafe { result.write_unaligned(old.as_u64()) };
+                drop(o);
+                return Ok(Posted::Done(
+                    Info {
+                        tag: 0,
+                        length: width,
+                    },
+                    (),
+                ));
+            }
+        }
+        let sink = RmaSink::Fetch { ptr: result, width };
         self.atomic_start(ep, op, value, compare, remote_addr, rkey, sink, o)
     }
 

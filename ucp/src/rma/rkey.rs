@@ -115,7 +115,7 @@ impl Rkey {
 
     /// Checks an access of `len` bytes at `addr` with right `need` against
     /// what the key declares.
-    #[inline]
+    #[inline(always)]
     pub(crate) fn check(&self, ep: Ep, addr: u64, len: usize, need: Access) -> Result<()> {
         if self.ep != ep.0 {
             return Err(Error::InvalidParam(
