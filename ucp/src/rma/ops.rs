@@ -151,6 +151,17 @@ impl Worker {
                 "compare-and-swap is fetching only: use atomic_fetch_raw".into(),
             ));
         }
+        if let Some(r) = self.atomic_mapped(ep, op, value, 0, remote_addr, rkey) {
+            r?;
+            drop(o);
+            return Ok(Posted::Done(
+                Info {
+                    tag: 0,
+                    length: value.width(),
+                },
+                (),
+            ));
+        }
         self.atomic_start(ep, op, value, 0, remote_addr, rkey, RmaSink::None, o)
     }
 
@@ -176,26 +187,18 @@ impl Worker {
         o: Op,
     ) -> Result<Posted<()>> {
         let width = value.width();
-        if remote_addr % width as u64 == 0 {
-            if let Some(p) = rkey.mapped_ptr(remote_addr, width) {
-                // Fast path: the word is in the peer's segment, mapped here.
-                rkey.check(ep, remote_addr, width, Access::REMOTE_ATOMIC)?;
-                self.ep_usable(ep)?;
-                // SAFETY: `width` bytes inside the mapping, aligned (the
-                // segment is page-aligned in both processes); peers reach
-                // such words only with atomics.
-                let old = unsafe { super::atomic::apply(p, op, value, compare) };
-                // SAFETY: this function's contract: 8 writable bytes.
-                unsafe { result.write_unaligned(old.as_u64()) };
-                drop(o);
-                return Ok(Posted::Done(
-                    Info {
-                        tag: 0,
-                        length: width,
-                    },
-                    (),
-                ));
-            }
+        if let Some(r) = self.atomic_mapped(ep, op, value, compare, remote_addr, rkey) {
+            let old = r?;
+            // SAFETY: this function's contract: 8 writable bytes.
+            unsafe { result.write_unaligned(old.as_u64()) };
+            drop(o);
+            return Ok(Posted::Done(
+                Info {
+                    tag: 0,
+                    length: width,
+                },
+                (),
+            ));
         }
         let sink = RmaSink::Fetch { ptr: result, width };
         self.atomic_start(ep, op, value, compare, remote_addr, rkey, sink, o)
@@ -274,6 +277,35 @@ impl Worker {
             self.progress();
         }
         Ok(())
+    }
+
+    /// The atomic done at once on the peer's segment mapped here, if the
+    /// word is in one: its old value, or why it was refused. `None`: take
+    /// the general way.
+    #[inline]
+    fn atomic_mapped(
+        &self,
+        ep: Ep,
+        op: AtomicOp,
+        value: AtomicValue,
+        compare: u64,
+        remote_addr: u64,
+        rkey: &Rkey,
+    ) -> Option<Result<AtomicValue>> {
+        let width = value.width();
+        if remote_addr % width as u64 != 0 {
+            return None;
+        }
+        let p = rkey.mapped_ptr(remote_addr, width)?;
+        let checked = rkey
+            .check(ep, remote_addr, width, Access::REMOTE_ATOMIC)
+            .and_then(|()| self.ep_usable(ep));
+        Some(checked.map(|()| {
+            // SAFETY: `width` bytes inside the mapping, aligned (the
+            // segment is page-aligned in both processes); peers reach such
+            // words only with atomics.
+            unsafe { super::atomic::apply(p, op, value, compare) }
+        }))
     }
 
     /// Fails if `ep` is unknown or failed.
@@ -549,27 +581,7 @@ impl Worker {
         if let Some(e) = &st.failed {
             return Err(e.clone());
         }
-        if let Some(p) = rkey.mapped_ptr(remote, width) {
-            // The word is in the peer's segment, mapped here: the CPU's
-            // atomic instruction on shared memory is atomic against the
-            // owner's and every other process's.
-            // SAFETY: `width` bytes inside the mapping, aligned (the
-            // segment is page-aligned in both processes and `remote` is
-            // aligned, checked above); peers reach such words atomically.
-            let old = unsafe { super::atomic::apply(p, op, value, compare) };
-            if let RmaSink::Fetch { ptr, .. } = sink {
-                // SAFETY: `atomic_fetch_raw`'s caller keeps the 8 bytes
-                // writable.
-                unsafe { ptr.write_unaligned(old.as_u64()) };
-            }
-            return Ok(Posted::Done(
-                Info {
-                    tag: 0,
-                    length: width,
-                },
-                (),
-            ));
-        }
+        // (A word in a mapped segment was handled by `atomic_mapped`.)
         let id = self.rma_request(ep, width, sink, o);
         let msg = AtomicReq {
             req: id.to_u64(),
