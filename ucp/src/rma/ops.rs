@@ -37,19 +37,11 @@ impl Worker {
         op: Op,
     ) -> Result<Posted<()>> {
         rkey.check(ep, remote_addr, len, Access::REMOTE_WRITE)?;
-        if let Some(p) = rkey.mapped_ptr(remote_addr, len) {
-            // Fast path: the peer's segment is mapped here.
-            self.ep_usable(ep)?;
-            // SAFETY: `len` bytes at `p` inside the mapping (checked), at
-            // `ptr` by this function's contract.
-            unsafe { copy_bytes(ptr, p, len) };
-            return Ok(Posted::Done(
-                Info {
-                    tag: 0,
-                    length: len,
-                },
-                (),
-            ));
+        // SAFETY: this function's contract covers the `len` bytes at `ptr`.
+        if let Some(done) =
+            unsafe { self.mapped_copy(ep, Dir::Put, ptr.cast_mut(), len, remote_addr, rkey) }
+        {
+            return done;
         }
         self.rma_start(
             ep,
@@ -79,17 +71,9 @@ impl Worker {
         op: Op,
     ) -> Result<Posted<()>> {
         rkey.check(ep, remote_addr, len, Access::REMOTE_READ)?;
-        if let Some(p) = rkey.mapped_ptr(remote_addr, len) {
-            self.ep_usable(ep)?;
-            // SAFETY: as in `put_raw`.
-            unsafe { copy_bytes(p, ptr, len) };
-            return Ok(Posted::Done(
-                Info {
-                    tag: 0,
-                    length: len,
-                },
-                (),
-            ));
+        // SAFETY: this function's contract covers the `len` bytes at `ptr`.
+        if let Some(done) = unsafe { self.mapped_copy(ep, Dir::Get, ptr, len, remote_addr, rkey) } {
+            return done;
         }
         self.rma_start(ep, Dir::Get, &[(ptr, len)], remote_addr, rkey, op)
     }
@@ -305,6 +289,43 @@ impl Worker {
             // segment is page-aligned in both processes); peers reach such
             // words only with atomics.
             unsafe { super::atomic::apply(p, op, value, compare) }
+        }))
+    }
+
+    /// A put or get of one range done at once on the peer's segment
+    /// mapped here, if the range is in one (fast path: no request);
+    /// `None`: take the general way. The caller checked the key.
+    ///
+    /// # Safety
+    ///
+    /// `ptr` is valid for `len` bytes (reads for a put, writes for a get).
+    #[inline]
+    unsafe fn mapped_copy(
+        &self,
+        ep: Ep,
+        dir: Dir,
+        ptr: *mut u8,
+        len: usize,
+        remote_addr: u64,
+        rkey: &Rkey,
+    ) -> Option<Result<Posted<()>>> {
+        let p = rkey.mapped_ptr(remote_addr, len)?;
+        Some(self.ep_usable(ep).map(|()| {
+            // SAFETY: `len` bytes at `p` inside the mapping (checked), at
+            // `ptr` by this function's contract.
+            unsafe {
+                match dir {
+                    Dir::Put => copy_bytes(ptr, p, len),
+                    Dir::Get => copy_bytes(p, ptr, len),
+                }
+            }
+            Posted::Done(
+                Info {
+                    tag: 0,
+                    length: len,
+                },
+                (),
+            )
         }))
     }
 

@@ -174,7 +174,10 @@ impl Core {
             return;
         }
         if from.is_some_and(|e| e != s.ep) {
-            tracing::warn!("RMA reply from another endpoint than the request's: ignored");
+            // Only the peer the request went to may answer it. (A source
+            // not known yet is accepted: its wireup may be waiting in this
+            // very progress call.)
+            tracing::warn!("RMA reply from another peer than the request's: ignored");
             return;
         }
         let result = if r.status != 0 {
