@@ -266,7 +266,7 @@ impl Worker {
     /// The atomic done at once on the peer's segment mapped here, if the
     /// word is in one: its old value, or why it was refused. `None`: take
     /// the general way.
-    #[inline]
+    #[inline(always)]
     fn atomic_mapped(
         &self,
         ep: Ep,
@@ -299,7 +299,7 @@ impl Worker {
     /// # Safety
     ///
     /// `ptr` is valid for `len` bytes (reads for a put, writes for a get).
-    #[inline]
+    #[inline(always)]
     unsafe fn mapped_copy(
         &self,
         ep: Ep,
@@ -330,7 +330,7 @@ impl Worker {
     }
 
     /// Fails if `ep` is unknown or failed.
-    #[inline]
+    #[inline(always)]
     fn ep_usable(&self, ep: Ep) -> Result<()> {
         match self.core.eps.get(ep.0) {
             None => Err(Error::InvalidHandle),
