@@ -299,7 +299,7 @@ impl Worker {
     /// # Safety
     ///
     /// `ptr` is valid for `len` bytes (reads for a put, writes for a get).
-    #[inline(always)]
+    #[inline]
     unsafe fn mapped_copy(
         &self,
         ep: Ep,
@@ -330,7 +330,7 @@ impl Worker {
     }
 
     /// Fails if `ep` is unknown or failed.
-    #[inline(always)]
+    #[inline]
     fn ep_usable(&self, ep: Ep) -> Result<()> {
         match self.core.eps.get(ep.0) {
             None => Err(Error::InvalidHandle),
