@@ -37,6 +37,8 @@ pub struct Context {
 struct Inner {
     config: UcpConfig,
     mds: Vec<Arc<dyn MemoryDomain>>,
+    /// Per memory domain: rendezvous registrations go through `regs`.
+    cached_mds: Vec<bool>,
     /// Registration caches of rendezvous buffers, shared by the workers.
     regs: parking_lot::Mutex<crate::worker::RegCaches>,
     /// (memory domain index, resource)
@@ -104,10 +106,17 @@ impl Context {
             )));
         }
         let regs = parking_lot::Mutex::new(crate::worker::RegCaches::new(&config));
+        let cached_mds = mds
+            .iter()
+            .map(|m: &Arc<dyn MemoryDomain>| {
+                crate::worker::caches_md(config.rcache_enable, m.as_ref())
+            })
+            .collect();
         Ok(Context {
             inner: Arc::new(Inner {
                 config,
                 mds,
+                cached_mds,
                 regs,
                 resources,
             }),
@@ -155,6 +164,11 @@ impl Context {
     /// Memory domain number `i`, shared.
     pub(crate) fn md_arc(&self, i: usize) -> Option<Arc<dyn MemoryDomain>> {
         self.inner.mds.get(i).cloned()
+    }
+
+    /// Whether rendezvous registrations with domain `i` are cached.
+    pub(crate) fn md_cached(&self, i: usize) -> bool {
+        self.inner.cached_mds.get(i).copied().unwrap_or(false)
     }
 
     /// The registration caches.

@@ -512,8 +512,7 @@ impl Core {
                 // peers may only read it.
                 #[allow(unsafe_code)]
                 let r = unsafe {
-                    self.ctx.regs().register(
-                        &self.ctx,
+                    self.ctx.register_buffer(
                         mdi,
                         buf.ptr_at(0) as *mut u8,
                         buf.len(),

@@ -134,18 +134,13 @@ impl Core {
                 // after the user got it back.
                 #[allow(unsafe_code)]
                 let m = unsafe {
-                    self.ctx.regs().register(
-                        &self.ctx,
-                        mdi,
-                        buf.ptr_at(0),
-                        len,
-                        Access::REMOTE_WRITE,
-                    )
+                    self.ctx
+                        .register_buffer(mdi, buf.ptr_at(0), len, Access::REMOTE_WRITE)
                 };
                 m.and_then(|m| match md.mkey_pack(&m.memh) {
                     Ok(k) => Ok((m, k)),
                     Err(e) => {
-                        self.ctx.regs().release(&self.ctx, m);
+                        self.ctx.release_buffer(m);
                         Err(e)
                     }
                 })

@@ -335,7 +335,7 @@ impl Core {
             _ => None,
         };
         if let Some(r) = memh {
-            self.ctx.regs().release(&self.ctx, *r);
+            self.ctx.release_buffer(*r);
         }
         if !self.puts.is_empty() {
             self.puts.remove(&id);

@@ -12,7 +12,7 @@ use crate::uct::{Iface, IfaceParams, Posted, Token};
 use crate::wireup::address::{IfaceEntry, WorkerAddress};
 use crate::{Ep, Error, Result};
 pub use regs::RcacheMode;
-pub(crate) use regs::{BufReg, RegCaches};
+pub(crate) use regs::{caches_md, BufReg, RegCaches};
 pub use wakeup::{Armed, MAX_SLEEP};
 
 /// A progress engine with its own ifaces, endpoints and requests.

@@ -85,7 +85,6 @@ pub(crate) struct BufReg {
 /// rendezvous registration).
 #[derive(Debug)]
 pub(crate) struct RegCaches {
-    mode: RcacheMode,
     config: RcacheConfig,
     caches: Vec<((usize, Access), Rcache<MdRegistrar>)>,
 }
@@ -93,7 +92,6 @@ pub(crate) struct RegCaches {
 impl RegCaches {
     pub(crate) fn new(cfg: &crate::UcpConfig) -> RegCaches {
         RegCaches {
-            mode: cfg.rcache_enable,
             config: RcacheConfig {
                 max_size: cfg.rcache_max_size.usize_or(usize::MAX),
                 max_regions: cfg.rcache_max_regions.usize_or(usize::MAX),
@@ -103,22 +101,15 @@ impl RegCaches {
         }
     }
 
-    fn wants(&self, ctx: &Context, md: usize) -> bool {
-        match self.mode {
-            RcacheMode::No => false,
-            RcacheMode::Yes => true,
-            RcacheMode::Auto => ctx.md(md).is_some_and(|m| m.reg_cost().c0 >= AUTO_MIN_COST),
-        }
-    }
-
-    /// Registers `len` bytes at `ptr` with domain `md` for `access`.
+    /// Registers `len` bytes at `ptr` with domain `md` for `access`
+    /// through the cache (the caller decided that `md` is cached).
     ///
     /// # Safety
     ///
     /// As `MemoryDomain::mem_reg`: the memory stays valid until
-    /// [`RegCaches::release`] (and, when cached, until it is invalidated).
+    /// [`RegCaches::release`] and until it is invalidated.
     #[allow(unsafe_code)]
-    pub(crate) unsafe fn register(
+    unsafe fn register(
         &mut self,
         ctx: &Context,
         md: usize,
@@ -126,18 +117,6 @@ impl RegCaches {
         len: usize,
         access: Access,
     ) -> ucs::Result<BufReg> {
-        let m = ctx
-            .md(md)
-            .ok_or_else(|| ucs::Error::InvalidParam("no memory domain".into()))?;
-        if !self.wants(ctx, md) || len == 0 {
-            // SAFETY: forwarded from this function's contract.
-            let memh = unsafe { m.mem_reg(ptr, len, access) }?;
-            return Ok(BufReg {
-                md,
-                memh,
-                cached: None,
-            });
-        }
         let ci = match self.caches.iter().position(|(k, _)| *k == (md, access)) {
             Some(i) => i,
             None => {
@@ -168,21 +147,10 @@ impl RegCaches {
         })
     }
 
-    /// Ends the transfer's use of a registration.
-    pub(crate) fn release(&mut self, ctx: &Context, r: BufReg) {
-        match r.cached {
-            Some((ci, region)) => {
-                if let Some((_, c)) = self.caches.get_mut(ci) {
-                    c.put(region);
-                }
-            }
-            None => {
-                if let Some(md) = ctx.md(r.md) {
-                    if let Err(e) = md.mem_dereg(&r.memh) {
-                        tracing::warn!("deregistering a rendezvous buffer: {e}");
-                    }
-                }
-            }
+    /// Ends a transfer's use of a cached region.
+    fn put(&mut self, ci: usize, region: RegionRef) {
+        if let Some((_, c)) = self.caches.get_mut(ci) {
+            c.put(region);
         }
     }
 
@@ -200,5 +168,64 @@ impl RegCaches {
             s += c.stats();
         }
         s
+    }
+}
+
+/// Whether rendezvous registrations with `md` go through the cache under
+/// `mode` (decided once, when the context is made).
+pub(crate) fn caches_md(mode: RcacheMode, md: &dyn MemoryDomain) -> bool {
+    match mode {
+        RcacheMode::No => false,
+        RcacheMode::Yes => true,
+        RcacheMode::Auto => md.reg_cost().c0 >= AUTO_MIN_COST,
+    }
+}
+
+impl Context {
+    /// Registers a rendezvous buffer with domain `md`: through the
+    /// context's caches if that domain is cached (taking their lock), else
+    /// straight with the domain (no lock).
+    ///
+    /// # Safety
+    ///
+    /// As `MemoryDomain::mem_reg`: the memory stays valid until
+    /// [`Context::release_buffer`] (and, when cached, until invalidated).
+    #[allow(unsafe_code)]
+    pub(crate) unsafe fn register_buffer(
+        &self,
+        md: usize,
+        ptr: *mut u8,
+        len: usize,
+        access: Access,
+    ) -> ucs::Result<BufReg> {
+        if self.md_cached(md) && len > 0 {
+            // SAFETY: forwarded from this function's contract.
+            return unsafe { self.regs().register(self, md, ptr, len, access) };
+        }
+        let m = self
+            .md(md)
+            .ok_or_else(|| ucs::Error::InvalidParam("no memory domain".into()))?;
+        // SAFETY: forwarded from this function's contract.
+        let memh = unsafe { m.mem_reg(ptr, len, access) }?;
+        Ok(BufReg {
+            md,
+            memh,
+            cached: None,
+        })
+    }
+
+    /// Ends a transfer's use of a registration from
+    /// [`Context::register_buffer`].
+    pub(crate) fn release_buffer(&self, r: BufReg) {
+        match r.cached {
+            Some((ci, region)) => self.regs().put(ci, region),
+            None => {
+                if let Some(md) = self.md(r.md) {
+                    if let Err(e) = md.mem_dereg(&r.memh) {
+                        tracing::warn!("deregistering a rendezvous buffer: {e}");
+                    }
+                }
+            }
+        }
     }
 }
