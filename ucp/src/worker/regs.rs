@@ -3,8 +3,8 @@
 //!
 //! A rendezvous registers the sender's buffer for remote reads (by get) or
 //! the receiver's for remote writes (by put). Without a cache each transfer
-//! registers and deregisters. With one ([`RcacheMode`]), a worker keeps one
-//! [`Rcache`] per memory domain and right: registrations cover whole pages,
+//! registers and deregisters. With one ([`RcacheMode`]), the context keeps one
+//! [`Rcache`] per memory domain and right (its workers share them): registrations cover whole pages,
 //! merge with their neighbours and outlive the transfer, until evicted
 //! (`RUCX_RCACHE_MAX_SIZE`, `RUCX_RCACHE_MAX_REGIONS`) or invalidated.
 //!
