@@ -3,10 +3,11 @@
 //!
 //! A rendezvous registers the sender's buffer for remote reads (by get) or
 //! the receiver's for remote writes (by put). Without a cache each transfer
-//! registers and deregisters. With one ([`RcacheMode`]), the context keeps one
-//! [`Rcache`] per memory domain and right (its workers share them): registrations cover whole pages,
-//! merge with their neighbours and outlive the transfer, until evicted
-//! (`RUCX_RCACHE_MAX_SIZE`, `RUCX_RCACHE_MAX_REGIONS`) or invalidated.
+//! registers and deregisters. With one ([`RcacheMode`]), the context keeps
+//! one [`Rcache`] per memory domain and right, shared by its workers:
+//! registrations cover whole pages, merge with their neighbours and
+//! outlive the transfer, until evicted (`RUCX_RCACHE_MAX_SIZE`,
+//! `RUCX_RCACHE_MAX_REGIONS`) or invalidated.
 //!
 //! What a cached registration means for the application: the peer that got
 //! its key can reach the registered pages (the buffer and what shares its
