@@ -1,0 +1,29 @@
+//! RDMA for rucx: verbs semantics behind a provider trait, and the RC
+//! transport that runs on any provider.
+//!
+//! # What it does
+//!
+//! * [`verbs`]: the types of verbs semantics — protection domains, memory
+//!   regions with access rights and non-zero keys, scatter/gather entries,
+//!   send work requests (SEND, SEND with Invalidate or Solicited Event,
+//!   RDMA WRITE, RDMA READ, atomics), receives, work completions with
+//!   their statuses, connection-manager events, asynchronous events.
+//! * [`Provider`], [`Device`], [`Verbs`]: what a provider implements. The
+//!   connection model is the connection manager's (listen, connect and
+//!   accept with private data and read depths), which works for
+//!   InfiniBand, RoCE and iWARP alike; nothing asks for QP numbers or
+//!   PSNs.
+//!
+//! # What it does not do
+//!
+//! No wire protocol and no devices of its own: the userspace iWARP engine
+//! (`rucx-iwarp`) is a provider. No UD queue pairs, shared receive queues
+//! or memory windows.
+
+pub mod provider;
+pub mod verbs;
+
+pub use provider::{Device, Provider, Verbs};
+pub use verbs::*;
+
+extern crate rucx_uct as uct;
