@@ -8,6 +8,7 @@
 //! * [`log`]: `tracing` set up from `RUCX_LOG_LEVEL` and `RUCX_LOG_FILE`;
 //! * [`mpool`]: pools of fixed-size objects and byte buffers, single-threaded
 //!   and shared;
+//! * [`netif`]: the IPv4 network interfaces that are up, and link speeds;
 //! * [`progress`]: the progress engine's parts (ordered callbacks, one epoll
 //!   set, eventfd wakeups, timers);
 //! * [`rcache`]: the registration cache (address ranges to registrations,
@@ -24,6 +25,7 @@ pub mod error;
 pub mod hash;
 pub mod log;
 pub mod mpool;
+pub mod netif;
 pub mod progress;
 pub mod rcache;
 pub mod slab;

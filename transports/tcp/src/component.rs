@@ -9,7 +9,7 @@ use uct::{
 
 use crate::config::{Limits, TcpConfig, TCP_TABLE};
 use crate::iface::TcpIface;
-use crate::{mem, netif};
+use crate::mem;
 
 /// Transport and memory domain name.
 pub(crate) const NAME: &str = "tcp";
@@ -56,7 +56,7 @@ impl MemoryDomain for TcpMd {
     }
 
     fn resources(&self) -> Result<Vec<TlResource>> {
-        Ok(netif::ipv4_interfaces()?
+        Ok(uct::ucs::netif::ipv4_interfaces()?
             .into_iter()
             .map(|i| TlResource {
                 tl_name: NAME.to_string(),

@@ -11,7 +11,7 @@ use uct::{Caps, ConnectMode, EpId, IfaceAttr, IfaceParams, PerfModel, SrcId, Tok
 use crate::addr::{self, Local, DEV_ADDR_LEN, IFACE_ADDR_LEN};
 use crate::config::{Limits, TcpConfig, MAX_HDR, MAX_IOV};
 use crate::conn::Conn;
-use crate::netif::{self, NetIf};
+use uct::ucs::netif::{self, NetIf};
 use crate::slots::Slots;
 use crate::sys::{self, Epoll};
 use crate::wire;

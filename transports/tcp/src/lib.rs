@@ -96,7 +96,6 @@
 //! * `wire.rs`: hello, frame header, control frames, put frames
 //!   (`wire/put.rs`);
 //! * `addr.rs`: device/iface addresses, host id, reachability;
-//! * `netif.rs`: network interfaces and link speed;
 //! * `slots.rs`: the index table behind endpoint and source ids;
 //! * `sys.rs`: the libc calls.
 
@@ -110,7 +109,6 @@ mod conn;
 mod iface;
 mod lifecycle;
 mod mem;
-mod netif;
 mod ops;
 mod progress;
 mod rkey;

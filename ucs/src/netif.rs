@@ -1,25 +1,26 @@
-//! Network interfaces: which ones the transport can use, and their speed.
+//! Network interfaces: the IPv4 interfaces that are up, and their speed
+//! (what network transports list as devices).
 
 use std::ffi::CStr;
 use std::io;
 use std::net::Ipv4Addr;
 
-use uct::ucs::{Error, Result};
+use crate::{Error, Result};
 
 /// An IPv4 interface that is up.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct NetIf {
+pub struct NetIf {
     /// Interface name, e.g. `"lo"`.
-    pub(crate) name: String,
+    pub name: String,
     /// Its (first) IPv4 address.
-    pub(crate) addr: Ipv4Addr,
+    pub addr: Ipv4Addr,
     /// Whether it is a loopback interface.
-    pub(crate) loopback: bool,
+    pub loopback: bool,
 }
 
 /// Every interface that is up and has an IPv4 address, in the order the
 /// system lists them, one entry per name (the first address wins).
-pub(crate) fn ipv4_interfaces() -> Result<Vec<NetIf>> {
+pub fn ipv4_interfaces() -> Result<Vec<NetIf>> {
     let mut head: *mut libc::ifaddrs = std::ptr::null_mut();
     // SAFETY: getifaddrs writes a list head into `head`, freed below.
     if unsafe { libc::getifaddrs(&mut head) } == -1 {
@@ -64,7 +65,7 @@ pub(crate) fn ipv4_interfaces() -> Result<Vec<NetIf>> {
 }
 
 /// Finds the interface named `name`.
-pub(crate) fn find(name: &str) -> Result<NetIf> {
+pub fn find(name: &str) -> Result<NetIf> {
     ipv4_interfaces()?
         .into_iter()
         .find(|i| i.name == name)
@@ -73,7 +74,7 @@ pub(crate) fn find(name: &str) -> Result<NetIf> {
 
 /// Link speed in bits per second from `/sys/class/net/<dev>/speed`, if the
 /// driver reports one.
-pub(crate) fn link_speed_bps(name: &str) -> Option<f64> {
+pub fn link_speed_bps(name: &str) -> Option<f64> {
     if name.contains('/') || name.starts_with('.') {
         return None;
     }
