@@ -38,6 +38,7 @@ mod component;
 mod ep_table;
 mod iface;
 mod mem;
+pub mod ip_addr;
 pub mod perf;
 mod registry;
 pub mod self_tl;

@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 use uct::ucs::{Error, Result};
 use uct::{Caps, ConnectMode, EpId, IfaceAttr, IfaceParams, PerfModel, SrcId, Token, AM_ID_MAX};
 
-use crate::addr::{self, Local, DEV_ADDR_LEN, IFACE_ADDR_LEN};
+use uct::ip_addr::{self as addr, Local, DEV_ADDR_LEN, IFACE_ADDR_LEN};
 use crate::config::{Limits, TcpConfig, MAX_HDR, MAX_IOV};
 use crate::conn::Conn;
 use uct::ucs::netif::{self, NetIf};

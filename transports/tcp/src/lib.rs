@@ -95,14 +95,12 @@
 //! * `rx_put.rs`: the data of a peer's put, into registered memory;
 //! * `wire.rs`: hello, frame header, control frames, put frames
 //!   (`wire/put.rs`);
-//! * `addr.rs`: device/iface addresses, host id, reachability;
 //! * `slots.rs`: the index table behind endpoint and source ids;
 //! * `sys.rs`: the libc calls.
 
 // The layer names, usable as `uct::...` in every module.
 extern crate rucx_uct as uct;
 
-mod addr;
 mod component;
 mod config;
 mod conn;

@@ -5,7 +5,7 @@ use std::os::fd::RawFd;
 use uct::ucs::{Error, Result};
 use uct::{AmId, AmSink, Armed, EpId, Iface, IfaceAttr, Iov, Posted, RemoteKey, Token};
 
-use crate::addr;
+use uct::ip_addr as addr;
 use crate::config::MAX_IOV;
 use crate::conn::Waiter;
 use crate::iface::{check_id, no_ep, Ep, GlobalFlush, Notice, TcpIface};

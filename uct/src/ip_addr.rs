@@ -1,8 +1,9 @@
-//! Device and iface addresses, and who can reach whom.
+//! Addresses of IPv4 transports (TCP, RDMA over an IP network): device and
+//! iface addresses, and who can reach whom.
 //!
 //! Layout (fixed, documented, checked on decode):
 //! * device address, 12 bytes: the IPv4 address (4 bytes, network order),
-//!   then the host id (8 bytes, little-endian, [`uct::ucs::sys::host_id`]:
+//!   then the host id (8 bytes, little-endian, [`crate::ucs::sys::host_id`]:
 //!   boot id and network namespace), so that a loopback address is
 //!   reachable only from the same host and namespace;
 //! * iface address, 2 bytes: the listening TCP port, big-endian (network
@@ -22,12 +23,12 @@
 use std::net::{Ipv4Addr, SocketAddrV4};
 
 /// Length of a device address.
-pub(crate) const DEV_ADDR_LEN: usize = 12;
+pub const DEV_ADDR_LEN: usize = 12;
 /// Length of an iface address.
-pub(crate) const IFACE_ADDR_LEN: usize = 2;
+pub const IFACE_ADDR_LEN: usize = 2;
 
 /// Packs a device address.
-pub(crate) fn pack_dev(ip: Ipv4Addr, host_id: u64) -> [u8; DEV_ADDR_LEN] {
+pub fn pack_dev(ip: Ipv4Addr, host_id: u64) -> [u8; DEV_ADDR_LEN] {
     let mut out = [0u8; DEV_ADDR_LEN];
     out[..4].copy_from_slice(&ip.octets());
     out[4..].copy_from_slice(&host_id.to_le_bytes());
@@ -35,21 +36,21 @@ pub(crate) fn pack_dev(ip: Ipv4Addr, host_id: u64) -> [u8; DEV_ADDR_LEN] {
 }
 
 /// Packs an iface address.
-pub(crate) fn pack_iface(port: u16) -> [u8; IFACE_ADDR_LEN] {
+pub fn pack_iface(port: u16) -> [u8; IFACE_ADDR_LEN] {
     port.to_be_bytes()
 }
 
 /// A decoded remote address.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) struct Remote {
+pub struct Remote {
     /// Where to connect.
-    pub(crate) addr: SocketAddrV4,
+    pub addr: SocketAddrV4,
     /// The remote host id.
-    pub(crate) host_id: u64,
+    pub host_id: u64,
 }
 
 /// Decodes a remote device and iface address; `None` if malformed.
-pub(crate) fn unpack(dev: &[u8], iface: &[u8]) -> Option<Remote> {
+pub fn unpack(dev: &[u8], iface: &[u8]) -> Option<Remote> {
     let dev: &[u8; DEV_ADDR_LEN] = dev.try_into().ok()?;
     let iface: &[u8; IFACE_ADDR_LEN] = iface.try_into().ok()?;
     let ip = Ipv4Addr::new(dev[0], dev[1], dev[2], dev[3]);
@@ -67,17 +68,17 @@ pub(crate) fn unpack(dev: &[u8], iface: &[u8]) -> Option<Remote> {
 
 /// What reachability is judged against: the local iface.
 #[derive(Debug, Clone, Copy)]
-pub(crate) struct Local {
+pub struct Local {
     /// Our host id.
-    pub(crate) host_id: u64,
+    pub host_id: u64,
     /// Whether our iface is on a loopback device.
-    pub(crate) loopback: bool,
+    pub loopback: bool,
 }
 
 impl Local {
     /// Whether an endpoint from this iface can reach `remote` (see the
     /// module doc).
-    pub(crate) fn reaches(&self, remote: &Remote) -> bool {
+    pub fn reaches(&self, remote: &Remote) -> bool {
         let same_host = remote.host_id == self.host_id;
         if remote.addr.ip().is_loopback() {
             self.loopback && same_host
@@ -87,7 +88,7 @@ impl Local {
     }
 
     /// Decodes and judges a remote address.
-    pub(crate) fn is_reachable(&self, dev: &[u8], iface: &[u8]) -> bool {
+    pub fn is_reachable(&self, dev: &[u8], iface: &[u8]) -> bool {
         unpack(dev, iface).is_some_and(|r| self.reaches(&r))
     }
 }
