@@ -29,6 +29,7 @@ pub mod netif;
 pub mod progress;
 pub mod rcache;
 pub mod slab;
+pub mod sock;
 pub mod status;
 pub mod sys;
 

@@ -114,7 +114,8 @@ mod rma;
 mod rx;
 mod rx_put;
 mod slots;
-mod sys;
+// The socket helpers live in ucs, shared with the other network transports.
+use uct::ucs::sock as sys;
 mod tx;
 mod wire;
 

@@ -1,6 +1,7 @@
-//! The libc calls the transport makes, each behind a small safe wrapper.
+//! Non-blocking IPv4 TCP sockets and epoll, each libc call behind a small
+//! safe wrapper (for the network transports: tcp, iwarp).
 //!
-//! Setup calls return [`ucs::Error`] naming the operation. The data-path
+//! Setup calls return [`Error`] naming the operation. The data-path
 //! calls (`send`, `writev`, `recv`) return `io::Result` with "would block"
 //! folded into the value, so that the hot path neither allocates nor builds
 //! an error for back-pressure.
@@ -10,7 +11,7 @@ use std::mem;
 use std::net::{Ipv4Addr, SocketAddrV4};
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 
-use uct::ucs::{Error, Result};
+use crate::{Error, Result};
 
 /// Turns a libc return value of -1 into the current `errno`.
 macro_rules! syscall {
@@ -46,7 +47,7 @@ fn from_sockaddr_in(sa: &libc::sockaddr_in) -> SocketAddrV4 {
 }
 
 /// A new non-blocking, close-on-exec IPv4 TCP socket.
-pub(crate) fn tcp_socket() -> Result<OwnedFd> {
+pub fn tcp_socket() -> Result<OwnedFd> {
     let ty = libc::SOCK_STREAM | libc::SOCK_NONBLOCK | libc::SOCK_CLOEXEC;
     // SAFETY: socket() takes no pointers.
     let fd = syscall!(unsafe { libc::socket(libc::AF_INET, ty, 0) })
@@ -56,7 +57,7 @@ pub(crate) fn tcp_socket() -> Result<OwnedFd> {
 }
 
 /// Sets an integer socket option.
-pub(crate) fn set_opt(
+pub fn set_opt(
     fd: &OwnedFd,
     level: libc::c_int,
     name: libc::c_int,
@@ -77,8 +78,38 @@ pub(crate) fn set_opt(
     .map_err(|e| Error::io(what, e))
 }
 
+/// Reads an integer socket option.
+pub fn get_opt(
+    fd: &OwnedFd,
+    level: libc::c_int,
+    name: libc::c_int,
+    what: &'static str,
+) -> Result<libc::c_int> {
+    let mut value: libc::c_int = 0;
+    let mut len = mem::size_of::<libc::c_int>() as libc::socklen_t;
+    // SAFETY: the pointers describe `value` and `len`, alive for the call.
+    syscall!(unsafe {
+        libc::getsockopt(
+            fd.as_raw_fd(),
+            level,
+            name,
+            (&mut value as *mut libc::c_int).cast(),
+            &mut len,
+        )
+    })
+    .map_err(|e| Error::io(what, e))?;
+    Ok(value)
+}
+
+/// Shuts down the sending side of a connection (the peer reads EOF after
+/// what was sent). Errors are ignored: the connection is being given up.
+pub fn shutdown_write(fd: &OwnedFd) {
+    // SAFETY: shutdown() takes no pointers.
+    let _ = unsafe { libc::shutdown(fd.as_raw_fd(), libc::SHUT_WR) };
+}
+
 /// The pending error of a socket (`SO_ERROR`), cleared by reading it.
-pub(crate) fn take_error(fd: &OwnedFd) -> io::Result<Option<io::Error>> {
+pub fn take_error(fd: &OwnedFd) -> io::Result<Option<io::Error>> {
     let mut value: libc::c_int = 0;
     let mut len = mem::size_of::<libc::c_int>() as libc::socklen_t;
     // SAFETY: the pointers describe `value` and `len`, alive for the call.
@@ -95,7 +126,7 @@ pub(crate) fn take_error(fd: &OwnedFd) -> io::Result<Option<io::Error>> {
 }
 
 /// Binds a socket to an address.
-pub(crate) fn bind(fd: &OwnedFd, addr: SocketAddrV4) -> io::Result<()> {
+pub fn bind(fd: &OwnedFd, addr: SocketAddrV4) -> io::Result<()> {
     let sa = sockaddr_in(addr);
     // SAFETY: the pointer and length describe `sa`, alive for the call.
     syscall!(unsafe {
@@ -109,7 +140,7 @@ pub(crate) fn bind(fd: &OwnedFd, addr: SocketAddrV4) -> io::Result<()> {
 }
 
 /// Starts listening.
-pub(crate) fn listen(fd: &OwnedFd, backlog: libc::c_int) -> Result<()> {
+pub fn listen(fd: &OwnedFd, backlog: libc::c_int) -> Result<()> {
     // SAFETY: listen() takes no pointers.
     syscall!(unsafe { libc::listen(fd.as_raw_fd(), backlog) })
         .map(drop)
@@ -117,7 +148,7 @@ pub(crate) fn listen(fd: &OwnedFd, backlog: libc::c_int) -> Result<()> {
 }
 
 /// The address a socket is bound to.
-pub(crate) fn local_addr(fd: &OwnedFd) -> Result<SocketAddrV4> {
+pub fn local_addr(fd: &OwnedFd) -> Result<SocketAddrV4> {
     // SAFETY: sockaddr_in is plain old data; all-zero is a valid value.
     let mut sa: libc::sockaddr_in = unsafe { mem::zeroed() };
     let mut len = mem::size_of::<libc::sockaddr_in>() as libc::socklen_t;
@@ -135,7 +166,7 @@ pub(crate) fn local_addr(fd: &OwnedFd) -> Result<SocketAddrV4> {
 
 /// Starts connecting a non-blocking socket: `Ok(true)` when connected at
 /// once, `Ok(false)` when the connection completes later.
-pub(crate) fn connect(fd: &OwnedFd, addr: SocketAddrV4) -> io::Result<bool> {
+pub fn connect(fd: &OwnedFd, addr: SocketAddrV4) -> io::Result<bool> {
     let sa = sockaddr_in(addr);
     loop {
         // SAFETY: the pointer and length describe `sa`, alive for the call.
@@ -157,7 +188,7 @@ pub(crate) fn connect(fd: &OwnedFd, addr: SocketAddrV4) -> io::Result<bool> {
 
 /// Accepts one connection as a non-blocking, close-on-exec socket; `None`
 /// when no connection is waiting.
-pub(crate) fn accept(fd: &OwnedFd) -> io::Result<Option<(OwnedFd, SocketAddrV4)>> {
+pub fn accept(fd: &OwnedFd) -> io::Result<Option<(OwnedFd, SocketAddrV4)>> {
     loop {
         // SAFETY: sockaddr_in is plain old data; all-zero is a valid value.
         let mut sa: libc::sockaddr_in = unsafe { mem::zeroed() };
@@ -187,7 +218,7 @@ pub(crate) fn accept(fd: &OwnedFd) -> io::Result<Option<(OwnedFd, SocketAddrV4)>
 }
 
 /// Sends what the socket takes of `buf`; 0 when it takes nothing now.
-pub(crate) fn send(fd: RawFd, buf: &[u8]) -> io::Result<usize> {
+pub fn send(fd: RawFd, buf: &[u8]) -> io::Result<usize> {
     loop {
         // SAFETY: the pointer and length describe `buf`, alive for the call.
         let res = syscall!(unsafe { libc::send(fd, buf.as_ptr().cast(), buf.len(), SEND_FLAGS) });
@@ -206,7 +237,7 @@ pub(crate) fn send(fd: RawFd, buf: &[u8]) -> io::Result<usize> {
 /// # Safety
 ///
 /// Every entry of `iov` must describe readable memory, valid for the call.
-pub(crate) unsafe fn sendv(fd: RawFd, iov: &[libc::iovec]) -> io::Result<usize> {
+pub unsafe fn sendv(fd: RawFd, iov: &[libc::iovec]) -> io::Result<usize> {
     // SAFETY: sockaddr-less msghdr; all-zero is a valid value.
     let mut msg: libc::msghdr = unsafe { mem::zeroed() };
     msg.msg_iov = iov.as_ptr().cast_mut();
@@ -226,7 +257,7 @@ pub(crate) unsafe fn sendv(fd: RawFd, iov: &[libc::iovec]) -> io::Result<usize> 
 
 /// What a `recv` found.
 #[derive(Debug)]
-pub(crate) enum Recv {
+pub enum Recv {
     /// This many bytes arrived (at least one).
     Data(usize),
     /// Nothing to read now.
@@ -236,7 +267,7 @@ pub(crate) enum Recv {
 }
 
 /// Receives into `buf` (which must not be empty).
-pub(crate) fn recv(fd: RawFd, buf: &mut [u8]) -> io::Result<Recv> {
+pub fn recv(fd: RawFd, buf: &mut [u8]) -> io::Result<Recv> {
     // SAFETY: the pointer and length describe `buf`, alive and writable
     // for the call.
     unsafe { recv_raw(fd, buf.as_mut_ptr(), buf.len()) }
@@ -247,12 +278,15 @@ pub(crate) fn recv(fd: RawFd, buf: &mut [u8]) -> io::Result<Recv> {
 /// # Safety
 ///
 /// `[ptr, ptr + len)` must be valid for writes during the call.
-pub(crate) unsafe fn recv_raw(fd: RawFd, ptr: *mut u8, len: usize) -> io::Result<Recv> {
+pub unsafe fn recv_raw(fd: RawFd, ptr: *mut u8, len: usize) -> io::Result<Recv> {
+    // SAFETY: the caller vouches for the range; recv writes only within it.
+    recv_retry(|| unsafe { libc::recv(fd, ptr.cast(), len, libc::MSG_DONTWAIT) })
+}
+
+/// Runs a receive call until it is not interrupted, and sorts its result.
+fn recv_retry(mut call: impl FnMut() -> isize) -> io::Result<Recv> {
     loop {
-        // SAFETY: the caller vouches for the range; recv writes only
-        // within it.
-        let res = syscall!(unsafe { libc::recv(fd, ptr.cast(), len, libc::MSG_DONTWAIT) });
-        return match res {
+        return match syscall!(call()) {
             Ok(0) => Ok(Recv::Eof),
             Ok(n) => Ok(Recv::Data(n as usize)),
             Err(e) if e.kind() == io::ErrorKind::WouldBlock => Ok(Recv::WouldBlock),
@@ -262,8 +296,33 @@ pub(crate) unsafe fn recv_raw(fd: RawFd, ptr: *mut u8, len: usize) -> io::Result
     }
 }
 
+/// Receives into the ranges of `iov` in order.
+///
+/// # Safety
+///
+/// Every entry of `iov` must describe memory valid for writes during the
+/// call (and not be empty all together).
+pub unsafe fn recvv(fd: RawFd, iov: &[libc::iovec]) -> io::Result<Recv> {
+    // SAFETY: sockaddr-less msghdr; all-zero is a valid value.
+    let mut msg: libc::msghdr = unsafe { mem::zeroed() };
+    msg.msg_iov = iov.as_ptr().cast_mut();
+    msg.msg_iovlen = iov.len() as _;
+    // SAFETY: msg points at `iov`, whose ranges the caller vouches for;
+    // recvmsg writes only within them.
+    recv_retry(|| unsafe { libc::recvmsg(fd, &mut msg, libc::MSG_DONTWAIT) })
+}
+
+/// Looks at the next byte without taking it: whether any data (or EOF) is
+/// waiting.
+pub fn peek(fd: RawFd) -> io::Result<Recv> {
+    let mut b = 0u8;
+    let flags = libc::MSG_DONTWAIT | libc::MSG_PEEK;
+    // SAFETY: the pointer and length describe `b`, writable for the call.
+    recv_retry(|| unsafe { libc::recv(fd, (&mut b as *mut u8).cast(), 1, flags) })
+}
+
 /// An `iovec` for a byte slice.
-pub(crate) fn iovec(buf: &[u8]) -> libc::iovec {
+pub fn iovec(buf: &[u8]) -> libc::iovec {
     libc::iovec {
         iov_base: buf.as_ptr().cast_mut().cast(),
         iov_len: buf.len(),
@@ -272,12 +331,13 @@ pub(crate) fn iovec(buf: &[u8]) -> libc::iovec {
 
 /// An epoll instance (level-triggered).
 #[derive(Debug)]
-pub(crate) struct Epoll {
+pub struct Epoll {
     fd: OwnedFd,
 }
 
 impl Epoll {
-    pub(crate) fn new() -> Result<Epoll> {
+    /// A new epoll instance (close-on-exec).
+    pub fn new() -> Result<Epoll> {
         // SAFETY: epoll_create1 takes no pointers.
         let fd = syscall!(unsafe { libc::epoll_create1(libc::EPOLL_CLOEXEC) })
             .map_err(|e| Error::io("epoll_create1", e))?;
@@ -287,7 +347,8 @@ impl Epoll {
         })
     }
 
-    pub(crate) fn raw(&self) -> RawFd {
+    /// Its descriptor, for a caller to sleep on.
+    pub fn raw(&self) -> RawFd {
         self.fd.as_raw_fd()
     }
 
@@ -298,19 +359,19 @@ impl Epoll {
     }
 
     /// Adds `fd` with interest `events`, reported with `data`.
-    pub(crate) fn add(&self, fd: RawFd, events: u32, data: u64) -> Result<()> {
+    pub fn add(&self, fd: RawFd, events: u32, data: u64) -> Result<()> {
         self.ctl(libc::EPOLL_CTL_ADD, fd, events, data)
             .map_err(|e| Error::io("epoll_ctl(ADD)", e))
     }
 
     /// Changes the interest of `fd`.
-    pub(crate) fn modify(&self, fd: RawFd, events: u32, data: u64) -> io::Result<()> {
+    pub fn modify(&self, fd: RawFd, events: u32, data: u64) -> io::Result<()> {
         self.ctl(libc::EPOLL_CTL_MOD, fd, events, data)
     }
 
     /// Waits up to `timeout_ms` (0: not at all) and fills `events`; returns
     /// how many were filled.
-    pub(crate) fn wait(
+    pub fn wait(
         &self,
         events: &mut [libc::epoll_event],
         timeout_ms: libc::c_int,
@@ -326,4 +387,4 @@ impl Epoll {
 }
 
 /// An empty epoll event, for filling event arrays.
-pub(crate) const EMPTY_EVENT: libc::epoll_event = libc::epoll_event { events: 0, u64: 0 };
+pub const EMPTY_EVENT: libc::epoll_event = libc::epoll_event { events: 0, u64: 0 };
