@@ -13,6 +13,7 @@
 //!   accept with private data and read depths), which works for
 //!   InfiniBand, RoCE and iWARP alike; nothing asks for QP numbers or
 //!   PSNs.
+//! * [`rc`]: the RC transport over any provider ([`RcComponent`]).
 //!
 //! # What it does not do
 //!
@@ -21,9 +22,11 @@
 //! or memory windows.
 
 pub mod provider;
+pub mod rc;
 pub mod verbs;
 
 pub use provider::{Device, Provider, Verbs};
+pub use rc::RcComponent;
 pub use verbs::*;
 
 extern crate rucx_uct as uct;

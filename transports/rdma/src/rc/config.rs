@@ -1,0 +1,89 @@
+//! `RUCX_RC_*` options of the RC transport, and the limits derived from
+//! them.
+
+use crate::uct::ucs;
+use crate::uct::ucs::config::{ConfigValue, MemUnits};
+use crate::uct::ucs::{Error, Result};
+
+ucs::config_table! {
+    /// Options of the RC transport, from `RUCX_RC_*`.
+    pub struct RcConfig in RC_TABLE ("rc", "RC_") {
+        /// Size of a receive buffer: the largest active message (its one-byte
+        /// id included) a peer may send. Both sides must agree.
+        SEG_SIZE seg_size: MemUnits = "8k",
+        /// Receives posted per connection: the credits a sender starts with.
+        RX_QUEUE_LEN rx_queue_len: u32 = "64",
+        /// Send work requests outstanding per connection.
+        TX_QUEUE_LEN tx_queue_len: u32 = "256",
+        /// Copy-send buffers per iface (shared by its connections).
+        TX_BUFS tx_bufs: u32 = "512",
+        /// RDMA READs a connection issues at once (ORD), clamped to what the
+        /// device and the peer allow.
+        MAX_RD_ATOMIC max_rd_atomic: u32 = "16",
+        /// Largest put_zcopy and get_zcopy.
+        MAX_ZCOPY max_zcopy: MemUnits = "1g",
+    }
+}
+
+/// Sizes an iface works with, checked and derived from an [`RcConfig`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Limits {
+    /// Receive buffer size.
+    pub(crate) seg: usize,
+    pub(crate) rx_queue: u32,
+    pub(crate) tx_queue: u32,
+    pub(crate) tx_bufs: u32,
+    pub(crate) ord: u32,
+    pub(crate) max_zcopy: usize,
+}
+
+fn size(name: &str, v: MemUnits, min: usize, max: usize) -> Result<usize> {
+    match v.bytes() {
+        Some(n) if n >= min as u64 && n <= max as u64 => Ok(n as usize),
+        _ => Err(Error::InvalidParam(format!(
+            "RUCX_RC_{name}={}: expected a size from {min} to {max} bytes",
+            v.to_text()
+        ))),
+    }
+}
+
+fn count(name: &str, v: u32, min: u32, max: u32) -> Result<u32> {
+    if (min..=max).contains(&v) {
+        Ok(v)
+    } else {
+        Err(Error::InvalidParam(format!(
+            "RUCX_RC_{name}={v}: expected {min} to {max}"
+        )))
+    }
+}
+
+impl Limits {
+    pub(crate) fn from_config(c: &RcConfig) -> Result<Limits> {
+        Ok(Limits {
+            seg: size("SEG_SIZE", c.seg_size, 256, 1 << 20)?,
+            rx_queue: count("RX_QUEUE_LEN", c.rx_queue_len, 8, 4096)?,
+            tx_queue: count("TX_QUEUE_LEN", c.tx_queue_len, 8, 16384)?,
+            tx_bufs: count("TX_BUFS", c.tx_bufs, 8, 65536)?,
+            ord: count("MAX_RD_ATOMIC", c.max_rd_atomic, 1, 128)?,
+            max_zcopy: size("MAX_ZCOPY", c.max_zcopy, 4096, 1 << 30)?,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn defaults_and_bad_values() {
+        RC_TABLE.check_defaults().unwrap();
+        let l = Limits::from_config(&RcConfig::default()).unwrap();
+        assert_eq!(l.seg, 8192);
+        assert_eq!(l.rx_queue, 64);
+        let c = RcConfig::from_lookup(|v| (v == "RUCX_RC_SEG_SIZE").then(|| "10".into())).unwrap();
+        assert!(Limits::from_config(&c).is_err());
+        let c =
+            RcConfig::from_lookup(|v| (v == "RUCX_RC_RX_QUEUE_LEN").then(|| "2".into())).unwrap();
+        assert!(Limits::from_config(&c).is_err());
+    }
+}

@@ -1,0 +1,95 @@
+//! The RC transport: reliable-connected queue pairs of any [`Provider`] as
+//! a uct transport named `rc_<provider>` (`rc_iwarp` over the userspace
+//! iWARP engine).
+//!
+//! # What it does
+//!
+//! * One memory domain per device of the provider (named after the device,
+//!   e.g. `iwarp_lo`), registering memory regions in one protection domain;
+//!   packed keys carry the steering tag (`md.rs`).
+//! * An iface listens through the provider's connection manager on its
+//!   device's address; `ep_create` creates a queue pair and connects it
+//!   with private data naming the receive buffer size (`wire.rs`). The
+//!   accepting side creates a queue pair of its own for the connection,
+//!   posts receives on it and accepts with the number of credits; that
+//!   queue pair is the [`uct::SrcId`] of what arrives. Each endpoint sends
+//!   on its own queue pair, so two processes talking both ways hold two
+//!   connections.
+//! * Active messages are SENDs: `am_short` inline (copied at post time),
+//!   `am_bcopy` from a registered copy buffer, `am_zcopy` with the caller's
+//!   memory in the gather list. Every SEND needs a credit (iWARP has no
+//!   receiver-not-ready retry); credits come back in grant messages once a
+//!   quarter of the receives was reposted. Without a credit, a send queue
+//!   entry or a copy buffer the operation is refused (`NoResource`) and
+//!   `pending_add` reports the endpoint when it can take more.
+//! * `put_zcopy` is an RDMA WRITE from the caller's memory; `get_zcopy` an
+//!   RDMA READ per iov entry into the caller's memory, registered for that
+//!   READ alone with remote write rights (a Read Response is written by
+//!   the peer, as iWARP requires); both complete when the provider
+//!   completes them (a WRITE once sent, a READ once its data is in).
+//!   `flush` posts a zero-length READ, which completes only after every
+//!   earlier WRITE was placed at the target.
+//! * Failures: a rejected or broken connection, a Terminate from the peer
+//!   (for example for a forged or stale key) or bytes that break this
+//!   protocol fail that endpoint (`ep_failed`) or end that source
+//!   (`src_failed`); operations in flight complete with the error.
+//!
+//! # What it does not do
+//!
+//! No atomics (the iWARP provider has none; the protocol layer emulates
+//! them), no shared receive queue, no sending on an accepted queue pair
+//! (replies use the replier's own endpoint), no closing of idle
+//! connections, no threads: a peer's WRITE or READ into this process's
+//! memory is served when this iface's `progress` runs.
+
+mod bufs;
+mod config;
+mod iface;
+mod md;
+mod ops;
+mod progress;
+mod wire;
+
+pub use config::{RcConfig, RC_TABLE};
+
+use crate::provider::Provider;
+use crate::uct::ucs::config::ConfigTable;
+use crate::uct::ucs::Result;
+use crate::uct::{Component, MemoryDomain};
+
+/// The RC transport over one provider: a uct component.
+#[derive(Debug)]
+pub struct RcComponent {
+    provider: &'static dyn Provider,
+}
+
+impl RcComponent {
+    /// The component for `provider`.
+    pub const fn new(provider: &'static dyn Provider) -> RcComponent {
+        RcComponent { provider }
+    }
+}
+
+impl Component for RcComponent {
+    fn name(&self) -> &'static str {
+        "rc"
+    }
+
+    /// One memory domain per device the provider finds; none (not an
+    /// error) when it finds none. A bad `RUCX_RC_*` value is an error.
+    fn md_open(&self) -> Result<Vec<Box<dyn MemoryDomain>>> {
+        let config = RcConfig::from_env()?;
+        let mut out: Vec<Box<dyn MemoryDomain>> = Vec::new();
+        for dev in self.provider.devices()? {
+            match md::RcMd::open(self.provider, &dev.name, &config) {
+                Ok(md) => out.push(Box::new(md)),
+                Err(e) => tracing::debug!(dev = %dev.name, error = %e, "rc: device not opened"),
+            }
+        }
+        Ok(out)
+    }
+
+    fn config_tables(&self) -> Vec<&'static ConfigTable> {
+        md::tables(self.provider)
+    }
+}
