@@ -8,13 +8,13 @@ use std::time::{Duration, Instant};
 use uct::ucs::{Error, Result};
 use uct::{Caps, ConnectMode, EpId, IfaceAttr, IfaceParams, PerfModel, SrcId, Token, AM_ID_MAX};
 
-use uct::ip_addr::{self as addr, Local, DEV_ADDR_LEN, IFACE_ADDR_LEN};
 use crate::config::{Limits, TcpConfig, MAX_HDR, MAX_IOV};
 use crate::conn::Conn;
-use uct::ucs::netif::{self, NetIf};
 use crate::slots::Slots;
 use crate::sys::{self, Epoll};
 use crate::wire;
+use uct::ip_addr::{self as addr, Local, DEV_ADDR_LEN, IFACE_ADDR_LEN};
+use uct::ucs::netif::{self, NetIf};
 
 /// Events fetched per `epoll_wait`.
 pub(crate) const EVENT_BATCH: usize = 64;

@@ -5,12 +5,12 @@ use std::os::fd::RawFd;
 use uct::ucs::{Error, Result};
 use uct::{AmId, AmSink, Armed, EpId, Iface, IfaceAttr, Iov, Posted, RemoteKey, Token};
 
-use uct::ip_addr as addr;
 use crate::config::MAX_IOV;
 use crate::conn::Waiter;
 use crate::iface::{check_id, no_ep, Ep, GlobalFlush, Notice, TcpIface};
 use crate::tx::ZcOwner;
 use crate::wire;
+use uct::ip_addr as addr;
 
 impl TcpIface {
     /// The connection of a live endpoint, or the error of a failed one.
