@@ -8,6 +8,8 @@ use std::sync::Arc;
 
 /// Names in `RUCX_TLS` that stand for several transports, as UCX's aliases
 /// do: `shm` (and `sm`) is the shared-memory FIFO plus cross-memory attach.
+/// `rc` (below) is every RC transport, whatever its provider (`rc_iwarp`,
+/// ...).
 pub(crate) const TL_ALIASES: &[(&str, &[&str])] =
     &[("shm", &["posix", "cma"]), ("sm", &["posix", "cma"])];
 
@@ -18,6 +20,7 @@ pub(crate) fn tls_allows(list: &crate::ucs::config::AllowList, tl: &str) -> bool
     }
     let named = list.items().iter().any(|item| {
         item == tl
+            || (item == "rc" && tl.starts_with("rc_"))
             || TL_ALIASES
                 .iter()
                 .any(|(alias, members)| item == alias && members.contains(&tl))
@@ -209,5 +212,7 @@ mod tests {
         assert!(!tls_allows(&l("^shm"), "posix") && !tls_allows(&l("^shm"), "cma"));
         assert!(tls_allows(&l("^shm"), "tcp"));
         assert!(tls_allows(&l("^cma"), "posix") && !tls_allows(&l("^cma"), "cma"));
+        assert!(tls_allows(&l("rc"), "rc_iwarp") && !tls_allows(&l("rc"), "tcp"));
+        assert!(tls_allows(&l("rc_iwarp"), "rc_iwarp") && !tls_allows(&l("^rc"), "rc_iwarp"));
     }
 }
