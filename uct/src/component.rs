@@ -55,6 +55,12 @@ pub trait MemoryDomain: Send + Sync + std::fmt::Debug {
     /// Opens an iface on one of [`MemoryDomain::resources`].
     fn iface_open(&self, resource: &TlResource, params: &IfaceParams) -> Result<Box<dyn Iface>>;
 
+    /// Facts about the device behind this domain, as `rucx-info -d`
+    /// prints them (name, value), e.g. an RDMA device's limits.
+    fn device_info(&self) -> Vec<(&'static str, String)> {
+        Vec::new()
+    }
+
     /// Whether this domain registers memory (and packs keys for peers).
     fn can_register(&self) -> bool {
         false

@@ -172,6 +172,27 @@ impl MemoryDomain for RcMd {
         Ok(Box::new(iface))
     }
 
+    fn device_info(&self) -> Vec<(&'static str, String)> {
+        let a = self.device.attr();
+        let yes_no = |b: bool| if b { "yes" } else { "no" }.to_string();
+        vec![
+            ("Device", a.name.clone()),
+            ("Network device", a.netdev.clone()),
+            ("RDMA transport", a.transport.as_str().to_string()),
+            ("max_qp_wr", a.max_qp_wr.to_string()),
+            ("max_sge", a.max_sge.to_string()),
+            ("max_sge_rd", a.max_sge_rd.to_string()),
+            ("max_inline", a.max_inline.to_string()),
+            ("max_msg_size", a.max_msg_size.to_string()),
+            ("max_mr_size", a.max_mr_size.to_string()),
+            ("ORD (max_qp_rd_atom)", a.max_qp_rd_atom.to_string()),
+            ("IRD (max_qp_init_rd_atom)", a.max_qp_init_rd_atom.to_string()),
+            ("atomics", yes_no(a.atomics)),
+            ("max_private_data", a.max_private_data.to_string()),
+            ("local dma key", yes_no(a.local_lkey.is_some())),
+        ]
+    }
+
     fn can_register(&self) -> bool {
         true
     }
