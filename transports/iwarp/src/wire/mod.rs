@@ -44,6 +44,8 @@ pub use term::{Layer, TermCause, Terminate};
 
 #[cfg(test)]
 mod checks;
+#[cfg(test)]
+mod tests_tshark;
 
 /// Why bytes from the wire were refused.
 #[derive(Debug, Clone, PartialEq, Eq)]
