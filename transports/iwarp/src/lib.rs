@@ -1,4 +1,59 @@
-//! Userspace iWARP for rucx: the iWARP wire protocol (MPA, DDP, RDMAP) over
-//! ordinary TCP sockets, as an RDMA provider.
+//! Userspace iWARP for rucx: the iWARP wire protocol over ordinary
+//! non-blocking TCP sockets, as an RDMA provider (the `rucx-rdma`
+//! [`Provider`](rucx_rdma::Provider), [`Device`](rucx_rdma::Device) and
+//! [`Verbs`](rucx_rdma::Verbs) traits).
+//!
+//! # What it does
+//!
+//! * Speaks MPA (RFC 5044) with RFC 6581's enhanced connection setup
+//!   (IRD/ORD word, peer-to-peer mode with a ready-to-receive message),
+//!   DDP (RFC 5041) and RDMAP (RFC 5040): SEND (with Invalidate and with
+//!   Solicited Event), RDMA WRITE, RDMA READ with ORD/IRD limits, and
+//!   Terminate, generated and parsed. FPDUs carry CRC32c when either side
+//!   asks, and never markers; each FPDU fits one TCP segment (MULPDU from
+//!   the connection's MSS). The wire behaviour follows Linux siw's, so the
+//!   two interoperate (siw as initiator uses no peer-to-peer mode; as
+//!   responder we honour whatever it asks).
+//! * One device per IPv4 interface that is up (`iwarp_<netdev>`); protection
+//!   domains and a region table shared by every context of the device;
+//!   STags `(slot + 1) << 8 | key` whose key byte changes on every reuse.
+//! * Data moves without copies where it can: sends and Read Responses are
+//!   written with `sendmsg` straight from the source memory; payloads are
+//!   read with `readv` straight into the target region, READ sink or
+//!   receive buffer.
+//! * Everything a peer sends is checked before memory is touched: STag,
+//!   protection domain, rights and bounds of tagged segments; MSN, MO and
+//!   room of untagged ones; a bad one ends the connection with the
+//!   Terminate RFC 5040 §7 and siw prescribe.
+//!
+//! # What it does not do
+//!
+//! No markers, no MPA revision 0, no RFC 7306 atomics or immediate data,
+//! no memory windows, no shared receive queues, no IPv6. No threads: a
+//! context moves only inside [`Verbs::progress`](rucx_rdma::Verbs::progress)
+//! (and `poll_cq`, `post_send`). Completion order across kinds follows
+//! siw: a SEND or WRITE completes when its last byte is handed to the
+//! socket, a READ when its data is placed, so a SEND posted after a READ
+//! may complete first; local protection errors complete at once.
+//!
+//! # Map
+//!
+//! * `wire`: the sans-IO codecs (MPA frames, FPDUs, DDP, RDMAP,
+//!   Terminate, CRC32c);
+//! * `config`: `RUCX_IWARP_*`;
+//! * `provider`, `device`, `mr`: devices, protection domains, regions;
+//! * `engine`: contexts, queue pairs, connection setup, send and receive
+//!   paths.
 
+extern crate rucx_uct as uct;
+
+pub mod config;
+mod device;
+mod engine;
+mod mr;
+mod provider;
 pub mod wire;
+
+pub use config::{IwarpConfig, IWARP_TABLE};
+pub use device::IwarpDevice;
+pub use provider::{IwarpProvider, PROVIDER};

@@ -1,0 +1,116 @@
+//! `RUCX_IWARP_*` options, and the settings a device derives from them.
+
+use std::time::Duration;
+
+use uct::ucs;
+use uct::ucs::config::Time;
+use uct::ucs::{Error, Result};
+
+/// Most RDMA READs a queue pair issues or serves at once (as siw).
+pub(crate) const MAX_RD: u32 = 128;
+
+ucs::config_table! {
+    /// Options of the userspace iWARP engine, from `RUCX_IWARP_*`.
+    pub struct IwarpConfig in IWARP_TABLE ("iwarp", "IWARP_") {
+        /// MPA revision of the connection requests this side sends: 1
+        /// (RFC 5044) or 2 (RFC 6581: the IRD/ORD word, and peer-to-peer
+        /// mode). As responder, requests of revision 1 and 2 are accepted.
+        MPA_REV mpa_rev: u32 = "2",
+        /// Ask for a CRC32c on every FPDU. CRC is used in both directions
+        /// when either side asks for it.
+        MPA_CRC mpa_crc: bool = "y",
+        /// Peer-to-peer mode (RFC 6581, revision 2 only): as initiator, ask
+        /// the responder to wait for a ready-to-receive message (a
+        /// zero-length RDMA WRITE or READ) before it sends anything.
+        P2P p2p: bool = "y",
+        /// RDMA READs a connection issues at once (ORD) when the caller
+        /// gives 0, and what a revision 1 peer is assumed to offer.
+        ORD ord: u32 = "32",
+        /// RDMA READs a connection serves at once (IRD) when the caller
+        /// gives 0, and what a revision 1 peer is assumed to offer.
+        IRD ird: u32 = "32",
+        /// Time the MPA exchange (request, reply and ready-to-receive
+        /// message) may take before the connection fails.
+        MPA_TIMEOUT mpa_timeout: Time = "10s",
+    }
+}
+
+/// Checked settings of a device.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Settings {
+    /// MPA revision of our requests (1 or 2).
+    pub(crate) rev: u8,
+    /// Whether we ask for CRC.
+    pub(crate) crc: bool,
+    /// Whether we ask for peer-to-peer mode (revision 2 only).
+    pub(crate) p2p: bool,
+    /// Default ORD.
+    pub(crate) ord: u32,
+    /// Default IRD.
+    pub(crate) ird: u32,
+    /// Limit of the MPA exchange.
+    pub(crate) timeout: Duration,
+}
+
+impl Settings {
+    pub(crate) fn from_config(c: &IwarpConfig) -> Result<Settings> {
+        if !(1..=2).contains(&c.mpa_rev) {
+            return Err(Error::InvalidParam(format!(
+                "RUCX_IWARP_MPA_REV={}: expected 1 or 2",
+                c.mpa_rev
+            )));
+        }
+        for (name, v) in [("ORD", c.ord), ("IRD", c.ird)] {
+            if v == 0 || v > MAX_RD {
+                return Err(Error::InvalidParam(format!(
+                    "RUCX_IWARP_{name}={v}: expected 1 to {MAX_RD}"
+                )));
+            }
+        }
+        let timeout = c.mpa_timeout.finite().ok_or_else(|| {
+            Error::InvalidParam("RUCX_IWARP_MPA_TIMEOUT=inf: expected a finite time".into())
+        })?;
+        Ok(Settings {
+            rev: c.mpa_rev as u8,
+            crc: c.mpa_crc,
+            p2p: c.p2p && c.mpa_rev == 2,
+            ord: c.ord,
+            ird: c.ird,
+            timeout,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn defaults_parse() {
+        IWARP_TABLE.check_defaults().unwrap();
+        let s = Settings::from_config(&IwarpConfig::default()).unwrap();
+        assert_eq!(s.rev, 2);
+        assert!(s.crc && s.p2p);
+        assert_eq!((s.ord, s.ird), (32, 32));
+        assert_eq!(s.timeout, Duration::from_secs(10));
+    }
+
+    #[test]
+    fn bad_values_are_errors() {
+        let with = |var: &'static str, val: &'static str| {
+            IwarpConfig::from_lookup(move |v| (v == var).then(|| val.to_string()))
+        };
+        let c = with("RUCX_IWARP_MPA_REV", "3").unwrap();
+        assert!(Settings::from_config(&c).is_err());
+        let c = with("RUCX_IWARP_ORD", "0").unwrap();
+        assert!(Settings::from_config(&c).is_err());
+        let c = with("RUCX_IWARP_IRD", "129").unwrap();
+        assert!(Settings::from_config(&c).is_err());
+        let c = with("RUCX_IWARP_MPA_TIMEOUT", "inf").unwrap();
+        assert!(Settings::from_config(&c).is_err());
+        assert!(with("RUCX_IWARP_MPA_CRC", "maybe").is_err());
+        // Peer-to-peer mode needs revision 2.
+        let c = with("RUCX_IWARP_MPA_REV", "1").unwrap();
+        assert!(!Settings::from_config(&c).unwrap().p2p);
+    }
+}

@@ -1,0 +1,205 @@
+//! A queue pair's connection through its phases: TCP connect, MPA
+//! request and reply, the ready-to-receive message, full operation,
+//! lingering after the end.
+
+use std::os::fd::OwnedFd;
+
+use rucx_rdma::{CmEvent, ConnParam, QpState};
+use uct::ucs::progress::Readiness;
+use uct::ucs::sock;
+
+use super::cm::{self, FrameRead};
+use super::qp::{Conn, Env, Failure, Phase, Qp};
+use crate::wire::fpdu;
+use crate::wire::mpa::MpaFrame;
+
+/// Sets up an established TCP socket: no Nagle, and the largest ULPDU
+/// that keeps an FPDU within one segment.
+pub(crate) fn setup_socket(fd: &OwnedFd) -> uct::Result<usize> {
+    sock::set_opt(
+        fd,
+        libc::IPPROTO_TCP,
+        libc::TCP_NODELAY,
+        1,
+        "setsockopt(TCP_NODELAY)",
+    )?;
+    let mss = sock::get_opt(
+        fd,
+        libc::IPPROTO_TCP,
+        libc::TCP_MAXSEG,
+        "getsockopt(TCP_MAXSEG)",
+    )?;
+    Ok(fpdu::mulpdu(mss.max(0) as usize))
+}
+
+impl Qp {
+    /// Handles readiness of the queue pair's socket.
+    pub(crate) fn handle(&mut self, env: &mut Env<'_>, r: Readiness) -> usize {
+        let Some(conn) = self.conn.as_ref() else {
+            return 0;
+        };
+        let mut work = 0;
+        match conn.phase {
+            Phase::TcpConnect { .. } => {
+                self.on_connected(env);
+                work += 1;
+            }
+            Phase::AwaitReply { .. } => {
+                work += self.on_reply_readable(env);
+            }
+            _ => {}
+        }
+        let active = self.conn.as_ref().is_some_and(|c| {
+            !matches!(c.phase, Phase::TcpConnect { .. } | Phase::AwaitReply { .. })
+        });
+        if active && (r.is_readable() || r.is_hangup() || r.is_error()) {
+            match self.rx_progress(env) {
+                Ok(n) => work += n,
+                Err(f) => {
+                    self.fail(env, f);
+                    work += 1;
+                }
+            }
+        }
+        work + self.pump(env)
+    }
+
+    /// Sends what can be sent, failing the queue pair on errors; keeps the
+    /// socket's interest in step.
+    pub(crate) fn pump(&mut self, env: &mut Env<'_>) -> usize {
+        let mut work = 0;
+        for _ in 0..3 {
+            match self.tx_progress(env) {
+                Ok(n) => {
+                    work += n;
+                    break;
+                }
+                Err(f) => self.fail(env, f),
+            }
+        }
+        self.sync_interest(env.events);
+        work
+    }
+
+    /// The TCP connection of an initiator completed (or failed).
+    fn on_connected(&mut self, env: &mut Env<'_>) {
+        let Some(conn) = self.conn.as_mut() else {
+            return;
+        };
+        match sock::take_error(&conn.fd) {
+            Ok(None) => {}
+            Ok(Some(e)) | Err(e) => {
+                let why = format!("connect {}: {e}", conn.peer);
+                self.fail(env, Failure::ConnectFailed(why));
+                return;
+            }
+        }
+        let mulpdu = match setup_socket(&conn.fd) {
+            Ok(m) => m,
+            Err(e) => {
+                self.fail(env, Failure::ConnectFailed(e.to_string()));
+                return;
+            }
+        };
+        conn.mulpdu = mulpdu;
+        let Phase::TcpConnect { request } = std::mem::replace(&mut conn.phase, Phase::Rts) else {
+            return;
+        };
+        self.tx.queue_raw(&request.encode());
+        conn.phase = Phase::AwaitReply {
+            request,
+            buf: Vec::new(),
+        };
+    }
+
+    /// Reads the MPA reply (initiator).
+    fn on_reply_readable(&mut self, env: &mut Env<'_>) -> usize {
+        let Some(conn) = self.conn.as_mut() else {
+            return 0;
+        };
+        let Phase::AwaitReply { buf, .. } = &mut conn.phase else {
+            return 0;
+        };
+        let reply = match cm::read_frame(&conn.fd, buf) {
+            FrameRead::Pending => return 0,
+            FrameRead::Failed(why) => {
+                self.fail(env, Failure::ConnectFailed(why));
+                return 1;
+            }
+            FrameRead::Done(f) => f,
+        };
+        let Phase::AwaitReply { request, .. } = std::mem::replace(&mut conn.phase, Phase::Rts)
+        else {
+            return 0;
+        };
+        if !reply.reply {
+            let why = "an MPA request came back instead of a reply".to_string();
+            self.fail(env, Failure::ConnectFailed(why));
+            return 1;
+        }
+        if reply.reject {
+            self.fail(env, Failure::Rejected(reply.private_data));
+            return 1;
+        }
+        match cm::on_reply(&request, &reply) {
+            Ok(agreed) => {
+                conn.crc = agreed.crc;
+                let own = cm::peer_param(&env.shared.settings, &request);
+                self.ord = if agreed.ord == 0 { own.ord } else { agreed.ord };
+                self.ird = if agreed.ird == 0 { own.ird } else { agreed.ird };
+                self.tx.rtr = agreed.rtr;
+                self.state = QpState::Rts;
+                self.established = true;
+                let param = cm::peer_param(&env.shared.settings, &reply);
+                env.out.cm(CmEvent::Established { qp: self.id, param });
+            }
+            Err(why) => self.fail(env, Failure::ConnectFailed(why)),
+        }
+        1
+    }
+
+    /// Takes over an accepted connection (responder): the reply is sent,
+    /// then full operation starts at once, or when the ready-to-receive
+    /// message arrives in peer-to-peer mode.
+    pub(crate) fn start_accepted(
+        &mut self,
+        env: &mut Env<'_>,
+        fd: OwnedFd,
+        peer: std::net::SocketAddr,
+        mulpdu: usize,
+        request: &MpaFrame,
+        param: &ConnParam,
+    ) {
+        let (reply, agreed) = cm::accept_reply(&env.shared.settings, request, param);
+        self.ord = agreed.ord;
+        self.ird = agreed.ird;
+        self.param = ConnParam {
+            private_data: param.private_data.clone(),
+            ord: agreed.ord,
+            ird: agreed.ird,
+        };
+        self.tx.queue_raw(&reply.encode());
+        let phase = if let Some(rtr) = agreed.rtr {
+            self.rx.rtr = Some(rtr);
+            self.tx.hold = true;
+            self.state = QpState::Connecting;
+            Phase::AwaitRtr
+        } else {
+            self.state = QpState::Rts;
+            self.established = true;
+            env.out.cm(CmEvent::Established {
+                qp: self.id,
+                param: self.param.clone(),
+            });
+            Phase::Rts
+        };
+        self.conn = Some(Conn {
+            fd,
+            peer,
+            phase,
+            crc: agreed.crc,
+            mulpdu,
+            interest: 0,
+        });
+    }
+}

@@ -1,0 +1,686 @@
+//! The engine: one [`Context`] per worker, implementing [`Verbs`].
+//!
+//! Map:
+//! * `mod.rs`: the context — its epoll set over the listener and every
+//!   socket, the verbs calls, dispatch of readiness, timeouts;
+//! * [`qp`]: a queue pair's queues, and how it fails (Terminate, flush);
+//! * [`conn`]: a connection's phases (connect, MPA, ready-to-receive);
+//! * [`cm`]: MPA negotiation as pure decisions, reading one MPA frame;
+//! * [`tx`]: framing and writing FPDUs; [`rx`]: parsing and placing them;
+//! * [`cq`]: completion queues and the event queues;
+//! * [`table`]: 32-bit generational ids.
+//!
+//! Epoll tokens: the kind in the upper 32 bits ([`TOKEN_LISTENER`],
+//! [`TOKEN_REQ`], [`TOKEN_QP`]), the id in the lower ones. Everything is
+//! level-triggered; a socket is watched for writing only while its send
+//! path is blocked.
+
+mod cm;
+mod conn;
+mod cq;
+mod qp;
+mod rx;
+mod table;
+mod tx;
+
+use std::net::{SocketAddr, SocketAddrV4};
+use std::os::fd::{AsRawFd, OwnedFd, RawFd};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use rucx_rdma::{
+    AsyncEvent, CmEvent, ConnParam, ConnReqId, CqId, DeviceAttr, QpId, QpInit, QpState, RecvWr,
+    SendFlags, SendOp, SendWr, Verbs, Wc, WcOpcode, WcStatus,
+};
+use uct::ucs::progress::{EventSet, Interest, Readiness};
+use uct::ucs::sock::{self, Recv};
+use uct::ucs::{Error, Result};
+use uct::Armed;
+
+use crate::device::{Shared, MAX_INLINE, MAX_MSG, MAX_PRIVATE_DATA, MAX_QP_WR, MAX_SGE};
+use crate::wire::mpa::MpaFrame;
+use cm::FrameRead;
+use cq::{Cq, Outputs};
+use qp::{qp_token, Conn, Env, Failure, Phase, Qp, RecvReq, SendReq};
+use table::Table;
+
+/// Token kind of the listening socket.
+pub(crate) const TOKEN_LISTENER: u64 = 1;
+/// Token kind of a connection request being read.
+pub(crate) const TOKEN_REQ: u64 = 2;
+/// Token kind of a queue pair's socket.
+pub(crate) const TOKEN_QP: u64 = 3;
+
+/// Largest completion queue.
+const MAX_CQE: u32 = 1 << 20;
+
+/// A connection a peer opened to our listener.
+#[derive(Debug)]
+struct ConnReq {
+    fd: OwnedFd,
+    peer: SocketAddrV4,
+    buf: Vec<u8>,
+    /// The complete request, once read (then waiting for accept/reject).
+    request: Option<MpaFrame>,
+    mulpdu: usize,
+}
+
+/// One worker's queues and connections.
+#[derive(Debug)]
+pub(crate) struct Context {
+    shared: Arc<Shared>,
+    events: EventSet,
+    ready: Vec<(u64, Readiness)>,
+    listener: Option<OwnedFd>,
+    qps: Table<Qp>,
+    reqs: Table<ConnReq>,
+    out: Outputs,
+    /// Deadlines of MPA exchanges and lingering connections (stale entries
+    /// are skipped when they expire).
+    deadlines: Vec<(Instant, u64)>,
+}
+
+fn bad(what: &str) -> Error {
+    Error::InvalidParam(format!("iwarp: {what}"))
+}
+
+fn v4(addr: SocketAddr) -> Result<SocketAddrV4> {
+    match addr {
+        SocketAddr::V4(a) => Ok(a),
+        SocketAddr::V6(_) => Err(Error::Unsupported("iwarp: IPv6 addresses".into())),
+    }
+}
+
+impl Context {
+    pub(crate) fn new(shared: Arc<Shared>) -> Result<Context> {
+        Ok(Context {
+            shared,
+            events: EventSet::new()?,
+            ready: Vec::new(),
+            listener: None,
+            qps: Table::default(),
+            reqs: Table::default(),
+            out: Outputs::default(),
+            deadlines: Vec::new(),
+        })
+    }
+
+    /// Runs `f` on queue pair `id` with the context around it.
+    fn with_qp<R>(&mut self, id: QpId, f: impl FnOnce(&mut Qp, &mut Env<'_>) -> R) -> Option<R> {
+        let qp = self.qps.get_mut(id.0)?;
+        let mut env = Env {
+            shared: &self.shared,
+            events: &self.events,
+            out: &mut self.out,
+            deadlines: &mut self.deadlines,
+        };
+        Some(f(qp, &mut env))
+    }
+
+    fn accept_all(&mut self) -> usize {
+        let mut work = 0;
+        loop {
+            let Some(l) = self.listener.as_ref() else {
+                return work;
+            };
+            let (fd, peer) = match sock::accept(l) {
+                Ok(Some(c)) => c,
+                Ok(None) => return work,
+                Err(e) => {
+                    tracing::warn!("iwarp: accept: {e}");
+                    return work;
+                }
+            };
+            work += 1;
+            let Ok(mulpdu) = conn::setup_socket(&fd) else {
+                continue;
+            };
+            let raw = fd.as_raw_fd();
+            let Some(id) = self.reqs.insert_with(|_| ConnReq {
+                fd,
+                peer,
+                buf: Vec::new(),
+                request: None,
+                mulpdu,
+            }) else {
+                continue;
+            };
+            let token = (TOKEN_REQ << 32) | u64::from(id);
+            if self.events.add(raw, token, Interest::READABLE).is_err() {
+                self.reqs.remove(id);
+                continue;
+            }
+            let until = Instant::now() + self.shared.settings.timeout;
+            self.deadlines.push((until, token));
+        }
+    }
+
+    /// Reads a connection request; raises `ConnectRequest` when complete.
+    fn req_readable(&mut self, id: u32) -> usize {
+        let settings = self.shared.settings;
+        let Some(req) = self.reqs.get_mut(id) else {
+            return 0;
+        };
+        if req.request.is_some() {
+            return 0;
+        }
+        let frame = match cm::read_frame(&req.fd, &mut req.buf) {
+            FrameRead::Pending => return 0,
+            FrameRead::Failed(why) => {
+                tracing::debug!("iwarp: connection request from {}: {why}", req.peer);
+                self.drop_req(id);
+                return 1;
+            }
+            FrameRead::Done(f) => f,
+        };
+        let _ = self.events.remove(req.fd.as_raw_fd());
+        if frame.reply {
+            self.drop_req(id);
+            return 1;
+        }
+        if let Some(why) = cm::refuse(&settings, &frame) {
+            tracing::debug!("iwarp: refusing a connection from {}: {why}", req.peer);
+            let reply = cm::reject_reply(&settings, &frame, &[]);
+            let _ = sock::send(req.fd.as_raw_fd(), &reply.encode());
+            sock::shutdown_write(&req.fd);
+            self.reqs.remove(id);
+            return 1;
+        }
+        if !matches!(sock::peek(req.fd.as_raw_fd()), Ok(Recv::WouldBlock)) {
+            tracing::debug!(
+                "iwarp: {} sent more than its MPA request, or closed",
+                req.peer
+            );
+            self.reqs.remove(id);
+            return 1;
+        }
+        let param = cm::peer_param(&settings, &frame);
+        let peer = SocketAddr::V4(req.peer);
+        req.request = Some(frame);
+        self.out.cm(CmEvent::ConnectRequest {
+            req: ConnReqId(id),
+            peer,
+            param,
+        });
+        1
+    }
+
+    fn drop_req(&mut self, id: u32) {
+        if let Some(r) = self.reqs.remove(id) {
+            let _ = self.events.remove(r.fd.as_raw_fd());
+        }
+    }
+
+    fn dispatch(&mut self, token: u64, r: Readiness) -> usize {
+        let id = token as u32;
+        match token >> 32 {
+            TOKEN_LISTENER => self.accept_all(),
+            TOKEN_REQ => self.req_readable(id),
+            TOKEN_QP => self
+                .with_qp(QpId(id), |qp, env| qp.handle(env, r))
+                .unwrap_or(0),
+            _ => 0,
+        }
+    }
+
+    fn check_deadlines(&mut self) -> usize {
+        if self.deadlines.is_empty() {
+            return 0;
+        }
+        let now = Instant::now();
+        let mut work = 0;
+        let mut i = 0;
+        while i < self.deadlines.len() {
+            if self.deadlines[i].0 > now {
+                i += 1;
+                continue;
+            }
+            let (_, token) = self.deadlines.swap_remove(i);
+            work += 1;
+            let id = token as u32;
+            match token >> 32 {
+                TOKEN_REQ if self.reqs.get(id).is_some_and(|r| r.request.is_none()) => {
+                    self.drop_req(id);
+                }
+                TOKEN_QP => {
+                    self.with_qp(QpId(id), |qp, env| qp.timeout(env, now));
+                }
+                _ => {}
+            }
+        }
+        work
+    }
+
+    /// Takes a connection request whose MPA request was read.
+    fn take_req(&mut self, req: ConnReqId) -> Result<(ConnReq, MpaFrame)> {
+        if self.reqs.get(req.0).is_none_or(|r| r.request.is_none()) {
+            return Err(bad("no such connection request"));
+        }
+        let mut r = self.reqs.remove(req.0).expect("checked above");
+        let request = r.request.take().expect("checked above");
+        Ok((r, request))
+    }
+
+    fn complete_now(&mut self, qp: QpId, cq: CqId, wc: Wc) {
+        self.out.complete(cq, Wc { qp: Some(qp), ..wc });
+    }
+}
+
+impl Qp {
+    /// A deadline of this queue pair passed.
+    fn timeout(&mut self, env: &mut Env<'_>, now: Instant) {
+        let Some(c) = self.conn.as_ref() else {
+            return;
+        };
+        match c.phase {
+            Phase::TcpConnect { .. } | Phase::AwaitReply { .. } | Phase::AwaitRtr => {
+                let why = "the MPA exchange timed out".to_string();
+                self.fail(env, Failure::ConnectFailed(why));
+                self.sync_interest(env.events);
+            }
+            Phase::Closing { until } if until <= now => self.close_conn(env),
+            _ => {}
+        }
+    }
+}
+
+impl Drop for Context {
+    fn drop(&mut self) {
+        let mut tables = self.shared.tables.write();
+        for qp in self.qps.values() {
+            tables.pd_use(qp.init.pd, false);
+        }
+    }
+}
+
+impl Verbs for Context {
+    fn attr(&self) -> &DeviceAttr {
+        &self.shared.attr
+    }
+
+    fn create_cq(&mut self, depth: u32) -> Result<CqId> {
+        if depth == 0 || depth > MAX_CQE {
+            return Err(bad("completion queue depth out of range"));
+        }
+        let id = self
+            .out
+            .cqs
+            .insert_with(|_| Cq {
+                depth: depth as usize,
+                wcs: Default::default(),
+                users: 0,
+            })
+            .ok_or_else(|| Error::NoMemory("iwarp: too many completion queues".into()))?;
+        Ok(CqId(id))
+    }
+
+    fn destroy_cq(&mut self, cq: CqId) -> Result<()> {
+        match self.out.cqs.get(cq.0) {
+            None => Err(bad("unknown completion queue")),
+            Some(q) if q.users > 0 => Err(bad("completion queue in use")),
+            Some(_) => {
+                self.out.cqs.remove(cq.0);
+                Ok(())
+            }
+        }
+    }
+
+    fn create_qp(&mut self, init: &QpInit) -> Result<QpId> {
+        if self.out.cqs.get(init.send_cq.0).is_none() || self.out.cqs.get(init.recv_cq.0).is_none()
+        {
+            return Err(bad("create_qp: unknown completion queue"));
+        }
+        if init.max_send_wr == 0
+            || init.max_send_wr > MAX_QP_WR
+            || init.max_recv_wr > MAX_QP_WR
+            || init.max_send_sge as usize > MAX_SGE
+            || init.max_recv_sge as usize > MAX_SGE
+            || init.max_inline as usize > MAX_INLINE
+        {
+            return Err(bad("create_qp: limits beyond the device's"));
+        }
+        if !self.shared.tables.write().pd_use(init.pd, true) {
+            return Err(bad("create_qp: unknown protection domain"));
+        }
+        let id = self
+            .qps
+            .insert_with(|id| Qp::new(QpId(id), *init))
+            .ok_or_else(|| Error::NoMemory("iwarp: too many queue pairs".into()))?;
+        for cq in [init.send_cq, init.recv_cq] {
+            if let Some(q) = self.out.cqs.get_mut(cq.0) {
+                q.users += 1;
+            }
+        }
+        Ok(QpId(id))
+    }
+
+    fn destroy_qp(&mut self, qp: QpId) -> Result<()> {
+        let q = self
+            .qps
+            .remove(qp.0)
+            .ok_or_else(|| bad("unknown queue pair"))?;
+        if let Some(c) = &q.conn {
+            let _ = self.events.remove(c.fd.as_raw_fd());
+        }
+        self.shared.tables.write().pd_use(q.init.pd, false);
+        for cq in [q.init.send_cq, q.init.recv_cq] {
+            if let Some(c) = self.out.cqs.get_mut(cq.0) {
+                c.users = c.users.saturating_sub(1);
+            }
+        }
+        Ok(())
+    }
+
+    fn qp_state(&self, qp: QpId) -> Option<QpState> {
+        self.qps.get(qp.0).map(|q| q.state)
+    }
+
+    fn listen(&mut self, addr: SocketAddr) -> Result<SocketAddr> {
+        if self.listener.is_some() {
+            return Err(bad("already listening"));
+        }
+        let addr = v4(addr)?;
+        let fd = sock::tcp_socket()?;
+        sock::set_opt(
+            &fd,
+            libc::SOL_SOCKET,
+            libc::SO_REUSEADDR,
+            1,
+            "setsockopt(SO_REUSEADDR)",
+        )?;
+        sock::bind(&fd, addr).map_err(|e| Error::io(format!("bind {addr}"), e))?;
+        sock::listen(&fd, 128)?;
+        let bound = sock::local_addr(&fd)?;
+        self.events
+            .add(fd.as_raw_fd(), TOKEN_LISTENER << 32, Interest::READABLE)?;
+        self.listener = Some(fd);
+        Ok(SocketAddr::V4(bound))
+    }
+
+    fn connect(&mut self, qp: QpId, dest: SocketAddr, param: &ConnParam) -> Result<()> {
+        let dest = v4(dest)?;
+        if param.private_data.len() > MAX_PRIVATE_DATA {
+            return Err(bad("connect: private data too long"));
+        }
+        let q = self
+            .qps
+            .get(qp.0)
+            .ok_or_else(|| bad("unknown queue pair"))?;
+        if q.state != QpState::Init || q.conn.is_some() {
+            return Err(bad("connect: the queue pair is not in Init"));
+        }
+        let fd = sock::tcp_socket()?;
+        let local = SocketAddrV4::new(self.shared.addr, 0);
+        sock::bind(&fd, local).map_err(|e| Error::io(format!("bind {local}"), e))?;
+        sock::connect(&fd, dest).map_err(|e| Error::io(format!("connect {dest}"), e))?;
+        self.events
+            .add(fd.as_raw_fd(), qp_token(qp), Interest::WRITABLE)?;
+        let request = cm::request(&self.shared.settings, param);
+        let until = Instant::now() + self.shared.settings.timeout;
+        self.deadlines.push((until, qp_token(qp)));
+        let q = self.qps.get_mut(qp.0).expect("checked above");
+        q.param = param.clone();
+        q.state = QpState::Connecting;
+        q.conn = Some(Conn {
+            fd,
+            peer: SocketAddr::V4(dest),
+            phase: Phase::TcpConnect { request },
+            crc: false,
+            mulpdu: crate::wire::fpdu::mulpdu(0),
+            interest: Interest::WRITABLE.bits(),
+        });
+        Ok(())
+    }
+
+    fn accept(&mut self, req: ConnReqId, qp: QpId, param: &ConnParam) -> Result<()> {
+        if param.private_data.len() > MAX_PRIVATE_DATA {
+            return Err(bad("accept: private data too long"));
+        }
+        match self.qps.get(qp.0) {
+            None => return Err(bad("unknown queue pair")),
+            Some(q) if q.state != QpState::Init || q.conn.is_some() => {
+                return Err(bad("accept: the queue pair is not in Init"))
+            }
+            Some(_) => {}
+        }
+        let (r, request) = self.take_req(req)?;
+        let raw = r.fd.as_raw_fd();
+        let extra = !matches!(sock::peek(raw), Ok(Recv::WouldBlock));
+        self.events.add(raw, qp_token(qp), Interest::READABLE)?;
+        let until = Instant::now() + self.shared.settings.timeout;
+        self.deadlines.push((until, qp_token(qp)));
+        self.with_qp(qp, |q, env| {
+            q.start_accepted(env, r.fd, SocketAddr::V4(r.peer), r.mulpdu, &request, param);
+            if let Some(c) = q.conn.as_mut() {
+                c.interest = Interest::READABLE.bits();
+            }
+            if extra {
+                let why = "the peer sent more than its MPA request, or closed".to_string();
+                q.established = false;
+                q.fail(env, Failure::ConnectFailed(why));
+            }
+            q.pump(env);
+        });
+        Ok(())
+    }
+
+    fn reject(&mut self, req: ConnReqId, private_data: &[u8]) -> Result<()> {
+        if private_data.len() > MAX_PRIVATE_DATA {
+            return Err(bad("reject: private data too long"));
+        }
+        let (r, request) = self.take_req(req)?;
+        let reply = cm::reject_reply(&self.shared.settings, &request, private_data);
+        // The socket's buffer is empty: the small reply goes at once.
+        let _ = sock::send(r.fd.as_raw_fd(), &reply.encode());
+        sock::shutdown_write(&r.fd);
+        Ok(())
+    }
+
+    fn disconnect(&mut self, qp: QpId) -> Result<()> {
+        self.with_qp(qp, |q, env| {
+            if q.state != QpState::Error {
+                q.fail(env, Failure::Disconnect);
+                q.sync_interest(env.events);
+            }
+        })
+        .ok_or_else(|| bad("unknown queue pair"))
+    }
+
+    fn poll_cm(&mut self) -> Option<CmEvent> {
+        self.out.cm.pop_front()
+    }
+
+    fn poll_async(&mut self) -> Option<AsyncEvent> {
+        self.out.asyncs.pop_front()
+    }
+
+    unsafe fn post_send(&mut self, qp: QpId, wr: &SendWr<'_>) -> Result<()> {
+        let q = self
+            .qps
+            .get(qp.0)
+            .ok_or_else(|| bad("unknown queue pair"))?;
+        let (send_cq, pd) = (q.init.send_cq, q.init.pd);
+        if matches!(wr.op, SendOp::FetchAdd { .. } | SendOp::CmpSwap { .. }) {
+            return Err(Error::Unsupported("iwarp: atomics".into()));
+        }
+        let is_read = matches!(wr.op, SendOp::Read { .. });
+        if wr.sges.len() > q.init.max_send_sge.max(1) as usize
+            || wr.sges.len() > MAX_SGE
+            || (is_read && wr.sges.len() > 1)
+        {
+            return Err(bad("post_send: too many scatter/gather entries"));
+        }
+        let len: u64 = wr.sges.iter().map(|s| u64::from(s.len)).sum();
+        if len > MAX_MSG {
+            return Err(bad("post_send: message too long"));
+        }
+        let inline = wr.flags.contains(SendFlags::INLINE) && !is_read;
+        if inline && len > u64::from(q.init.max_inline) {
+            return Err(bad("post_send: inline data too long"));
+        }
+        let mut req = SendReq {
+            seq: q.next_seq,
+            wr_id: wr.wr_id,
+            op: wr.op,
+            sges: [Default::default(); MAX_SGE],
+            nsge: wr.sges.len(),
+            len,
+            signaled: wr.flags.contains(SendFlags::SIGNALED),
+            fence: wr.flags.contains(SendFlags::FENCE),
+            solicited: wr.flags.contains(SendFlags::SOLICITED),
+            inline: None,
+        };
+        req.sges[..wr.sges.len()].copy_from_slice(wr.sges);
+        let wc = Wc {
+            wr_id: wr.wr_id,
+            opcode: req.wc_opcode(),
+            ..Wc::default()
+        };
+        if q.state == QpState::Error {
+            self.complete_now(
+                qp,
+                send_cq,
+                Wc {
+                    status: WcStatus::WrFlushErr,
+                    ..wc
+                },
+            );
+            return Ok(());
+        }
+        if q.sq_used >= q.init.max_send_wr {
+            return Err(Error::NoMemory("iwarp: send queue full".into()));
+        }
+        if inline {
+            let mut data = [0u8; MAX_INLINE];
+            let mut at = 0;
+            for s in wr.sges {
+                // SAFETY: the caller's sges describe readable memory for
+                // the call (the contract of an inline send).
+                let src =
+                    unsafe { std::slice::from_raw_parts(s.addr as *const u8, s.len as usize) };
+                data[at..at + src.len()].copy_from_slice(src);
+                at += src.len();
+            }
+            req.inline = Some((data, at));
+        } else {
+            let tables = self.shared.tables.read();
+            if !wr.sges.iter().all(|s| tables.check_local(s, pd, is_read)) {
+                drop(tables);
+                self.complete_now(
+                    qp,
+                    send_cq,
+                    Wc {
+                        status: WcStatus::LocProtErr,
+                        ..wc
+                    },
+                );
+                return Ok(());
+            }
+        }
+        self.with_qp(qp, |q, env| {
+            q.next_seq += 1;
+            q.sq_used += 1;
+            q.sq.push_back(req);
+            if q.state == QpState::Rts {
+                q.pump(env);
+            }
+        });
+        Ok(())
+    }
+
+    unsafe fn post_recv(&mut self, qp: QpId, wr: &RecvWr<'_>) -> Result<()> {
+        let q = self
+            .qps
+            .get(qp.0)
+            .ok_or_else(|| bad("unknown queue pair"))?;
+        let (recv_cq, pd) = (q.init.recv_cq, q.init.pd);
+        if wr.sges.len() > q.init.max_recv_sge.max(1) as usize || wr.sges.len() > MAX_SGE {
+            return Err(bad("post_recv: too many scatter entries"));
+        }
+        let wc = Wc {
+            wr_id: wr.wr_id,
+            opcode: WcOpcode::Recv,
+            ..Wc::default()
+        };
+        if q.state == QpState::Error {
+            self.complete_now(
+                qp,
+                recv_cq,
+                Wc {
+                    status: WcStatus::WrFlushErr,
+                    ..wc
+                },
+            );
+            return Ok(());
+        }
+        if q.rq.len() >= q.init.max_recv_wr as usize {
+            return Err(Error::NoMemory("iwarp: receive queue full".into()));
+        }
+        let ok = {
+            let tables = self.shared.tables.read();
+            wr.sges.iter().all(|s| tables.check_local(s, pd, true))
+        };
+        if !ok {
+            self.complete_now(
+                qp,
+                recv_cq,
+                Wc {
+                    status: WcStatus::LocProtErr,
+                    ..wc
+                },
+            );
+            return Ok(());
+        }
+        let mut r = RecvReq {
+            wr_id: wr.wr_id,
+            sges: [Default::default(); MAX_SGE],
+            nsge: wr.sges.len(),
+            len: wr.sges.iter().map(|s| u64::from(s.len)).sum(),
+        };
+        r.sges[..wr.sges.len()].copy_from_slice(wr.sges);
+        self.qps
+            .get_mut(qp.0)
+            .expect("checked above")
+            .rq
+            .push_back(r);
+        Ok(())
+    }
+
+    fn poll_cq(&mut self, cq: CqId, out: &mut [Wc]) -> usize {
+        self.progress();
+        let Some(q) = self.out.cqs.get_mut(cq.0) else {
+            return 0;
+        };
+        let n = out.len().min(q.wcs.len());
+        for (slot, wc) in out.iter_mut().zip(q.wcs.drain(..n)) {
+            *slot = wc;
+        }
+        n
+    }
+
+    fn progress(&mut self) -> usize {
+        let mut ready = std::mem::take(&mut self.ready);
+        if let Err(e) = self.events.wait(Some(Duration::ZERO), &mut ready) {
+            tracing::warn!("iwarp: {e}");
+        }
+        let mut work = 0;
+        for &(token, r) in &ready {
+            work += self.dispatch(token, r);
+        }
+        self.ready = ready;
+        work + self.check_deadlines()
+    }
+
+    fn event_fd(&self) -> Option<RawFd> {
+        Some(self.events.as_raw_fd())
+    }
+
+    fn arm(&mut self) -> Result<Armed> {
+        // Timeouts have no file descriptor: while one is pending the
+        // caller polls.
+        if self.out.pending() || !self.deadlines.is_empty() {
+            return Ok(Armed::Busy);
+        }
+        Ok(Armed::Sleep)
+    }
+}
