@@ -6,6 +6,9 @@ use uct::ucs;
 use uct::ucs::config::Time;
 use uct::ucs::{Error, Result};
 
+/// Smallest segment size TCP accepts for TCP_MAXSEG.
+const MIN_MSS: u32 = 88;
+
 /// Most RDMA READs a queue pair issues or serves at once (as siw).
 pub(crate) const MAX_RD: u32 = 128;
 
@@ -32,6 +35,10 @@ ucs::config_table! {
         /// Time the MPA exchange (request, reply and ready-to-receive
         /// message) may take before the connection fails.
         MPA_TIMEOUT mpa_timeout: Time = "10s",
+        /// Largest TCP segment of a connection (TCP_MAXSEG, set before
+        /// connecting and on the listener), so FPDUs fit a path with a
+        /// smaller MTU than the interface's; 0 keeps the path's own.
+        MSS mss: u32 = "0",
     }
 }
 
@@ -50,6 +57,8 @@ pub(crate) struct Settings {
     pub(crate) ird: u32,
     /// Limit of the MPA exchange.
     pub(crate) timeout: Duration,
+    /// TCP_MAXSEG to set (0: none).
+    pub(crate) mss: u32,
 }
 
 impl Settings {
@@ -67,6 +76,12 @@ impl Settings {
                 )));
             }
         }
+        if c.mss != 0 && !(MIN_MSS..=65535).contains(&c.mss) {
+            return Err(Error::InvalidParam(format!(
+                "RUCX_IWARP_MSS={}: expected 0 or {MIN_MSS} to 65535",
+                c.mss
+            )));
+        }
         let timeout = c.mpa_timeout.finite().ok_or_else(|| {
             Error::InvalidParam("RUCX_IWARP_MPA_TIMEOUT=inf: expected a finite time".into())
         })?;
@@ -77,6 +92,7 @@ impl Settings {
             ord: c.ord,
             ird: c.ird,
             timeout,
+            mss: c.mss,
         })
     }
 }
@@ -109,6 +125,8 @@ mod tests {
         let c = with("RUCX_IWARP_MPA_TIMEOUT", "inf").unwrap();
         assert!(Settings::from_config(&c).is_err());
         assert!(with("RUCX_IWARP_MPA_CRC", "maybe").is_err());
+        let c = with("RUCX_IWARP_MSS", "50").unwrap();
+        assert!(Settings::from_config(&c).is_err());
         // Peer-to-peer mode needs revision 2.
         let c = with("RUCX_IWARP_MPA_REV", "1").unwrap();
         assert!(!Settings::from_config(&c).unwrap().p2p);

@@ -220,3 +220,48 @@ fn sends_both_ways_interleaved_with_reads() {
     assert_eq!(sink.data, src.data);
     assert!(rbuf.data.iter().all(|&x| x == 7));
 }
+
+#[test]
+fn ethernet_sized_segments() {
+    // As across a link with an MTU of 1500: FPDUs of at most 1442 bytes.
+    let v = [("MSS", "1448")];
+    let (mut a, mut b) = pair_with(&v, &v);
+    send_recv(&mut a, &mut b, 1 << 20, 1);
+    send_recv(&mut b, &mut a, 1443, 2);
+    let len = 3 << 20;
+    let mut src = b.buf(len, 0, all());
+    src.data.copy_from_slice(&pattern(len, 5));
+    let sink = a.buf(len, 0, all());
+    a.post_send(
+        3,
+        SendOp::Read {
+            remote_addr: src.addr(),
+            rkey: src.mr.rkey,
+        },
+        &[sink.sge(0, len)],
+        SendFlags::empty(),
+    );
+    ok(&wait_wc(&mut a, &mut b, 0, 3));
+    assert_eq!(sink.data, src.data);
+    let dst = b.buf(len, 0, all());
+    a.post_send(
+        4,
+        SendOp::Write {
+            remote_addr: dst.addr(),
+            rkey: dst.mr.rkey,
+        },
+        &[sink.sge(0, len)],
+        SendFlags::empty(),
+    );
+    a.post_send(
+        5,
+        SendOp::Read {
+            remote_addr: dst.addr(),
+            rkey: dst.mr.rkey,
+        },
+        &[],
+        SendFlags::empty(),
+    );
+    ok(&wait_wc(&mut a, &mut b, 0, 5));
+    assert_eq!(dst.data, src.data);
+}

@@ -251,6 +251,21 @@ impl Context {
         work
     }
 
+    /// Caps the segment size of a socket not yet connected (inherited by
+    /// the connections a listener accepts).
+    fn limit_mss(&self, fd: &OwnedFd) -> Result<()> {
+        match self.shared.settings.mss {
+            0 => Ok(()),
+            mss => sock::set_opt(
+                fd,
+                libc::IPPROTO_TCP,
+                libc::TCP_MAXSEG,
+                mss as libc::c_int,
+                "setsockopt(TCP_MAXSEG)",
+            ),
+        }
+    }
+
     /// Takes a connection request whose MPA request was read.
     fn take_req(&mut self, req: ConnReqId) -> Result<(ConnReq, MpaFrame)> {
         if self.reqs.get(req.0).is_none_or(|r| r.request.is_none()) {
@@ -388,6 +403,7 @@ impl Verbs for Context {
             1,
             "setsockopt(SO_REUSEADDR)",
         )?;
+        self.limit_mss(&fd)?;
         sock::bind(&fd, addr).map_err(|e| Error::io(format!("bind {addr}"), e))?;
         sock::listen(&fd, 128)?;
         let bound = sock::local_addr(&fd)?;
@@ -410,6 +426,7 @@ impl Verbs for Context {
             return Err(bad("connect: the queue pair is not in Init"));
         }
         let fd = sock::tcp_socket()?;
+        self.limit_mss(&fd)?;
         let local = SocketAddrV4::new(self.shared.addr, 0);
         sock::bind(&fd, local).map_err(|e| Error::io(format!("bind {local}"), e))?;
         sock::connect(&fd, dest).map_err(|e| Error::io(format!("connect {dest}"), e))?;
