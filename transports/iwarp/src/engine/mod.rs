@@ -21,6 +21,7 @@ mod cq;
 mod qp;
 mod rx;
 mod table;
+mod timer;
 mod tx;
 
 use std::net::{SocketAddr, SocketAddrV4};
@@ -50,6 +51,8 @@ pub(crate) const TOKEN_LISTENER: u64 = 1;
 pub(crate) const TOKEN_REQ: u64 = 2;
 /// Token kind of a queue pair's socket.
 pub(crate) const TOKEN_QP: u64 = 3;
+/// Token kind of the timer fd.
+pub(crate) const TOKEN_TIMER: u64 = 4;
 
 /// Largest completion queue.
 const MAX_CQE: u32 = 1 << 20;
@@ -78,6 +81,8 @@ pub(crate) struct Context {
     /// Deadlines of MPA exchanges and lingering connections (stale entries
     /// are skipped when they expire).
     deadlines: Vec<(Instant, u64)>,
+    /// Wakes a sleeping caller at the earliest deadline.
+    timer: timer::TimerFd,
 }
 
 fn bad(what: &str) -> Error {
@@ -93,9 +98,13 @@ fn v4(addr: SocketAddr) -> Result<SocketAddrV4> {
 
 impl Context {
     pub(crate) fn new(shared: Arc<Shared>) -> Result<Context> {
+        let events = EventSet::new()?;
+        let timer = timer::TimerFd::new()?;
+        events.add(timer.as_raw_fd(), TOKEN_TIMER << 32, Interest::READABLE)?;
         Ok(Context {
             shared,
-            events: EventSet::new()?,
+            events,
+            timer,
             ready: Vec::new(),
             listener: None,
             qps: Table::default(),
@@ -219,7 +228,26 @@ impl Context {
             TOKEN_QP => self
                 .with_qp(QpId(id), |qp, env| qp.handle(env, r))
                 .unwrap_or(0),
+            TOKEN_TIMER => {
+                self.timer.clear();
+                0
+            }
             _ => 0,
+        }
+    }
+
+    /// Whether a deadline entry still guards something: a request being
+    /// read, a connection being set up or lingering.
+    fn deadline_live(&self, token: u64) -> bool {
+        let id = token as u32;
+        match token >> 32 {
+            TOKEN_REQ => self.reqs.get(id).is_some_and(|r| r.request.is_none()),
+            TOKEN_QP => self
+                .qps
+                .get(id)
+                .and_then(|q| q.conn.as_ref())
+                .is_some_and(|c| !matches!(c.phase, Phase::Rts)),
+            _ => false,
         }
     }
 
@@ -693,10 +721,20 @@ impl Verbs for Context {
     }
 
     fn arm(&mut self) -> Result<Armed> {
-        // Timeouts have no file descriptor: while one is pending the
-        // caller polls.
-        if self.out.pending() || !self.deadlines.is_empty() {
+        if self.out.pending() {
             return Ok(Armed::Busy);
+        }
+        let deadlines = std::mem::take(&mut self.deadlines);
+        self.deadlines = deadlines
+            .into_iter()
+            .filter(|d| self.deadline_live(d.1))
+            .collect();
+        if let Some(first) = self.deadlines.iter().map(|d| d.0).min() {
+            let now = Instant::now();
+            if first <= now {
+                return Ok(Armed::Busy);
+            }
+            self.timer.set(first - now)?;
         }
         Ok(Armed::Sleep)
     }

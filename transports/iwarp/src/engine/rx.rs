@@ -101,6 +101,8 @@ pub(crate) struct Rx {
     start: usize,
     end: usize,
     cur: Option<Box<Fpdu>>,
+    /// The last FPDU's box, reused for the next (no allocation per FPDU).
+    spare: Option<Box<Fpdu>>,
     /// Expected MSN on queues 0 and 1.
     msn_send: u32,
     msn_rreq: u32,
@@ -119,6 +121,7 @@ impl Rx {
             start: 0,
             end: 0,
             cur: None,
+            spare: None,
             msn_send: 1,
             msn_rreq: 1,
             send_mo: 0,
@@ -321,7 +324,7 @@ impl Qp {
         if self.conn.as_ref().is_some_and(|c| c.crc) {
             crc.update(&hdr[..hlen]);
         }
-        let mut f = Box::new(Fpdu {
+        let fresh = Fpdu {
             hdr,
             hlen,
             ddp,
@@ -331,7 +334,14 @@ impl Qp {
             crc,
             target: Target::Nothing,
             small: [0; SMALL],
-        });
+        };
+        let mut f = match self.rx.spare.take() {
+            Some(mut b) => {
+                *b = fresh;
+                b
+            }
+            None => Box::new(fresh),
+        };
         f.target = self.classify(env, &f)?;
         self.rx.cur = Some(f);
         Ok(())
@@ -595,7 +605,9 @@ impl Qp {
             }
         }
         self.rx.start += pad + fpdu::CRC_LEN;
-        self.finish(env, &f)
+        let res = self.finish(env, &f);
+        self.rx.spare = Some(f);
+        res
     }
 
     /// Acts on a received FPDU.
