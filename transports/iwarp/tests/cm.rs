@@ -5,7 +5,7 @@
 mod common;
 
 use std::io::{Read, Write};
-use std::net::{Ipv4Addr, SocketAddr, TcpListener, TcpStream};
+use std::net::{TcpListener, TcpStream};
 use std::time::Duration;
 
 use common::*;
@@ -14,7 +14,7 @@ use rucx_iwarp::wire::fpdu;
 use rucx_iwarp::wire::mpa::{MpaFrame, KEY_REP};
 use rucx_iwarp::wire::rdmap::Opcode;
 use rucx_iwarp::wire::Terminate;
-use rucx_rdma::{Access, CmEvent, ConnParam, QpState, SendFlags, SendOp, WcStatus};
+use rucx_rdma::{Access, CmEvent, ConnParam, ConnReqId, QpState, SendFlags, SendOp, WcStatus};
 
 fn param(pd: &[u8], ord: u32, ird: u32) -> ConnParam {
     ConnParam {
@@ -98,10 +98,7 @@ fn revisions_crc_and_peer_to_peer() {
 fn revision_2_request_to_a_revision_1_responder_is_rejected() {
     let mut a = Node::new(device(&[]));
     let mut b = Node::new(device(&[("MPA_REV", "1")]));
-    let addr = b
-        .ctx
-        .listen(SocketAddr::from((Ipv4Addr::LOCALHOST, 0)))
-        .unwrap();
+    let addr = listen(&mut b);
     a.ctx.connect(a.qp, addr, &ConnParam::default()).unwrap();
     drive(&mut a, &mut b, |a, _| !a.cm.is_empty());
     // The responder answers with its own revision and R set.
@@ -115,10 +112,7 @@ fn reject_with_private_data() {
     let mut b = Node::new(device(&[]));
     let rbuf = a.buf(8, 0, Access::LOCAL_WRITE);
     a.post_recv(1, &[rbuf.sge(0, 8)]);
-    let addr = b
-        .ctx
-        .listen(SocketAddr::from((Ipv4Addr::LOCALHOST, 0)))
-        .unwrap();
+    let addr = listen(&mut b);
     a.ctx.connect(a.qp, addr, &param(b"please", 1, 1)).unwrap();
     drive(&mut a, &mut b, |_, b| !b.cm.is_empty());
     let CmEvent::ConnectRequest { req, .. } = b.cm[0].clone() else {
@@ -175,10 +169,7 @@ fn silent_responder_times_out() {
 fn silent_initiator_is_dropped() {
     let mut a = Node::new(device(&[]));
     let mut b = Node::new(device(&[("MPA_TIMEOUT", "200ms")]));
-    let addr = b
-        .ctx
-        .listen(SocketAddr::from((Ipv4Addr::LOCALHOST, 0)))
-        .unwrap();
+    let addr = listen(&mut b);
     let mut s = TcpStream::connect(addr).unwrap();
     s.set_nonblocking(true).unwrap();
     let mut closed = false;
@@ -207,24 +198,29 @@ fn read_exact_timeout(s: &mut TcpStream, n: usize, b: &mut Node) -> Vec<u8> {
     out
 }
 
-/// A Linux siw-style initiator: rev 2, S set, no CRC, no markers, IRD =
-/// ORD = 16 and no other private data.
-#[test]
-fn siw_style_request_on_a_raw_socket() {
-    let mut b = Node::new(device(&[("MPA_CRC", "n")]));
-    let addr = b
-        .ctx
-        .listen(SocketAddr::from((Ipv4Addr::LOCALHOST, 0)))
-        .unwrap();
+/// Connects a raw socket to a listener of `b` and sends a Linux
+/// siw-style request: rev 2, S set, no CRC, no markers, IRD = ORD = 16
+/// and no other private data. Returns the socket and the request `b` saw.
+fn siw_request(b: &mut Node) -> (TcpStream, ConnReqId, ConnParam) {
+    let addr = listen(b);
     let mut s = TcpStream::connect(addr).unwrap();
     let mut req = b"MPA ID Req Frame".to_vec();
     req.extend_from_slice(&[0x10, 2, 0, 4, 0x00, 0x10, 0x00, 0x10]);
     s.write_all(&req).unwrap();
     let mut a = Node::new(device(&[]));
-    drive(&mut a, &mut b, |_, b| !b.cm.is_empty());
-    let CmEvent::ConnectRequest { req, param: p, .. } = b.cm.remove(0) else {
-        panic!()
+    drive(&mut a, b, |_, b| !b.cm.is_empty());
+    let CmEvent::ConnectRequest { req, param, .. } = b.cm.remove(0) else {
+        panic!("{:?}", b.cm)
     };
+    (s, req, param)
+}
+
+/// A siw-style initiator on a raw socket.
+#[test]
+fn siw_style_request_on_a_raw_socket() {
+    let mut b = Node::new(device(&[("MPA_CRC", "n")]));
+    let (mut s, req, p) = siw_request(&mut b);
+    let mut a = Node::new(device(&[]));
     assert_eq!(p, param(b"", 16, 16));
     b.ctx.accept(req, b.qp, &param(b"", 4, 4)).unwrap();
     let reply = read_exact_timeout(&mut s, 24, &mut b);
@@ -282,10 +278,7 @@ fn siw_style_request_on_a_raw_socket() {
 #[test]
 fn markers_are_refused() {
     let mut b = Node::new(device(&[]));
-    let addr = b
-        .ctx
-        .listen(SocketAddr::from((Ipv4Addr::LOCALHOST, 0)))
-        .unwrap();
+    let addr = listen(&mut b);
     let mut s = TcpStream::connect(addr).unwrap();
     let mut req = b"MPA ID Req Frame".to_vec();
     req.extend_from_slice(&[0x80, 1, 0, 0]);
@@ -301,19 +294,8 @@ fn markers_are_refused() {
 fn garbage_after_the_handshake() {
     for crc in ["y", "n"] {
         let mut b = Node::new(device(&[("MPA_CRC", crc)]));
-        let addr = b
-            .ctx
-            .listen(SocketAddr::from((Ipv4Addr::LOCALHOST, 0)))
-            .unwrap();
-        let mut s = TcpStream::connect(addr).unwrap();
-        let mut req = b"MPA ID Req Frame".to_vec();
-        req.extend_from_slice(&[0x10, 2, 0, 4, 0x00, 0x10, 0x00, 0x10]);
-        s.write_all(&req).unwrap();
+        let (mut s, req, _) = siw_request(&mut b);
         let mut a = Node::new(device(&[]));
-        drive(&mut a, &mut b, |_, b| !b.cm.is_empty());
-        let CmEvent::ConnectRequest { req, .. } = b.cm.remove(0) else {
-            panic!()
-        };
         b.ctx.accept(req, b.qp, &ConnParam::default()).unwrap();
         read_exact_timeout(&mut s, 24, &mut b);
         let rbuf = b.buf(64, 0, Access::LOCAL_WRITE);

@@ -100,24 +100,8 @@ fn write_then_zero_length_read_flush() {
         let mut src = a.buf(len, 0, all());
         src.data.copy_from_slice(&pattern(len, 3));
         let dst = b.buf(len + 8, 0x55, all());
-        a.post_send(
-            1,
-            SendOp::Write {
-                remote_addr: dst.addr() + 4,
-                rkey: dst.mr.rkey,
-            },
-            &[src.sge(0, len)],
-            SendFlags::empty(),
-        );
-        a.post_send(
-            2,
-            SendOp::Read {
-                remote_addr: dst.addr(),
-                rkey: dst.mr.rkey,
-            },
-            &[],
-            SendFlags::empty(),
-        );
+        a.post_write(1, dst.addr() + 4, dst.mr.rkey, &[src.sge(0, len)]);
+        a.post_read(2, dst.addr(), dst.mr.rkey, &[]);
         let wc = wait_wc(&mut a, &mut b, 0, 2);
         ok(&wc);
         assert_eq!(wc.opcode, WcOpcode::RdmaRead);
@@ -145,15 +129,7 @@ fn reads_of_many_sizes() {
         src.data.copy_from_slice(&pattern(len, i as u8));
         let sink = a.buf(len, 0, all());
         let id = i as u64 + 10;
-        a.post_send(
-            id,
-            SendOp::Read {
-                remote_addr: src.addr(),
-                rkey: src.mr.rkey,
-            },
-            &[sink.sge(0, len)],
-            SendFlags::empty(),
-        );
+        a.post_read(id, src.addr(), src.mr.rkey, &[sink.sge(0, len)]);
         let wc = wait_wc(&mut a, &mut b, 0, id);
         ok(&wc);
         assert_eq!(wc.byte_len as usize, len);
@@ -176,14 +152,11 @@ fn many_reads_beyond_ord() {
     src.data.copy_from_slice(&pattern(n * 100, 9));
     let sink = a.buf(n * 100, 0, all());
     for i in 0..n {
-        a.post_send(
+        a.post_read(
             i as u64,
-            SendOp::Read {
-                remote_addr: src.addr() + (i * 100) as u64,
-                rkey: src.mr.rkey,
-            },
+            src.addr() + (i * 100) as u64,
+            src.mr.rkey,
             &[sink.sge(i * 100, 100)],
-            SendFlags::empty(),
         );
     }
     drive(&mut a, &mut b, |a, _| a.wcs.len() == n);
@@ -205,15 +178,7 @@ fn sends_both_ways_interleaved_with_reads() {
     let msg_a = a.buf(len, 7, all());
     let rbuf = b.buf(len, 0, all());
     b.post_recv(100, &[rbuf.sge(0, len)]);
-    a.post_send(
-        1,
-        SendOp::Read {
-            remote_addr: src.addr(),
-            rkey: src.mr.rkey,
-        },
-        &[sink.sge(0, len)],
-        SendFlags::empty(),
-    );
+    a.post_read(1, src.addr(), src.mr.rkey, &[sink.sge(0, len)]);
     a.post_send(2, SendOp::Send, &[msg_a.sge(0, len)], SendFlags::empty());
     ok(&wait_wc(&mut a, &mut b, 0, 1));
     ok(&wait_wc(&mut a, &mut b, 1, 100));
@@ -232,36 +197,12 @@ fn ethernet_sized_segments() {
     let mut src = b.buf(len, 0, all());
     src.data.copy_from_slice(&pattern(len, 5));
     let sink = a.buf(len, 0, all());
-    a.post_send(
-        3,
-        SendOp::Read {
-            remote_addr: src.addr(),
-            rkey: src.mr.rkey,
-        },
-        &[sink.sge(0, len)],
-        SendFlags::empty(),
-    );
+    a.post_read(3, src.addr(), src.mr.rkey, &[sink.sge(0, len)]);
     ok(&wait_wc(&mut a, &mut b, 0, 3));
     assert_eq!(sink.data, src.data);
     let dst = b.buf(len, 0, all());
-    a.post_send(
-        4,
-        SendOp::Write {
-            remote_addr: dst.addr(),
-            rkey: dst.mr.rkey,
-        },
-        &[sink.sge(0, len)],
-        SendFlags::empty(),
-    );
-    a.post_send(
-        5,
-        SendOp::Read {
-            remote_addr: dst.addr(),
-            rkey: dst.mr.rkey,
-        },
-        &[],
-        SendFlags::empty(),
-    );
+    a.post_write(4, dst.addr(), dst.mr.rkey, &[sink.sge(0, len)]);
+    a.post_read(5, dst.addr(), dst.mr.rkey, &[]);
     ok(&wait_wc(&mut a, &mut b, 0, 5));
     assert_eq!(dst.data, src.data);
 }

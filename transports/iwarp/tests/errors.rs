@@ -16,24 +16,8 @@ fn bad_write(rkey: impl Fn(&Node) -> (u64, u32, Option<Buf>), len: usize, expect
     let (mut a, mut b) = pair();
     let (addr, rkey, target) = rkey(&b);
     let src = a.buf(len, 0xab, rw());
-    a.post_send(
-        1,
-        SendOp::Write {
-            remote_addr: addr,
-            rkey,
-        },
-        &[src.sge(0, len)],
-        SendFlags::empty(),
-    );
-    a.post_send(
-        2,
-        SendOp::Read {
-            remote_addr: addr,
-            rkey,
-        },
-        &[],
-        SendFlags::empty(),
-    );
+    a.post_write(1, addr, rkey, &[src.sge(0, len)]);
+    a.post_read(2, addr, rkey, &[]);
     let ev = wait_failed(&mut a, &mut b, 0);
     assert_eq!(ev.kind, AsyncEventKind::QpAccessErr, "{ev:?}");
     assert!(ev.detail.contains(expect), "{ev:?} should name {expect}");
@@ -113,15 +97,7 @@ fn bad_read(src: impl Fn(&Node) -> (u64, u32), len: usize, expect: &str) {
     let (mut a, mut b) = pair();
     let (addr, rkey) = src(&b);
     let sink = a.buf(len, 0x22, rw());
-    a.post_send(
-        1,
-        SendOp::Read {
-            remote_addr: addr,
-            rkey,
-        },
-        &[sink.sge(0, len)],
-        SendFlags::empty(),
-    );
+    a.post_read(1, addr, rkey, &[sink.sge(0, len)]);
     let ev = wait_failed(&mut a, &mut b, 0);
     assert_eq!(ev.kind, AsyncEventKind::QpAccessErr, "{ev:?}");
     assert!(ev.detail.contains(expect), "{ev:?} should name {expect}");
@@ -241,15 +217,7 @@ fn send_with_invalidate() {
     ok(&wc);
     assert_eq!(wc.invalidated_rkey, Some(target.mr.rkey));
     // The region no longer takes remote writes.
-    a.post_send(
-        2,
-        SendOp::Write {
-            remote_addr: target.addr(),
-            rkey: target.mr.rkey,
-        },
-        &[src.sge(0, 8)],
-        SendFlags::empty(),
-    );
+    a.post_write(2, target.addr(), target.mr.rkey, &[src.sge(0, 8)]);
     let ev = wait_failed(&mut a, &mut b, 0);
     assert!(ev.detail.contains("invalid STag"), "{ev:?}");
     assert!(target.data.iter().all(|&x| x == 0x11));
@@ -267,15 +235,7 @@ fn bad_local_keys_complete_with_protection_errors() {
     assert_eq!(wait_wc(&mut a, &mut b, 0, 1).status, WcStatus::LocProtErr);
     // A READ sink needs LOCAL_WRITE.
     let src = b.buf(64, 0, rw());
-    a.post_send(
-        2,
-        SendOp::Read {
-            remote_addr: src.addr(),
-            rkey: src.mr.rkey,
-        },
-        &[buf.sge(0, 64)],
-        SendFlags::empty(),
-    );
+    a.post_read(2, src.addr(), src.mr.rkey, &[buf.sge(0, 64)]);
     assert_eq!(wait_wc(&mut a, &mut b, 0, 2).status, WcStatus::LocProtErr);
     // Out of range of its region.
     let mut long = buf.sge(0, 64);
@@ -294,15 +254,7 @@ fn peer_dying_flushes() {
     // A READ the peer will never answer: it dies first.
     let sink = a.buf(64, 0, rw());
     drop(std::mem::replace(&mut b, Node::new(device(&[]))));
-    a.post_send(
-        3,
-        SendOp::Read {
-            remote_addr: 0x1000,
-            rkey: 0x100,
-        },
-        &[sink.sge(0, 64)],
-        SendFlags::empty(),
-    );
+    a.post_read(3, 0x1000, 0x100, &[sink.sge(0, 64)]);
     drive(&mut a, &mut b, |a, _| a.wcs.len() == 3);
     for wc in &a.wcs {
         assert_ne!(wc.status, WcStatus::Success, "{wc:?}");

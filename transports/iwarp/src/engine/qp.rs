@@ -425,10 +425,72 @@ impl Qp {
     }
 }
 
+/// The ranges of `len` bytes at offset `off` of a scatter/gather list
+/// (at most `out.len()` of them); returns how many.
+pub(crate) fn sge_ranges(
+    sges: &[rucx_rdma::Sge],
+    mut off: u64,
+    mut len: usize,
+    out: &mut [libc::iovec],
+) -> usize {
+    let mut n = 0;
+    for s in sges {
+        let l = u64::from(s.len);
+        if off >= l {
+            off -= l;
+            continue;
+        }
+        if len == 0 || n == out.len() {
+            break;
+        }
+        let take = ((l - off) as usize).min(len);
+        out[n] = libc::iovec {
+            iov_base: (s.addr + off) as *mut libc::c_void,
+            iov_len: take,
+        };
+        n += 1;
+        len -= take;
+        off = 0;
+    }
+    n
+}
+
 fn access_kind(cause: &TermCause) -> AsyncEventKind {
     if cause.is_access_error() {
         AsyncEventKind::QpAccessErr
     } else {
         AsyncEventKind::QpFatal
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ranges_span_entries() {
+        let sges = [
+            Sge {
+                addr: 1000,
+                len: 4,
+                lkey: 1,
+            },
+            Sge {
+                addr: 2000,
+                len: 0,
+                lkey: 1,
+            },
+            Sge {
+                addr: 3000,
+                len: 4,
+                lkey: 1,
+            },
+        ];
+        let mut out = [sock::iovec(&[]); MAX_SGE];
+        let n = sge_ranges(&sges, 2, 5, &mut out);
+        assert_eq!(n, 2);
+        assert_eq!((out[0].iov_base as usize, out[0].iov_len), (1002, 2));
+        assert_eq!((out[1].iov_base as usize, out[1].iov_len), (3000, 3));
+        assert_eq!(sge_ranges(&sges, 8, 0, &mut out), 0);
     }
 }

@@ -21,7 +21,7 @@ use std::os::fd::AsRawFd;
 use rucx_rdma::{Access, CmEvent, QpState, WcOpcode, WcStatus};
 use uct::ucs::sock::{self, Recv};
 
-use super::qp::{Env, Failure, Phase, Qp, ReadResp, Rtr};
+use super::qp::{sge_ranges, Env, Failure, Phase, Qp, ReadResp, Rtr};
 use crate::device::MAX_SGE;
 use crate::mr::RemoteRefusal;
 use crate::wire::crc::Crc32c;
@@ -161,35 +161,6 @@ impl Rx {
             why: "the peer closed the connection".into(),
         }
     }
-}
-
-/// The ranges of `len` bytes at offset `off` of a scatter list.
-fn scatter(
-    sges: &[rucx_rdma::Sge],
-    mut off: u64,
-    mut len: usize,
-    out: &mut [libc::iovec],
-) -> usize {
-    let mut n = 0;
-    for s in sges {
-        let l = u64::from(s.len);
-        if off >= l {
-            off -= l;
-            continue;
-        }
-        if len == 0 || n == out.len() {
-            break;
-        }
-        let take = ((l - off) as usize).min(len);
-        out[n] = libc::iovec {
-            iov_base: (s.addr + off) as *mut libc::c_void,
-            iov_len: take,
-        };
-        n += 1;
-        len -= take;
-        off = 0;
-    }
-    n
 }
 
 fn refusal_ddp(r: RemoteRefusal) -> TermCause {
@@ -467,7 +438,7 @@ impl Qp {
                 1
             }
             Target::Recv { mo } => match self.rq.front() {
-                Some(r) => scatter(
+                Some(r) => sge_ranges(
                     &r.sges[..r.nsge],
                     mo + f.got as u64,
                     len,
@@ -736,32 +707,5 @@ impl Qp {
             qp: self.id,
             param: self.param.clone(),
         });
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use rucx_rdma::Sge;
-
-    #[test]
-    fn scatter_spans_entries() {
-        let sges = [
-            Sge {
-                addr: 1000,
-                len: 4,
-                lkey: 1,
-            },
-            Sge {
-                addr: 2000,
-                len: 4,
-                lkey: 1,
-            },
-        ];
-        let mut out = [sock::iovec(&[]); MAX_SGE];
-        let n = scatter(&sges, 2, 5, &mut out);
-        assert_eq!(n, 2);
-        assert_eq!((out[0].iov_base as usize, out[0].iov_len), (1002, 2));
-        assert_eq!((out[1].iov_base as usize, out[1].iov_len), (2000, 3));
     }
 }

@@ -13,7 +13,7 @@ use std::os::fd::AsRawFd;
 use rucx_rdma::{Access, SendOp, Sge, WcOpcode, WcStatus};
 use uct::ucs::sock;
 
-use super::qp::{Env, Failure, Phase, Qp, ReadOut, Rtr};
+use super::qp::{sge_ranges, Env, Failure, Phase, Qp, ReadOut, Rtr};
 use crate::device::{MAX_INLINE, MAX_SGE};
 use crate::mr::Tables;
 use crate::wire::ddp::{DdpHeader, MAX_HDR_LEN, QN_READ_REQ, QN_SEND};
@@ -282,25 +282,14 @@ impl Tx {
 }
 
 /// The pieces of `len` bytes at offset `off` of a gather list.
-fn gather(sges: &[Sge], mut off: u64, mut len: usize, out: &mut [Part; MAX_SGE]) -> usize {
-    let mut n = 0;
-    for s in sges {
-        let l = u64::from(s.len);
-        if off >= l {
-            off -= l;
-            continue;
-        }
-        if len == 0 {
-            break;
-        }
-        let take = ((l - off) as usize).min(len);
-        out[n] = Part {
-            ptr: (s.addr + off) as *const u8,
-            len: take,
+fn gather(sges: &[Sge], off: u64, len: usize, out: &mut [Part; MAX_SGE]) -> usize {
+    let mut iov = [sock::iovec(&[]); MAX_SGE];
+    let n = sge_ranges(sges, off, len, &mut iov);
+    for (p, v) in out.iter_mut().zip(&iov[..n]) {
+        *p = Part {
+            ptr: v.iov_base.cast_const().cast(),
+            len: v.iov_len,
         };
-        n += 1;
-        len -= take;
-        off = 0;
     }
     n
 }

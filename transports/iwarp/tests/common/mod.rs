@@ -130,6 +130,16 @@ impl Node {
         unsafe { self.ctx.post_send(self.qp, &wr) }.unwrap();
     }
 
+    pub(crate) fn post_read(&mut self, wr_id: u64, remote_addr: u64, rkey: u32, sink: &[Sge]) {
+        let op = SendOp::Read { remote_addr, rkey };
+        self.post_send(wr_id, op, sink, SendFlags::empty());
+    }
+
+    pub(crate) fn post_write(&mut self, wr_id: u64, remote_addr: u64, rkey: u32, src: &[Sge]) {
+        let op = SendOp::Write { remote_addr, rkey };
+        self.post_send(wr_id, op, src, SendFlags::empty());
+    }
+
     pub(crate) fn post_recv(&mut self, wr_id: u64, sges: &[Sge]) {
         let wr = RecvWr { wr_id, sges };
         // SAFETY: the tests keep every buffer alive until the end.
@@ -194,13 +204,17 @@ pub(crate) fn wait_wc(a: &mut Node, b: &mut Node, which: usize, wr_id: u64) -> W
     got.unwrap()
 }
 
+/// Starts `n` listening on loopback; returns the address.
+pub(crate) fn listen(n: &mut Node) -> SocketAddr {
+    n.ctx
+        .listen(SocketAddr::from((Ipv4Addr::LOCALHOST, 0)))
+        .unwrap()
+}
+
 /// Listens on `b`, connects `a` to it; returns the request's parameters
 /// as `b` saw them. Both sides end Established.
 pub(crate) fn connect(a: &mut Node, b: &mut Node, pa: &ConnParam, pb: &ConnParam) -> ConnParam {
-    let addr = b
-        .ctx
-        .listen(SocketAddr::from((Ipv4Addr::LOCALHOST, 0)))
-        .unwrap();
+    let addr = listen(b);
     a.ctx.connect(a.qp, addr, pa).unwrap();
     let mut req = None;
     drive(a, b, |_, b| {
