@@ -490,7 +490,16 @@ impl Verbs for Context {
         }
         let (r, request) = self.take_req(req)?;
         let raw = r.fd.as_raw_fd();
-        let extra = !matches!(sock::peek(raw), Ok(Recv::WouldBlock));
+        if !matches!(sock::peek(raw), Ok(Recv::WouldBlock)) {
+            // Bytes after the request (or a close) before our reply: the
+            // initiator broke the exchange; the socket closes here.
+            self.with_qp(qp, |q, env| {
+                q.state = QpState::Connecting;
+                let why = "the peer sent more than its MPA request, or closed".to_string();
+                q.fail(env, Failure::ConnectFailed(why));
+            });
+            return Ok(());
+        }
         self.events.add(raw, qp_token(qp), Interest::READABLE)?;
         let until = Instant::now() + self.shared.settings.timeout;
         self.deadlines.push((until, qp_token(qp)));
@@ -498,11 +507,6 @@ impl Verbs for Context {
             q.start_accepted(env, r.fd, SocketAddr::V4(r.peer), r.mulpdu, &request, param);
             if let Some(c) = q.conn.as_mut() {
                 c.interest = Interest::READABLE.bits();
-            }
-            if extra {
-                let why = "the peer sent more than its MPA request, or closed".to_string();
-                q.established = false;
-                q.fail(env, Failure::ConnectFailed(why));
             }
             q.pump(env);
         });
