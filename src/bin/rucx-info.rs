@@ -190,7 +190,7 @@ fn print_devices(out: &mut dyn Write) -> io::Result<()> {
             writeln!(out, "# Memory domain: {}", md.name())?;
             writeln!(out, "#     Component: {}", comp.name())?;
             for (k, v) in md.device_info() {
-                writeln!(out, "#{k:>22}: {v}")?;
+                writeln!(out, "#{k:>26}: {v}")?;
             }
             writeln!(out, "#")?;
             let resources = match md.resources() {

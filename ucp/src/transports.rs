@@ -8,4 +8,5 @@ pub fn registry() -> Registry {
         .with(&crate::uct::self_tl::COMPONENT)
         .with(&rucx_shm::COMPONENT)
         .with(&rucx_tcp::COMPONENT)
+        .with(&rucx_iwarp::COMPONENT)
 }

@@ -57,3 +57,7 @@ pub mod wire;
 pub use config::{IwarpConfig, IWARP_TABLE};
 pub use device::IwarpDevice;
 pub use provider::{IwarpProvider, PROVIDER};
+
+/// The RC transport over this provider (`rc_iwarp`), for the transport
+/// registry.
+pub static COMPONENT: rucx_rdma::RcComponent = rucx_rdma::RcComponent::new(&PROVIDER);
