@@ -52,6 +52,7 @@ mod device;
 mod engine;
 mod mr;
 mod provider;
+mod stag;
 pub mod wire;
 
 pub use config::{IwarpConfig, IWARP_TABLE};

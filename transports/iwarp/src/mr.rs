@@ -1,8 +1,12 @@
 //! Protection domains and the memory-region table of a device.
 //!
-//! A steering tag (STag) is `(slot + 1) << 8 | key`: the upper 24 bits
-//! find the slot, the key byte changes every time the slot is reused, so a
-//! stale STag finds nothing. STags are never 0. The lkey and the rkey of a
+//! A steering tag (STag) is `index << 8 | key`. A slot has a 14-bit
+//! generation that grows every time the slot is reused: the key byte is
+//! its upper 8 bits, and the 24-bit index is `(generation & 0x3f) << 18 |
+//! (slot + 1)` through the device's keyed permutation (`stag.rs`), so that
+//! neither other regions' STags nor earlier STags of the same slot tell a
+//! peer the next one. The index finds the slot, the generation must match,
+//! so a stale STag finds nothing. STags are never 0, and no index is 0. The lkey and the rkey of a
 //! region are the same STag.
 //!
 //! [`LOCAL_LKEY`] (slot bits 0) names any memory of this process, as a
@@ -12,13 +16,18 @@
 //! while it touches registered memory for a peer, so a deregistration
 //! (write lock) waits for such an access and refuses every later one.
 
+use crate::stag::Scramble;
 use rucx_rdma::{Access, PdId, Sge};
 
 /// The key valid for any local memory (never accepted from a peer).
 pub(crate) const LOCAL_LKEY: u32 = 0xff;
 
-/// Largest slot count (24 bits of slot index, minus the reserved 0).
-const MAX_SLOTS: usize = (1 << 24) - 1;
+/// Bits of the slot number in an index.
+const SLOT_BITS: u32 = 18;
+/// Largest slot count (slot numbers are stored plus one).
+const MAX_SLOTS: usize = (1 << SLOT_BITS) - 1;
+/// Generations of a slot before they repeat.
+const GEN_MASK: u16 = 0x3fff;
 
 /// A registration.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -56,7 +65,7 @@ pub(crate) enum RemoteRefusal {
 
 #[derive(Debug)]
 struct Slot {
-    key: u8,
+    gen: u16,
     entry: Option<MrEntry>,
 }
 
@@ -73,13 +82,31 @@ pub(crate) struct Tables {
     slots: Vec<Slot>,
     free: Vec<u32>,
     pds: Vec<PdSlot>,
-}
-
-fn slot_of(stag: u32) -> Option<usize> {
-    (stag >> 8).checked_sub(1).map(|s| s as usize)
+    scramble: Scramble,
 }
 
 impl Tables {
+    /// The slot and generation an STag names (not checked against the
+    /// table).
+    fn slot_of(&self, stag: u32) -> Option<(usize, u16)> {
+        let index = stag >> 8;
+        if index == 0 {
+            return None;
+        }
+        let combo = self.scramble.decode(index);
+        let slot = (combo & ((1 << SLOT_BITS) - 1)).checked_sub(1)?;
+        let gen = ((stag & 0xff) << 6) as u16 | (combo >> SLOT_BITS) as u16;
+        Some((slot as usize, gen))
+    }
+
+    /// The STag of slot `idx` in generation `gen`; `None` when its index
+    /// would be 0.
+    fn stag_of(&self, idx: usize, gen: u16) -> Option<u32> {
+        let combo = (u32::from(gen & 0x3f) << SLOT_BITS) | (idx as u32 + 1);
+        let index = self.scramble.encode(combo);
+        (index != 0).then_some((index << 8) | u32::from(gen >> 6))
+    }
+
     pub(crate) fn alloc_pd(&mut self) -> PdId {
         if let Some(i) = self.pds.iter().position(|p| !p.alive) {
             self.pds[i] = PdSlot {
@@ -143,17 +170,28 @@ impl Tables {
         };
         let idx = match self.free.pop() {
             Some(i) => {
-                let s = &mut self.slots[i as usize];
-                s.key = s.key.wrapping_add(1);
+                let i = i as usize;
+                let mut gen = self.slots[i].gen;
+                // Skip the one generation whose index would be 0.
+                loop {
+                    gen = gen.wrapping_add(1) & GEN_MASK;
+                    if self.stag_of(i, gen).is_some() {
+                        break;
+                    }
+                }
+                let s = &mut self.slots[i];
+                s.gen = gen;
                 s.entry = Some(entry);
-                i as usize
+                i
             }
             None if self.slots.len() < MAX_SLOTS => {
+                let i = self.slots.len();
+                let gen = u16::from(self.stag_of(i, 0).is_none());
                 self.slots.push(Slot {
-                    key: 0,
+                    gen,
                     entry: Some(entry),
                 });
-                self.slots.len() - 1
+                i
             }
             None => {
                 if let Some(p) = self.pd_mut(pd) {
@@ -162,18 +200,20 @@ impl Tables {
                 return Err("memory region table full");
             }
         };
-        Ok(((idx as u32 + 1) << 8) | u32::from(self.slots[idx].key))
+        let gen = self.slots[idx].gen;
+        self.stag_of(idx, gen).ok_or("memory region table full")
     }
 
     fn slot(&self, stag: u32) -> Option<&Slot> {
-        let s = self.slots.get(slot_of(stag)?)?;
-        (u32::from(s.key) == stag & 0xff && s.entry.is_some()).then_some(s)
+        let (idx, gen) = self.slot_of(stag)?;
+        let s = self.slots.get(idx)?;
+        (s.gen == gen && s.entry.is_some()).then_some(s)
     }
 
     /// Ends a registration (valid or invalidated).
     pub(crate) fn remove(&mut self, stag: u32) -> Result<(), &'static str> {
         self.slot(stag).ok_or("unknown or stale memory key")?;
-        let idx = slot_of(stag).unwrap_or(0);
+        let idx = self.slot_of(stag).map_or(0, |(i, _)| i);
         let entry = self.slots[idx].entry.take();
         self.free.push(idx as u32);
         if let Some(p) = entry.and_then(|e| self.pd_mut(e.pd)) {
@@ -230,7 +270,7 @@ impl Tables {
     /// A peer's SEND with Invalidate: invalidates `stag` if it is a valid
     /// region of `pd`.
     pub(crate) fn invalidate(&mut self, stag: u32, pd: PdId) -> bool {
-        let Some(idx) = self.slot(stag).and(slot_of(stag)) else {
+        let Some((idx, _)) = self.slot(stag).and(self.slot_of(stag)) else {
             return false;
         };
         match self.slots[idx].entry.as_mut() {
@@ -253,13 +293,12 @@ mod tests {
         let pd = t.alloc_pd();
         let a = t.insert(pd, 0x1000, 100, Access::all()).unwrap();
         assert_ne!(a, 0);
-        assert_eq!(a >> 8, 1);
+        assert_ne!(a >> 8, 0);
         assert!(t.get(a).is_some());
         t.remove(a).unwrap();
         assert!(t.get(a).is_none());
         assert!(t.remove(a).is_err());
         let b = t.insert(pd, 0x1000, 100, Access::all()).unwrap();
-        assert_eq!(a >> 8, b >> 8);
         assert_ne!(a, b);
         assert!(t.get(a).is_none() && t.get(b).is_some());
         assert!(t.get(0).is_none() && t.get(LOCAL_LKEY).is_none() && t.get(u32::MAX).is_none());

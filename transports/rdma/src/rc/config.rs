@@ -19,11 +19,15 @@ ucs::config_table! {
         TX_BUFS tx_bufs: u32 = "512",
         /// RDMA READs a connection issues at once (ORD), clamped to what the
         /// device and the peer allow.
-        MAX_RD_ATOMIC max_rd_atomic: u32 = "16",
+        MAX_RD_ATOMIC max_rd_atomic: u32 = "64",
         /// Largest put_zcopy and get_zcopy.
         MAX_ZCOPY max_zcopy: MemUnits = "1g",
     }
 }
+
+/// Most receives posted per connection (`RX_QUEUE_LEN`, and what a peer
+/// may ask for).
+pub(crate) const MAX_RX_QUEUE: u32 = 4096;
 
 /// Sizes an iface works with, checked and derived from an [`RcConfig`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -61,7 +65,7 @@ impl Limits {
     pub(crate) fn from_config(c: &RcConfig) -> Result<Limits> {
         Ok(Limits {
             seg: size("SEG_SIZE", c.seg_size, 256, 1 << 20)?,
-            rx_queue: count("RX_QUEUE_LEN", c.rx_queue_len, 8, 4096)?,
+            rx_queue: count("RX_QUEUE_LEN", c.rx_queue_len, 8, MAX_RX_QUEUE)?,
             tx_queue: count("TX_QUEUE_LEN", c.tx_queue_len, 8, 16384)?,
             tx_bufs: count("TX_BUFS", c.tx_bufs, 8, 65536)?,
             ord: count("MAX_RD_ATOMIC", c.max_rd_atomic, 1, 128)?,

@@ -65,8 +65,6 @@ pub(crate) struct RcEp {
     pub(crate) sq_free: u32,
     /// Tokens waiting for resources, in the order added.
     pub(crate) pending: VecDeque<Token>,
-    /// A WRITE was posted since the last flush: flushing needs a READ.
-    pub(crate) unflushed: bool,
     /// Operations in flight.
     pub(crate) in_flight: u32,
 }

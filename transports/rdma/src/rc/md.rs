@@ -186,7 +186,10 @@ impl MemoryDomain for RcMd {
             ("max_msg_size", a.max_msg_size.to_string()),
             ("max_mr_size", a.max_mr_size.to_string()),
             ("ORD (max_qp_rd_atom)", a.max_qp_rd_atom.to_string()),
-            ("IRD (max_qp_init_rd_atom)", a.max_qp_init_rd_atom.to_string()),
+            (
+                "IRD (max_qp_init_rd_atom)",
+                a.max_qp_init_rd_atom.to_string(),
+            ),
             ("atomics", yes_no(a.atomics)),
             ("max_private_data", a.max_private_data.to_string()),
             ("local dma key", yes_no(a.local_lkey.is_some())),
@@ -211,8 +214,13 @@ impl MemoryDomain for RcMd {
     }
 
     unsafe fn mem_reg(&self, addr: *mut u8, len: usize, access: Access) -> Result<MemHandle> {
+        // Verbs refuse remote write or atomic rights without local write.
+        let mut rights = access;
+        if access.intersects(Access::REMOTE_WRITE | Access::REMOTE_ATOMIC) {
+            rights |= Access::LOCAL_WRITE;
+        }
         // SAFETY: forwarded under the caller's contract.
-        let mr = unsafe { self.device.reg_mr(self.pd, addr, len, access) }?;
+        let mr = unsafe { self.device.reg_mr(self.pd, addr, len, rights) }?;
         Ok(MemHandle {
             addr: addr as usize,
             len,

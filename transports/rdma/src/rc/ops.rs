@@ -36,11 +36,13 @@ impl RcIface {
     /// that consumes a peer's receive); `None` for "no resources".
     fn send_slot(&mut self, ep: EpId, credit: bool, sq: u32) -> Result<Option<QpId>> {
         let e = self.eps.get(ep).ok_or_else(|| no_ep(ep))?;
+        // While connecting, the provider holds the sends until the
+        // connection is up; the peer posts the receives we count on before
+        // it accepts.
         match &e.state {
             EpState::Failed(err) => Err(err.duplicate()),
-            EpState::Connecting => Ok(None),
-            EpState::Ready if (credit && e.credits == 0) || e.sq_free < sq => Ok(None),
-            EpState::Ready => Ok(Some(e.qp)),
+            _ if (credit && e.credits == 0) || e.sq_free < sq => Ok(None),
+            _ => Ok(Some(e.qp)),
         }
     }
 
@@ -142,17 +144,24 @@ impl RcIface {
     }
 
     /// Flushes one endpoint with a zero-length READ counted in `group`.
-    fn flush_ep(&mut self, ep: EpId, group: Option<u32>) -> Result<bool> {
+    fn flush_ep(&mut self, ep: EpId, group: u32) -> Result<bool> {
         let Some(e) = self.eps.get(ep) else {
             return Err(no_ep(ep));
         };
         if let EpState::Failed(err) = &e.state {
             return Err(err.duplicate());
         }
-        if e.in_flight == 0 && !e.unflushed {
+        if e.in_flight == 0 {
             return Ok(false);
         }
         let qp = e.qp;
+        self.post_flush_read(qp, ep, group)?;
+        Ok(true)
+    }
+
+    /// Posts a zero-length READ on `ep`'s queue pair, counted in `group`:
+    /// it completes after every earlier WRITE was placed at the target.
+    fn post_flush_read(&mut self, qp: QpId, ep: EpId, group: u32) -> Result<()> {
         let wr = SendWr {
             wr_id: 0,
             op: SendOp::Read {
@@ -167,14 +176,10 @@ impl RcIface {
             ep: Some(ep),
             buf: None,
             mr: None,
-            group,
+            group: Some(group),
         };
         // SAFETY: no memory is named.
-        unsafe { self.post_op(qp, wr, op, false) }?;
-        if let Some(e) = self.eps.get_mut(ep) {
-            e.unflushed = false;
-        }
-        Ok(true)
+        unsafe { self.post_op(qp, wr, op, false) }
     }
 }
 
@@ -224,6 +229,7 @@ impl Iface for RcIface {
             private_data: ConnReq {
                 seg: self.bufs.seg() as u32,
                 uuid: self.worker_uuid,
+                credits: self.limits.rx_queue,
             }
             .encode(),
             ord: self.limits.ord.min(dattr.max_qp_rd_atom),
@@ -239,10 +245,9 @@ impl Iface for RcIface {
         let id = self.eps.insert(RcEp {
             qp,
             state: EpState::Connecting,
-            credits: 0,
+            credits: self.limits.rx_queue,
             sq_free: self.limits.tx_queue,
             pending: Default::default(),
-            unflushed: false,
             in_flight: 0,
         })?;
         self.set_role(qp, Some(Role::Ep(id)));
@@ -427,7 +432,7 @@ impl Iface for RcIface {
         if total == 0 {
             return Ok(Posted::Done);
         }
-        let Some(qp) = self.send_slot(ep, false, 1)? else {
+        let Some(qp) = self.send_slot(ep, false, 2)? else {
             return Ok(Posted::NoResource);
         };
         let mut sges = [Sge::default(); MAX_SGES];
@@ -444,7 +449,11 @@ impl Iface for RcIface {
             sges[n] = sge;
             n += 1;
         }
-        let group = self.new_group(token, 1);
+        // The WRITE, then a zero-length READ that completes only once the
+        // WRITE was placed (or fails when the target refused it): the put
+        // completes with the READ, so a completed put is in the target's
+        // memory and a refused one fails, as the uct contract says.
+        let group = self.new_group(token, 2);
         let wr = SendWr {
             wr_id: 0,
             op: SendOp::Write {
@@ -466,8 +475,12 @@ impl Iface for RcIface {
             self.groups.remove(group);
             return Err(e);
         }
-        if let Some(e) = self.eps.get_mut(ep) {
-            e.unflushed = true;
+        if let Err(e) = self.post_flush_read(qp, ep, group) {
+            if let Some(g) = self.groups.get_mut(group) {
+                g.left = 1;
+                g.silent = true;
+            }
+            return Err(e);
         }
         Ok(Posted::InFlight)
     }
@@ -483,6 +496,11 @@ impl Iface for RcIface {
         let total: usize = iov.iter().map(|v| v.len).sum();
         let max = self.attr.max_get_zcopy;
         let stag = self.check_remote(rkey, remote_addr, total, Access::REMOTE_READ, max)?;
+        if iov.len() > self.attr.max_iov {
+            return Err(Error::InvalidParam(
+                "rc: get_zcopy: too many entries".into(),
+            ));
+        }
         let n = iov.iter().filter(|v| v.len > 0).count() as u32;
         if n == 0 {
             return Ok(Posted::Done);
@@ -537,6 +555,9 @@ impl Iface for RcIface {
 
     fn pending_add(&mut self, ep: EpId, token: Token) -> Result<()> {
         let e = self.eps.get_mut(ep).ok_or_else(|| no_ep(ep))?;
+        if let EpState::Failed(err) = &e.state {
+            return Err(err.duplicate());
+        }
         e.pending.push_back(token);
         self.ready.push(ep);
         Ok(())
@@ -548,7 +569,7 @@ impl Iface for RcIface {
             None => self
                 .eps
                 .iter()
-                .filter(|(_, e)| matches!(e.state, EpState::Ready))
+                .filter(|(_, e)| !matches!(e.state, EpState::Failed(_)))
                 .map(|(id, _)| id)
                 .collect(),
         };
@@ -557,14 +578,14 @@ impl Iface for RcIface {
             if let EpState::Failed(err) = &e.state {
                 return Err(err.duplicate());
             }
-            if matches!(e.state, EpState::Connecting) || e.sq_free == 0 {
+            if e.sq_free == 0 {
                 return Ok(Posted::NoResource);
             }
         }
         let group = self.new_group(token, 0);
         let mut left = 0;
         for t in targets {
-            match self.flush_ep(t, Some(group)) {
+            match self.flush_ep(t, group) {
                 Ok(true) => left += 1,
                 Ok(false) => {}
                 Err(e) => {

@@ -7,6 +7,7 @@ use crate::verbs::{
 };
 
 use super::bufs::Owner;
+use super::config::MAX_RX_QUEUE;
 use super::iface::{EpState, Notice, Op, RcIface, RcSrc, Role, SRC_TX_QUEUE, WC_BATCH};
 use super::ops::RECV_BIT;
 use super::wire::{self, ConnRep, ConnReq};
@@ -75,8 +76,7 @@ impl RcIface {
             };
             let room = match e.state {
                 EpState::Failed(_) => usize::MAX,
-                EpState::Connecting => 0,
-                EpState::Ready => e.credits.min(e.sq_free) as usize,
+                _ => e.credits.min(e.sq_free) as usize,
             };
             for _ in 0..room {
                 let Some(t) = e.pending.pop_front() else {
@@ -263,10 +263,10 @@ impl RcIface {
                 };
                 let ep = *ep;
                 let seg = self.bufs.seg() as u32;
+                let assumed = self.limits.rx_queue;
                 match ConnRep::decode(&param.private_data) {
-                    Ok(rep) if rep.seg == seg && rep.credits > 0 => {
+                    Ok(rep) if rep.seg == seg && rep.credits >= assumed => {
                         if let Some(e) = self.eps.get_mut(ep) {
-                            e.credits = rep.credits;
                             e.state = EpState::Ready;
                             self.ready.push(ep);
                         }
@@ -303,8 +303,10 @@ impl RcIface {
     /// posted, or rejects it.
     fn on_request(&mut self, req: ConnReqId, param: &ConnParam) {
         let seg = self.bufs.seg() as u32;
-        match ConnReq::decode(&param.private_data) {
-            Ok(r) if r.seg == seg => {}
+        let rx = match ConnReq::decode(&param.private_data) {
+            Ok(r) if r.seg == seg && r.credits <= MAX_RX_QUEUE => {
+                r.credits.max(self.limits.rx_queue)
+            }
             other => {
                 tracing::debug!(?other, "rc: connection request refused");
                 if let Err(e) = self.verbs.reject(req, b"rucx rc: bad request") {
@@ -312,25 +314,21 @@ impl RcIface {
                 }
                 return;
             }
-        }
+        };
         let dattr = self.device.attr();
         let init = QpInit {
             pd: self.pd,
             send_cq: self.cq,
             recv_cq: self.cq,
             max_send_wr: SRC_TX_QUEUE,
-            max_recv_wr: self.limits.rx_queue,
+            max_recv_wr: rx,
             max_send_sge: 1,
             max_recv_sge: 1,
             max_inline: self.max_inline as u32,
             sq_sig_all: true,
         };
         let accept = ConnParam {
-            private_data: ConnRep {
-                credits: self.limits.rx_queue,
-                seg,
-            }
-            .encode(),
+            private_data: ConnRep { credits: rx, seg }.encode(),
             ord: param.ird.min(self.limits.ord).min(dattr.max_qp_rd_atom),
             ird: param.ord.min(dattr.max_qp_init_rd_atom),
         };
@@ -351,7 +349,6 @@ impl RcIface {
                 closing: false,
             })),
         );
-        let rx = self.limits.rx_queue;
         let r = self
             .post_recvs(qp, rx)
             .and_then(|()| self.verbs.accept(req, qp, &accept));

@@ -1,12 +1,16 @@
 //! What the RC transport puts in SENDs and in connection private data.
 //! Every field is little-endian.
 //!
-//! * Connection request private data, 16 bytes: magic `rcx` + version 1
+//! * Connection request private data, 20 bytes: magic `rcx` + version 1
 //!   (4), the initiator's receive buffer size (u32), the initiator's
-//!   worker uuid (u64, for logs).
-//! * Accept private data, 12 bytes: magic (4), initial credits: the
-//!   receives the responder posted (u32), its receive buffer size (u32).
-//!   Both sides must use the same buffer size; a mismatch is rejected.
+//!   worker uuid (u64, for logs), the SENDs the initiator will make before
+//!   its first grant (u32: it starts sending while the connection is being
+//!   set up, the provider holding the SENDs until it is).
+//! * Accept private data, 12 bytes: magic (4), the receives the responder
+//!   posted before accepting (u32, at least the initiator's count: a
+//!   responder that cannot post that many rejects), its receive buffer
+//!   size (u32). Both sides must use the same buffer size; a mismatch is
+//!   rejected.
 //! * A SEND carries one active message: its id (one byte, below
 //!   `AM_ID_MAX`), then the data (`am_short`: the 8-byte header and the
 //!   payload).
@@ -24,7 +28,7 @@ use crate::uct::ucs::{Error, PeerMisbehaved, Result};
 pub(crate) const GRANT: u8 = 0xff;
 const MAGIC: [u8; 4] = *b"rcx\x01";
 /// Length of the request's private data.
-pub(crate) const REQ_LEN: usize = 16;
+pub(crate) const REQ_LEN: usize = 20;
 /// Length of the accept's private data.
 pub(crate) const REP_LEN: usize = 12;
 
@@ -33,6 +37,7 @@ pub(crate) const REP_LEN: usize = 12;
 pub(crate) struct ConnReq {
     pub(crate) seg: u32,
     pub(crate) uuid: u64,
+    pub(crate) credits: u32,
 }
 
 /// The responder's private data.
@@ -57,6 +62,7 @@ impl ConnReq {
         let mut v = MAGIC.to_vec();
         v.extend_from_slice(&self.seg.to_le_bytes());
         v.extend_from_slice(&self.uuid.to_le_bytes());
+        v.extend_from_slice(&self.credits.to_le_bytes());
         v
     }
 
@@ -72,6 +78,7 @@ impl ConnReq {
         Ok(ConnReq {
             seg: u32::from_le_bytes([b[4], b[5], b[6], b[7]]),
             uuid: u64::from_le_bytes(u),
+            credits: u32::from_le_bytes([b[16], b[17], b[18], b[19]]),
         })
     }
 }
@@ -118,14 +125,18 @@ mod tests {
 
     #[test]
     fn round_trips_and_refusals() {
-        let r = ConnReq { seg: 8192, uuid: 7 };
+        let r = ConnReq {
+            seg: 8192,
+            uuid: 7,
+            credits: 64,
+        };
         assert_eq!(ConnReq::decode(&r.encode()).unwrap(), r);
         let p = ConnRep {
             credits: 64,
             seg: 8192,
         };
         assert_eq!(ConnRep::decode(&p.encode()).unwrap(), p);
-        assert!(ConnReq::decode(&r.encode()[..15]).is_err());
+        assert!(ConnReq::decode(&r.encode()[..19]).is_err());
         assert!(ConnRep::decode(b"xxxx\0\0\0\0\0\0\0\0").is_err());
         assert_eq!(parse_grant(&grant(300)), Some(300));
         assert_eq!(parse_grant(&[GRANT, 1]), None);
