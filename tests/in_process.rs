@@ -1,4 +1,4 @@
-//! Two workers in one process, over `self` and over `tcp`.
+//! Two workers in one process, over `self`, `tcp` and `rc_iwarp`.
 
 mod common;
 
@@ -72,6 +72,11 @@ fn self_sizes() {
 #[test]
 fn tcp_sizes() {
     sizes_round_trip("tcp");
+}
+
+#[test]
+fn rc_iwarp_sizes() {
+    sizes_round_trip("rc_iwarp");
 }
 
 fn unexpected_then_posted(tls: &str) {

@@ -108,7 +108,7 @@ impl Pair {
     }
 }
 
-const TLS: [&str; 4] = ["self", "posix", "shm", "tcp"];
+const TLS: [&str; 5] = ["self", "posix", "shm", "tcp", "rc_iwarp"];
 
 fn put_get_sizes(tls: &str) {
     let mut p = pair(tls);
@@ -349,6 +349,60 @@ fn target_refuses_forged_and_stale_keys() {
         p.put(b"still fine", m4.addr(), &k4)
             .expect("put after refusals");
     }
+}
+
+/// Where the RC transport's key ("rcmk", 32 bytes) sits in a packed rkey.
+fn rc_key_at(packed: &[u8]) -> usize {
+    packed
+        .windows(4)
+        .position(|w| w == b"rcmk")
+        .expect("an rc key in the packed rkey")
+}
+
+#[test]
+fn rc_target_refuses_forged_and_stale_steering_tags() {
+    // Over RC, put and get are RDMA WRITE and READ that the target's
+    // engine checks against its regions: a refused access gets the
+    // Terminate of RFC 5040, which ends that connection; the operation
+    // fails and the memory is untouched. Each case uses a new pair.
+    let cases: [(&str, fn(&mut [u8])); 3] = [
+        ("declared range and rights widened", |k| {
+            k[20..28].copy_from_slice(&(1u64 << 40).to_le_bytes());
+            k[28..32].copy_from_slice(&ALL.bits().to_le_bytes());
+        }),
+        ("another steering tag index", |k| k[9] ^= 0x5a),
+        ("another key byte", |k| k[8] ^= 1),
+    ];
+    for (what, forge) in cases {
+        let mut p = pair("rc_iwarp");
+        let (_b1, m, _) = p.map_private(64, Access::REMOTE_READ);
+        let mut packed = m.rkey_pack().unwrap();
+        let at = rc_key_at(&packed);
+        forge(&mut packed[at..at + 32]);
+        let forged = p.a.rkey_unpack(p.ab, &packed).expect("unpack");
+        let put = p.put(&[1; 8], m.addr(), &forged);
+        assert!(put.is_err(), "{what}: put accepted");
+        let mut seen = [0u8; 64];
+        m.read(0, &mut seen).unwrap();
+        assert_eq!(seen, [0; 64], "{what}: memory untouched");
+    }
+    // Reads: out of the region's range (widened key), and a stale key.
+    let mut p = pair("rc_iwarp");
+    let (_b1, m, _) = p.map_private(64, Access::REMOTE_READ);
+    let mut packed = m.rkey_pack().unwrap();
+    let at = rc_key_at(&packed);
+    packed[at + 20..at + 28].copy_from_slice(&(1u64 << 40).to_le_bytes());
+    let forged = p.a.rkey_unpack(p.ab, &packed).expect("unpack");
+    let mut buf = [0u8; 8];
+    assert!(
+        p.get(&mut buf, m.addr() + 4096, &forged).is_err(),
+        "get past the region"
+    );
+    let mut p = pair("rc_iwarp");
+    let (_b3, m3, k3) = p.map_private(64, ALL);
+    let addr = m3.addr();
+    m3.unmap().unwrap();
+    assert!(p.get(&mut buf, addr, &k3).is_err(), "stale key");
 }
 
 #[test]
