@@ -365,7 +365,8 @@ fn rc_target_refuses_forged_and_stale_steering_tags() {
     // engine checks against its regions: a refused access gets the
     // Terminate of RFC 5040, which ends that connection; the operation
     // fails and the memory is untouched. Each case uses a new pair.
-    let cases: [(&str, fn(&mut [u8])); 3] = [
+    type Forge = fn(&mut [u8]);
+    let cases: [(&str, Forge); 3] = [
         ("declared range and rights widened", |k| {
             k[20..28].copy_from_slice(&(1u64 << 40).to_le_bytes());
             k[28..32].copy_from_slice(&ALL.bits().to_le_bytes());
