@@ -112,6 +112,8 @@ pub(crate) struct Rx {
     rresp_off: u64,
     /// The ready-to-receive message the responder waits for.
     pub(crate) rtr: Option<Rtr>,
+    /// The last read of this progress pass came back short.
+    drained: bool,
 }
 
 impl Rx {
@@ -127,6 +129,7 @@ impl Rx {
             send_mo: 0,
             rresp_off: 0,
             rtr: None,
+            drained: false,
         }
     }
 
@@ -134,16 +137,24 @@ impl Rx {
         self.end - self.start
     }
 
-    /// Reads into the buffer after what it holds.
+    /// Reads into the buffer after what it holds. `Ok(false)` when nothing
+    /// was there, or when the last read came back short: the socket was
+    /// then drained, and reading again would only see `EAGAIN` (the
+    /// level-triggered epoll set reports what arrives later).
     fn fill(&mut self, fd: i32) -> Result<bool, Failure> {
+        if self.drained {
+            return Ok(false);
+        }
         if self.start > 0 {
             self.buf.copy_within(self.start..self.end, 0);
             self.end -= self.start;
             self.start = 0;
         }
+        let room = self.buf.len() - self.end;
         match sock::recv(fd, &mut self.buf[self.end..]) {
             Ok(Recv::Data(n)) => {
                 self.end += n;
+                self.drained = n < room;
                 Ok(true)
             }
             Ok(Recv::WouldBlock) => Ok(false),
@@ -207,6 +218,7 @@ impl Qp {
         }
         let mut reads = 0;
         let mut work = 0;
+        self.rx.drained = false;
         loop {
             if self.state == QpState::Error {
                 break;
@@ -506,6 +518,9 @@ impl Qp {
     /// Reads payload straight into its destination, and what follows into
     /// the header buffer. `Ok(false)` when nothing was there.
     fn place_direct(&mut self, env: &mut Env<'_>, fd: i32) -> Result<bool, Failure> {
+        if self.rx.drained {
+            return Ok(false);
+        }
         let mut f = self.rx.cur.take().expect("an FPDU is being received");
         let want = f.payload - f.got;
         let tables = env.shared.tables.read();
@@ -539,6 +554,7 @@ impl Qp {
                 })
             }
         };
+        self.rx.drained = n < want + RXBUF;
         let placed = n.min(want);
         if self.conn.as_ref().is_some_and(|c| c.crc) {
             let mut left = placed;
