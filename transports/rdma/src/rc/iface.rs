@@ -1,7 +1,7 @@
 //! The RC iface: its state (queue pairs in both roles, buffers, operations
 //! in flight) and opening it.
 
-use std::collections::VecDeque;
+use std::collections::{HashMap, VecDeque};
 use std::net::{SocketAddr, SocketAddrV4};
 use std::sync::Arc;
 
@@ -17,14 +17,10 @@ use crate::verbs::{CqId, Mr, PdId, QpId, Wc};
 use super::bufs::Bufs;
 use super::config::Limits;
 use super::md::RcMd;
+use super::wire::HDR;
 
 /// Completions polled at once.
 pub(crate) const WC_BATCH: usize = 32;
-/// Receives an endpoint's own queue pair keeps posted for credit grants
-/// (at most 4 can be in flight, see `wire`).
-pub(crate) const GRANT_RECVS: u32 = 8;
-/// Send queue of an accepted queue pair: it sends only credit grants.
-pub(crate) const SRC_TX_QUEUE: u32 = 16;
 /// Largest message sent inline (copied at post time).
 pub(crate) const INLINE_CAP: usize = 256;
 
@@ -46,52 +42,60 @@ pub(crate) enum Notice {
     Completed(Token, Result<()>),
 }
 
-/// Connection state of an endpoint.
-#[derive(Debug)]
-pub(crate) enum EpState {
-    Connecting,
-    Ready,
-    Failed(Error),
-}
-
-/// An endpoint: the queue pair it connected, which carries its sends.
+/// An endpoint: a user of one connection to a peer iface.
 #[derive(Debug)]
 pub(crate) struct RcEp {
-    pub(crate) qp: QpId,
-    pub(crate) state: EpState,
-    /// Sends the peer can take (its posted receives we may consume).
-    pub(crate) credits: u32,
-    /// Free send queue entries.
-    pub(crate) sq_free: u32,
+    /// The queue pair of the connection it sends on.
+    pub(crate) conn: QpId,
+    /// Moving to this connection once what was sent on `conn` arrived.
+    pub(crate) switch_to: Option<QpId>,
+    /// Why it failed.
+    pub(crate) failed: Option<Error>,
     /// Tokens waiting for resources, in the order added.
     pub(crate) pending: VecDeque<Token>,
     /// Operations in flight.
     pub(crate) in_flight: u32,
 }
 
-/// An accepted queue pair: a source of active messages.
+/// A connection: one queue pair to a peer iface, used both ways, shared
+/// by every endpoint to that iface; also the [`SrcId`] of what arrives on
+/// it.
 #[derive(Debug)]
-pub(crate) struct RcSrc {
-    /// Receives consumed and reposted but not yet granted back.
+pub(crate) struct Conn {
+    /// The peer iface's listening address.
+    pub(crate) peer: SocketAddrV4,
+    /// We connected it (else we accepted it).
+    pub(crate) initiated: bool,
+    pub(crate) failed: bool,
+    /// Sends the peer can take (its posted receives we may consume).
+    pub(crate) credits: u32,
+    /// Most credits the peer can have given.
+    pub(crate) max_credits: u32,
+    /// Receives consumed and reposted but not yet returned.
     pub(crate) to_return: u32,
+    /// Free send queue entries.
     pub(crate) sq_free: u32,
+    /// The source messages on it are reported from: one per peer iface,
+    /// whichever of its connections they take.
+    pub(crate) src: SrcId,
+}
+
+/// A source: a peer iface whose connections deliver messages.
+#[derive(Debug)]
+pub(crate) struct Source {
+    pub(crate) peer: SocketAddrV4,
+    /// Connections of it not failed.
+    pub(crate) live: u32,
     /// Something was delivered from it (so its end is reported).
     pub(crate) delivered: bool,
-    pub(crate) closing: bool,
 }
-
-/// What a queue pair of this iface is for.
-#[derive(Debug)]
-pub(crate) enum Role {
-    Ep(EpId),
-    Src(RcSrc),
-}
-
 /// An operation in flight: a send work request.
 #[derive(Debug)]
 pub(crate) struct Op {
     pub(crate) qp: QpId,
     pub(crate) ep: Option<EpId>,
+    /// A READ that ends `ep`'s move to another connection.
+    pub(crate) switch: bool,
     /// Copy buffer to free.
     pub(crate) buf: Option<u32>,
     /// Region registered for this operation alone (READ sinks, sources
@@ -180,19 +184,26 @@ pub(crate) struct RcIface {
     pub(crate) cq: CqId,
     pub(crate) wcs: Vec<Wc>,
     pub(crate) eps: EpTable<RcEp>,
-    /// Role of each queue pair, by `QpId`.
-    pub(crate) roles: Vec<Option<Role>>,
+    /// The connection of each queue pair, by `QpId`.
+    pub(crate) conns: Vec<Option<Conn>>,
+    /// The connection endpoints to each peer iface use.
+    pub(crate) peers: HashMap<SocketAddrV4, QpId>,
+    /// Sources by id, and the live source of each peer iface.
+    pub(crate) srcs: HashMap<u32, Source>,
+    pub(crate) src_by_peer: HashMap<SocketAddrV4, u32>,
+    pub(crate) next_src: u32,
+    /// Where this iface listens.
+    pub(crate) listen: SocketAddrV4,
     pub(crate) ops: Table<Op>,
     pub(crate) groups: Table<Group>,
     pub(crate) notices: VecDeque<Notice>,
     /// Endpoints whose pending tokens may go back.
     pub(crate) ready: Vec<EpId>,
-    /// Accepted queue pairs to destroy once their completions are in.
+    /// Failed connections to destroy once no endpoint uses them.
     pub(crate) closing: Vec<QpId>,
     /// Local key for any memory of the process, if the device has one.
     pub(crate) local_lkey: Option<u32>,
-    /// Reads this side may have outstanding, as negotiated (per endpoint
-    /// the provider enforces its own).
+    /// Largest inline send.
     pub(crate) max_inline: usize,
 }
 
@@ -221,7 +232,7 @@ impl RcIface {
         let bound = verbs.listen(SocketAddr::V4(SocketAddrV4::new(nif.addr, 0)))?;
         let host_id = crate::uct::ucs::sys::host_id();
         let max_inline = (dattr.max_inline as usize).min(INLINE_CAP);
-        let max_short = max_inline.min(limits.seg).saturating_sub(9);
+        let max_short = max_inline.min(limits.seg).saturating_sub(HDR + 8);
         let max_iov = (dattr.max_sge as usize).saturating_sub(1).clamp(1, 8);
         let max_zcopy = limits.max_zcopy.min(dattr.max_msg_size as usize);
         let mut caps = Caps::AM_BCOPY
@@ -238,8 +249,8 @@ impl RcIface {
         let attr = IfaceAttr {
             caps,
             max_short,
-            max_bcopy: limits.seg - 1,
-            max_zcopy: limits.seg.saturating_sub(1 + 128),
+            max_bcopy: limits.seg - HDR,
+            max_zcopy: limits.seg.saturating_sub(HDR + 128),
             max_hdr: 128,
             max_iov,
             max_put_zcopy: max_zcopy,
@@ -268,7 +279,12 @@ impl RcIface {
             cq,
             wcs: vec![Wc::default(); WC_BATCH],
             eps: EpTable::new(),
-            roles: Vec::new(),
+            conns: Vec::new(),
+            peers: HashMap::new(),
+            srcs: HashMap::new(),
+            src_by_peer: HashMap::new(),
+            next_src: 0,
+            listen: SocketAddrV4::new(nif.addr, bound.port()),
             ops: Table::new(),
             groups: Table::new(),
             notices: VecDeque::new(),
@@ -279,21 +295,66 @@ impl RcIface {
         })
     }
 
-    pub(crate) fn set_role(&mut self, qp: QpId, role: Option<Role>) {
+    pub(crate) fn set_conn(&mut self, qp: QpId, conn: Option<Conn>) {
         let i = qp.0 as usize;
-        if self.roles.len() <= i {
-            self.roles.resize_with(i + 1, || None);
+        if self.conns.len() <= i {
+            self.conns.resize_with(i + 1, || None);
         }
-        self.roles[i] = role;
+        self.conns[i] = conn;
     }
 
-    pub(crate) fn role_mut(&mut self, qp: QpId) -> Option<&mut Role> {
-        self.roles.get_mut(qp.0 as usize).and_then(Option::as_mut)
+    pub(crate) fn conn(&self, qp: QpId) -> Option<&Conn> {
+        self.conns.get(qp.0 as usize).and_then(Option::as_ref)
     }
 
-    /// The source id of an accepted queue pair.
-    pub(crate) fn src_of(qp: QpId) -> SrcId {
-        SrcId(qp.0)
+    pub(crate) fn conn_mut(&mut self, qp: QpId) -> Option<&mut Conn> {
+        self.conns.get_mut(qp.0 as usize).and_then(Option::as_mut)
+    }
+
+    /// The source of peer iface `peer`, counting one more connection.
+    pub(crate) fn src_for(&mut self, peer: SocketAddrV4) -> SrcId {
+        if let Some(&id) = self.src_by_peer.get(&peer) {
+            if let Some(s) = self.srcs.get_mut(&id) {
+                s.live += 1;
+                return SrcId(id);
+            }
+        }
+        let mut id = self.next_src;
+        while self.srcs.contains_key(&id) {
+            id = id.wrapping_add(1);
+        }
+        self.next_src = id.wrapping_add(1);
+        self.srcs.insert(
+            id,
+            Source {
+                peer,
+                live: 1,
+                delivered: false,
+            },
+        );
+        self.src_by_peer.insert(peer, id);
+        SrcId(id)
+    }
+
+    /// One connection of source `src` ended; when it was the last, the
+    /// source ends (reported if it delivered anything).
+    pub(crate) fn src_conn_ended(&mut self, src: SrcId, error: &Error) {
+        let Some(s) = self.srcs.get_mut(&src.0) else {
+            return;
+        };
+        s.live = s.live.saturating_sub(1);
+        if s.live > 0 {
+            return;
+        }
+        let (peer, delivered) = (s.peer, s.delivered);
+        self.srcs.remove(&src.0);
+        if self.src_by_peer.get(&peer) == Some(&src.0) {
+            self.src_by_peer.remove(&peer);
+        }
+        if delivered {
+            self.notices
+                .push_back(Notice::SrcFailed(src, error.duplicate()));
+        }
     }
 }
 

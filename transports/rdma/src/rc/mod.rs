@@ -8,18 +8,24 @@
 //!   e.g. `iwarp_lo`), registering memory regions in one protection domain;
 //!   packed keys carry the steering tag (`md.rs`).
 //! * An iface listens through the provider's connection manager on its
-//!   device's address; `ep_create` creates a queue pair and connects it
-//!   with private data naming the receive buffer size (`wire.rs`). The
-//!   accepting side creates a queue pair of its own for the connection,
-//!   posts receives on it and accepts with the number of credits; that
-//!   queue pair is the [`uct::SrcId`] of what arrives. Each endpoint sends
-//!   on its own queue pair, so two processes talking both ways hold two
-//!   connections.
+//!   device's address. Between two ifaces there is one connection (a
+//!   queue pair each side), used in both directions and shared by every
+//!   endpoint between them (`conn.rs`): `ep_create` reuses the connection
+//!   to the remote iface if there is one (opened by either side), else
+//!   connects with private data naming the buffer size, the receives each
+//!   side posted and the initiator's listening address (`wire.rs`). When
+//!   both sides connect at once, both keep the connection opened by the
+//!   smaller address, and an endpoint that already sent on the other one
+//!   moves over after a zero-length READ proves its messages arrived, so
+//!   ordering holds. All connections from one peer iface deliver under one
+//!   [`uct::SrcId`]. Sharing one TCP stream matters: replies then carry
+//!   the acknowledgements of requests.
 //! * Active messages are SENDs: `am_short` inline (copied at post time),
 //!   `am_bcopy` from a registered copy buffer, `am_zcopy` with the caller's
 //!   memory in the gather list. Every SEND needs a credit (iWARP has no
-//!   receiver-not-ready retry); credits come back in grant messages once a
-//!   quarter of the receives was reposted. Without a credit, a send queue
+//!   receiver-not-ready retry); credits come back in the header of every
+//!   message the other way, or in a grant message of their own once a
+//!   quarter of the receives was reposted with nothing to carry them. Without a credit, a send queue
 //!   entry or a copy buffer the operation is refused (`NoResource`) and
 //!   `pending_add` reports the endpoint when it can take more.
 //! * `put_zcopy` is an RDMA WRITE from the caller's memory; `get_zcopy` an
@@ -37,13 +43,14 @@
 //! # What it does not do
 //!
 //! No atomics (the iWARP provider has none; the protocol layer emulates
-//! them), no shared receive queue, no sending on an accepted queue pair
-//! (replies use the replier's own endpoint), no closing of idle
-//! connections, no threads: a peer's WRITE or READ into this process's
-//! memory is served when this iface's `progress` runs.
+//! them), no shared receive queue, no closing of idle connections (nor of
+//! the connection that lost a simultaneous connect), no threads: a peer's
+//! WRITE or READ into this process's memory is served when this iface's
+//! `progress` runs.
 
 mod bufs;
 mod config;
+mod conn;
 mod iface;
 mod md;
 mod ops;

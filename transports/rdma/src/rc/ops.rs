@@ -7,14 +7,12 @@ use crate::uct::ucs::{Error, Result};
 use crate::uct::{
     Access, AmId, AmSink, Armed, EpId, Iface, IfaceAttr, Iov, Posted, RemoteKey, Token, AM_ID_MAX,
 };
-use crate::verbs::{ConnParam, Mr, QpId, QpInit, SendFlags, SendOp, SendWr, Sge};
+use crate::verbs::{Mr, QpId, SendFlags, SendOp, SendWr, Sge};
 
 use super::bufs::Owner;
-use super::iface::{
-    no_ep, EpState, Group, Notice, Op, RcEp, RcIface, Role, GRANT_RECVS, INLINE_CAP,
-};
+use super::iface::{no_ep, Group, Notice, Op, RcIface, INLINE_CAP};
 use super::md::key_stag;
-use super::wire::ConnReq;
+use super::wire::{self, HDR};
 
 /// Most gather entries of one operation (header buffer + iov).
 const MAX_SGES: usize = 9;
@@ -36,13 +34,44 @@ impl RcIface {
     /// that consumes a peer's receive); `None` for "no resources".
     fn send_slot(&mut self, ep: EpId, credit: bool, sq: u32) -> Result<Option<QpId>> {
         let e = self.eps.get(ep).ok_or_else(|| no_ep(ep))?;
+        if let Some(err) = &e.failed {
+            return Err(err.duplicate());
+        }
+        if e.switch_to.is_some() {
+            return Ok(None);
+        }
+        let qp = e.conn;
         // While connecting, the provider holds the sends until the
         // connection is up; the peer posts the receives we count on before
         // it accepts.
-        match &e.state {
-            EpState::Failed(err) => Err(err.duplicate()),
-            _ if (credit && e.credits == 0) || e.sq_free < sq => Ok(None),
-            _ => Ok(Some(e.qp)),
+        match self.conn(qp) {
+            Some(c) if (credit && c.credits == 0) || c.sq_free < sq => Ok(None),
+            Some(_) => Ok(Some(qp)),
+            None => Err(Error::EndpointFailed(format!(
+                "{}: connection gone",
+                self.tl_name
+            ))),
+        }
+    }
+
+    /// The header of an active message on `qp`, returning the credits
+    /// piled up for the peer.
+    fn am_header(&mut self, qp: QpId, id: AmId) -> [u8; HDR] {
+        let grant = match self.conn_mut(qp) {
+            Some(c) => {
+                let g = c.to_return.min(u32::from(u16::MAX));
+                c.to_return -= g;
+                g as u16
+            }
+            None => 0,
+        };
+        wire::header(id, grant)
+    }
+
+    /// Takes back the credits of a header whose send was refused.
+    fn unsent_header(&mut self, qp: QpId, hdr: &[u8; HDR]) {
+        if let (Some(c), Some((_, g))) = (self.conn_mut(qp), wire::parse_header(hdr)) {
+            c.to_return += u32::from(g);
         }
     }
 
@@ -66,12 +95,14 @@ impl RcIface {
             }
             return Err(e);
         }
-        if let Some(e) = ep.and_then(|ep| self.eps.get_mut(ep)) {
-            e.sq_free -= 1;
-            e.in_flight += 1;
+        if let Some(c) = self.conn_mut(qp) {
+            c.sq_free -= 1;
             if credit {
-                e.credits -= 1;
+                c.credits -= 1;
             }
+        }
+        if let Some(e) = ep.and_then(|ep| self.eps.get_mut(ep)) {
+            e.in_flight += 1;
         }
         Ok(())
     }
@@ -148,20 +179,27 @@ impl RcIface {
         let Some(e) = self.eps.get(ep) else {
             return Err(no_ep(ep));
         };
-        if let EpState::Failed(err) = &e.state {
+        if let Some(err) = &e.failed {
             return Err(err.duplicate());
         }
         if e.in_flight == 0 {
             return Ok(false);
         }
-        let qp = e.qp;
-        self.post_flush_read(qp, ep, group)?;
+        let qp = e.conn;
+        self.post_flush_read(qp, Some(ep), Some(group), false)?;
         Ok(true)
     }
 
-    /// Posts a zero-length READ on `ep`'s queue pair, counted in `group`:
-    /// it completes after every earlier WRITE was placed at the target.
-    fn post_flush_read(&mut self, qp: QpId, ep: EpId, group: u32) -> Result<()> {
+    /// Posts a zero-length READ on `qp` for `ep`, counted in `group`: it
+    /// completes after everything sent before on `qp` was placed at the
+    /// target (SENDs included: their receive completions come first).
+    pub(crate) fn post_flush_read(
+        &mut self,
+        qp: QpId,
+        ep: Option<EpId>,
+        group: Option<u32>,
+        switch: bool,
+    ) -> Result<()> {
         let wr = SendWr {
             wr_id: 0,
             op: SendOp::Read {
@@ -173,10 +211,11 @@ impl RcIface {
         };
         let op = Op {
             qp,
-            ep: Some(ep),
+            ep,
+            switch,
             buf: None,
             mr: None,
-            group: Some(group),
+            group,
         };
         // SAFETY: no memory is named.
         unsafe { self.post_op(qp, wr, op, false) }
@@ -209,55 +248,11 @@ impl Iface for RcIface {
     }
 
     fn ep_create(&mut self, dev_addr: &[u8], iface_addr: &[u8]) -> Result<EpId> {
-        let remote = crate::uct::ip_addr::unpack(dev_addr, iface_addr)
-            .filter(|r| self.local.reaches(r))
-            .ok_or_else(|| Error::Unreachable(format!("{}: address", self.tl_name)))?;
-        let dattr = self.device.attr();
-        let init = QpInit {
-            pd: self.pd,
-            send_cq: self.cq,
-            recv_cq: self.cq,
-            max_send_wr: self.limits.tx_queue,
-            max_recv_wr: GRANT_RECVS,
-            max_send_sge: (self.attr.max_iov as u32 + 1).min(dattr.max_sge),
-            max_recv_sge: 1,
-            max_inline: self.max_inline as u32,
-            sq_sig_all: true,
-        };
-        let qp = self.verbs.create_qp(&init)?;
-        let param = ConnParam {
-            private_data: ConnReq {
-                seg: self.bufs.seg() as u32,
-                uuid: self.worker_uuid,
-                credits: self.limits.rx_queue,
-            }
-            .encode(),
-            ord: self.limits.ord.min(dattr.max_qp_rd_atom),
-            ird: dattr.max_qp_init_rd_atom,
-        };
-        let started = self
-            .post_recvs(qp, GRANT_RECVS)
-            .and_then(|()| self.verbs.connect(qp, remote.addr.into(), &param));
-        if let Err(e) = started {
-            self.drop_qp(qp);
-            return Err(e);
-        }
-        let id = self.eps.insert(RcEp {
-            qp,
-            state: EpState::Connecting,
-            credits: self.limits.rx_queue,
-            sq_free: self.limits.tx_queue,
-            pending: Default::default(),
-            in_flight: 0,
-        })?;
-        self.set_role(qp, Some(Role::Ep(id)));
-        Ok(id)
+        self.create_ep(dev_addr, iface_addr)
     }
 
     fn ep_destroy(&mut self, ep: EpId) {
-        if let Some(e) = self.eps.remove(ep) {
-            self.drop_qp(e.qp);
-        }
+        self.destroy_ep(ep);
     }
 
     fn am_short(&mut self, ep: EpId, id: AmId, header: u64, payload: &[u8]) -> Result<Posted> {
@@ -273,12 +268,13 @@ impl Iface for RcIface {
             return Ok(Posted::NoResource);
         };
         let mut msg = [0u8; INLINE_CAP];
-        msg[0] = id;
-        msg[1..9].copy_from_slice(&header.to_le_bytes());
-        msg[9..9 + payload.len()].copy_from_slice(payload);
+        let hdr = self.am_header(qp, id);
+        msg[..HDR].copy_from_slice(&hdr);
+        msg[HDR..HDR + 8].copy_from_slice(&header.to_le_bytes());
+        msg[HDR + 8..HDR + 8 + payload.len()].copy_from_slice(payload);
         let sge = [Sge {
             addr: msg.as_ptr() as u64,
-            len: (9 + payload.len()) as u32,
+            len: (HDR + 8 + payload.len()) as u32,
             lkey: 0,
         }];
         let wr = SendWr {
@@ -290,12 +286,16 @@ impl Iface for RcIface {
         let op = Op {
             qp,
             ep: Some(ep),
+            switch: false,
             buf: None,
             mr: None,
             group: None,
         };
         // SAFETY: an inline send copies `msg` before returning.
-        unsafe { self.post_op(qp, wr, op, true) }?;
+        if let Err(e) = unsafe { self.post_op(qp, wr, op, true) } {
+            self.unsent_header(qp, &hdr);
+            return Err(e);
+        }
         Ok(Posted::Done)
     }
 
@@ -321,8 +321,8 @@ impl Iface for RcIface {
                 "rc: am_bcopy of more than 16 parts".into(),
             ));
         }
-        let idb = [id];
-        all[0] = &idb;
+        let hdr = self.am_header(qp, id);
+        all[0] = &hdr;
         all[1..=parts.len()].copy_from_slice(parts);
         let len = self.bufs.fill(buf, &all[..=parts.len()]).unwrap_or(0);
         let sge = [self.bufs.sge(buf, len)];
@@ -335,12 +335,16 @@ impl Iface for RcIface {
         let op = Op {
             qp,
             ep: Some(ep),
+            switch: false,
             buf: Some(buf),
             mr: None,
             group: None,
         };
         // SAFETY: the buffer is the pool's, held by the operation.
-        unsafe { self.post_op(qp, wr, op, true) }?;
+        if let Err(e) = unsafe { self.post_op(qp, wr, op, true) } {
+            self.unsent_header(qp, &hdr);
+            return Err(e);
+        }
         Ok((Posted::Done, total))
     }
 
@@ -382,7 +386,8 @@ impl Iface for RcIface {
         let Some(buf) = self.bufs.take(Owner::Tx(qp)) else {
             return Ok(Posted::NoResource);
         };
-        let len = self.bufs.fill(buf, &[&[id], header]).unwrap_or(0);
+        let hdr = self.am_header(qp, id);
+        let len = self.bufs.fill(buf, &[&hdr, header]).unwrap_or(0);
         let mut sges = [Sge::default(); MAX_SGES];
         sges[0] = self.bufs.sge(buf, len);
         let mut n = 1;
@@ -401,6 +406,7 @@ impl Iface for RcIface {
         let op = Op {
             qp,
             ep: Some(ep),
+            switch: false,
             buf: Some(buf),
             mr: None,
             group: Some(group),
@@ -408,6 +414,7 @@ impl Iface for RcIface {
         // SAFETY: the iov stays valid until completion (caller's contract).
         if let Err(e) = unsafe { self.post_op(qp, wr, op, true) } {
             self.groups.remove(group);
+            self.unsent_header(qp, &hdr);
             return Err(e);
         }
         Ok(Posted::InFlight)
@@ -466,6 +473,7 @@ impl Iface for RcIface {
         let op = Op {
             qp,
             ep: Some(ep),
+            switch: false,
             buf: None,
             mr,
             group: Some(group),
@@ -475,7 +483,7 @@ impl Iface for RcIface {
             self.groups.remove(group);
             return Err(e);
         }
-        if let Err(e) = self.post_flush_read(qp, ep, group) {
+        if let Err(e) = self.post_flush_read(qp, Some(ep), Some(group), false) {
             if let Some(g) = self.groups.get_mut(group) {
                 g.left = 1;
                 g.silent = true;
@@ -529,6 +537,7 @@ impl Iface for RcIface {
                 let op = Op {
                     qp,
                     ep: Some(ep),
+                    switch: false,
                     buf: None,
                     mr,
                     group: Some(group),
@@ -555,7 +564,7 @@ impl Iface for RcIface {
 
     fn pending_add(&mut self, ep: EpId, token: Token) -> Result<()> {
         let e = self.eps.get_mut(ep).ok_or_else(|| no_ep(ep))?;
-        if let EpState::Failed(err) = &e.state {
+        if let Some(err) = &e.failed {
             return Err(err.duplicate());
         }
         e.pending.push_back(token);
@@ -569,16 +578,17 @@ impl Iface for RcIface {
             None => self
                 .eps
                 .iter()
-                .filter(|(_, e)| !matches!(e.state, EpState::Failed(_)))
+                .filter(|(_, e)| e.failed.is_none())
                 .map(|(id, _)| id)
                 .collect(),
         };
         for &t in &targets {
             let e = self.eps.get(t).ok_or_else(|| no_ep(t))?;
-            if let EpState::Failed(err) = &e.state {
+            if let Some(err) = &e.failed {
                 return Err(err.duplicate());
             }
-            if e.sq_free == 0 {
+            let busy = e.switch_to.is_some() || self.conn(e.conn).is_none_or(|c| c.sq_free == 0);
+            if e.in_flight > 0 && busy {
                 return Ok(Posted::NoResource);
             }
         }
@@ -626,52 +636,6 @@ impl Iface for RcIface {
 }
 
 impl RcIface {
-    /// Posts `n` receive buffers on `qp`.
-    pub(crate) fn post_recvs(&mut self, qp: QpId, n: u32) -> Result<()> {
-        for _ in 0..n {
-            let buf = self
-                .bufs
-                .take(Owner::Rx(qp))
-                .ok_or_else(|| Error::NoMemory("rc: receive buffers".into()))?;
-            self.post_recv_buf(qp, buf)?;
-        }
-        Ok(())
-    }
-
-    /// Posts buffer `buf` (owned for `qp`) as a receive.
-    pub(crate) fn post_recv_buf(&mut self, qp: QpId, buf: u32) -> Result<()> {
-        let sge = [self.bufs.sge(buf, self.bufs.seg())];
-        let wr = crate::verbs::RecvWr {
-            wr_id: RECV_BIT | u64::from(buf),
-            sges: &sge,
-        };
-        // SAFETY: the buffer is the pool's and stays posted (owned for
-        // `qp`) until its completion or the queue pair's destruction.
-        let r = unsafe { self.verbs.post_recv(qp, &wr) };
-        if r.is_err() {
-            self.bufs.give(buf);
-        }
-        r
-    }
-
-    /// Destroys `qp` and releases everything it held; its operations
-    /// complete with `Canceled` on the next progress.
-    pub(crate) fn drop_qp(&mut self, qp: QpId) {
-        if let Err(e) = self.verbs.destroy_qp(qp) {
-            tracing::debug!(error = %e, "rc: queue pair not destroyed");
-        }
-        self.set_role(qp, None);
-        for b in self.bufs.held_by(qp) {
-            self.bufs.give(b);
-        }
-        for i in self.ops.find(|op| op.qp == qp) {
-            if let Some(op) = self.ops.remove(i) {
-                self.release_op_resources(&op);
-                self.group_done(op.group, Some(Error::Canceled));
-            }
-        }
-    }
-
     /// Counts down a completion group; reports its token when done.
     pub(crate) fn group_done(&mut self, group: Option<u32>, error: Option<Error>) {
         let Some(gi) = group else { return };

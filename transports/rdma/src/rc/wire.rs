@@ -1,34 +1,41 @@
 //! What the RC transport puts in SENDs and in connection private data.
 //! Every field is little-endian.
 //!
-//! * Connection request private data, 20 bytes: magic `rcx` + version 1
+//! * Connection request private data, 32 bytes: magic `rcx` + version 2
 //!   (4), the initiator's receive buffer size (u32), the initiator's
-//!   worker uuid (u64, for logs), the SENDs the initiator will make before
-//!   its first grant (u32: it starts sending while the connection is being
-//!   set up, the provider holding the SENDs until it is).
+//!   worker uuid (u64, for logs), the receives the responder must post
+//!   (u32: the initiator starts sending while the connection is being set
+//!   up, the provider holding the SENDs until it is), the receives the
+//!   initiator posted (u32: the responder's credits), the initiator's
+//!   listening address (IPv4, 4 bytes in network order, and port, u16), 2
+//!   reserved bytes (zero).
 //! * Accept private data, 12 bytes: magic (4), the receives the responder
-//!   posted before accepting (u32, at least the initiator's count: a
-//!   responder that cannot post that many rejects), its receive buffer
-//!   size (u32). Both sides must use the same buffer size; a mismatch is
-//!   rejected.
-//! * A SEND carries one active message: its id (one byte, below
-//!   `AM_ID_MAX`), then the data (`am_short`: the 8-byte header and the
-//!   payload).
-//! * A credit grant is a SEND from the accepting side on its queue pair:
-//!   id [`GRANT`] and the number of receives reposted since the last
-//!   grant (u16). The accepting side grants once a quarter of its receives
-//!   was reposted, so at most four grants are in flight, and the endpoint
-//!   keeps [`super::iface::GRANT_RECVS`] receives posted for them: iWARP
-//!   has no receiver-not-ready retry, a SEND that finds no receive ends the
-//!   connection.
+//!   posted before accepting (u32, at least what was asked: a responder
+//!   that cannot post that many rejects), its receive buffer size (u32).
+//!   Both sides must use the same buffer size; a mismatch is rejected.
+//! * A SEND carries one active message: a 3-byte header — its id (below
+//!   `AM_ID_MAX`) and the credits it returns (u16) — then the data
+//!   (`am_short`: the 8-byte header and the payload).
+//! * A credit grant is a SEND with id [`GRANT`], no data, for when
+//!   credits pile up with nothing to carry them (a quarter of the
+//!   receives): at most four are in flight, and each side keeps
+//!   [`RESERVE`] receives beyond its credits for them. iWARP has no
+//!   receiver-not-ready retry: a SEND that finds no receive ends the
+//!   connection, so the accounting must be exact.
+
+use std::net::{Ipv4Addr, SocketAddrV4};
 
 use crate::uct::ucs::{Error, PeerMisbehaved, Result};
 
 /// Active message id of a credit grant.
 pub(crate) const GRANT: u8 = 0xff;
-const MAGIC: [u8; 4] = *b"rcx\x01";
+/// Bytes before a message's data.
+pub(crate) const HDR: usize = 3;
+/// Receives posted beyond the credits, for grants.
+pub(crate) const RESERVE: u32 = 8;
+const MAGIC: [u8; 4] = *b"rcx\x02";
 /// Length of the request's private data.
-pub(crate) const REQ_LEN: usize = 20;
+pub(crate) const REQ_LEN: usize = 32;
 /// Length of the accept's private data.
 pub(crate) const REP_LEN: usize = 12;
 
@@ -37,7 +44,11 @@ pub(crate) const REP_LEN: usize = 12;
 pub(crate) struct ConnReq {
     pub(crate) seg: u32,
     pub(crate) uuid: u64,
+    /// Receives the responder must post.
     pub(crate) credits: u32,
+    /// Receives the initiator posted.
+    pub(crate) posted: u32,
+    pub(crate) listen: SocketAddrV4,
 }
 
 /// The responder's private data.
@@ -57,12 +68,20 @@ fn bad(detail: &str) -> Error {
     }
 }
 
+fn u32_at(b: &[u8], at: usize) -> u32 {
+    u32::from_le_bytes([b[at], b[at + 1], b[at + 2], b[at + 3]])
+}
+
 impl ConnReq {
     pub(crate) fn encode(&self) -> Vec<u8> {
         let mut v = MAGIC.to_vec();
         v.extend_from_slice(&self.seg.to_le_bytes());
         v.extend_from_slice(&self.uuid.to_le_bytes());
         v.extend_from_slice(&self.credits.to_le_bytes());
+        v.extend_from_slice(&self.posted.to_le_bytes());
+        v.extend_from_slice(&self.listen.ip().octets());
+        v.extend_from_slice(&self.listen.port().to_le_bytes());
+        v.extend_from_slice(&[0, 0]);
         v
     }
 
@@ -71,14 +90,24 @@ impl ConnReq {
             return Err(bad(&format!("{} bytes, expected {REQ_LEN}", b.len())));
         }
         if b[..4] != MAGIC {
-            return Err(bad("not an rc peer"));
+            return Err(bad("not an rc peer of this version"));
+        }
+        if b[30..32] != [0, 0] {
+            return Err(bad("reserved bytes set"));
         }
         let mut u = [0u8; 8];
         u.copy_from_slice(&b[8..16]);
+        let ip = Ipv4Addr::new(b[24], b[25], b[26], b[27]);
+        let port = u16::from_le_bytes([b[28], b[29]]);
+        if port == 0 || ip.is_unspecified() {
+            return Err(bad("no listening address"));
+        }
         Ok(ConnReq {
-            seg: u32::from_le_bytes([b[4], b[5], b[6], b[7]]),
+            seg: u32_at(b, 4),
             uuid: u64::from_le_bytes(u),
-            credits: u32::from_le_bytes([b[16], b[17], b[18], b[19]]),
+            credits: u32_at(b, 16),
+            posted: u32_at(b, 20),
+            listen: SocketAddrV4::new(ip, port),
         })
     }
 }
@@ -96,25 +125,26 @@ impl ConnRep {
             return Err(bad(&format!("{} bytes, expected {REP_LEN}", b.len())));
         }
         if b[..4] != MAGIC {
-            return Err(bad("not an rc peer"));
+            return Err(bad("not an rc peer of this version"));
         }
         Ok(ConnRep {
-            credits: u32::from_le_bytes([b[4], b[5], b[6], b[7]]),
-            seg: u32::from_le_bytes([b[8], b[9], b[10], b[11]]),
+            credits: u32_at(b, 4),
+            seg: u32_at(b, 8),
         })
     }
 }
 
-/// A grant's bytes.
-pub(crate) fn grant(n: u16) -> [u8; 3] {
-    let b = n.to_le_bytes();
-    [GRANT, b[0], b[1]]
+/// A message header: id and credits returned.
+pub(crate) fn header(id: u8, grant: u16) -> [u8; HDR] {
+    let g = grant.to_le_bytes();
+    [id, g[0], g[1]]
 }
 
-/// The credits of a grant message (`None` if it is not one).
-pub(crate) fn parse_grant(msg: &[u8]) -> Option<u16> {
+/// The id and returned credits of a received message (`None` if it is
+/// shorter than a header).
+pub(crate) fn parse_header(msg: &[u8]) -> Option<(u8, u16)> {
     match msg {
-        [GRANT, a, b] => Some(u16::from_le_bytes([*a, *b])),
+        [id, a, b, ..] => Some((*id, u16::from_le_bytes([*a, *b]))),
         _ => None,
     }
 }
@@ -129,17 +159,27 @@ mod tests {
             seg: 8192,
             uuid: 7,
             credits: 64,
+            posted: 72,
+            listen: "10.1.2.3:4000".parse().unwrap(),
         };
-        assert_eq!(ConnReq::decode(&r.encode()).unwrap(), r);
+        let e = r.encode();
+        assert_eq!(e.len(), REQ_LEN);
+        assert_eq!(&e[24..30], &[10, 1, 2, 3, 0xa0, 0x0f]);
+        assert_eq!(ConnReq::decode(&e).unwrap(), r);
+        assert!(ConnReq::decode(&e[..31]).is_err());
+        let mut z = e.clone();
+        z[28..30].copy_from_slice(&[0, 0]);
+        assert!(ConnReq::decode(&z).is_err());
+        let mut z = e.clone();
+        z[31] = 1;
+        assert!(ConnReq::decode(&z).is_err());
         let p = ConnRep {
             credits: 64,
             seg: 8192,
         };
         assert_eq!(ConnRep::decode(&p.encode()).unwrap(), p);
-        assert!(ConnReq::decode(&r.encode()[..19]).is_err());
         assert!(ConnRep::decode(b"xxxx\0\0\0\0\0\0\0\0").is_err());
-        assert_eq!(parse_grant(&grant(300)), Some(300));
-        assert_eq!(parse_grant(&[GRANT, 1]), None);
-        assert_eq!(parse_grant(&[1, 1, 1]), None);
+        assert_eq!(parse_header(&header(5, 300)), Some((5, 300)));
+        assert_eq!(parse_header(&[GRANT, 1]), None);
     }
 }
