@@ -92,15 +92,16 @@ fn config() -> ProptestConfig {
 fn entry() -> impl Strategy<Value = IfaceEntry> {
     let pos = || prop_oneof![Just(0.0), 1e-9..1.0f64, Just(f64::MAX)];
     (
-        "[a-z_]{1,32}",
+        ("[a-z_]{1,32}", "[a-z0-9_]{1,64}"),
         prop::collection::vec(any::<u8>(), 0..40),
         prop::collection::vec(any::<u8>(), 0..40),
         (pos(), pos(), 1.0..1e12f64),
         any::<u32>(),
     )
         .prop_map(
-            |(tl_name, dev_addr, iface_addr, (l, o, b), caps)| IfaceEntry {
+            |((tl_name, md_name), dev_addr, iface_addr, (l, o, b), caps)| IfaceEntry {
                 tl_name,
+                md_name,
                 dev_addr,
                 iface_addr,
                 model: PerfModel {
@@ -206,6 +207,7 @@ fn address_length_fields_set_huge() {
         ifaces: vec![
             IfaceEntry {
                 tl_name: "tcp".into(),
+                md_name: "tcp".into(),
                 dev_addr: vec![127, 0, 0, 1],
                 iface_addr: vec![0x12, 0x34],
                 model: PerfModel {
@@ -219,12 +221,14 @@ fn address_length_fields_set_huge() {
         ],
     };
     let valid = a.encode().unwrap();
-    // Count, name, device and iface lengths of the first entry.
+    // Count, transport name, domain name, device and iface lengths of the
+    // first entry.
     let first_name = 10;
-    let dev = first_name + 1 + 3;
+    let md = first_name + 1 + 3;
+    let dev = md + 1 + 3;
     let iface = dev + 1 + 4;
-    for at in [9, first_name, dev, iface] {
-        for v in [0u8, 33, 0xff] {
+    for at in [9, first_name, md, dev, iface] {
+        for v in [0u8, 33, 65, 0xff] {
             let mut b = valid.clone();
             b[at] = v;
             assert!(WorkerAddress::decode(&b).is_err(), "byte {at} = {v}");
@@ -253,6 +257,7 @@ fn unknown_capability_bits_re_encode_readably() {
         uuid: 3,
         ifaces: vec![IfaceEntry {
             tl_name: "x".into(),
+            md_name: "y".into(),
             dev_addr: vec![],
             iface_addr: vec![],
             model: PerfModel {

@@ -3,10 +3,12 @@
 //! Layout (little-endian):
 //!
 //! ```text
-//! u8   version (= 1)
+//! u8   version (= 2)
 //! u64  worker uuid
 //! u8   number of ifaces, then for each:
-//!      u8 + bytes   transport name (UTF-8, at most 32 bytes)
+//!      u8 + bytes   transport name (UTF-8, 1 to 32 bytes)
+//!      u8 + bytes   name of the memory domain that owns the iface on
+//!                   its worker (UTF-8, 1 to 64 bytes)
 //!      u8 + bytes   device address
 //!      u8 + bytes   iface address
 //!      f64 x 3      latency (s), overhead (s), bandwidth (B/s)
@@ -14,19 +16,35 @@
 //! ```
 //!
 //! Both sides run lane selection on the same numbers, so the model travels
-//! with the address. A decoder fed garbage returns an error.
+//! with the address. The memory domain name tells a peer which entry of a
+//! packed remote key belongs to each of its lanes: keys are packed per
+//! memory domain of their owner, and domain names may differ between hosts
+//! (an RDMA domain is named after its device). A decoder fed garbage
+//! returns an error.
+//!
+//! Version 1 had no memory domain names; this build refuses it.
 
 use crate::uct::{Caps, PerfModel};
 use crate::{Error, Result};
 
 /// Address version this build writes and reads.
-pub const VERSION: u8 = 1;
+pub const VERSION: u8 = 2;
+
+/// Longest transport name in an address, in bytes.
+pub const MAX_TL_NAME: usize = 32;
+
+/// Longest memory domain name in an address, in bytes.
+pub const MAX_MD_NAME: usize = 64;
 
 /// One iface in a worker address.
 #[derive(Debug, Clone, PartialEq)]
 pub struct IfaceEntry {
     /// Transport name.
     pub tl_name: String,
+    /// Name of the memory domain that owns the iface on its worker: the
+    /// name under which that worker's packed remote keys carry the key
+    /// this iface's operations use.
+    pub md_name: String,
     /// Device address.
     pub dev_addr: Vec<u8>,
     /// Iface address.
@@ -54,6 +72,17 @@ fn put_bytes(out: &mut Vec<u8>, b: &[u8]) -> Result<()> {
     Ok(())
 }
 
+/// Writes a name the decoder accepts: 1 to `max` bytes.
+fn put_name(out: &mut Vec<u8>, what: &str, name: &str, max: usize) -> Result<()> {
+    if name.is_empty() || name.len() > max {
+        return Err(Error::InvalidParam(format!(
+            "{what} {name:?} of {} bytes (1 to {max})",
+            name.len()
+        )));
+    }
+    put_bytes(out, name.as_bytes())
+}
+
 impl WorkerAddress {
     /// Encodes the address.
     pub fn encode(&self) -> Result<Vec<u8>> {
@@ -63,7 +92,8 @@ impl WorkerAddress {
             .map_err(|_| Error::InvalidParam("more than 255 ifaces".into()))?;
         out.push(n);
         for i in &self.ifaces {
-            put_bytes(&mut out, i.tl_name.as_bytes())?;
+            put_name(&mut out, "transport name", &i.tl_name, MAX_TL_NAME)?;
+            put_name(&mut out, "memory domain name", &i.md_name, MAX_MD_NAME)?;
             put_bytes(&mut out, &i.dev_addr)?;
             put_bytes(&mut out, &i.iface_addr)?;
             for v in [i.model.latency, i.model.overhead, i.model.bandwidth] {
@@ -87,13 +117,8 @@ impl WorkerAddress {
         let n = r.u8()?;
         let mut ifaces = Vec::with_capacity(n as usize);
         for _ in 0..n {
-            let name = r.bytes()?;
-            if name.is_empty() || name.len() > 32 {
-                return Err(bad(format!("transport name of {} bytes", name.len())));
-            }
-            let tl_name = std::str::from_utf8(name)
-                .map_err(|_| bad("transport name is not UTF-8".into()))?
-                .to_string();
+            let tl_name = r.name("transport name", MAX_TL_NAME)?;
+            let md_name = r.name("memory domain name", MAX_MD_NAME)?;
             let dev_addr = r.bytes()?.to_vec();
             let iface_addr = r.bytes()?.to_vec();
             let latency = r.f64()?;
@@ -106,6 +131,7 @@ impl WorkerAddress {
             let caps = Caps::from_bits_truncate(r.u32()?);
             ifaces.push(IfaceEntry {
                 tl_name,
+                md_name,
                 dev_addr,
                 iface_addr,
                 model: PerfModel {
@@ -163,6 +189,16 @@ impl<'a> Reader<'a> {
         let n = self.u8()? as usize;
         self.take(n)
     }
+    /// A length-prefixed UTF-8 name of 1 to `max` bytes.
+    fn name(&mut self, what: &str, max: usize) -> Result<String> {
+        let b = self.bytes()?;
+        if b.is_empty() || b.len() > max {
+            return Err(bad(format!("{what} of {} bytes", b.len())));
+        }
+        std::str::from_utf8(b)
+            .map(str::to_string)
+            .map_err(|_| bad(format!("{what} is not UTF-8")))
+    }
 }
 
 #[cfg(test)]
@@ -173,7 +209,8 @@ mod tests {
         WorkerAddress {
             uuid: 0x1122_3344_5566_7788,
             ifaces: vec![IfaceEntry {
-                tl_name: "tcp".into(),
+                tl_name: "rc_iwarp".into(),
+                md_name: "iwarp_eth1".into(),
                 dev_addr: vec![127, 0, 0, 1],
                 iface_addr: vec![1, 2],
                 model: PerfModel {
@@ -193,6 +230,24 @@ mod tests {
     }
 
     #[test]
+    fn layout_is_the_documented_one() {
+        let a = sample();
+        let mut want = vec![2];
+        want.extend_from_slice(&0x1122_3344_5566_7788u64.to_le_bytes());
+        want.push(1);
+        want.extend_from_slice(b"\x08rc_iwarp");
+        want.extend_from_slice(b"\x0aiwarp_eth1");
+        want.extend_from_slice(&[4, 127, 0, 0, 1]);
+        want.extend_from_slice(&[2, 1, 2]);
+        for v in [5e-6f64, 1e-6, 2.2e9] {
+            want.extend_from_slice(&v.to_le_bytes());
+        }
+        let caps = (Caps::AM_SHORT | Caps::AM_BCOPY).bits();
+        want.extend_from_slice(&caps.to_le_bytes());
+        assert_eq!(a.encode().unwrap(), want);
+    }
+
+    #[test]
     fn every_truncation_and_extension_is_an_error() {
         let b = sample().encode().unwrap();
         for n in 0..b.len() {
@@ -201,8 +256,40 @@ mod tests {
         let mut longer = b.clone();
         longer.push(0);
         assert!(WorkerAddress::decode(&longer).is_err());
-        let mut v2 = b;
-        v2[0] = 2;
-        assert!(WorkerAddress::decode(&v2).is_err());
+        for version in [0, 1, 3, 0xff] {
+            let mut other = b.clone();
+            other[0] = version;
+            assert!(WorkerAddress::decode(&other).is_err(), "version {version}");
+        }
+    }
+
+    #[test]
+    fn names_out_of_bounds_are_refused_both_ways() {
+        let names = [
+            (String::new(), true),
+            ("x".repeat(MAX_MD_NAME), false),
+            ("x".repeat(MAX_MD_NAME + 1), true),
+        ];
+        for (md_name, refused) in names {
+            let mut a = sample();
+            a.ifaces[0].md_name = md_name.clone();
+            assert_eq!(a.encode().is_err(), refused, "{} bytes", md_name.len());
+        }
+        let mut a = sample();
+        a.ifaces[0].tl_name = "x".repeat(MAX_TL_NAME + 1);
+        assert!(a.encode().is_err());
+
+        // The same lengths written by hand: the memory domain name's
+        // length byte follows the transport name.
+        let b = sample().encode().unwrap();
+        let at = 1 + 8 + 1 + 1 + "rc_iwarp".len();
+        let rest = &b[at + 1 + "iwarp_eth1".len()..];
+        for name in [&b""[..], &[b'x'; MAX_MD_NAME + 1][..], &[0xff, 0xfe][..]] {
+            let mut forged = b[..at].to_vec();
+            forged.push(name.len() as u8);
+            forged.extend_from_slice(name);
+            forged.extend_from_slice(rest);
+            assert!(WorkerAddress::decode(&forged).is_err(), "{name:?}");
+        }
     }
 }

@@ -65,11 +65,13 @@ impl Worker {
         let params = IfaceParams { worker_uuid: uuid };
         let mut ifaces = Vec::new();
         let mut iface_md = Vec::new();
+        let mut md_names = Vec::new();
         for (mdi, md, res) in ctx.resource_list() {
             match md.iface_open(res, &params) {
                 Ok(i) => {
                     ifaces.push(i);
                     iface_md.push(mdi);
+                    md_names.push(md.name().to_string());
                 }
                 Err(e) => {
                     tracing::warn!("cannot open {}/{}: {e}", res.tl_name, res.dev_name)
@@ -81,8 +83,10 @@ impl Worker {
         }
         let entries = ifaces
             .iter()
-            .map(|i| IfaceEntry {
+            .zip(md_names)
+            .map(|(i, md_name)| IfaceEntry {
                 tl_name: i.tl_name().to_string(),
+                md_name,
                 dev_addr: i.device_addr().to_vec(),
                 iface_addr: i.iface_addr().to_vec(),
                 model: i.attr().model,

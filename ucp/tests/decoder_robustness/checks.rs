@@ -12,7 +12,7 @@ use rucx_ucp::proto::wire::{
     MiddleHdr, FIRST_HDR, MIDDLE_HDR, ONLY_HDR, RTR_PUT_HDR,
 };
 use rucx_ucp::uct::Caps;
-use rucx_ucp::wireup::address::WorkerAddress;
+use rucx_ucp::wireup::address::{WorkerAddress, MAX_MD_NAME, MAX_TL_NAME};
 
 fn le64(b: &[u8], at: usize) -> u64 {
     let mut a = [0u8; 8];
@@ -90,7 +90,7 @@ pub(crate) fn caps_offsets(a: &WorkerAddress) -> Vec<usize> {
     let mut at = 1 + 8 + 1;
     let mut out = Vec::new();
     for i in &a.ifaces {
-        at += 3 + i.tl_name.len() + i.dev_addr.len() + i.iface_addr.len() + 24;
+        at += 4 + i.tl_name.len() + i.md_name.len() + i.dev_addr.len() + i.iface_addr.len() + 24;
         out.push(at);
         at += 4;
     }
@@ -105,7 +105,8 @@ pub(crate) fn check_address(data: &[u8]) {
         return;
     };
     for i in &a.ifaces {
-        assert!(!i.tl_name.is_empty() && i.tl_name.len() <= 32);
+        assert!(!i.tl_name.is_empty() && i.tl_name.len() <= MAX_TL_NAME);
+        assert!(!i.md_name.is_empty() && i.md_name.len() <= MAX_MD_NAME);
         let m = i.model;
         for v in [m.latency, m.overhead, m.bandwidth] {
             assert!(v.is_finite() && v >= 0.0, "model {m:?}");
