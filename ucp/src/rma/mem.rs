@@ -293,7 +293,9 @@ impl MemMap {
     }
 
     /// The key peers need to reach this memory: the range, the rights, the
-    /// protocol layer's registration and each memory domain's packed key.
+    /// protocol layer's registration and each memory domain's packed key
+    /// under the domain's name here (which peers learn, per iface, from
+    /// this worker's address).
     pub fn rkey_pack(&self) -> Result<Vec<u8>> {
         let f = RMA_REGS
             .key_fields(&self.am)
@@ -394,7 +396,7 @@ pub(crate) struct PackedKey<'a> {
     pub(crate) addr: u64,
     pub(crate) len: u64,
     pub(crate) access: Access,
-    /// (domain name, its packed key)
+    /// (domain name as the owner names it, its packed key)
     pub(crate) mds: Vec<(&'a str, &'a [u8])>,
     /// The shared-memory segment holding the memory, if any.
     pub(crate) seg: Option<SegEntry>,

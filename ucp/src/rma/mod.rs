@@ -17,9 +17,10 @@
 //!   [`Rkey::ptr`] gives the address for loads and stores of one's own.
 //! * **put / get** otherwise go over a lane of the endpoint that reaches the remote
 //!   memory itself when there is one and the peer's map was registered with
-//!   that lane's memory domain: CMA between processes of one host (the
-//!   kernel copies; the target's CPU does nothing), the TCP transport's put
-//!   emulation (the target's progress writes), `self` in one process.
+//!   the memory domain of that lane's remote iface: CMA between processes
+//!   of one host (the kernel copies; the target's CPU does nothing), the
+//!   TCP transport's put emulation (the target's progress writes), RDMA
+//!   WRITE and READ over RC, `self` in one process.
 //!   Otherwise they are **emulated over active messages**: the target's
 //!   worker executes them when it progresses.
 //! * **atomics** are always executed by the target's worker (active

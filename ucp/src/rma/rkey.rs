@@ -145,19 +145,28 @@ impl Worker {
     /// Unpacks a peer's packed key for operations on `ep`. The bytes are
     /// untrusted: a malformed key is an error, and the target checks every
     /// access it takes part in against its live registration.
+    ///
+    /// A packed key has one entry per memory domain of its owner, named as
+    /// the owner names them; the name of a domain may differ between hosts
+    /// (RDMA domains are named after their device). Each lane takes the
+    /// entry of the domain that owns its remote iface, as the peer's
+    /// address said, and unpacks it with the domain of its local iface: a
+    /// lane joins ifaces of one transport, so both domains read one key
+    /// format.
     pub fn rkey_unpack(&self, ep: Ep, packed: &[u8]) -> Result<Rkey> {
         let p = decode_packed(packed)?;
         let st = self.core.eps.get(ep.0).ok_or(Error::InvalidHandle)?;
         let lanes = st
             .lanes
             .iter()
-            .map(|&(iface, _)| {
+            .zip(&st.remote_mds)
+            .map(|(&(iface, _), remote_md)| {
                 let md = self.core.ctx.md(*self.core.iface_md.get(iface)?)?;
-                let (_, bytes) = p.mds.iter().find(|(name, _)| *name == md.name())?;
+                let (_, bytes) = p.mds.iter().find(|(name, _)| name == remote_md)?;
                 match md.rkey_unpack(bytes) {
                     Ok(k) => Some(k),
                     Err(e) => {
-                        tracing::debug!("rkey_unpack: {}: {e}", md.name());
+                        tracing::debug!("rkey_unpack: {remote_md} by {}: {e}", md.name());
                         None
                     }
                 }

@@ -87,12 +87,14 @@ impl Core {
             iface.dev_name()
         );
         let mut lanes = vec![(lane.iface, uct_ep)];
+        let mut remote_mds = vec![addr.ifaces[lane.remote].md_name.clone()];
         let mut infos = vec![self.lane_info(ifaces, lane.iface)];
         for (li, ri) in self.data_lanes(ifaces, addr, lane.iface, lane.remote) {
             let r = &addr.ifaces[ri];
             match ifaces[li].ep_create(&r.dev_addr, &r.iface_addr) {
                 Ok(e) => {
                     lanes.push((li, e));
+                    remote_mds.push(r.md_name.clone());
                     infos.push(self.lane_info(ifaces, li));
                 }
                 Err(e) => tracing::debug!("no data lane on iface {li}: {e}"),
@@ -126,6 +128,7 @@ impl Core {
             iface: lane.iface,
             uct_ep,
             lanes: lanes.clone(),
+            remote_mds,
             cfg,
             queue: Default::default(),
             waiting: false,

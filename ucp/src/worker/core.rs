@@ -37,6 +37,10 @@ pub(crate) struct EpState {
     /// selection's lane indexes; the first is `(iface, uct_ep)`, which
     /// carries active messages. Further lanes only move rendezvous data.
     pub(crate) lanes: Vec<(usize, EpId)>,
+    /// Per lane, in the order of `lanes`: the name of the memory domain
+    /// that owns the lane's remote iface (from the peer's address), under
+    /// which the peer's packed remote keys carry the key for the lane.
+    pub(crate) remote_mds: Vec<String>,
     pub(crate) cfg: EpConfig,
     /// Sends waiting for transport resources, in posting order.
     pub(crate) queue: VecDeque<SlabId>,
