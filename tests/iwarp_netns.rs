@@ -6,7 +6,10 @@
 //! messages, ucp_put_bw and ucp_get and checks each run's output, then
 //! captures a shorter set of runs on the veth with tshark and checks the
 //! capture as `iwarp_wire.rs` does: here the FPDUs are cut to an Ethernet
-//! MSS, so Sends, WRITEs and READ responses take many segments.
+//! MSS, so Sends, WRITEs and READ responses take many segments. Its veth
+//! ends have one name on both hosts;
+//! `rma_between_hosts_whose_devices_differ_in_name` names them apart and
+//! checks that put and get still go as RDMA WRITE and READ.
 //!
 //! Needs root and `ip` (iproute2), and tshark for the capture; without
 //! them it prints `skipped: <why>`, or fails when `RUCX_REQUIRE_ALL=1`.
@@ -167,11 +170,12 @@ fn rc_iwarp_between_two_namespaces() {
 }
 
 /// Two hosts whose interfaces have different names: RMA must still go
-/// as RDMA WRITE and READ.
+/// as RDMA WRITE and READ. rc_iwarp names its memory domains after the
+/// device (`iwarp_<netdev>`), so the domain under which the server packs
+/// its keys has no namesake on the client; the client finds the entry
+/// through the domain name the server's address gives for the lane's
+/// remote iface.
 #[test]
-#[ignore = "ucp matches a peer's packed remote keys by memory domain name, and rc_iwarp \
-            names its domains after the device (iwarp_<netdev>): between hosts whose \
-            interfaces differ in name, put and get fall back to active messages"]
 fn rma_between_hosts_whose_devices_differ_in_name() {
     let dir = Scratch::new("iwarp-netns-names");
     let two = match TwoHosts::create("d", false) {
