@@ -19,20 +19,23 @@ pub(crate) struct PerfRun<'a> {
     pub(crate) env: &'a [(&'a str, &'a str)],
 }
 
+/// CRC32c on (the default is off, as in siw), so that tshark checks it.
+const CRC: (&str, &str) = ("RUCX_IWARP_MPA_CRC", "y");
+
 /// Short runs that between them put every iWARP message rucx sends on
 /// the wire, for a capture: small eager Sends, 64 KiB messages eager
 /// (Sends) and by rendezvous (READs), RDMA WRITEs and READs of 200000
-/// bytes, and a connection of MPA rev 1 without CRC.
+/// bytes, all with CRC, and a connection of MPA rev 1 without CRC.
 pub(crate) const CAPTURED_RUNS: [PerfRun<'static>; 6] = [
-    PerfRun::new("tag_lat", "-t tag_lat -s 8 -n 200 -w 10", &[]),
-    PerfRun::new("tag_bw_rndv", "-t tag_bw -s 65536 -n 40 -w 4", &[]),
+    PerfRun::new("tag_lat", "-t tag_lat -s 8 -n 200 -w 10", &[CRC]),
+    PerfRun::new("tag_bw_rndv", "-t tag_bw -s 65536 -n 40 -w 4", &[CRC]),
     PerfRun::new(
         "tag_bw_eager",
         "-t tag_bw -s 65536 -n 40 -w 4",
-        &[("RUCX_RNDV_THRESH", "inf")],
+        &[("RUCX_RNDV_THRESH", "inf"), CRC],
     ),
-    PerfRun::new("put_bw", "-t ucp_put_bw -s 200000 -n 20 -w 2", &[]),
-    PerfRun::new("get", "-t ucp_get -s 200000 -n 20 -w 2", &[]),
+    PerfRun::new("put_bw", "-t ucp_put_bw -s 200000 -n 20 -w 2", &[CRC]),
+    PerfRun::new("get", "-t ucp_get -s 200000 -n 20 -w 2", &[CRC]),
     PerfRun::new(
         "tag_lat_rev1",
         "-t tag_lat -s 8 -n 100 -w 10",

@@ -20,8 +20,10 @@ ucs::config_table! {
         /// mode). As responder, requests of revision 1 and 2 are accepted.
         MPA_REV mpa_rev: u32 = "2",
         /// Ask for a CRC32c on every FPDU. CRC is used in both directions
-        /// when either side asks for it.
-        MPA_CRC mpa_crc: bool = "y",
+        /// when either side asks for it. Off by default, as in Linux siw:
+        /// TCP's checksum already covers the stream, and the CRC is a pass
+        /// over every byte on both sides (about 10 GB/s on one core).
+        MPA_CRC mpa_crc: bool = "n",
         /// Peer-to-peer mode (RFC 6581, revision 2 only): as initiator, ask
         /// the responder to wait for a ready-to-receive message (a
         /// zero-length RDMA WRITE or READ) before it sends anything.
@@ -106,7 +108,7 @@ mod tests {
         IWARP_TABLE.check_defaults().unwrap();
         let s = Settings::from_config(&IwarpConfig::default()).unwrap();
         assert_eq!(s.rev, 2);
-        assert!(s.crc && s.p2p);
+        assert!(!s.crc && s.p2p);
         assert_eq!((s.ord, s.ird), (32, 32));
         assert_eq!(s.timeout, Duration::from_secs(10));
     }

@@ -272,7 +272,8 @@ mod tests {
         let mine = on_reply(&req, &reply).unwrap();
         assert_eq!((mine.ord, mine.ird), (8, 4));
         assert_eq!(mine.rtr, Some(Rtr::Write));
-        assert!(mine.crc && agreed.crc);
+        // Neither side asked for CRC (the default).
+        assert!(!mine.crc && !agreed.crc);
     }
 
     #[test]
@@ -304,7 +305,7 @@ mod tests {
         assert_eq!(refuse(&s, &req), None);
         let (reply, agreed) = accept_reply(&s, &req, &param(0, 0));
         assert_eq!(agreed.rtr, None);
-        assert!(reply.crc, "we ask for CRC");
+        assert!(!reply.crc, "neither side asks for CRC by default");
         assert_eq!((agreed.ord, agreed.ird), (16, 32));
         assert!(!reply.enhanced.unwrap().p2p);
         let p = peer_param(&s, &req);
