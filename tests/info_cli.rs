@@ -54,6 +54,45 @@ fn endpoint_tables() {
 }
 
 #[test]
+fn rc_iwarp_device_and_tables() {
+    let out = info(&["-d"], &[("RUCX_TLS", "rc_iwarp")]);
+    assert!(out.status.success());
+    let text = String::from_utf8_lossy(&out.stdout);
+    for want in [
+        "# Memory domain: iwarp_lo",
+        "RDMA transport: iWARP",
+        "max_sge_rd: 1",
+        "atomics: no",
+        "Transport: rc_iwarp",
+        "Device: iwarp_lo",
+        "get_zcopy:",
+        "put_zcopy:",
+    ] {
+        assert!(text.contains(want), "missing {want:?} in:\n{text}");
+    }
+    let out = info(&["-e"], &[("RUCX_TLS", "rc_iwarp")]);
+    assert!(out.status.success());
+    let text = String::from_utf8_lossy(&out.stdout);
+    let line = |op: &str| {
+        text.lines()
+            .find(|l| l.starts_with(&format!("| {op} ")))
+            .unwrap_or_else(|| panic!("no {op} line in:\n{text}"))
+            .to_string()
+    };
+    // RDMA WRITE and READ for put and get; no atomics on iWARP: emulated.
+    assert!(line("put").contains("zero-copy write") && line("put").contains("rc_iwarp/iwarp_lo"));
+    assert!(line("get").contains("zero-copy read"));
+    assert!(line("atomic").contains("emulated"));
+    assert!(
+        text.contains("rendezvous zero-copy read from remote"),
+        "{text}"
+    );
+    // `rc` selects it too.
+    let out = info(&["-e"], &[("RUCX_TLS", "rc")]);
+    assert!(String::from_utf8_lossy(&out.stdout).contains("rc_iwarp/iwarp_lo"));
+}
+
+#[test]
 fn devices_and_config() {
     let out = info(&["-d"], &[]);
     assert!(out.status.success());

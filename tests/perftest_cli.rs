@@ -259,8 +259,8 @@ const ONE_SIDED: [(&str, &str, &str, &str); 7] = [
 ];
 
 #[test]
-fn pair_one_sided_tests_over_shm_and_tcp() {
-    for tls in ["shm", "tcp"] {
+fn pair_one_sided_tests_over_shm_tcp_and_rc_iwarp() {
+    for tls in ["shm", "tcp", "rc_iwarp"] {
         for (test, size, desc, label) in ONE_SIDED {
             let out = run_on(
                 tls,
