@@ -152,29 +152,35 @@ impl RcIface {
         })
     }
 
-    /// Posts the remote-access check of a zero-copy put or get.
+    /// Checks a zero-copy put or get before posting: the key is an rc key,
+    /// the iov within limits, the range inside the key's and its rights
+    /// the ones needed. Returns the steering tag and the total length.
     fn check_remote(
         &self,
         rkey: &RemoteKey,
         addr: u64,
-        len: usize,
+        iov: &[Iov],
         need: Access,
         max: usize,
-    ) -> Result<u32> {
+    ) -> Result<(u32, usize)> {
         let stag =
             key_stag(rkey).ok_or_else(|| Error::InvalidParam("rc: not an rc remote key".into()))?;
-        if len > max {
-            return Err(Error::InvalidParam(format!("rc: {len} bytes > {max}")));
+        let len: usize = iov.iter().map(|v| v.len).sum();
+        if len > max || iov.len() > self.attr.max_iov {
+            return Err(Error::InvalidParam(format!(
+                "rc: {len} bytes in {} entries, limits {max} and {}",
+                iov.len(),
+                self.attr.max_iov
+            )));
         }
         if !rkey.covers(addr, len) || !rkey.access.contains(need) {
             return Err(Error::RemoteAccess(format!(
                 "rc: {len} bytes at {addr:#x} outside the key's range or rights"
             )));
         }
-        Ok(stag)
+        Ok((stag, len))
     }
 
-    /// Flushes one endpoint with a zero-length READ counted in `group`.
     fn flush_ep(&mut self, ep: EpId, group: u32) -> Result<bool> {
         let Some(e) = self.eps.get(ep) else {
             return Err(no_ep(ep));
@@ -428,14 +434,8 @@ impl Iface for RcIface {
         rkey: &RemoteKey,
         token: Token,
     ) -> Result<Posted> {
-        let total: usize = iov.iter().map(|v| v.len).sum();
         let max = self.attr.max_put_zcopy;
-        let stag = self.check_remote(rkey, remote_addr, total, Access::REMOTE_WRITE, max)?;
-        if iov.len() > self.attr.max_iov {
-            return Err(Error::InvalidParam(
-                "rc: put_zcopy: too many entries".into(),
-            ));
-        }
+        let (stag, total) = self.check_remote(rkey, remote_addr, iov, Access::REMOTE_WRITE, max)?;
         if total == 0 {
             return Ok(Posted::Done);
         }
@@ -501,14 +501,8 @@ impl Iface for RcIface {
         rkey: &RemoteKey,
         token: Token,
     ) -> Result<Posted> {
-        let total: usize = iov.iter().map(|v| v.len).sum();
         let max = self.attr.max_get_zcopy;
-        let stag = self.check_remote(rkey, remote_addr, total, Access::REMOTE_READ, max)?;
-        if iov.len() > self.attr.max_iov {
-            return Err(Error::InvalidParam(
-                "rc: get_zcopy: too many entries".into(),
-            ));
-        }
+        let (stag, _) = self.check_remote(rkey, remote_addr, iov, Access::REMOTE_READ, max)?;
         let n = iov.iter().filter(|v| v.len > 0).count() as u32;
         if n == 0 {
             return Ok(Posted::Done);
