@@ -37,8 +37,8 @@
 mod component;
 mod ep_table;
 mod iface;
-mod mem;
 pub mod ip_addr;
+mod mem;
 pub mod perf;
 mod registry;
 pub mod self_tl;
