@@ -322,3 +322,70 @@ fn garbage_after_the_handshake() {
         }
     }
 }
+
+/// A raw peer that sends more Read Requests at once than the IRD it was
+/// granted gets a Terminate (RDMAP remote operation, catastrophic for the
+/// stream, as siw sends) naming the request, and the queue pair fails.
+#[test]
+fn read_requests_beyond_the_ird_are_terminated() {
+    use rucx_iwarp::wire::ddp::QN_READ_REQ;
+    use rucx_iwarp::wire::rdmap::ReadRequest;
+    use rucx_iwarp::wire::TermCause;
+    let mut b = Node::new(device(&[]));
+    let (mut s, req, _) = siw_request(&mut b);
+    let mut a = Node::new(device(&[]));
+    // IRD 2 granted: the reply's word says so.
+    b.ctx.accept(req, b.qp, &param(b"", 1, 2)).unwrap();
+    let reply = read_exact_timeout(&mut s, 24, &mut b);
+    let (f, _) = MpaFrame::decode(&reply).unwrap().unwrap();
+    let ird = u32::from(f.enhanced.unwrap().ird);
+    // Zero-length READs (no region checked), all in one write, so the
+    // engine queues them before it can answer any.
+    let mut out = Vec::new();
+    for msn in 1..=ird + 5 {
+        let hdr = DdpHeader::Untagged {
+            last: true,
+            opcode: Opcode::ReadRequest,
+            inv_stag: 0,
+            qn: QN_READ_REQ,
+            msn,
+            mo: 0,
+        };
+        let rr = ReadRequest {
+            sink_stag: 0x100,
+            sink_to: 0,
+            size: 0,
+            src_stag: 0x200,
+            src_to: 0,
+        };
+        let (h, n) = hdr.to_bytes();
+        fpdu::encode_fpdu(&mut out, &[&h[..n], &rr.encode()], false);
+    }
+    s.write_all(&out).unwrap();
+    drive(&mut a, &mut b, |_, b| {
+        b.cm.iter()
+            .any(|e| matches!(e, CmEvent::Disconnected { .. }))
+    });
+    assert_eq!(b.ctx.qp_state(b.qp), Some(QpState::Error));
+    assert!(
+        b.asyncs.iter().any(|e| e.detail.contains("Terminate")),
+        "{:?}",
+        b.asyncs
+    );
+    // Read Responses for the first requests, then the Terminate.
+    s.set_read_timeout(Some(Duration::from_secs(2))).unwrap();
+    let mut rest = Vec::new();
+    let _ = s.read_to_end(&mut rest);
+    let mut at = 0;
+    let mut term = None;
+    while let Ok(Some(ulpdu)) = fpdu::check_fpdu(&rest[at..], false) {
+        let (h, hl) = DdpHeader::decode(&rest[at + 2..]).unwrap();
+        if h.opcode() == Opcode::Terminate {
+            term = Some(Terminate::decode(&rest[at + 2 + hl..at + 2 + ulpdu]).unwrap());
+        }
+        at += fpdu::fpdu_len(ulpdu);
+    }
+    let term = term.expect("a Terminate");
+    assert_eq!(term.cause, TermCause::RDMAP_CATASTROPHIC_STREAM);
+    assert!(term.rdmap_hdr.is_some(), "the request is echoed");
+}
