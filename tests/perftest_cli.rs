@@ -380,8 +380,8 @@ fn wrong_option_is_a_usage_error() {
 }
 
 /// Starts a server the way `--pair` does and returns it with its port.
-fn start_pair_server() -> (Child, u16) {
-    let mut server = perftest(&["--pair-server"])
+fn start_pair_server(tls: &str) -> (Child, u16) {
+    let mut server = perftest_on(tls, &["--pair-server"])
         .stderr(Stdio::null())
         .spawn()
         .expect("start server");
@@ -400,38 +400,43 @@ fn start_pair_server() -> (Child, u16) {
 
 #[test]
 fn server_exits_with_error_when_its_client_vanishes() {
-    let (mut server, port) = start_pair_server();
-    let port = port.to_string();
-    let mut client = perftest(&["127.0.0.1", "-p", &port, "-t", "tag_lat", "-n", "0"])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("start client");
-    // Wait for the first report row: the test is running.
-    let stdout = client.stdout.take().expect("stdout");
-    let mut lines = BufReader::new(stdout).lines();
-    let started = lines.any(|l| {
-        l.map(|l| l.split_whitespace().count() == 8)
-            .unwrap_or(false)
-    });
-    assert!(started, "the client never reported");
-    client.kill().expect("kill client");
-    let _ = client.wait();
-    let status = wait_for(&mut server, Duration::from_secs(30), "server");
-    assert!(!status.success(), "server exit {status:?}");
+    // Over rc_iwarp the dead peer is seen as the RC connection closing.
+    for tls in ["tcp", "rc_iwarp"] {
+        let (mut server, port) = start_pair_server(tls);
+        let port = port.to_string();
+        let mut client = perftest_on(tls, &["127.0.0.1", "-p", &port, "-t", "tag_lat", "-n", "0"])
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("start client");
+        // Wait for the first report row: the test is running.
+        let stdout = client.stdout.take().expect("stdout");
+        let mut lines = BufReader::new(stdout).lines();
+        let started = lines.any(|l| {
+            l.map(|l| l.split_whitespace().count() == 8)
+                .unwrap_or(false)
+        });
+        assert!(started, "{tls}: the client never reported");
+        client.kill().expect("kill client");
+        let _ = client.wait();
+        let status = wait_for(&mut server, Duration::from_secs(30), "server");
+        assert!(!status.success(), "{tls}: server exit {status:?}");
+    }
 }
 
 #[test]
 fn client_exits_with_error_when_its_server_vanishes() {
-    let (mut server, port) = start_pair_server();
-    let port = port.to_string();
-    let mut client = perftest(&["127.0.0.1", "-p", &port, "-t", "tag_bw", "-n", "0"])
-        .stdout(Stdio::null())
-        .spawn()
-        .expect("start client");
-    thread::sleep(Duration::from_millis(1500));
-    server.kill().expect("kill server");
-    let _ = server.wait();
-    let status = wait_for(&mut client, Duration::from_secs(30), "client");
-    assert!(!status.success(), "client exit {status:?}");
+    for tls in ["tcp", "rc_iwarp"] {
+        let (mut server, port) = start_pair_server(tls);
+        let port = port.to_string();
+        let mut client = perftest_on(tls, &["127.0.0.1", "-p", &port, "-t", "tag_bw", "-n", "0"])
+            .stdout(Stdio::null())
+            .spawn()
+            .expect("start client");
+        thread::sleep(Duration::from_millis(1500));
+        server.kill().expect("kill server");
+        let _ = server.wait();
+        let status = wait_for(&mut client, Duration::from_secs(30), "client");
+        assert!(!status.success(), "{tls}: client exit {status:?}");
+    }
 }
