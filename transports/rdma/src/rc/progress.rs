@@ -175,6 +175,7 @@ impl RcIface {
             self.bufs.give(buf);
             return;
         };
+        let starved = c.credits == 0;
         c.credits += u32::from(grant);
         if c.credits > c.max_credits {
             let d = format!("{} credits, at most {}", c.credits, c.max_credits);
@@ -199,7 +200,9 @@ impl RcIface {
             self.fail_conn(qp, e);
             return;
         }
-        if grant > 0 {
+        // Endpoints wait for credits only when there were none (those
+        // waiting for send queue entries are woken by completions).
+        if grant > 0 && starved {
             self.wake_eps(qp);
         }
         let quarter = (self.limits.rx_queue / 4).max(1);
