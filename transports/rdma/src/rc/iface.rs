@@ -115,53 +115,37 @@ pub(crate) struct Group {
     pub(crate) silent: bool,
 }
 
-/// Slots indexed by `u32`, reused after removal.
+/// Operations and completion groups by `u32` index (their `wr_id`s):
+/// uct's endpoint table, keyed by plain numbers.
 #[derive(Debug)]
-pub(crate) struct Table<T> {
-    slots: Vec<Option<T>>,
-    free: Vec<u32>,
-}
+pub(crate) struct Table<T>(EpTable<T>);
 
 impl<T> Table<T> {
     pub(crate) fn new() -> Table<T> {
-        Table {
-            slots: Vec::new(),
-            free: Vec::new(),
-        }
+        Table(EpTable::new())
     }
 
+    /// Stores `v`; its index. (The table holds at most the work requests
+    /// in flight, far from the 2^32 ids that would make it refuse.)
     pub(crate) fn insert(&mut self, v: T) -> u32 {
-        match self.free.pop() {
-            Some(i) => {
-                self.slots[i as usize] = Some(v);
-                i
-            }
-            None => {
-                self.slots.push(Some(v));
-                (self.slots.len() - 1) as u32
-            }
-        }
+        self.0.insert(v).map_or(u32::MAX, |id| id.0)
     }
 
     pub(crate) fn get_mut(&mut self, i: u32) -> Option<&mut T> {
-        self.slots.get_mut(i as usize).and_then(Option::as_mut)
+        self.0.get_mut(EpId(i))
     }
 
     pub(crate) fn remove(&mut self, i: u32) -> Option<T> {
-        let v = self.slots.get_mut(i as usize)?.take()?;
-        self.free.push(i);
-        Some(v)
+        self.0.remove(EpId(i))
     }
 
     /// Indices of the entries for which `f` holds.
     pub(crate) fn find(&self, f: impl Fn(&T) -> bool) -> Vec<u32> {
-        let mut out = Vec::new();
-        for (i, s) in self.slots.iter().enumerate() {
-            if s.as_ref().is_some_and(&f) {
-                out.push(i as u32);
-            }
-        }
-        out
+        self.0
+            .iter()
+            .filter(|(_, v)| f(v))
+            .map(|(id, _)| id.0)
+            .collect()
     }
 }
 
