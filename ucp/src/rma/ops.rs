@@ -27,6 +27,7 @@ impl Worker {
     /// Unless this returns `Posted::Done` or an error, the `len` bytes at
     /// `ptr` stay readable and unmodified until the request's completion
     /// has been observed or the worker is dropped.
+    #[inline]
     pub unsafe fn put_raw(
         &mut self,
         ep: Ep,
@@ -37,11 +38,12 @@ impl Worker {
         op: Op,
     ) -> Result<Posted<()>> {
         rkey.check(ep, remote_addr, len, Access::REMOTE_WRITE)?;
-        // SAFETY: this function's contract covers the `len` bytes at `ptr`.
-        if let Some(done) =
-            unsafe { self.mapped_copy(ep, Dir::Put, ptr.cast_mut(), len, remote_addr, rkey) }
-        {
-            return done;
+        if let Some(p) = rkey.mapped_ptr(remote_addr, len) {
+            self.ep_usable(ep)?;
+            // SAFETY: `len` bytes at `p` inside the mapping (checked), at
+            // `ptr` by this function's contract.
+            unsafe { copy_bytes(ptr, p, len) };
+            return Ok(done_now(len));
         }
         self.rma_start(
             ep,
@@ -61,6 +63,7 @@ impl Worker {
     /// Unless this returns `Posted::Done` or an error, the `len` bytes at
     /// `ptr` stay writable, and untouched by anyone else, until the
     /// request's completion has been observed or the worker is dropped.
+    #[inline]
     pub unsafe fn get_raw(
         &mut self,
         ep: Ep,
@@ -71,9 +74,12 @@ impl Worker {
         op: Op,
     ) -> Result<Posted<()>> {
         rkey.check(ep, remote_addr, len, Access::REMOTE_READ)?;
-        // SAFETY: this function's contract covers the `len` bytes at `ptr`.
-        if let Some(done) = unsafe { self.mapped_copy(ep, Dir::Get, ptr, len, remote_addr, rkey) } {
-            return done;
+        if let Some(p) = rkey.mapped_ptr(remote_addr, len) {
+            self.ep_usable(ep)?;
+            // SAFETY: `len` bytes at `p` inside the mapping (checked), at
+            // `ptr` by this function's contract.
+            unsafe { copy_bytes(p, ptr, len) };
+            return Ok(done_now(len));
         }
         self.rma_start(ep, Dir::Get, &[(ptr, len)], remote_addr, rkey, op)
     }
@@ -292,49 +298,22 @@ impl Worker {
         }))
     }
 
-    /// A put or get of one range done at once on the peer's segment
-    /// mapped here, if the range is in one (fast path: no request);
-    /// `None`: take the general way. The caller checked the key.
-    ///
-    /// # Safety
-    ///
-    /// `ptr` is valid for `len` bytes (reads for a put, writes for a get).
-    #[inline]
-    unsafe fn mapped_copy(
-        &self,
-        ep: Ep,
-        dir: Dir,
-        ptr: *mut u8,
-        len: usize,
-        remote_addr: u64,
-        rkey: &Rkey,
-    ) -> Option<Result<Posted<()>>> {
-        let p = rkey.mapped_ptr(remote_addr, len)?;
-        Some(self.ep_usable(ep).map(|()| {
-            // SAFETY: `len` bytes at `p` inside the mapping (checked), at
-            // `ptr` by this function's contract.
-            unsafe {
-                match dir {
-                    Dir::Put => copy_bytes(ptr, p, len),
-                    Dir::Get => copy_bytes(p, ptr, len),
-                }
-            }
-            Posted::Done(
-                Info {
-                    tag: 0,
-                    length: len,
-                },
-                (),
-            )
-        }))
-    }
-
     /// Fails if `ep` is unknown or failed.
-    #[inline]
+    #[inline(always)]
     fn ep_usable(&self, ep: Ep) -> Result<()> {
         match self.core.eps.get(ep.0) {
-            None => Err(Error::InvalidHandle),
-            Some(st) => st.failed.as_ref().map_or(Ok(()), |e| Err(e.clone())),
+            Some(st) if st.failed.is_none() => Ok(()),
+            _ => Err(self.ep_unusable(ep)),
+        }
+    }
+
+    /// Why [`Worker::ep_usable`] refused `ep` (kept out of the fast path).
+    #[cold]
+    #[inline(never)]
+    fn ep_unusable(&self, ep: Ep) -> Error {
+        match self.core.eps.get(ep.0) {
+            Some(st) if st.failed.is_some() => st.failed.clone().unwrap_or(Error::InvalidHandle),
+            _ => Error::InvalidHandle,
         }
     }
 
@@ -638,6 +617,19 @@ fn total(segs: &[(*mut u8, usize)]) -> usize {
     segs.iter().map(|&(_, n)| n).sum()
 }
 
+/// The outcome of a put or get of `len` bytes done at once (on a peer's
+/// segment mapped here).
+#[inline(always)]
+fn done_now(len: usize) -> Posted<()> {
+    Posted::Done(
+        Info {
+            tag: 0,
+            length: len,
+        },
+        (),
+    )
+}
+
 /// Copies `len` bytes between the caller's memory and a mapped segment.
 /// Tolerates overlap (a caller may pass a pointer into the mapping): small
 /// copies read everything before writing, larger ones are a memmove.
@@ -645,7 +637,7 @@ fn total(segs: &[(*mut u8, usize)]) -> usize {
 /// # Safety
 ///
 /// Both ranges are valid for `len` bytes (reads at `src`, writes at `dst`).
-#[inline]
+#[inline(always)]
 unsafe fn copy_bytes(src: *const u8, dst: *mut u8, len: usize) {
     // SAFETY: forwarded; `copy_small` reads both halves before writing
     // for lengths up to 32.

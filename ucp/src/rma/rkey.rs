@@ -117,27 +117,33 @@ impl Rkey {
     /// what the key declares.
     #[inline(always)]
     pub(crate) fn check(&self, ep: Ep, addr: u64, len: usize, need: Access) -> Result<()> {
-        if self.ep != ep.0 {
-            return Err(Error::InvalidParam(
-                "the remote key was unpacked on another endpoint".into(),
-            ));
-        }
         let inside = addr
             .checked_add(len as u64)
             .is_some_and(|end| addr >= self.addr && end <= self.addr + self.len);
-        if !inside {
-            return Err(Error::RemoteAccess(format!(
-                "{len} bytes at {addr:#x} are outside the remote range of {} bytes at {:#x}",
-                self.len, self.addr
-            )));
+        if self.ep == ep.0 && inside && self.access.contains(need) {
+            Ok(())
+        } else {
+            Err(self.refusal(ep, addr, len, need))
+        }
+    }
+
+    /// Why [`Rkey::check`] refused an access (kept out of the fast path).
+    #[cold]
+    #[inline(never)]
+    fn refusal(&self, ep: Ep, addr: u64, len: usize, need: Access) -> Error {
+        if self.ep != ep.0 {
+            return Error::InvalidParam("the remote key was unpacked on another endpoint".into());
         }
         if !self.access.contains(need) {
-            return Err(Error::RemoteAccess(format!(
+            return Error::RemoteAccess(format!(
                 "the remote memory grants {:?}, not {need:?}",
                 self.access
-            )));
+            ));
         }
-        Ok(())
+        Error::RemoteAccess(format!(
+            "{len} bytes at {addr:#x} are outside the remote range of {} bytes at {:#x}",
+            self.len, self.addr
+        ))
     }
 }
 
