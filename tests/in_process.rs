@@ -494,3 +494,55 @@ fn cancel_queued_send() {
     });
     assert!(b.tag_probe(last_tag, TAG_MASK_ALL).is_none());
 }
+
+/// `completed_count` stays put while nothing completes, and moves when a
+/// receive (the fast eager path) or a multi-fragment send completes.
+fn completed_count_tracks_completions(tls: &str) {
+    let (mut a, mut b, ab, _) = pair(tls);
+    let recv = match b
+        .tag_recv(vec![0u8; 64], 7, TAG_MASK_ALL, Op::new())
+        .expect("recv")
+    {
+        Posted::InFlight(id) => id,
+        Posted::Done(..) => panic!("receive done before send"),
+    };
+    let before = b.completed_count();
+    for _ in 0..100 {
+        a.progress();
+        b.progress();
+    }
+    assert_eq!(b.completed_count(), before, "{tls}: nothing completed");
+    assert!(b.request_is_active(recv));
+    a.tag_send_blocking(ab, b"eight by", 7).expect("send");
+    drive(&mut a, &mut b, |_, b| b.completed_count() != before);
+    assert!(
+        !b.request_is_active(recv),
+        "{tls}: count moved, receive done"
+    );
+    let (info, _) = b.take::<Vec<u8>>(recv).expect("done").expect("recv ok");
+    assert_eq!(info.length, 8);
+
+    let big = pattern(4 << 20, 3);
+    let sends_before = a.completed_count();
+    let recv = b
+        .tag_recv(vec![0u8; big.len()], 8, TAG_MASK_ALL, Op::new())
+        .expect("recv");
+    if let Posted::InFlight(send) = a.tag_send(ab, big, 8, Op::new()).expect("send") {
+        assert_eq!(a.completed_count(), sends_before);
+        drive(&mut a, &mut b, |a, _| a.completed_count() != sends_before);
+        assert!(!a.request_is_active(send), "{tls}: count moved, send done");
+    }
+    if let Posted::InFlight(id) = recv {
+        drive(&mut a, &mut b, |_, b| !b.request_is_active(id));
+    }
+}
+
+#[test]
+fn completed_count_self() {
+    completed_count_tracks_completions("self");
+}
+
+#[test]
+fn completed_count_tcp() {
+    completed_count_tracks_completions("tcp");
+}

@@ -157,6 +157,8 @@ pub fn run<W: PerfWorker>(
         watch,
         st,
         polls: 0,
+        sends_seen: None,
+        recvs_seen: None,
     };
     let result = match (r.st.command.is_one_sided(), r.st.test_type) {
         (false, TestType::PingPong) => r.ping_pong(side, meter, report),
@@ -177,6 +179,10 @@ struct Runner<'a, W: PerfWorker> {
     watch: &'a mut dyn Watch,
     st: &'a mut LoopState<W::Req>,
     polls: u32,
+    /// The worker's completion count when the sends (receives) were last
+    /// reaped; `None`: reap at the next look.
+    sends_seen: Option<u64>,
+    recvs_seen: Option<u64>,
 }
 
 impl<W: PerfWorker> Runner<'_, W> {
@@ -278,6 +284,11 @@ impl<W: PerfWorker> Runner<'_, W> {
     /// with `-V`, checks what a one-sided operation fetched.
     #[inline]
     fn reap_sends(&mut self) -> Result<()> {
+        let now = self.w.completed_count();
+        if now.is_some() && now == self.sends_seen {
+            return Ok(());
+        }
+        self.sends_seen = now;
         while let Some(&(req, sn)) = self.st.sends.front() {
             match self.w.test(req) {
                 None => break,
@@ -296,6 +307,11 @@ impl<W: PerfWorker> Runner<'_, W> {
     /// Checks finished receives, oldest first.
     #[inline]
     fn reap_recvs(&mut self) -> Result<()> {
+        let now = self.w.completed_count();
+        if now.is_some() && now == self.recvs_seen {
+            return Ok(());
+        }
+        self.recvs_seen = now;
         while let Some(&(req, sn)) = self.st.recvs.front() {
             match self.w.test(req) {
                 None => break,
@@ -350,7 +366,9 @@ impl<W: PerfWorker> Runner<'_, W> {
 
     #[inline]
     fn send(&mut self, sn: u64) -> Result<()> {
-        self.wait_sends(1, Some(sn))?;
+        if self.st.sends.len() >= self.st.max || self.st.send.count() > 1 {
+            self.wait_sends(1, Some(sn))?;
+        }
         if self.st.validate {
             // SAFETY: wait_sends made sure no send is in flight on this
             // slot, and nothing else ever uses send buffers.
@@ -369,7 +387,9 @@ impl<W: PerfWorker> Runner<'_, W> {
 
     #[inline]
     fn recv(&mut self, sn: u64) -> Result<()> {
-        self.wait_recvs(1, Some(sn))?;
+        if self.st.recvs.len() >= self.st.max || self.st.recv.count() > 1 {
+            self.wait_recvs(1, Some(sn))?;
+        }
         let ptr = self.st.recv.ptr(sn);
         // SAFETY: as for sends; receive slots are only read (validated)
         // after their receive finished.

@@ -127,6 +127,11 @@ impl PerfWorker for UcpWorker {
         self.worker.progress()
     }
 
+    #[inline]
+    fn completed_count(&self) -> Option<u64> {
+        Some(self.worker.completed_count())
+    }
+
     fn check_peer(&mut self) -> Result<()> {
         match self.ep {
             None => Ok(()),

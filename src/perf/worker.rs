@@ -66,6 +66,13 @@ pub trait PerfWorker {
     /// blocks.
     fn progress(&mut self) -> usize;
 
+    /// A counter that changes whenever an operation in flight completes,
+    /// if the worker keeps one: while it stays the same, testing requests
+    /// is pointless. `None` (the default): test every time.
+    fn completed_count(&self) -> Option<u64> {
+        None
+    }
+
     /// Fails once the endpoint to the peer has failed.
     fn check_peer(&mut self) -> Result<()>;
 

@@ -106,6 +106,7 @@ impl Core {
             }) = self.reqs.get_mut(req)
             {
                 let n = payload.len();
+                self.completed = self.completed.wrapping_add(1);
                 r.post = None;
                 r.tag = tag;
                 r.total = n;

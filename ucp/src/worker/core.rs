@@ -185,6 +185,9 @@ pub(crate) struct Core {
     /// progress calls in a row found nothing (see `Worker::progress`).
     pub(crate) lane_count: Vec<u32>,
     pub(crate) iface_quiet: Vec<u32>,
+    /// Requests that got their result so far (wrapping); see
+    /// `Worker::completed_count`.
+    pub(crate) completed: u64,
     /// Progress calls so far.
     pub(crate) tick: u32,
     pub(crate) completions: VecDeque<Completion>,
@@ -253,6 +256,7 @@ impl Core {
             lane_eps: vec![Vec::new(); n_ifaces],
             lane_count: vec![0; n_ifaces],
             iface_quiet: vec![0; n_ifaces],
+            completed: 0,
             tick: 0,
             completions: VecDeque::new(),
             callbacks: Vec::new(),
@@ -333,6 +337,7 @@ impl Core {
         let Some(req) = self.reqs.get_mut(id) else {
             return;
         };
+        self.completed = self.completed.wrapping_add(1);
         let memh = match &mut req.kind {
             Kind::Send(s) => s.memh.take(),
             Kind::Recv(r) => r.memh.take(),

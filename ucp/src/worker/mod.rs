@@ -281,6 +281,17 @@ impl Worker {
         self.core.completions.pop_front()
     }
 
+    /// How many requests have completed since the worker was made (a
+    /// wrapping counter; operations that finished at posting are not
+    /// requests and do not count). While it is unchanged, no
+    /// [`Worker::request_test`] of a request in flight can succeed, so a
+    /// caller tracking many requests can look at this instead of testing
+    /// each after every `progress`.
+    #[inline]
+    pub fn completed_count(&self) -> u64 {
+        self.core.completed
+    }
+
     /// The result of request `id` if it completed; the request is then
     /// released (an owned buffer with it: use [`Worker::take`] for those).
     /// `None` while in flight; `Some(Err(InvalidHandle))` if `id` is not a
