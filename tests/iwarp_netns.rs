@@ -20,7 +20,7 @@ mod iwarp_capture;
 
 use common::skip_or_fail;
 use iwarp_capture::capture::Capture;
-use iwarp_capture::check::{check_capture, Checked};
+use iwarp_capture::check::{check_with_retries, Checked};
 use iwarp_capture::netns::{ip, Netns};
 use iwarp_capture::perftest::{PerfRun, CAPTURED_RUNS};
 use iwarp_capture::procs::{Host, Scratch};
@@ -101,17 +101,20 @@ impl TwoHosts {
     fn capture(&self, runs: &[PerfRun<'_>], dir: &Scratch) -> Option<Checked> {
         let (a, b) = (self.host(0), self.host(1));
         let veth = &self.hosts[0].1;
-        let capture = match Capture::start(&a, veth, "tcp", self.addr(1), dir, "veth") {
-            Ok(c) => c,
-            Err(why) => {
-                skip_or_fail(&why);
-                return None;
+        let checked = check_with_retries(3, |n| {
+            let name = format!("veth{n}");
+            let capture = match Capture::start(&a, veth, "tcp", self.addr(1), dir, &name) {
+                Ok(c) => c,
+                Err(why) => {
+                    skip_or_fail(&why);
+                    return None;
+                }
+            };
+            for run in runs {
+                run.run(dir, TLS, (&a, self.addr(0)), &b);
             }
-        };
-        for run in runs {
-            run.run(dir, TLS, (&a, self.addr(0)), &b);
-        }
-        let checked = check_capture(&capture.stop(), false);
+            Some(capture.stop())
+        })?;
         println!("{}", checked.summary);
         checked.assert_clean("rucx-perftest over rc_iwarp between namespaces");
         Some(checked)

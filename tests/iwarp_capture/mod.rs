@@ -11,4 +11,5 @@ pub(crate) mod check;
 pub(crate) mod netns;
 pub(crate) mod perftest;
 pub(crate) mod procs;
+pub(crate) mod raw;
 pub(crate) mod rules;
