@@ -331,3 +331,28 @@ fn arming_fails_while_a_claim_is_unpublished_and_skip_recovers() {
         assert_eq!(pop(&mut c), None);
     }
 }
+
+#[test]
+fn short_pushes_match_part_pushes() {
+    let f = fifo(config(64, 8, 4));
+    let mut p = f.producer();
+    let mut c = Consumer::new(&f).unwrap();
+    let header = 0x0102_0304_0506_0708u64;
+    for len in [0usize, 1, 7, 8, 40] {
+        let payload: Vec<u8> = (0..len as u8).collect();
+        let short = p.try_push_short(3, 0, header, &payload).unwrap();
+        assert_eq!(short, Push::Sent { wake: false });
+        assert!(p.try_push(3, &[&header.to_le_bytes(), &payload]).unwrap());
+        let a = pop(&mut c).expect("short message");
+        let b = pop(&mut c).expect("part message");
+        assert_eq!(a, b, "payload of {len} bytes");
+        assert_eq!(a.1.len(), 8 + len);
+    }
+    // 64-byte elements leave 56 bytes inline: 48 fit after the header, 49
+    // do not.
+    assert!(p.try_push_short(3, 0, header, &[0; 48]).unwrap() != Push::Full);
+    assert!(matches!(
+        p.try_push_short(3, 0, header, &[0; 49]),
+        Err(FifoError::PayloadTooLong { len: 57, max: 56 })
+    ));
+}

@@ -114,12 +114,24 @@ impl PosixIface {
     }
 
     fn send(&mut self, ep: EpId, id: AmId, parts: &[&[u8]]) -> Result<Posted> {
+        self.send_with(ep, |p, wake| p.push(wake, id, parts))
+    }
+
+    /// Hands the peer of `ep` to `push` if both are usable: `Done` when
+    /// it pushed, `NoResource` when the FIFO was full (or the endpoint
+    /// failed, which `progress` reports).
+    #[inline]
+    fn send_with(
+        &mut self,
+        ep: EpId,
+        push: impl FnOnce(&mut Peer, &WakeTx) -> Result<bool>,
+    ) -> Result<Posted> {
         let wake = &self.wake_tx;
         let e = self.eps.get(ep);
         let Some(e) = e else { return Err(no_ep(ep)) };
         let (peer_index, ep_failed) = (e.peer, e.failed);
         match self.peers.get_mut(peer_index).and_then(Option::as_mut) {
-            Some(p) if p.failed.is_none() && !ep_failed => Ok(if p.push(wake, id, parts)? {
+            Some(p) if p.failed.is_none() && !ep_failed => Ok(if push(p, wake)? {
                 Posted::Done
             } else {
                 Posted::NoResource
@@ -286,7 +298,7 @@ impl Iface for PosixIface {
                 self.attr.max_short
             )));
         }
-        self.send(ep, id, &[&header.to_le_bytes(), payload])
+        self.send_with(ep, |p, wake| p.push_short(wake, id, header, payload))
     }
 
     fn am_bcopy(&mut self, ep: EpId, id: AmId, parts: &[&[u8]]) -> Result<(Posted, usize)> {

@@ -10,7 +10,7 @@ use uct::ucs::{Error, Result};
 use super::addr::IfaceAddr;
 use super::shared::{Shared, FIFO_OFF};
 use super::wake::WakeTx;
-use crate::fifo::{Fifo, Producer, Push};
+use crate::fifo::{Fifo, FifoError, Producer, Push};
 use crate::proc_id::ProcessId;
 use crate::segment::Segment;
 
@@ -75,7 +75,29 @@ impl Peer {
 
     /// Pushes one message; `Ok(false)` when the FIFO is full.
     pub(super) fn push(&mut self, wake: &WakeTx, am_id: u8, parts: &[&[u8]]) -> Result<bool> {
-        match self.producer.try_push_from(am_id, self.slot, parts) {
+        let pushed = self.producer.try_push_from(am_id, self.slot, parts);
+        self.pushed(wake, pushed)
+    }
+
+    /// Pushes one short message (an 8-byte header and `payload`);
+    /// `Ok(false)` when the FIFO is full.
+    #[inline]
+    pub(super) fn push_short(
+        &mut self,
+        wake: &WakeTx,
+        am_id: u8,
+        header: u64,
+        payload: &[u8],
+    ) -> Result<bool> {
+        let pushed = self
+            .producer
+            .try_push_short(am_id, self.slot, header, payload);
+        self.pushed(wake, pushed)
+    }
+
+    #[inline(always)]
+    fn pushed(&self, wake: &WakeTx, pushed: std::result::Result<Push, FifoError>) -> Result<bool> {
+        match pushed {
             Ok(Push::Sent { wake: true }) => {
                 wake.wake(&self.wake_to);
                 Ok(true)

@@ -60,6 +60,14 @@ impl Region {
 
     /// # Safety
     ///
+    /// As the raw region's `write_short`.
+    pub(crate) unsafe fn write_short(&self, index: usize, header: u64, payload: &[u8]) {
+        // SAFETY: forwarded.
+        unsafe { self.write_payload(index, false, &[&header.to_le_bytes(), payload]) }
+    }
+
+    /// # Safety
+    ///
     /// As the raw region's `with_payload`.
     pub(crate) unsafe fn with_payload<R>(
         &self,

@@ -129,6 +129,27 @@ impl Region {
         }
     }
 
+    /// Writes the 8-byte `header` (little-endian) and then `payload` into
+    /// the inline payload of element `index`.
+    ///
+    /// # Safety
+    ///
+    /// `index < capacity`, `8 + payload.len()` is at most `max_inline`,
+    /// and the caller owns the element (claimed it and has not yet
+    /// published it).
+    #[inline]
+    pub(crate) unsafe fn write_short(&self, index: usize, header: u64, payload: &[u8]) {
+        let off = self.payload_off(index, false);
+        // SAFETY: both writes stay inside element `index` (the caller's
+        // length bound), which is exclusively ours; a caller's slice cannot
+        // overlap the region it is not handed.
+        unsafe {
+            let dst = self.base.as_ptr().add(off);
+            std::ptr::write_unaligned(dst.cast::<u64>(), header.to_le());
+            uct::ucs::copy::copy_small(payload.as_ptr(), dst.add(8), payload.len());
+        }
+    }
+
     /// Calls `f` on the first `len` payload bytes of element `index`,
     /// inline or (`desc`) in its descriptor.
     ///
