@@ -176,6 +176,40 @@ impl<T> Slab<T> {
         Some(out)
     }
 
+    /// As [`Slab::take_map`], except that an entry for which `owns_nothing`
+    /// holds once `f` ran is forgotten rather than dropped: no drop code
+    /// runs for it. Only for entries whose drop would do nothing; whatever
+    /// such an entry did own would leak (never unsound, only wasteful).
+    #[inline]
+    pub fn take_map_forget<R>(
+        &mut self,
+        id: SlabId,
+        f: impl FnOnce(&mut T) -> Option<R>,
+        owns_nothing: impl FnOnce(&T) -> bool,
+    ) -> Option<R> {
+        let e = self.entries.get_mut(id.index as usize)?;
+        if e.gen != id.gen {
+            return None;
+        }
+        let Slot::Used(v) = &mut e.slot else {
+            return None;
+        };
+        let out = f(v)?;
+        let free = Slot::Free { next: self.free };
+        if owns_nothing(v) {
+            // SAFETY: `e.slot` is a valid, initialised place of this type;
+            // overwriting it without running the old value's drop forgets
+            // that value, which is always sound (at worst a leak).
+            unsafe { std::ptr::write(&mut e.slot, free) };
+        } else {
+            e.slot = free;
+        }
+        e.gen = e.gen.wrapping_add(1);
+        self.free = id.index;
+        self.len -= 1;
+        Some(out)
+    }
+
     /// Ids and entries, in slot order.
     pub fn iter(&self) -> impl Iterator<Item = (SlabId, &T)> {
         self.entries
@@ -222,6 +256,47 @@ mod tests {
         assert_eq!(s.get(SlabId::from_u64(u64::MAX)), None);
         let ids: Vec<_> = s.iter().map(|(_, v)| *v).collect();
         assert_eq!(ids, vec!["c", "b"]);
+    }
+
+    #[test]
+    fn take_map_forget_skips_the_drop_only_when_told() {
+        use std::cell::Cell;
+        /// Counts its drops (and owns no memory, so forgetting it leaks
+        /// nothing).
+        struct Noisy<'a>(&'a Cell<u32>);
+        impl Drop for Noisy<'_> {
+            fn drop(&mut self) {
+                self.0.set(self.0.get() + 1);
+            }
+        }
+        let drops = Cell::new(0);
+        let mut s = Slab::new();
+        let a = s.insert(Some(Noisy(&drops)));
+        let b = s.insert(Some(Noisy(&drops)));
+        let c = s.insert(Some(Noisy(&drops)));
+        // Kept when `f` says None, whatever `owns_nothing` would say.
+        assert!(s.take_map_forget(a, |_| None::<()>, |_| true).is_none());
+        assert_eq!((s.len(), drops.get()), (3, 0));
+        // Dropped in its slot.
+        assert_eq!(s.take_map_forget(a, |_| Some(1), |_| false), Some(1));
+        assert_eq!(drops.get(), 1);
+        // Emptied by `f` (the value dropped there), then forgotten.
+        assert_eq!(
+            s.take_map_forget(b, |v| v.take().map(drop), Option::is_none),
+            Some(())
+        );
+        assert_eq!(drops.get(), 2);
+        // Forgotten while still holding a value: its drop never runs.
+        assert_eq!(s.take_map_forget(c, |_| Some(()), |_| true), Some(()));
+        assert_eq!(drops.get(), 2);
+        assert!(s.get(b).is_none() && s.get(c).is_none());
+        assert_eq!(s.len(), 0);
+        let d = s.insert(None);
+        assert!(matches!(s.get(d), Some(None)), "freed slots are reused");
+        assert!(
+            s.take_map_forget(b, |_| Some(()), |_| true).is_none(),
+            "stale id"
+        );
     }
 
     #[test]

@@ -43,6 +43,7 @@ fn invalid(what: &'static str, detail: String) -> PeerMisbehaved {
 
 impl Core {
     /// Dispatches an eager active message.
+    #[inline(never)]
     pub(crate) fn eager_arrived(&mut self, id: AmId, src: SrcId, data: &[u8]) {
         let iface = self.cur_iface;
         let ack = |sreq| AckTo { iface, src, sreq };
@@ -89,64 +90,79 @@ impl Core {
         Ok(())
     }
 
-    /// A whole message arrived.
-    fn rx_whole(&mut self, tag: u64, payload: &[u8], ack: Option<AckTo>) {
-        if let Some(req) = self.matcher.arrive(tag) {
-            self.deferred.acks.extend(ack);
-            // A polled receive that nobody released: the whole message
-            // finishes it here, in one lookup (what `finish_recv` and
-            // `complete` do for it, none of their rendezvous cleanup
-            // applying to an eager receive).
-            if let Some(Request {
-                kind: Kind::Recv(r),
-                notify: Notify::Poll | Notify::Scope,
-                result,
-                detached: false,
-                ..
-            }) = self.reqs.get_mut(req)
-            {
-                let n = payload.len();
-                self.completed = self.completed.wrapping_add(1);
-                r.post = None;
-                r.tag = tag;
-                r.total = n;
-                r.received = n;
-                r.buf.write(0, payload);
-                let cap = r.buf.capacity();
-                *result = Some(if n > cap {
-                    Err(Error::Truncated {
-                        length: n,
-                        capacity: cap,
-                    })
-                } else {
-                    Ok(Info { tag, length: n })
-                });
-                return;
-            }
-            if let Some(r) = self.recv_state(req) {
-                r.post = None;
-                r.tag = tag;
-                r.total = payload.len();
-                r.buf.write(0, payload);
-                r.received = payload.len();
-            }
-            self.finish_recv(req);
-        } else {
-            let mut v = self.take_spare(payload.len());
-            v.extend_from_slice(payload);
-            self.matcher.push_unexpected(
-                tag,
-                Unexp {
-                    tag,
-                    data: v,
-                    total: payload.len(),
-                    received: payload.len(),
-                    key: None,
-                    ack,
-                    rts: None,
-                },
-            );
+    /// A whole message arrived. The common case, a polled receive waiting
+    /// for it, is finished here; the rest is out of line.
+    #[inline]
+    pub(crate) fn rx_whole(&mut self, tag: u64, payload: &[u8], ack: Option<AckTo>) {
+        let Some(req) = self.matcher.arrive(tag) else {
+            return self.rx_whole_unexpected(tag, payload, ack);
+        };
+        if let Some(a) = ack {
+            self.deferred.acks.push(a);
         }
+        // A polled receive that nobody released: the whole message
+        // finishes it here, in one lookup (what `finish_recv` and
+        // `complete` do for it, none of their rendezvous cleanup applying
+        // to an eager receive).
+        if let Some(Request {
+            kind: Kind::Recv(r),
+            notify: Notify::Poll | Notify::Scope,
+            result,
+            detached: false,
+            ..
+        }) = self.reqs.get_mut(req)
+        {
+            let n = payload.len();
+            self.completed = self.completed.wrapping_add(1);
+            r.post = None;
+            r.tag = tag;
+            r.total = n;
+            r.received = n;
+            r.buf.write(0, payload);
+            let cap = r.buf.capacity();
+            *result = Some(if n > cap {
+                Err(Error::Truncated {
+                    length: n,
+                    capacity: cap,
+                })
+            } else {
+                Ok(Info { tag, length: n })
+            });
+            return;
+        }
+        self.rx_whole_matched(req, tag, payload);
+    }
+
+    /// A whole message for receive `req`, not the fast case.
+    #[inline(never)]
+    fn rx_whole_matched(&mut self, req: SlabId, tag: u64, payload: &[u8]) {
+        if let Some(r) = self.recv_state(req) {
+            r.post = None;
+            r.tag = tag;
+            r.total = payload.len();
+            r.buf.write(0, payload);
+            r.received = payload.len();
+        }
+        self.finish_recv(req);
+    }
+
+    /// A whole message no receive was waiting for.
+    #[inline(never)]
+    fn rx_whole_unexpected(&mut self, tag: u64, payload: &[u8], ack: Option<AckTo>) {
+        let mut v = self.take_spare(payload.len());
+        v.extend_from_slice(payload);
+        self.matcher.push_unexpected(
+            tag,
+            Unexp {
+                tag,
+                data: v,
+                total: payload.len(),
+                received: payload.len(),
+                key: None,
+                ack,
+                rts: None,
+            },
+        );
     }
 
     fn rx_first(

@@ -274,9 +274,53 @@ pub(crate) struct Request {
     pub(crate) detached: bool,
 }
 
+// `Request::owns_nothing` relies on these holding nothing to drop.
+const _: () = assert!(
+    !std::mem::needs_drop::<RecvBuf>()
+        && !std::mem::needs_drop::<Option<crate::tag::PostId>>()
+        && !std::mem::needs_drop::<Option<crate::proto::FragKey>>()
+        && !std::mem::needs_drop::<Option<(usize, crate::uct::SrcId)>>()
+        && !std::mem::needs_drop::<Option<AtsTo>>()
+        && !std::mem::needs_drop::<Info>()
+);
+
 impl Request {
     pub(crate) fn new(kind: Kind, op: Op) -> Request {
         Request::with_notify(kind, op.notify, op.user_data)
+    }
+
+    /// Whether dropping this request would run no drop code: a polled
+    /// receive whose result was taken and that holds no registration.
+    /// Every field is named, so that a new one must be considered here.
+    #[inline]
+    pub(crate) fn owns_nothing(&self) -> bool {
+        let Request {
+            kind,
+            notify,
+            user_data: _,
+            result,
+            owner,
+            detached: _,
+        } = self;
+        let Kind::Recv(RecvState {
+            buf: _,
+            post: _,
+            tag: _,
+            total: _,
+            received: _,
+            frag: _,
+            rndv_src: _,
+            get_inflight: _,
+            ats_to: _,
+            memh,
+        }) = kind
+        else {
+            return false;
+        };
+        memh.is_none()
+            && owner.is_none()
+            && result.is_none()
+            && matches!(notify, Notify::Poll | Notify::Scope)
     }
 
     /// A request notifying as `notify`, with the caller's `user_data`.

@@ -517,7 +517,19 @@ impl Core {
 }
 
 impl AmSink for Core {
+    #[inline]
     fn am(&mut self, id: AmId, src: SrcId, data: &[u8]) {
+        // The most frequent message, a whole eager one, skips the general
+        // dispatch (and its error handling, which it needs only when too
+        // short).
+        if id == crate::proto::wire::AM_EAGER_ONLY {
+            if let Some((hdr, payload)) =
+                data.split_first_chunk::<{ crate::proto::wire::ONLY_HDR }>()
+            {
+                self.rx_whole(u64::from_le_bytes(*hdr), payload, None);
+                return;
+            }
+        }
         self.eager_arrived(id, src, data);
     }
 

@@ -298,10 +298,14 @@ impl Worker {
     /// request of this worker (any more).
     pub fn request_test(&mut self, id: ReqId) -> Option<Result<Info>> {
         let mut found = false;
-        let out = self.core.reqs.take_map(id.0, |r| {
-            found = true;
-            r.result.take()
-        });
+        let out = self.core.reqs.take_map_forget(
+            id.0,
+            |r| {
+                found = true;
+                r.result.take()
+            },
+            Request::owns_nothing,
+        );
         if !found {
             return Some(Err(Error::InvalidHandle));
         }
