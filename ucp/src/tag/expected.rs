@@ -48,7 +48,7 @@ impl<R: Copy> Expected<R> {
 
     /// Queues a receive behind all earlier ones; returns its slot and
     /// generation.
-    #[inline]
+    #[inline(always)]
     pub(super) fn post(&mut self, tag: u64, mask: u64, req: R) -> (u32, u32) {
         let seq = self.next_seq;
         self.next_seq += 1;
@@ -70,7 +70,7 @@ impl<R: Copy> Expected<R> {
 
     /// Removes and returns the oldest receive matching a message tagged
     /// `tag`.
-    #[inline]
+    #[inline(always)]
     pub(super) fn arrive(&mut self, tag: u64) -> Option<R> {
         let bucket = self.hash.index(tag);
         let mut best = self.buckets[bucket].first;
