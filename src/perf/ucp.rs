@@ -174,7 +174,7 @@ impl PerfWorker for UcpWorker {
             .map_err(|e| op_error("tag receive", e))
     }
 
-    #[inline]
+    #[inline(always)]
     fn test(&mut self, req: ReqId) -> Option<Result<usize>> {
         self.worker.request_test(req).map(|r| {
             r.map(|info| info.length)

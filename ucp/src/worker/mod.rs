@@ -296,6 +296,7 @@ impl Worker {
     /// released (an owned buffer with it: use [`Worker::take`] for those).
     /// `None` while in flight; `Some(Err(InvalidHandle))` if `id` is not a
     /// request of this worker (any more).
+    #[inline(always)]
     pub fn request_test(&mut self, id: ReqId) -> Option<Result<Info>> {
         let mut found = false;
         let out = self.core.reqs.take_map_forget(
