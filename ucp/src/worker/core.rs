@@ -181,10 +181,8 @@ pub(crate) struct Core {
     pub(crate) frags: FxHashMap<FragKey, FragTarget>,
     /// Per iface, per transport endpoint index: the protocol endpoint.
     pub(crate) lane_eps: Vec<Vec<Option<SlabId>>>,
-    /// Per iface: how many entries of `lane_eps` are set, and how many
-    /// progress calls in a row found nothing (see `Worker::progress`).
-    pub(crate) lane_count: Vec<u32>,
-    pub(crate) iface_quiet: Vec<u32>,
+    /// Per iface: what decides whether progress may skip it.
+    pub(crate) heat: Vec<Heat>,
     /// Requests that got their result so far (wrapping); see
     /// `Worker::completed_count`.
     pub(crate) completed: u64,
@@ -228,11 +226,40 @@ impl std::fmt::Debug for Core {
     }
 }
 
+/// Whether `Worker::progress` may skip an iface (see [`COLD_AFTER`]).
+#[derive(Debug, Clone, Copy, Default)]
+pub(crate) struct Heat {
+    /// Entries of `lane_eps` set for the iface.
+    lanes: u32,
+    /// Progress calls in a row that found nothing.
+    quiet: u32,
+    /// The iface has no active messages, so nothing arrives on it by
+    /// itself (its operations complete as they are posted); its progress
+    /// only hands back pending tokens and failures.
+    pub(crate) passive: bool,
+    /// Cold: polled only on sweep calls (kept from the fields above).
+    pub(crate) cold: bool,
+}
+
+impl Heat {
+    fn update(&mut self) {
+        self.cold = self.quiet >= COLD_AFTER && (self.lanes == 0 || self.passive);
+    }
+
+    /// Polled again from the next progress call on.
+    pub(crate) fn warm(&mut self) {
+        self.quiet = 0;
+        self.cold = false;
+    }
+}
+
 /// An iface with no endpoint that found nothing in this many progress calls
 /// in a row is polled only every `COLD_POLL_EVERY` calls: a TCP iface that
 /// only listens must not cost a system call on every progress of a worker
 /// whose traffic goes through shared memory. Anything it finds makes it
-/// hot again; an endpoint on it keeps it hot.
+/// hot again; an endpoint on it keeps it hot, unless the iface is passive
+/// (no active messages: CMA), whose quiet progress only delays the report
+/// of a failure or a pending token by at most `COLD_POLL_EVERY` calls.
 const COLD_AFTER: u32 = 256;
 const COLD_POLL_EVERY: u32 = 256;
 
@@ -254,8 +281,7 @@ impl Core {
             matcher: TagMatcher::new(),
             frags: FxHashMap::default(),
             lane_eps: vec![Vec::new(); n_ifaces],
-            lane_count: vec![0; n_ifaces],
-            iface_quiet: vec![0; n_ifaces],
+            heat: vec![Heat::default(); n_ifaces],
             completed: 0,
             tick: 0,
             completions: VecDeque::new(),
@@ -300,27 +326,32 @@ impl Core {
         if v.len() <= i {
             v.resize(i + 1, None);
         }
-        let count = &mut self.lane_count[iface];
+        let heat = &mut self.heat[iface];
         match (v[i].is_some(), ep.is_some()) {
-            (false, true) => *count += 1,
-            (true, false) => *count = count.saturating_sub(1),
+            (false, true) => heat.lanes += 1,
+            (true, false) => heat.lanes = heat.lanes.saturating_sub(1),
             _ => {}
         }
+        heat.update();
         v[i] = ep;
     }
 
-    /// Whether progress may skip iface `i` this time: it has no endpoint
-    /// and found nothing for a while, and this is not a sweep call.
-    pub(crate) fn iface_cold(&self, i: usize) -> bool {
-        self.tick % COLD_POLL_EVERY != 0
-            && self.iface_quiet.get(i).is_some_and(|&q| q >= COLD_AFTER)
-            && self.lane_count.get(i).is_some_and(|&c| c == 0)
+    /// Whether this progress call polls cold ifaces too.
+    #[inline]
+    pub(crate) fn sweep_call(&self) -> bool {
+        self.tick % COLD_POLL_EVERY == 0
     }
 
     /// Records what a progress call of iface `i` found.
+    #[inline]
     pub(crate) fn iface_polled(&mut self, i: usize, events: usize) {
-        if let Some(q) = self.iface_quiet.get_mut(i) {
-            *q = if events > 0 { 0 } else { q.saturating_add(1) };
+        if let Some(h) = self.heat.get_mut(i) {
+            if events > 0 {
+                h.warm();
+            } else if h.quiet < COLD_AFTER {
+                h.quiet += 1;
+                h.update();
+            }
         }
     }
 
@@ -551,5 +582,38 @@ impl AmSink for Core {
         self.src_eps.remove(&(self.cur_iface, src));
         self.rndv_source_failed(src, &error);
         self.source_failed(src, error);
+    }
+}
+
+#[cfg(test)]
+mod heat_tests {
+    use super::*;
+
+    fn quiet_calls(h: &mut Heat, n: u32) {
+        for _ in 0..n {
+            h.quiet = h.quiet.saturating_add(1).min(COLD_AFTER);
+            h.update();
+        }
+    }
+
+    #[test]
+    fn ifaces_go_cold_only_without_lanes_or_when_passive() {
+        let mut idle = Heat::default();
+        quiet_calls(&mut idle, COLD_AFTER - 1);
+        assert!(!idle.cold, "not yet");
+        quiet_calls(&mut idle, 1);
+        assert!(idle.cold, "quiet long enough, no lanes");
+        idle.lanes = 1;
+        idle.update();
+        assert!(!idle.cold, "a lane keeps an iface with messages hot");
+        let mut passive = Heat {
+            lanes: 3,
+            passive: true,
+            ..Heat::default()
+        };
+        quiet_calls(&mut passive, COLD_AFTER);
+        assert!(passive.cold, "a passive iface cools down despite its lanes");
+        passive.warm();
+        assert!(!passive.cold && passive.quiet == 0, "events warm it up");
     }
 }

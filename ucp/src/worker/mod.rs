@@ -8,7 +8,7 @@ mod wakeup;
 use self::core::Core;
 use crate::context::Context;
 use crate::request::{Completion, Info, Kind, ReqId, Request};
-use crate::uct::{Iface, IfaceParams, Posted, Token};
+use crate::uct::{Caps, Iface, IfaceParams, Posted, Token};
 use crate::wireup::address::{IfaceEntry, WorkerAddress};
 use crate::{Ep, Error, Result};
 pub use regs::RcacheMode;
@@ -99,13 +99,17 @@ impl Worker {
         }
         .encode()?;
         let cfg = ctx.config();
-        let core = Core::new(
+        let mut core = Core::new(
             ifaces.len(),
             address.clone(),
             cfg.select_config(),
             cfg.proto_info,
             (ctx.clone(), iface_md),
         );
+        let am = Caps::AM_SHORT | Caps::AM_BCOPY | Caps::AM_ZCOPY;
+        for (heat, iface) in core.heat.iter_mut().zip(&ifaces) {
+            heat.passive = !iface.attr().caps.intersects(am);
+        }
         Ok(Worker {
             ifaces,
             core,
@@ -253,8 +257,9 @@ impl Worker {
     pub fn progress(&mut self) -> usize {
         let mut n = 0;
         self.core.tick = self.core.tick.wrapping_add(1);
+        let sweep = self.core.sweep_call();
         for (i, iface) in self.ifaces.iter_mut().enumerate() {
-            if self.core.iface_cold(i) {
+            if !sweep && self.core.heat.get(i).is_some_and(|h| h.cold) {
                 continue;
             }
             self.core.cur_iface = i;

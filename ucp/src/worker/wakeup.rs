@@ -76,7 +76,7 @@ impl Worker {
         let r = self.wake_set()?.wait(timeout, &mut events);
         self.wake.events = events;
         // Whichever iface woke us, the next progress polls them all.
-        self.core.iface_quiet.fill(0);
+        self.core.heat.iter_mut().for_each(|h| h.warm());
         r.map_err(Error::transport)?;
         Ok(())
     }
