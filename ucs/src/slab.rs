@@ -161,19 +161,7 @@ impl<T> Slab<T> {
     /// returned. `None` if the entry is not there or `f` keeps it.
     #[inline]
     pub fn take_map<R>(&mut self, id: SlabId, f: impl FnOnce(&mut T) -> Option<R>) -> Option<R> {
-        let e = self.entries.get_mut(id.index as usize)?;
-        if e.gen != id.gen {
-            return None;
-        }
-        let Slot::Used(v) = &mut e.slot else {
-            return None;
-        };
-        let out = f(v)?;
-        e.slot = Slot::Free { next: self.free };
-        e.gen = e.gen.wrapping_add(1);
-        self.free = id.index;
-        self.len -= 1;
-        Some(out)
+        self.take_map_forget(id, f, |_| false)
     }
 
     /// As [`Slab::take_map`], except that an entry for which `owns_nothing`
