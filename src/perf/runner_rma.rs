@@ -8,8 +8,10 @@
 //! * `ucp_put_lat` (ping-pong): the server puts message `sn` into the
 //!   client's buffer, its last byte set to `sn` (as a `u8`), and waits
 //!   until its own marker shows `sn`; the client waits for `sn`, then puts
-//!   it back. Before a run both markers hold 0xff, a value no first
-//!   message carries.
+//!   it back (its answer already written into its send buffer while it
+//!   waited, so that only the put follows the arrival, as an application
+//!   answering a known message would do). Before a run both markers hold
+//!   0xff, a value no first message carries.
 //! * Streams (`ucp_put_bw`, `ucp_get`, `ucp_add`, `ucp_fadd`, `ucp_swap`,
 //!   `ucp_cswap`): the client posts one operation per iteration on the
 //!   server's buffer, at most `outstanding` in flight. Puts write the whole
@@ -119,14 +121,18 @@ impl<W: PerfWorker> Runner<'_, W> {
         meter.start_clock();
         if side == Side::Client {
             while !meter.done() {
+                // The answer is written while the message is awaited, so
+                // that only the put itself follows its arrival.
+                self.prepare_sn(sn)?;
                 self.wait_sn(sn)?;
-                self.put_sn(sn)?;
+                self.put_prepared(sn)?;
                 meter.update(len, report);
                 sn += 1;
             }
         } else {
             while !meter.done() {
-                self.put_sn(sn)?;
+                self.prepare_sn(sn)?;
+                self.put_prepared(sn)?;
                 self.wait_sn(sn)?;
                 meter.update(len, report);
                 sn += 1;
@@ -217,9 +223,10 @@ impl<W: PerfWorker> Runner<'_, W> {
         Ok(())
     }
 
-    /// Puts message `sn`, its last byte set to `sn`.
+    /// Writes message `sn` into its send slot, its last byte set to `sn`,
+    /// once no operation is in flight on the slot.
     #[inline]
-    fn put_sn(&mut self, sn: u64) -> Result<()> {
+    fn prepare_sn(&mut self, sn: u64) -> Result<()> {
         self.wait_sends(1, Some(sn))?;
         let len = self.st.msg_len;
         // SAFETY: wait_sends made sure no operation is in flight on this
@@ -229,11 +236,17 @@ impl<W: PerfWorker> Runner<'_, W> {
             pattern::fill(buf, sn);
         }
         buf[len - 1] = sn as u8;
+        Ok(())
+    }
+
+    /// Puts message `sn`, written by [`Runner::prepare_sn`].
+    #[inline]
+    fn put_prepared(&mut self, sn: u64) -> Result<()> {
         let ptr = self.st.send.ptr(sn);
         // SAFETY: the slot belongs to `st`, which keeps it until the put
         // is reaped (or leaks it after a failure); nothing writes it
         // meanwhile (slot_free).
-        let started = unsafe { self.w.put(ptr, len, 0) }?;
+        let started = unsafe { self.w.put(ptr, self.st.msg_len, 0) }?;
         self.posted(started, sn)
     }
 
