@@ -8,7 +8,11 @@
 use super::error::{PerfError, Result};
 use std::ptr::NonNull;
 
-/// `count` buffers of `len` bytes each, contiguous.
+/// Alignment of the buffers: a page, as UCX's perftest allocates them (a
+/// copy between buffers of different alignment within a page is slower).
+const ALIGN: usize = 4096;
+
+/// `count` buffers of `len` bytes each, contiguous, page aligned.
 #[derive(Debug)]
 pub(crate) struct Slots {
     base: NonNull<u8>,
@@ -25,13 +29,9 @@ impl Slots {
         let total = len
             .checked_mul(count)
             .ok_or(PerfError::NoMemory(usize::MAX))?;
-        let mut v: Vec<u8> = Vec::new();
-        v.try_reserve_exact(total)
-            .map_err(|_| PerfError::NoMemory(total))?;
-        v.resize(total, 0);
-        let raw = Box::into_raw(v.into_boxed_slice()) as *mut u8;
-        // A boxed slice pointer is never null (dangling but aligned when
-        // empty).
+        let layout = Self::layout(total)?;
+        // SAFETY: the layout's size is at least 1.
+        let raw = unsafe { std::alloc::alloc_zeroed(layout) };
         let base = NonNull::new(raw).ok_or(PerfError::NoMemory(total))?;
         Ok(Slots {
             base,
@@ -39,6 +39,12 @@ impl Slots {
             count,
             leaked: false,
         })
+    }
+
+    /// The allocation of `total` bytes (at least one, page aligned).
+    fn layout(total: usize) -> Result<std::alloc::Layout> {
+        std::alloc::Layout::from_size_align(total.max(1), ALIGN)
+            .map_err(|_| PerfError::NoMemory(total))
     }
 
     /// Length of one buffer.
@@ -90,11 +96,12 @@ impl Drop for Slots {
         if self.leaked {
             return;
         }
-        let total = self.len * self.count;
-        let slice = std::ptr::slice_from_raw_parts_mut(self.base.as_ptr(), total);
-        // SAFETY: `slice` is exactly the boxed slice made in `new` (same
-        // pointer and length), dropped once, here.
-        drop(unsafe { Box::from_raw(slice) });
+        // `new` made this very layout, so it cannot fail here.
+        if let Ok(layout) = Self::layout(self.len * self.count) {
+            // SAFETY: `base` was allocated in `new` with this layout and is
+            // freed once, here.
+            unsafe { std::alloc::dealloc(self.base.as_ptr(), layout) };
+        }
     }
 }
 
@@ -110,6 +117,7 @@ mod tests {
     fn slots_are_distinct_and_cycle() {
         let mut s = Slots::new(16, 3).unwrap();
         assert_eq!((s.len(), s.count()), (16, 3));
+        assert_eq!(s.ptr(0) as usize % ALIGN, 0, "page aligned");
         assert_ne!(s.ptr(0), s.ptr(1));
         assert_eq!(s.ptr(0), s.ptr(3));
         // SAFETY: nothing is in flight in a unit test.
