@@ -139,6 +139,12 @@ impl Meter {
         self.cur.iters >= self.max_iter
     }
 
+    /// Whether the iteration under way is the last one.
+    #[inline]
+    pub fn last_iteration(&self) -> bool {
+        self.cur.iters.saturating_add(1) >= self.max_iter
+    }
+
     /// Iterations done so far.
     #[inline]
     pub fn iters(&self) -> u64 {

@@ -8,9 +8,9 @@
 //! * `ucp_put_lat` (ping-pong): the server puts message `sn` into the
 //!   client's buffer, its last byte set to `sn` (as a `u8`), and waits
 //!   until its own marker shows `sn`; the client waits for `sn`, then puts
-//!   it back (its answer already written into its send buffer while it
-//!   waited, so that only the put follows the arrival, as an application
-//!   answering a known message would do). Before a run both markers hold
+//!   it back. Each side writes its next message into its send buffer while
+//!   it waits, so that only the put follows an arrival, as an application
+//!   that knows its next message would do. Before a run both markers hold
 //!   0xff, a value no first message carries.
 //! * Streams (`ucp_put_bw`, `ucp_get`, `ucp_add`, `ucp_fadd`, `ucp_swap`,
 //!   `ucp_cswap`): the client posts one operation per iteration on the
@@ -129,11 +129,20 @@ impl<W: PerfWorker> Runner<'_, W> {
                 meter.update(len, report);
                 sn += 1;
             }
-        } else {
+        } else if !meter.done() {
+            // Likewise the next message is written while the answer to
+            // this one is awaited.
+            self.prepare_sn(sn)?;
+            self.put_prepared(sn)?;
             while !meter.done() {
-                self.prepare_sn(sn)?;
-                self.put_prepared(sn)?;
+                let last = meter.last_iteration();
+                if !last {
+                    self.prepare_sn(sn + 1)?;
+                }
                 self.wait_sn(sn)?;
+                if !last {
+                    self.put_prepared(sn + 1)?;
+                }
                 meter.update(len, report);
                 sn += 1;
             }
