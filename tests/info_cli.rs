@@ -12,29 +12,45 @@ fn info(args: &[&str], env: &[(&str, &str)]) -> std::process::Output {
     c.output().expect("run rucx-info")
 }
 
-#[test]
-fn endpoint_tables() {
-    let out = info(&["-e"], &[("RUCX_TLS", "tcp")]);
-    assert!(out.status.success());
-    let text = String::from_utf8_lossy(&out.stdout);
-    for want in [
-        "tag send",
-        "tag send sync",
-        "eager short",
-        "tcp/lo",
-        "..inf",
-        "one-sided",
-    ] {
+/// What `rucx-info args` prints with `env`, which must succeed.
+fn stdout_of(args: &[&str], env: &[(&str, &str)]) -> String {
+    let out = info(args, env);
+    assert!(out.status.success(), "rucx-info {args:?} failed: {out:?}");
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+/// Fails unless `text` contains every one of `wants`.
+fn assert_contains_all(text: &str, wants: &[&str]) {
+    for want in wants {
         assert!(text.contains(want), "missing {want:?} in:\n{text}");
     }
+}
+
+/// The row of operation `op` in the one-sided table of `text`.
+fn op_line(text: &str, op: &str) -> String {
+    text.lines()
+        .find(|l| l.starts_with(&format!("| {op} ")))
+        .unwrap_or_else(|| panic!("no {op} line in:\n{text}"))
+        .to_string()
+}
+
+#[test]
+fn endpoint_tables() {
+    let text = stdout_of(&["-e"], &[("RUCX_TLS", "tcp")]);
+    assert_contains_all(
+        &text,
+        &[
+            "tag send",
+            "tag send sync",
+            "eager short",
+            "tcp/lo",
+            "..inf",
+            "one-sided",
+        ],
+    );
     // One-sided operations over TCP: put by the transport's put, get and
     // atomics executed by the target.
-    let line = |op: &str| {
-        text.lines()
-            .find(|l| l.starts_with(&format!("| {op} ")))
-            .unwrap_or_else(|| panic!("no {op} line in:\n{text}"))
-            .to_string()
-    };
+    let line = |op: &str| op_line(&text, op);
     assert!(line("put").contains("zero-copy write") && line("put").contains("tcp/lo"));
     assert!(line("get").contains("emulated") && line("atomic").contains("emulated"));
     let out = info(
@@ -55,30 +71,22 @@ fn endpoint_tables() {
 
 #[test]
 fn rc_iwarp_device_and_tables() {
-    let out = info(&["-d"], &[("RUCX_TLS", "rc_iwarp")]);
-    assert!(out.status.success());
-    let text = String::from_utf8_lossy(&out.stdout);
-    for want in [
-        "# Memory domain: iwarp_lo",
-        "RDMA transport: iWARP",
-        "max_sge_rd: 1",
-        "atomics: no",
-        "Transport: rc_iwarp",
-        "Device: iwarp_lo",
-        "get_zcopy:",
-        "put_zcopy:",
-    ] {
-        assert!(text.contains(want), "missing {want:?} in:\n{text}");
-    }
-    let out = info(&["-e"], &[("RUCX_TLS", "rc_iwarp")]);
-    assert!(out.status.success());
-    let text = String::from_utf8_lossy(&out.stdout);
-    let line = |op: &str| {
-        text.lines()
-            .find(|l| l.starts_with(&format!("| {op} ")))
-            .unwrap_or_else(|| panic!("no {op} line in:\n{text}"))
-            .to_string()
-    };
+    let text = stdout_of(&["-d"], &[("RUCX_TLS", "rc_iwarp")]);
+    assert_contains_all(
+        &text,
+        &[
+            "# Memory domain: iwarp_lo",
+            "RDMA transport: iWARP",
+            "max_sge_rd: 1",
+            "atomics: no",
+            "Transport: rc_iwarp",
+            "Device: iwarp_lo",
+            "get_zcopy:",
+            "put_zcopy:",
+        ],
+    );
+    let text = stdout_of(&["-e"], &[("RUCX_TLS", "rc_iwarp")]);
+    let line = |op: &str| op_line(&text, op);
     // RDMA WRITE and READ for put and get; no atomics on iWARP: emulated.
     assert!(line("put").contains("zero-copy write") && line("put").contains("rc_iwarp/iwarp_lo"));
     assert!(line("get").contains("zero-copy read"));
