@@ -137,13 +137,18 @@ pub(crate) fn raw_framing(file: &Path) -> Result<usize, String> {
         let (Ok(stream), Ok(port), Ok(seq)) = (stream.parse(), port.parse(), seq.parse()) else {
             continue;
         };
-        let bytes = (0..payload.len() / 2)
+        let bytes: Vec<u8> = (0..payload.len() / 2)
             .map(|i| u8::from_str_radix(&payload[2 * i..2 * i + 2], 16).unwrap_or(0))
             .collect();
-        dirs.entry((stream, port))
-            .or_default()
-            .segs
-            .insert(seq, bytes);
+        // A retransmission may repeat a sequence number with more bytes:
+        // keep the longest.
+        let segs = &mut dirs.entry((stream, port)).or_default().segs;
+        match segs.get(&seq) {
+            Some(old) if old.len() >= bytes.len() => {}
+            _ => {
+                segs.insert(seq, bytes);
+            }
+        }
     }
     let mut by_stream: BTreeMap<u32, Vec<Vec<u8>>> = BTreeMap::new();
     for ((stream, port), d) in &dirs {
