@@ -114,11 +114,7 @@ impl Core {
         {
             let n = payload.len();
             self.completed = self.completed.wrapping_add(1);
-            r.post = None;
-            r.tag = tag;
-            r.total = n;
-            r.received = n;
-            r.buf.write(0, payload);
+            r.take_whole(tag, payload);
             let cap = r.buf.capacity();
             *result = Some(if n > cap {
                 Err(Error::Truncated {
@@ -137,11 +133,7 @@ impl Core {
     #[inline(never)]
     fn rx_whole_matched(&mut self, req: SlabId, tag: u64, payload: &[u8]) {
         if let Some(r) = self.recv_state(req) {
-            r.post = None;
-            r.tag = tag;
-            r.total = payload.len();
-            r.buf.write(0, payload);
-            r.received = payload.len();
+            r.take_whole(tag, payload);
         }
         self.finish_recv(req);
     }

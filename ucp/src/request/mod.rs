@@ -225,6 +225,19 @@ pub(crate) struct RecvState {
 }
 
 impl RecvState {
+    /// The whole message `payload`, tagged `tag`, arrived for this
+    /// matched receive: it is no longer posted, and the bytes that fit are
+    /// in its buffer (the caller reports a truncation).
+    #[inline(always)]
+    pub(crate) fn take_whole(&mut self, tag: u64, payload: &[u8]) {
+        let n = payload.len();
+        self.post = None;
+        self.tag = tag;
+        self.total = n;
+        self.received = n;
+        self.buf.write(0, payload);
+    }
+
     /// A receive into `buf` that has matched nothing yet.
     pub(crate) fn new(buf: RecvBuf) -> RecvState {
         RecvState {
