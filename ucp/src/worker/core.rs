@@ -251,6 +251,17 @@ impl Heat {
         self.quiet = 0;
         self.cold = false;
     }
+
+    /// A progress call of the iface found `events`.
+    #[inline]
+    fn polled(&mut self, events: usize) {
+        if events > 0 {
+            self.warm();
+        } else if self.quiet < COLD_AFTER {
+            self.quiet += 1;
+            self.update();
+        }
+    }
 }
 
 /// An iface with no endpoint that found nothing in this many progress calls
@@ -346,12 +357,7 @@ impl Core {
     #[inline]
     pub(crate) fn iface_polled(&mut self, i: usize, events: usize) {
         if let Some(h) = self.heat.get_mut(i) {
-            if events > 0 {
-                h.warm();
-            } else if h.quiet < COLD_AFTER {
-                h.quiet += 1;
-                h.update();
-            }
+            h.polled(events);
         }
     }
 
@@ -591,8 +597,7 @@ mod heat_tests {
 
     fn quiet_calls(h: &mut Heat, n: u32) {
         for _ in 0..n {
-            h.quiet = h.quiet.saturating_add(1).min(COLD_AFTER);
-            h.update();
+            h.polled(0);
         }
     }
 
@@ -613,7 +618,7 @@ mod heat_tests {
         };
         quiet_calls(&mut passive, COLD_AFTER);
         assert!(passive.cold, "a passive iface cools down despite its lanes");
-        passive.warm();
+        passive.polled(1);
         assert!(!passive.cold && passive.quiet == 0, "events warm it up");
     }
 }
