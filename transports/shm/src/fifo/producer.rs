@@ -72,15 +72,34 @@ impl<F: Deref<Target = Fifo>> Producer<F> {
             return Err(FifoError::PayloadTooLong { len, max });
         }
         let desc = len > geom.max_inline();
+        // SAFETY (of the write): `index < capacity` (masked by `publish`)
+        // and `len` fits the place chosen (inline room or descriptor,
+        // checked above); the element is ours until published.
+        self.publish(am_id, src, len, desc, |region, index| unsafe {
+            region.write_payload(index, desc, parts)
+        })
+    }
+
+    /// Claims the next position, lets `write` fill element `index` (inline
+    /// or, with `desc`, its descriptor) with the `len` payload bytes, and
+    /// publishes it. `write` must stay within what `len` and `desc` allow.
+    #[inline(always)]
+    fn publish(
+        &mut self,
+        am_id: u8,
+        src: u16,
+        len: usize,
+        desc: bool,
+        write: impl FnOnce(&crate::region::Region, usize),
+    ) -> Result<Push, FifoError> {
+        let geom = self.fifo.geom;
         let Some((pos, wake)) = self.claim() else {
             return Ok(Push::Full);
         };
         let index = geom.index(pos);
-        // SAFETY: `index < capacity` (masked), `len` fits the place chosen
-        // (inline room or descriptor, checked above), and position `pos` is
-        // ours: the CAS in `claim` gave it to this producer alone, after a
-        // `tail` covering its previous lap.
-        unsafe { self.fifo.region.write_payload(index, desc, parts) };
+        // Position `pos` is ours: the CAS in `claim` gave it to this
+        // producer alone, after a `tail` covering its previous lap.
+        write(&self.fifo.region, index);
         let place = if desc { DESC } else { INLINE };
         self.fifo.region.ctl(index).store(
             encode(geom.owner(pos), place, am_id, src, len),
@@ -109,18 +128,12 @@ impl<F: Deref<Target = Fifo>> Producer<F> {
                 max: geom.max_inline(),
             });
         }
-        let Some((pos, wake)) = self.claim() else {
-            return Ok(Push::Full);
-        };
-        let index = geom.index(pos);
-        // SAFETY: `index < capacity` (masked), `len` fits inline (checked
-        // above), and position `pos` is ours alone (see try_push_from).
-        unsafe { self.fifo.region.write_short(index, header, payload) };
-        self.fifo.region.ctl(index).store(
-            encode(geom.owner(pos), INLINE, am_id, src, len),
-            Ordering::Release,
-        );
-        Ok(Push::Sent { wake })
+        // SAFETY (of the write): `index < capacity` (masked by `publish`)
+        // and `len` fits inline (checked above); the element is ours until
+        // published.
+        self.publish(am_id, src, len, false, |region, index| unsafe {
+            region.write_short(index, header, payload)
+        })
     }
 
     /// Whether a push would find room now (a hint: other producers may
