@@ -37,9 +37,8 @@ impl Worker {
         rkey: &Rkey,
         op: Op,
     ) -> Result<Posted<()>> {
-        rkey.check(ep, remote_addr, len, Access::REMOTE_WRITE)?;
-        if let Some(p) = rkey.mapped_ptr(remote_addr, len) {
-            self.ep_usable(ep)?;
+        let at = self.mapped_access(ep, rkey, remote_addr, len, Access::REMOTE_WRITE)?;
+        if let Some(p) = at {
             // SAFETY: `len` bytes at `p` inside the mapping (checked), at
             // `ptr` by this function's contract.
             unsafe { copy_bytes(ptr, p, len) };
@@ -73,9 +72,8 @@ impl Worker {
         rkey: &Rkey,
         op: Op,
     ) -> Result<Posted<()>> {
-        rkey.check(ep, remote_addr, len, Access::REMOTE_READ)?;
-        if let Some(p) = rkey.mapped_ptr(remote_addr, len) {
-            self.ep_usable(ep)?;
+        let at = self.mapped_access(ep, rkey, remote_addr, len, Access::REMOTE_READ)?;
+        if let Some(p) = at {
             // SAFETY: `len` bytes at `p` inside the mapping (checked), at
             // `ptr` by this function's contract.
             unsafe { copy_bytes(p, ptr, len) };
@@ -296,6 +294,25 @@ impl Worker {
             // words only with atomics.
             unsafe { super::atomic::apply(p, op, value, compare) }
         }))
+    }
+
+    /// Checks an access of `len` bytes at `remote_addr` with right `need`
+    /// against the key; where the peer's segment is mapped here (and `ep`
+    /// is usable), also where those bytes are in this process.
+    #[inline(always)]
+    fn mapped_access(
+        &self,
+        ep: Ep,
+        rkey: &Rkey,
+        remote_addr: u64,
+        len: usize,
+        need: Access,
+    ) -> Result<Option<*mut u8>> {
+        rkey.check(ep, remote_addr, len, need)?;
+        match rkey.mapped_ptr(remote_addr, len) {
+            Some(p) => self.ep_usable(ep).map(|()| Some(p)),
+            None => Ok(None),
+        }
     }
 
     /// Fails if `ep` is unknown or failed.
