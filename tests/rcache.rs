@@ -68,6 +68,8 @@ fn cached(tls: &str) {
         &[
             ("RUCX_RCACHE_ENABLE", "yes"),
             ("RUCX_RCACHE_MAX_REGIONS", "2"),
+            // Only the sender registers: no split with the receiver.
+            ("RUCX_RNDV_SPLIT_THRESH", "inf"),
         ],
     );
     let mut a = ctx.create_worker().unwrap();

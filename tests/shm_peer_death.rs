@@ -13,6 +13,10 @@
 //!   - `sender_killed_mid_rendezvous_put`: `put_zcopy` (the sender
 //!     writes with CMA); the sender stops before writing, the receiver's
 //!     matched receive waits for data until the sender is found dead.
+//!   - `sender_killed_before_writing_split_tail`: the default scheme with
+//!     the receiver progressing: it reads the first half and offers the
+//!     second to the sender, which stops before writing it; the receive
+//!     waits until the sender is found dead, then fails.
 //!   - `unexpected_rendezvous_from_dead_sender`: the rendezvous request
 //!     is unexpected when the sender dies; a receive posted afterwards
 //!     must not hang.
@@ -30,6 +34,7 @@
 mod common;
 
 use common::*;
+use rucx::ucp::proto::select::ProtocolId;
 use rucx::{Ep, Op, Posted, ReqId, Worker, TAG_MASK_ALL};
 use std::collections::VecDeque;
 use std::time::{Duration, Instant};
@@ -202,24 +207,31 @@ fn sender_killed_before_rendezvous_read() {
 
 #[test]
 fn sender_killed_mid_rendezvous_put() {
+    killed_before_writing("put_zcopy", ProtocolId::RndvPutZcopy);
+}
+
+#[test]
+fn sender_killed_before_writing_split_tail() {
+    killed_before_writing("auto", ProtocolId::RndvGetZcopy);
+}
+
+/// The sender stalls before it writes what `scheme` has it write (all of
+/// the message, or the tail of a split rendezvous by get).
+fn killed_before_writing(scheme: &str, proto: ProtocolId) {
     if is_child() {
         return;
     }
-    let ctx = context_vars(&shm_vars(Some("put_zcopy")));
+    let ctx = context_vars(&shm_vars(Some(scheme)));
     let mut w = ctx.create_worker().expect("worker");
     let env = [
         ("RUCX_TEST_PEER", hex(&w.address())),
-        ("RUCX_TEST_SCHEME", "put_zcopy".to_string()),
+        ("RUCX_TEST_SCHEME", scheme.to_string()),
     ];
     let mut child = spawn_child("stalling_sender", &env);
     let stalled = watch_stdout(&mut child, "stalled");
     let ep = accept_peer(&mut w);
     let table = &w.ep_protocols(ep).expect("tables")[0];
-    assert_eq!(
-        table.lookup(BIG_LEN).proto,
-        rucx::ucp::proto::select::ProtocolId::RndvPutZcopy,
-        "{table}"
-    );
+    assert_eq!(table.lookup(BIG_LEN).proto, proto, "{table}");
     let (stream, big) = post_receives(&mut w);
     w.tag_send_blocking(ep, &[1], GO).expect("go");
     progress_until(&mut w, 30, |_| stalled.try_recv().is_ok());

@@ -4,10 +4,16 @@
 //! * `default_picks_posix_and_cma`: without `RUCX_TLS` (every transport
 //!   allowed) the endpoint's active-message lane is `posix/memory`, short
 //!   and medium messages go by the FIFO, and rendezvous sizes (4 MiB) by a
-//!   CMA read. The read is also seen at work: the receiver gets a 4 MiB
-//!   message while its sender does not progress at all, which only a
-//!   one-sided read of the sender's memory can do (the FIFO and TCP both
-//!   need the sender to push). Both processes' tables must agree.
+//!   CMA read. Both processes' tables must agree. By default the receiver
+//!   splits a large rendezvous: it reads the first half and the sender
+//!   writes the second, so a 4 MiB receive from a sender that does not
+//!   progress stays open until the sender progresses again, and then
+//!   arrives whole.
+//! * `unsplit_read_needs_no_sender_progress`: with
+//!   `RUCX_RNDV_SPLIT_THRESH=inf` the read is seen at work alone: the
+//!   receiver gets a 4 MiB message while its sender does not progress at
+//!   all, which only a one-sided read of the sender's memory can do (the
+//!   FIFO and TCP both need the sender to push).
 //! * `posix_alone`: `RUCX_TLS=posix` has no `cma` lane and sends 4 MiB
 //!   as eager fragments through the FIFO.
 //! * `posix_unavailable_falls_back_to_tcp`: with
@@ -37,6 +43,7 @@ const UNSET: &[&str] = &[
     "RUCX_ZCOPY_THRESH",
     "RUCX_BCOPY_THRESH",
     "RUCX_MAX_RNDV_LANES",
+    "RUCX_RNDV_SPLIT_THRESH",
     "RUCX_POSIX_BACKEND",
     "RUCX_POSIX_DIR",
     "RUCX_MM_SEG_SIZE",
@@ -177,11 +184,27 @@ fn watch_child(
 
 #[test]
 fn default_picks_posix_and_cma() {
+    stalled_sender(true);
+}
+
+#[test]
+fn unsplit_read_needs_no_sender_progress() {
+    stalled_sender(false);
+}
+
+/// A 4 MiB message from a sender that stalls until told to go on: read
+/// alone (`split == false`) it arrives meanwhile; split, only after.
+fn stalled_sender(split: bool) {
     if is_child() {
         return;
     }
     // Every transport, whatever this process's environment says.
-    let ctx = context_vars(&[]);
+    let vars: &[(&str, &str)] = if split {
+        &[]
+    } else {
+        &[("RUCX_RNDV_SPLIT_THRESH", "inf")]
+    };
+    let ctx = context_vars(vars);
     let mut w = ctx.create_worker().expect("worker");
     let names: Vec<String> = w.ifaces().map(|i| i.tl_name().to_string()).collect();
     if !names.iter().any(|n| n == "cma") {
@@ -216,20 +239,47 @@ fn default_picks_posix_and_cma() {
         .expect("child's lanes");
     assert_eq!(child_lanes, "posix/memory,cma/memory", "child's lanes");
 
-    // The 4 MiB message arrives while its sender does not progress.
     posted
         .recv_timeout(Duration::from_secs(30))
         .expect("child posted its send");
-    let mut big = vec![0u8; BIG];
-    let t0 = Instant::now();
-    let info = w
-        .tag_recv_blocking(&mut big, STALLED_SEND, TAG_MASK_ALL)
-        .expect("receive from the stalled sender");
-    println!("4 MiB read from the stalled sender in {:?}", t0.elapsed());
-    assert_eq!(info.length, BIG);
-    assert!(big == pattern(BIG, STALLED_SEND), "4 MiB message differs");
     let mut stdin = child.stdin.take().expect("child stdin is piped");
-    writeln!(stdin, "go on").expect("tell the child to go on");
+    if split {
+        // The sender writes the second half once it progresses again.
+        let id = match w
+            .tag_recv(vec![0u8; BIG], STALLED_SEND, TAG_MASK_ALL, Op::new())
+            .expect("post the big receive")
+        {
+            Posted::InFlight(id) => id,
+            Posted::Done(..) => panic!("4 MiB received at once"),
+        };
+        let until = Instant::now() + Duration::from_millis(300);
+        while Instant::now() < until {
+            w.progress();
+        }
+        assert!(
+            w.request_is_active(id),
+            "a split receive finished while its sender stalled"
+        );
+        writeln!(stdin, "go on").expect("tell the child to go on");
+        progress_until(&mut w, 30, |w| !w.request_is_active(id));
+        let (info, big) = w
+            .take::<Vec<u8>>(id)
+            .expect("big result")
+            .expect("receive from the sender");
+        assert_eq!(info.length, BIG);
+        assert!(big == pattern(BIG, STALLED_SEND), "4 MiB message differs");
+    } else {
+        // The 4 MiB message arrives while its sender does not progress.
+        let mut big = vec![0u8; BIG];
+        let t0 = Instant::now();
+        let info = w
+            .tag_recv_blocking(&mut big, STALLED_SEND, TAG_MASK_ALL)
+            .expect("receive from the stalled sender");
+        println!("4 MiB read from the stalled sender in {:?}", t0.elapsed());
+        assert_eq!(info.length, BIG);
+        assert!(big == pattern(BIG, STALLED_SEND), "4 MiB message differs");
+        writeln!(stdin, "go on").expect("tell the child to go on");
+    }
 
     exchange(&mut w, ep);
     let status = wait_exit(&mut child, 60);

@@ -1,6 +1,6 @@
 //! Configuration of the protocol layer, and the list of every table.
 
-use crate::proto::select::{RndvScheme, SelectConfig, RNDV_FRAG_SIZE};
+use crate::proto::select::{RndvScheme, SelectConfig, RNDV_FRAG_SIZE, RNDV_SPLIT_THRESH};
 use crate::ucs::config::{AllowList, ConfigTable, MemUnits, GLOBAL_TABLE};
 
 crate::ucs::config_table! {
@@ -28,6 +28,11 @@ crate::ucs::config_table! {
         /// Largest single put or get of a zero-copy rendezvous; `auto`:
         /// each lane's limit.
         RNDV_FRAG_SIZE rndv_frag_size: MemUnits = "auto",
+        /// Message size from which the receiver of a rendezvous by get
+        /// reads the first half and asks the sender to write the second
+        /// half at the same time, so both processes copy (`auto`, a size,
+        /// or `inf`: the receiver reads everything).
+        RNDV_SPLIT_THRESH rndv_split_thresh: MemUnits = "auto",
         /// Most lanes one rendezvous transfer spreads over.
         MAX_RNDV_LANES max_rndv_lanes: usize = "2",
         /// Print the protocol selection table of every new endpoint
@@ -55,6 +60,7 @@ impl UcpConfig {
             rndv_scheme: self.rndv_scheme,
             rndv_frag_size: self.rndv_frag_size.usize_or(RNDV_FRAG_SIZE),
             max_rndv_lanes: self.max_rndv_lanes,
+            rndv_split_thresh: self.rndv_split_thresh.usize_or(RNDV_SPLIT_THRESH),
             ..SelectConfig::default()
         }
     }

@@ -12,7 +12,7 @@
 use super::wire::{
     self, FirstHdr, MiddleHdr, AM_EAGER_FIRST, AM_EAGER_MIDDLE, AM_EAGER_ONLY, AM_EAGER_SYNC_FIRST,
     AM_EAGER_SYNC_ONLY, AM_RNDV_ATP, AM_RNDV_ATS, AM_RNDV_DATA, AM_RNDV_RTR, AM_RNDV_RTR_PUT,
-    AM_RNDV_RTS, AM_RNDV_RTS_GET, AM_RNDV_RTS_PUT, AM_SYNC_ACK, AM_WIREUP,
+    AM_RNDV_RTR_SPLIT, AM_RNDV_RTS, AM_RNDV_RTS_GET, AM_RNDV_RTS_PUT, AM_SYNC_ACK, AM_WIREUP,
 };
 use super::FragKey;
 use crate::request::buf::RecvBuf;
@@ -61,7 +61,8 @@ impl Core {
             AM_SYNC_ACK => wire::decode_ack(data).map(|r| self.sync_acked(SlabId::from_u64(r))),
             AM_RNDV_RTS => self.rx_rts(src, data, false),
             AM_RNDV_RTS_PUT => self.rx_rts(src, data, true),
-            AM_RNDV_RTR_PUT => self.rx_rtr_put(data),
+            AM_RNDV_RTR_PUT => self.rx_rtr_put(data, false),
+            AM_RNDV_RTR_SPLIT => self.rx_rtr_put(data, true),
             AM_RNDV_ATP => self.rx_atp(src, data),
             AM_RNDV_RTR => self.rx_rtr(data),
             AM_RNDV_DATA => self.rx_rndv_data(src, data),

@@ -212,6 +212,8 @@ impl Core {
             let reading = match self.recv_state(id) {
                 Some(r) => {
                     r.rndv_src = None;
+                    // A dead sender writes no more of a split tail.
+                    r.tail = false;
                     r.get_inflight > 0
                 }
                 None => continue,
@@ -220,6 +222,7 @@ impl Core {
                 // Reads still own the buffer: their completions finish it.
                 self.deferred.get_errors.push((id, e));
             } else {
+                self.take_get_error(id);
                 self.complete(id, Err(e));
             }
         }

@@ -8,8 +8,20 @@
 //! from the wire is unpacked (validated) by the receiver's memory domain,
 //! and the sender's domain checks every read against the live
 //! registration, so a forged key reads nothing.
+//!
+//! # Split
+//!
+//! From `RUCX_RNDV_SPLIT_THRESH` bytes, when the lanes can also write and
+//! the receive holds the whole message, the receiver registers the second
+//! half of its buffer (from a page boundary) for remote writes and sends
+//! `RNDV_RTR_SPLIT` with its key before it reads the first half. The
+//! sender writes that tail as in a rendezvous by put and answers
+//! `RNDV_ATP`; the receiver's `RNDV_ATS` still says its reads are done.
+//! The receive completes once it has both, the send once its writes are
+//! done and the ATS came (which may come first). Both processes copy at
+//! once, but the receive now needs the sender to progress.
 
-use super::wire::{self, AM_RNDV_ATS, RTS_GET_HDR};
+use super::wire::{self, AM_RNDV_ATS, AM_RNDV_RTR_SPLIT, RTS_GET_HDR};
 use crate::proto::eager_rx::RecvStarted;
 use crate::proto::rndv_zcopy::{all_posted, data_lanes, post_segments, split, Dir, Remote};
 use crate::proto::select::ProtocolId;
@@ -19,6 +31,9 @@ use crate::ucs::{self, PeerMisbehaved};
 use crate::uct::{Iface, SrcId, Token};
 use crate::worker::core::{AckTo, Core, GetPlan, RemoteBuf, Rts};
 use crate::Error;
+
+/// Where a split rendezvous divides a message: a page boundary.
+const SPLIT_ALIGN: usize = 4096;
 
 fn invalid(what: &'static str, detail: String) -> PeerMisbehaved {
     PeerMisbehaved::Invalid { what, detail }
@@ -96,7 +111,8 @@ impl Core {
                     .get(l)
                     .is_some_and(|&(i, _)| self.iface_md.get(i).copied() == md)
             });
-            let segs = split(want, &lanes);
+            let head = self.split_tail(ifaces, ep, to, req, &lanes);
+            let segs = split(head, &lanes);
             if let Some(r) = self.recv_state(req) {
                 r.received = r.total;
                 r.ats_to = Some(AtsTo { ep, sreq: to.sreq });
@@ -105,6 +121,55 @@ impl Core {
             self.push_get(ifaces, req);
         }
         n
+    }
+
+    /// For a message of at least `RUCX_RNDV_SPLIT_THRESH` bytes, offers
+    /// the second half of receive `req`'s buffer to the sender
+    /// (`RNDV_RTR_SPLIT`), which writes it while this side reads the
+    /// first half. Returns how many bytes to read: all of them when the
+    /// message is small, truncated, or the lanes cannot write.
+    fn split_tail(
+        &mut self,
+        ifaces: &mut [Box<dyn Iface>],
+        ep: SlabId,
+        to: AckTo,
+        req: SlabId,
+        lanes: &[(usize, f64)],
+    ) -> usize {
+        let (total, buf) = match self.recv_state_ref(req) {
+            Some(r) if r.total <= r.buf.capacity() => (r.total, r.buf),
+            Some(r) => return r.buf.capacity(),
+            None => return 0,
+        };
+        let writable = self.eps.get(ep).is_some_and(|st| {
+            lanes.iter().all(|&(l, _)| {
+                st.lanes.get(l).is_some_and(|&(i, _)| {
+                    ifaces[i].attr().caps.contains(crate::uct::Caps::PUT_ZCOPY)
+                })
+            })
+        });
+        // Page-aligned halves: each side pins only its own pages.
+        let head = (total / 2) & !(SPLIT_ALIGN - 1);
+        if total < self.select.config().rndv_split_thresh || !writable || head == 0 {
+            return total;
+        }
+        match self.offer_for_writes(to.iface, req, head, total) {
+            Ok((reg, key)) => {
+                if let Some(r) = self.recv_state(req) {
+                    r.memh = Some(Box::new(reg));
+                    r.tail = true;
+                }
+                let tail = (total - head) as u64;
+                let addr = buf.ptr_at(head) as u64;
+                let d = wire::encode_rtr_put([to.sreq, req.to_u64(), addr, tail], &key);
+                self.send_ctrl(ifaces, ep, AM_RNDV_RTR_SPLIT, d);
+                head
+            }
+            Err(e) => {
+                tracing::debug!("rendezvous split: {e}; reading all of it");
+                total
+            }
+        }
     }
 
     /// Resumes the reads waiting for room on endpoint `ep`'s lanes.
@@ -217,12 +282,7 @@ impl Core {
         let done = std::mem::take(&mut self.deferred.get_done);
         let n = done.len();
         for id in done {
-            let err = self
-                .deferred
-                .get_errors
-                .iter()
-                .position(|(r, _)| *r == id)
-                .map(|i| self.deferred.get_errors.swap_remove(i).1);
+            let err = self.take_get_error(id);
             self.get_done(ifaces, id, err);
         }
         n
@@ -236,10 +296,18 @@ impl Core {
     }
 
     /// The sender's buffer was read (or reading failed): acknowledge, so
-    /// the sender can release it, and complete.
+    /// the sender can release it, and complete, or for a split
+    /// rendezvous wait for the sender's ATP.
     fn get_done(&mut self, ifaces: &mut [Box<dyn Iface>], req: SlabId, err: Option<Error>) {
         self.send_ats(ifaces, req);
         if let Some(r) = self.recv_state(req) {
+            if r.tail {
+                // The sender still writes the tail; its ATP finishes this.
+                if let Some(e) = err {
+                    self.deferred.get_errors.push((req, e));
+                }
+                return;
+            }
             r.rndv_src = None;
         }
         match err {
@@ -255,12 +323,37 @@ impl Core {
             ..
         }) = self.reqs.get_mut(id)
         {
-            if s.rndv == RndvPhase::WaitAts {
-                s.rndv = RndvPhase::No;
-                s.offset = s.buf.len();
-                s.acked = true;
-                self.finish_send(id);
+            match s.rndv {
+                RndvPhase::WaitAts => {
+                    s.rndv = RndvPhase::No;
+                    s.offset = s.buf.len();
+                    s.acked = true;
+                    self.finish_send(id);
+                }
+                // Still writing the tail of a split rendezvous.
+                RndvPhase::Put | RndvPhase::Atp => {
+                    if let Some(pt) = self.puts.get_mut(&id) {
+                        pt.tail = pt.tail.map(|_| true);
+                    }
+                }
+                _ => {}
             }
         }
+    }
+
+    /// The first recorded read failure of receive `id`, forgetting any
+    /// later ones.
+    pub(crate) fn take_get_error(&mut self, id: SlabId) -> Option<Error> {
+        let mut first = None;
+        self.deferred.get_errors.retain_mut(|(r, e)| {
+            if *r != id {
+                return true;
+            }
+            if first.is_none() {
+                first = Some(e.clone());
+            }
+            false
+        });
+        first
     }
 }

@@ -32,6 +32,16 @@ fn invalid(what: &'static str, detail: String) -> PeerMisbehaved {
     PeerMisbehaved::Invalid { what, detail }
 }
 
+/// A receiver's offer of (part of) its buffer, from the wire.
+struct Offer<'a> {
+    rreq: u64,
+    addr: u64,
+    len: u64,
+    key: &'a [u8],
+    /// The tail of a split rendezvous by get, not a whole buffer.
+    is_tail: bool,
+}
+
 impl Core {
     /// Receive `req` matched a rendezvous by put: register and answer once
     /// progress ends.
@@ -56,11 +66,30 @@ impl Core {
         crate::proto::eager_rx::RecvStarted::InFlight(req)
     }
 
-    pub(crate) fn rx_rtr_put(&mut self, data: &[u8]) -> Result<(), PeerMisbehaved> {
+    /// An offer of the receiver's buffer arrived: all of it (`RTR_PUT`),
+    /// or the tail of a split rendezvous by get (`RTR_SPLIT`).
+    pub(crate) fn rx_rtr_put(&mut self, data: &[u8], split: bool) -> Result<(), PeerMisbehaved> {
         let ([sreq, rreq, addr, len], key) = wire::decode_rtr_put(data)?;
+        if split {
+            // From now on the send waits for its writes as well as for the
+            // receiver's ATS, which may come before the writes start.
+            let id = SlabId::from_u64(sreq);
+            match self.reqs.get_mut(id).map(|r| &mut r.kind) {
+                Some(Kind::Send(s)) if s.rndv == RndvPhase::WaitAts => {
+                    s.rndv = RndvPhase::Put;
+                    self.puts.insert(id, PutTarget::noted_tail(rreq));
+                }
+                _ => {
+                    return Err(invalid(
+                        "rendezvous split",
+                        format!("{sreq:#x} is not open"),
+                    ))
+                }
+            }
+        }
         self.deferred
             .rtrs_put_in
-            .push((sreq, rreq, addr, len, key.to_vec()));
+            .push((sreq, rreq, addr, len, key.to_vec(), split));
         Ok(())
     }
 
@@ -77,17 +106,31 @@ impl Core {
                 "not for a put receive fed by this source".into(),
             ));
         }
-        r.rndv_src = None;
-        if status == 0 {
-            r.received = r.total.min(r.buf.capacity());
-            self.finish_recv(id);
-        } else {
+        let written = (status != 0).then(|| {
             let s = i8::try_from(status as i64)
                 .ok()
                 .and_then(Status::from_code)
                 .unwrap_or(Status::IoError);
-            let e = ucs::Error::EndpointFailed(format!("the sender could not write: {s:?}"));
-            self.complete(id, Err(Error::endpoint(e)));
+            Error::endpoint(ucs::Error::EndpointFailed(format!(
+                "the sender could not write: {s:?}"
+            )))
+        });
+        let tail = std::mem::take(&mut r.tail);
+        if tail && r.ats_to.is_some() {
+            // The receiver's own reads of a split rendezvous are still
+            // going: they finish it.
+            if let Some(e) = written {
+                self.deferred.get_errors.push((id, e));
+            }
+            return Ok(());
+        }
+        r.rndv_src = None;
+        r.received = r.total.min(r.buf.capacity());
+        // A failed read of a split rendezvous counts first.
+        let err = if tail { self.take_get_error(id) } else { None };
+        match err.or(written) {
+            None => self.finish_recv(id),
+            Some(e) => self.complete(id, Err(e)),
         }
         Ok(())
     }
@@ -100,9 +143,17 @@ impl Core {
             n += 1;
             self.answer_put(ifaces, to, SlabId::from_u64(rreq));
         }
-        for (sreq, rreq, addr, len, key) in std::mem::take(&mut self.deferred.rtrs_put_in) {
+        for (sreq, rreq, addr, len, key, is_tail) in std::mem::take(&mut self.deferred.rtrs_put_in)
+        {
             n += 1;
-            self.start_put(ifaces, SlabId::from_u64(sreq), rreq, addr, len, &key);
+            let offer = Offer {
+                rreq,
+                addr,
+                len,
+                key: &key,
+                is_tail,
+            };
+            self.start_put(ifaces, SlabId::from_u64(sreq), offer);
         }
         for id in std::mem::take(&mut self.deferred.atps) {
             n += 1;
@@ -123,67 +174,85 @@ impl Core {
             return;
         };
         let (buf, len) = (r.buf, r.total.min(r.buf.capacity()));
-        let mdi = self.iface_md.get(to.iface).copied();
-        let md = mdi.and_then(|m| self.ctx.md(m));
-        let registered = match (md, mdi) {
-            (Some(md), Some(mdi)) if md.can_register() && len > 0 => {
-                // SAFETY: the range lies in the receive's buffer, which
-                // stays valid and exclusively the request's until it
-                // completes; completing releases the registration first
-                // (Core::complete), so no write of this transfer reaches it
-                // after the user got it back.
-                #[allow(unsafe_code)]
-                let m = unsafe {
-                    self.ctx
-                        .register_buffer(mdi, buf.ptr_at(0), len, Access::REMOTE_WRITE)
-                };
-                m.and_then(|m| match md.mkey_pack(&m.memh) {
-                    Ok(k) => Ok((m, k)),
-                    Err(e) => {
-                        self.ctx.release_buffer(m);
-                        Err(e)
-                    }
-                })
-            }
-            _ => Err(ucs::Error::Unsupported("no registration".into())),
-        };
-        match (registered, mdi) {
-            (Ok((reg, key)), Some(_)) => {
+        match self.offer_for_writes(to.iface, req, 0, len) {
+            Ok((reg, key)) => {
                 // The buffer's own address: a cached registration may
                 // start before it.
                 let addr = buf.ptr_at(0) as u64;
                 if let Some(r) = self.recv_state(req) {
                     r.memh = Some(Box::new(reg));
                 }
-                let mut d = Vec::with_capacity(wire::RTR_PUT_HDR + key.len());
-                for v in [to.sreq, req.to_u64(), addr, len as u64] {
-                    d.extend_from_slice(&v.to_le_bytes());
-                }
-                d.extend_from_slice(&key);
+                let d = wire::encode_rtr_put([to.sreq, req.to_u64(), addr, len as u64], &key);
                 self.send_ctrl(ifaces, ep, AM_RNDV_RTR_PUT, d);
             }
-            (r, _) => {
-                if let Err(e) = r {
-                    tracing::debug!("rendezvous by put: {e}; asking for fragments");
-                }
+            Err(e) => {
+                tracing::debug!("rendezvous by put: {e}; asking for fragments");
                 self.deferred.rtrs_out.push((to, req.to_u64()));
             }
         }
     }
 
+    /// Registers bytes `start..end` of receive `req`'s buffer for remote
+    /// writes with the memory domain of iface `iface`, and packs the key.
+    pub(crate) fn offer_for_writes(
+        &mut self,
+        iface: usize,
+        req: SlabId,
+        start: usize,
+        end: usize,
+    ) -> ucs::Result<(crate::worker::BufReg, Vec<u8>)> {
+        let buf = match self.recv_state_ref(req) {
+            Some(r) if start < end && end <= r.buf.capacity() => r.buf,
+            _ => return Err(ucs::Error::Unsupported("nothing to register".into())),
+        };
+        let mdi = self.iface_md.get(iface).copied();
+        match (mdi.and_then(|m| self.ctx.md(m)), mdi) {
+            (Some(md), Some(mdi)) if md.can_register() => {
+                // SAFETY: the range lies in the receive's buffer (checked
+                // above), which stays valid and exclusively the request's
+                // until it completes; completing releases the registration
+                // first (Core::complete), so no write of this transfer
+                // reaches it after the user got it back.
+                #[allow(unsafe_code)]
+                let m = unsafe {
+                    self.ctx.register_buffer(
+                        mdi,
+                        buf.ptr_at(start),
+                        end - start,
+                        Access::REMOTE_WRITE,
+                    )
+                }?;
+                match md.mkey_pack(&m.memh) {
+                    Ok(k) => Ok((m, k)),
+                    Err(e) => {
+                        self.ctx.release_buffer(m);
+                        Err(e)
+                    }
+                }
+            }
+            _ => Err(ucs::Error::Unsupported("no registration".into())),
+        }
+    }
+
     /// The receiver of send `id` (from the wire: may be stale or forged)
     /// offered its buffer: plan the writes over the data lanes.
-    fn start_put(
-        &mut self,
-        ifaces: &mut [Box<dyn Iface>],
-        id: SlabId,
-        rreq: u64,
-        addr: u64,
-        len: u64,
-        key: &[u8],
-    ) {
+    fn start_put(&mut self, ifaces: &mut [Box<dyn Iface>], id: SlabId, offer: Offer<'_>) {
+        let Offer {
+            rreq,
+            addr,
+            len,
+            key,
+            is_tail,
+        } = offer;
+        // A whole buffer answers a rendezvous by put; a tail, one by get
+        // whose receiver is reading the rest.
+        let (phase, proto) = if is_tail {
+            (RndvPhase::Put, ProtocolId::RndvGetZcopy)
+        } else {
+            (RndvPhase::WaitRtr, ProtocolId::RndvPutZcopy)
+        };
         let (ep, size, sync) = match self.reqs.get(id).map(|r| &r.kind) {
-            Some(Kind::Send(s)) if s.rndv == RndvPhase::WaitRtr => (s.ep, s.buf.len(), s.sync),
+            Some(Kind::Send(s)) if s.rndv == phase => (s.ep, s.buf.len(), s.sync),
             _ => {
                 tracing::warn!("dropping a put offer for unknown send {:#x}", id.to_u64());
                 return;
@@ -198,17 +267,17 @@ impl Core {
             .ok_or_else(|| ucs::Error::Unsupported("no memory domain".into()))
             .and_then(|m| m.rkey_unpack(key));
         // Lanes of the selected protocol that share the key's domain.
-        let lanes = data_lanes(
-            &st.tables[usize::from(sync)],
-            size,
-            ProtocolId::RndvPutZcopy,
-            |l| {
-                st.lanes
-                    .get(l)
-                    .is_some_and(|&(i, _)| self.iface_md.get(i).copied() == md)
-            },
-        );
+        let lanes = data_lanes(&st.tables[usize::from(sync)], size, proto, |l| {
+            st.lanes
+                .get(l)
+                .is_some_and(|&(i, _)| self.iface_md.get(i).copied() == md)
+        });
         let limit = size.min(usize::try_from(len).unwrap_or(usize::MAX));
+        // A tail ends where the message does.
+        let base = if is_tail { size - limit } else { 0 };
+        // Whether the receiver's ATS came already (rx_rtr_put noted the
+        // tail).
+        let tail = is_tail.then(|| self.puts.get(&id).and_then(|p| p.tail) == Some(true));
         let Some(Request {
             kind: Kind::Send(s),
             ..
@@ -230,6 +299,8 @@ impl Core {
                         addr,
                         rkey: Some(rkey),
                         segs,
+                        base,
+                        tail,
                     },
                 );
                 let idle = self.eps.get(ep).is_some_and(|s| s.queue.is_empty());
@@ -251,6 +322,8 @@ impl Core {
                         addr,
                         rkey: None,
                         segs: Vec::new(),
+                        base,
+                        tail,
                     },
                 );
                 self.finish_send(id);
@@ -280,8 +353,8 @@ impl Core {
             rkey,
         };
         // SAFETY: the segments lie in the send buffer (they split at most
-        // its length), which stays valid and unchanged until the request
-        // completes; it completes only after every write did
+        // its length less `base`), which stays valid and unchanged until
+        // the request completes; it completes only after every write did
         // (zcopy_inflight counts them). A put only reads through the
         // pointer.
         #[allow(unsafe_code)]
@@ -292,7 +365,7 @@ impl Core {
                 &mut pt.segs,
                 Dir::Put,
                 frag,
-                buf.ptr_at(0).cast_mut(),
+                buf.ptr_at(pt.base).cast_mut(),
                 remote,
                 Token(id.to_u64()),
             )
@@ -335,7 +408,8 @@ impl Core {
     }
 
     /// Every write of put send `id` completed: tell the receiver, then
-    /// complete.
+    /// complete (the tail of a split rendezvous: once the receiver's ATS
+    /// says its reads are done too).
     fn send_atp(&mut self, ifaces: &mut [Box<dyn Iface>], id: SlabId) {
         let (ep, result) = match self.reqs.get_mut(id).map(|r| &mut r.kind) {
             Some(Kind::Send(s)) if s.rndv == RndvPhase::Atp => {
@@ -351,7 +425,9 @@ impl Core {
             }
             _ => return,
         };
+        let mut tail = None;
         if let Some(pt) = self.puts.get(&id) {
+            tail = pt.tail;
             let status = match &result {
                 Ok(_) => 0u64,
                 Err(e) => i64::from(e.status().code()) as u64,
@@ -360,6 +436,24 @@ impl Core {
             d.extend_from_slice(&status.to_le_bytes());
             self.send_ctrl(ifaces, ep, AM_RNDV_ATP, d);
         }
+        let failed = self.eps.get(ep).and_then(|s| s.failed.clone());
+        if let (Some(false), None) = (tail, &failed) {
+            // The receiver is still reading the head: wait for its ATS.
+            self.puts.remove(&id);
+            if let Some(Request {
+                kind: Kind::Send(s),
+                ..
+            }) = self.reqs.get_mut(id)
+            {
+                s.rndv = RndvPhase::WaitAts;
+                s.error = result.err();
+            }
+            return;
+        }
+        let result = match (tail, failed) {
+            (Some(false), Some(e)) => result.and(Err(e)),
+            _ => result,
+        };
         self.complete(id, result);
     }
 }

@@ -91,6 +91,11 @@ pub const AM_RNDV_RTR_PUT: AmId = 14;
 /// The sender's writes are all done (rendezvous by put).
 pub const AM_RNDV_ATP: AmId = 15;
 
+/// The receiver of a rendezvous by get offers the message's last bytes
+/// for the sender to write, with the `RNDV_RTR_PUT` layout (the length
+/// counts from the end of the message); the sender answers `RNDV_ATP`.
+pub const AM_RNDV_RTR_SPLIT: AmId = 20;
+
 /// Size of the `RNDV_RTR_PUT` header before the key.
 pub const RTR_PUT_HDR: usize = 32;
 
@@ -105,6 +110,17 @@ pub fn decode_rtr_put(data: &[u8]) -> Result<([u64; 4], &[u8]), PeerMisbehaved> 
         u64_at(data, 24),
     ];
     Ok((f, &data[RTR_PUT_HDR..]))
+}
+
+/// Encodes a `RNDV_RTR_PUT` (or `RNDV_RTR_SPLIT`): sender request,
+/// receiver request, address, length, then the packed key.
+pub fn encode_rtr_put(fields: [u64; 4], key: &[u8]) -> Vec<u8> {
+    let mut d = Vec::with_capacity(RTR_PUT_HDR + key.len());
+    for v in fields {
+        d.extend_from_slice(&v.to_le_bytes());
+    }
+    d.extend_from_slice(key);
+    d
 }
 
 /// Decodes a `RNDV_ATP`: receiver request and status.

@@ -222,6 +222,8 @@ pub(crate) struct RecvState {
     /// Registration of the buffer for a rendezvous by put: (memory domain,
     /// handle), released when the request completes.
     pub(crate) memh: Option<Box<crate::worker::BufReg>>,
+    /// The sender writes this split rendezvous' tail; its ATP is due.
+    pub(crate) tail: bool,
 }
 
 impl RecvState {
@@ -251,6 +253,7 @@ impl RecvState {
             get_inflight: 0,
             ats_to: None,
             memh: None,
+            tail: false,
         }
     }
 }
@@ -326,6 +329,7 @@ impl Request {
             get_inflight: _,
             ats_to: _,
             memh,
+            tail: _,
         }) = kind
         else {
             return false;

@@ -105,6 +105,26 @@ pub(crate) struct PutTarget {
     /// Per data lane (index into the endpoint's lanes): next offset to
     /// write and end of its share.
     pub(crate) segs: Vec<(usize, usize, usize)>,
+    /// Offset in the send buffer of the first byte to write.
+    pub(crate) base: usize,
+    /// For the tail of a split rendezvous by get: whether the receiver's
+    /// ATS (its reads are done) arrived. `None` for a rendezvous by put.
+    pub(crate) tail: Option<bool>,
+}
+
+impl PutTarget {
+    /// The tail of a split rendezvous, offered by receive `rreq`, before
+    /// its writes are planned.
+    pub(crate) fn noted_tail(rreq: u64) -> PutTarget {
+        PutTarget {
+            rreq,
+            addr: 0,
+            rkey: None,
+            segs: Vec::new(),
+            base: 0,
+            tail: Some(false),
+        }
+    }
 }
 
 /// A sender's buffer offered for reading (rendezvous by get).
@@ -166,7 +186,8 @@ pub(crate) struct Deferred {
     pub(crate) rtrs_put_out: Vec<(AckTo, u64)>,
     /// Rendezvous-by-put answers that arrived: sender request, receiver
     /// request, address, length, packed key.
-    pub(crate) rtrs_put_in: Vec<(u64, u64, u64, u64, Vec<u8>)>,
+    /// Whether the offer is the tail of a split rendezvous by get.
+    pub(crate) rtrs_put_in: Vec<(u64, u64, u64, u64, Vec<u8>, bool)>,
     /// Puts whose writes all completed: ATP to send, then complete.
     pub(crate) atps: Vec<SlabId>,
     /// Answers to emulated one-sided operations: (iface, source, message).

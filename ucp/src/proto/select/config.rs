@@ -53,6 +53,12 @@ pub const MEMCPY_BW: f64 = 10e9;
 /// ones.
 pub const RNDV_FRAG_SIZE: usize = 0;
 
+/// Default message size from which a rendezvous by get is split between
+/// the receiver's reads and the sender's writes. Two processes copying at
+/// once move a large message about twice as fast as one; below this the
+/// extra messages cost more than the halved copy saves.
+pub const RNDV_SPLIT_THRESH: usize = 32 * 1024;
+
 /// Default number of lanes a zero-copy rendezvous spreads over (like
 /// `UCX_MAX_RNDV_RAILS`).
 pub const MAX_RNDV_LANES: usize = 2;
@@ -87,6 +93,10 @@ pub struct SelectConfig {
     /// Size of one zero-copy rendezvous operation, bytes (0: the lane's
     /// largest).
     pub rndv_frag_size: usize,
+    /// Message size from which a rendezvous by get is split: the sender
+    /// writes the second half while the receiver reads the first
+    /// (`usize::MAX`: never).
+    pub rndv_split_thresh: usize,
     /// Most lanes a zero-copy rendezvous spreads over (0 counts as 1;
     /// capped at [`MAX_LANES`]).
     pub max_rndv_lanes: usize,
@@ -105,6 +115,7 @@ impl Default for SelectConfig {
             rndv_scheme: RndvScheme::Auto,
             rndv_frag_size: RNDV_FRAG_SIZE,
             max_rndv_lanes: MAX_RNDV_LANES,
+            rndv_split_thresh: RNDV_SPLIT_THRESH,
             memcpy_bw: MEMCPY_BW,
             overhead: ProtoOverhead::default(),
         }
