@@ -11,8 +11,9 @@
 //!
 //! # Split
 //!
-//! From `RUCX_RNDV_SPLIT_THRESH` bytes, when the lanes can also write and
-//! the receive holds the whole message, the receiver registers the second
+//! From `RUCX_RNDV_SPLIT_THRESH` bytes, when the lanes are within the host
+//! (CMA), can also write, and the receive holds the whole message, the
+//! receiver registers the second
 //! half of its buffer (from a page boundary) for remote writes and sends
 //! `RNDV_RTR_SPLIT` with its key before it reads the first half. The
 //! sender writes that tail as in a rendezvous by put and answers
@@ -28,7 +29,7 @@ use crate::proto::select::ProtocolId;
 use crate::request::{AtsTo, Kind, RndvPhase};
 use crate::ucs::slab::SlabId;
 use crate::ucs::{self, PeerMisbehaved};
-use crate::uct::{Iface, SrcId, Token};
+use crate::uct::{Caps, DeviceType, Iface, SrcId, Token};
 use crate::worker::core::{AckTo, Core, GetPlan, RemoteBuf, Rts};
 use crate::Error;
 
@@ -141,10 +142,15 @@ impl Core {
             Some(r) => return r.buf.capacity(),
             None => return 0,
         };
+        // Lanes within the host that can also write: there each process's
+        // CPU copies its half. Over a network the NIC or the kernel's
+        // stack moves the data whichever side asks, and splitting only
+        // adds messages.
         let writable = self.eps.get(ep).is_some_and(|st| {
             lanes.iter().all(|&(l, _)| {
                 st.lanes.get(l).is_some_and(|&(i, _)| {
-                    ifaces[i].attr().caps.contains(crate::uct::Caps::PUT_ZCOPY)
+                    self.iface_dev.get(i) == Some(&DeviceType::Shm)
+                        && ifaces[i].attr().caps.contains(Caps::PUT_ZCOPY)
                 })
             })
         });

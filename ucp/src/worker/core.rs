@@ -227,6 +227,8 @@ pub(crate) struct Core {
     /// The context (memory domains) and each iface's memory domain.
     pub(crate) ctx: crate::Context,
     pub(crate) iface_md: Vec<usize>,
+    /// Kind of device of each iface (empty until the worker sets it).
+    pub(crate) iface_dev: Vec<crate::uct::DeviceType>,
     /// Rendezvous-by-put sends writing, by request.
     pub(crate) puts: FxHashMap<SlabId, PutTarget>,
     /// Messages removed by probes.
@@ -328,6 +330,7 @@ impl Core {
             proto_info,
             ctx,
             iface_md,
+            iface_dev: Vec::new(),
             puts: FxHashMap::default(),
             probed: Slab::new(),
             get_plans: FxHashMap::default(),

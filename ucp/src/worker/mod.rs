@@ -65,12 +65,14 @@ impl Worker {
         let params = IfaceParams { worker_uuid: uuid };
         let mut ifaces = Vec::new();
         let mut iface_md = Vec::new();
+        let mut iface_dev = Vec::new();
         let mut md_names = Vec::new();
         for (mdi, md, res) in ctx.resource_list() {
             match md.iface_open(res, &params) {
                 Ok(i) => {
                     ifaces.push(i);
                     iface_md.push(mdi);
+                    iface_dev.push(res.dev_type);
                     md_names.push(md.name().to_string());
                 }
                 Err(e) => {
@@ -106,6 +108,7 @@ impl Worker {
             cfg.proto_info,
             (ctx.clone(), iface_md),
         );
+        core.iface_dev = iface_dev;
         let am = Caps::AM_SHORT | Caps::AM_BCOPY | Caps::AM_ZCOPY;
         for (heat, iface) in core.heat.iter_mut().zip(&ifaces) {
             heat.passive = !iface.attr().caps.intersects(am);
