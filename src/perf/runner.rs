@@ -340,8 +340,19 @@ impl<W: PerfWorker> Runner<'_, W> {
 
     /// Waits until `n` more sends fit the window (and the buffer of `sn`
     /// is free). `n == max` waits for every send.
-    #[inline]
+    #[inline(always)]
     fn wait_sends(&mut self, n: usize, sn: Option<u64>) -> Result<()> {
+        if self.st.sends.is_empty() && n <= self.st.max {
+            // Nothing in flight: every slot is free (operations that
+            // finished at once, such as one-sided ones on mapped memory).
+            return Ok(());
+        }
+        self.wait_sends_busy(n, sn)
+    }
+
+    /// [`Runner::wait_sends`] with operations in flight.
+    #[inline]
+    fn wait_sends_busy(&mut self, n: usize, sn: Option<u64>) -> Result<()> {
         loop {
             self.reap_sends()?;
             if self.st.sends.len() + n <= self.st.max
