@@ -13,9 +13,9 @@
 //!
 //! From `RUCX_RNDV_SPLIT_THRESH` bytes, when the lanes are within the host
 //! (CMA), can also write, and the receive holds the whole message, the
-//! receiver registers the second
-//! half of its buffer (from a page boundary) for remote writes and sends
-//! `RNDV_RTR_SPLIT` with its key before it reads the first half. The
+//! receiver registers the second half of its buffer (from a page
+//! boundary) for remote writes and sends `RNDV_RTR_SPLIT` with its key
+//! before it reads the first half. The
 //! sender writes that tail as in a rendezvous by put and answers
 //! `RNDV_ATP`; the receiver's `RNDV_ATS` still says its reads are done.
 //! The receive completes once it has both, the send once its writes are
@@ -351,7 +351,7 @@ impl Core {
     /// later ones.
     pub(crate) fn take_get_error(&mut self, id: SlabId) -> Option<Error> {
         let mut first = None;
-        self.deferred.get_errors.retain_mut(|(r, e)| {
+        self.deferred.get_errors.retain(|(r, e)| {
             if *r != id {
                 return true;
             }
