@@ -186,3 +186,34 @@ fn devices_list_shared_memory_transports() {
         }
     }
 }
+
+#[test]
+fn split_rendezvous_line() {
+    const TAIL: &str =
+        ": the receiver reads the first half, the sender writes the second (RUCX_RNDV_SPLIT_THRESH)";
+    let text = stdout_of(
+        &["-e"],
+        &[("RUCX_TLS", "shm"), ("RUCX_RNDV_SPLIT_THRESH", "auto")],
+    );
+    if !text.contains("cma/memory") {
+        let why = "no cma lane here (cross-memory attach denied)";
+        let required = std::env::var("RUCX_REQUIRE_ALL").as_deref() == Ok("1");
+        assert!(!required, "{why}");
+        println!("skipped: {why}");
+        return;
+    }
+    assert_contains_all(&text, &[&format!("# rendezvous by get from 32K{TAIL}")]);
+    let text = stdout_of(
+        &["-e"],
+        &[("RUCX_TLS", "shm"), ("RUCX_RNDV_SPLIT_THRESH", "1m")],
+    );
+    assert_contains_all(&text, &[&format!("# rendezvous by get from 1M{TAIL}")]);
+    for env in [
+        [("RUCX_TLS", "shm"), ("RUCX_RNDV_SPLIT_THRESH", "inf")],
+        [("RUCX_TLS", "rc_iwarp"), ("RUCX_RNDV_SPLIT_THRESH", "32k")],
+        [("RUCX_TLS", "self"), ("RUCX_RNDV_SPLIT_THRESH", "32k")],
+    ] {
+        let text = stdout_of(&["-e"], &env);
+        assert!(!text.contains(TAIL), "{env:?}:\n{text}");
+    }
+}

@@ -168,6 +168,19 @@ fn network_lanes_are_not_split() {
 }
 
 #[test]
+fn endpoints_say_where_they_split() {
+    for (tls, split, want) in [
+        ("shm", "32k", Some(THRESH)),
+        ("shm", "1m", Some(1 << 20)),
+        ("shm", "inf", None),
+        ("rc_iwarp", "32k", None),
+    ] {
+        let p = pair(tls, split);
+        assert_eq!(p.a.ep_rndv_split(p.ab).expect("ep"), want, "{tls} {split}");
+    }
+}
+
+#[test]
 fn truncated_receive_is_not_split() {
     for tls in TLS {
         let mut p = pair(tls, "32k");

@@ -257,6 +257,14 @@ fn print_endpoint(out: &mut dyn Write) -> io::Result<()> {
     for table in a.ep_protocols(ep).map_err(fail)? {
         writeln!(out, "{table}")?;
     }
+    if let Some(n) = a.ep_rndv_split(ep).map_err(fail)? {
+        writeln!(
+            out,
+            "# rendezvous by get from {}: the receiver reads the first half, \
+             the sender writes the second (RUCX_RNDV_SPLIT_THRESH)",
+            memunits(n)
+        )?;
+    }
     let rma = a.ep_rma_protocols(ep).map_err(fail)?;
     let width = rma
         .iter()

@@ -142,21 +142,10 @@ impl Core {
             Some(r) => return r.buf.capacity(),
             None => return 0,
         };
-        // Lanes within the host that can also write: there each process's
-        // CPU copies its half. Over a network the NIC or the kernel's
-        // stack moves the data whichever side asks, and splitting only
-        // adds messages.
-        let writable = self.eps.get(ep).is_some_and(|st| {
-            lanes.iter().all(|&(l, _)| {
-                st.lanes.get(l).is_some_and(|&(i, _)| {
-                    self.iface_dev.get(i) == Some(&DeviceType::Shm)
-                        && ifaces[i].attr().caps.contains(Caps::PUT_ZCOPY)
-                })
-            })
-        });
         // Page-aligned halves: each side pins only its own pages.
         let head = (total / 2) & !(SPLIT_ALIGN - 1);
-        if total < self.select.config().rndv_split_thresh || !writable || head == 0 {
+        let splits = self.can_split(ifaces, ep, lanes.iter().map(|&(l, _)| l));
+        if total < self.select.config().rndv_split_thresh || !splits || head == 0 {
             return total;
         }
         match self.offer_for_writes(to.iface, req, head, total) {
@@ -176,6 +165,44 @@ impl Core {
                 total
             }
         }
+    }
+
+    /// Whether a rendezvous by get over `lanes` (of endpoint `ep`) may be
+    /// split: every lane is within the host and can also write. There
+    /// each process's CPU copies its half; over a network the NIC or the
+    /// kernel's stack moves the data whichever side asks, and splitting
+    /// only adds messages.
+    pub(crate) fn can_split(
+        &self,
+        ifaces: &[Box<dyn Iface>],
+        ep: SlabId,
+        mut lanes: impl Iterator<Item = usize>,
+    ) -> bool {
+        self.eps.get(ep).is_some_and(|st| {
+            lanes.all(|l| {
+                st.lanes.get(l).is_some_and(|&(i, _)| {
+                    self.iface_dev.get(i) == Some(&DeviceType::Shm)
+                        && ifaces[i].attr().caps.contains(Caps::PUT_ZCOPY)
+                })
+            })
+        })
+    }
+
+    /// The smallest message a rendezvous by get on endpoint `ep` splits
+    /// (by the non-synchronous table), if any.
+    pub(crate) fn split_from(&self, ifaces: &[Box<dyn Iface>], ep: SlabId) -> Option<usize> {
+        let thresh = self.select.config().rndv_split_thresh.max(2 * SPLIT_ALIGN);
+        if thresh == usize::MAX {
+            return None;
+        }
+        let st = self.eps.get(ep)?;
+        st.tables[0].choices().iter().find_map(|c| {
+            let lanes = c.lanes.iter().map(|(l, _)| l);
+            (c.proto == ProtocolId::RndvGetZcopy
+                && c.end >= thresh
+                && self.can_split(ifaces, ep, lanes))
+            .then(|| c.start.max(thresh))
+        })
     }
 
     /// Resumes the reads waiting for room on endpoint `ep`'s lanes.

@@ -170,6 +170,17 @@ impl Worker {
             .ok_or(Error::InvalidHandle)
     }
 
+    /// The smallest message whose rendezvous by get this worker, as the
+    /// receiver on `ep`, splits with the sender (`RUCX_RNDV_SPLIT_THRESH`:
+    /// it reads the first half, the sender writes the second); `None`
+    /// where it never does (network lanes, or `inf`).
+    pub fn ep_rndv_split(&self, ep: Ep) -> Result<Option<usize>> {
+        if self.core.eps.get(ep.0).is_none() {
+            return Err(Error::InvalidHandle);
+        }
+        Ok(self.core.split_from(&self.ifaces, ep.0))
+    }
+
     /// The uuid of the worker at the other end of `ep`.
     pub fn ep_remote_uuid(&self, ep: Ep) -> Result<u64> {
         self.core
