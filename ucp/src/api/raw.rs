@@ -42,6 +42,7 @@ impl Worker {
     /// Unless this returns `Posted::Done` or an error, the `len` bytes at
     /// `ptr` must stay writable, and untouched by anyone else, until the
     /// request's completion has been observed or the worker is dropped.
+    #[inline(always)]
     pub unsafe fn tag_recv_raw(
         &mut self,
         ptr: *mut u8,
