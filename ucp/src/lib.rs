@@ -35,8 +35,9 @@
 //! * `wireup/`: worker addresses and lane selection;
 //! * `proto/`: wire formats, protocol selection (`select/`), eager send
 //!   and receive, rendezvous by active messages (`rndv.rs`), get
-//!   (`rndv_get.rs`) and put (`rndv_put.rs`) over one or more lanes
-//!   (`rndv_zcopy.rs`), matched probes (`probed.rs`);
+//!   (`rndv_get.rs`, split with a write by the sender on one host) and put
+//!   (`rndv_put.rs`) over one or more lanes (`rndv_zcopy.rs`), matched
+//!   probes (`probed.rs`);
 //! * `tag/`: the tag matcher (sans-IO);
 //! * `request/`: the request slab and completion reporting;
 //! * `api/`: the four tiers of operations (blocking, scoped, owned, raw);
