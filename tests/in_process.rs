@@ -546,3 +546,78 @@ fn completed_count_self() {
 fn completed_count_tcp() {
     completed_count_tracks_completions("tcp");
 }
+
+/// Released receives: counted when they complete (eager and rendezvous,
+/// and one that had completed before its release), their slots freed, and
+/// a truncation kept for `take_released_error`.
+fn released_receives_are_counted(tls: &str) {
+    let (mut a, mut b, ab, _) = pair(tls);
+    let start = b.released_completed();
+    let mut bufs: Vec<Vec<u8>> = vec![vec![0u8; 8], vec![0u8; 100_000], vec![0u8; 8]];
+    for (i, buf) in bufs.iter_mut().enumerate() {
+        // SAFETY: the buffers outlive the receives, which are waited for
+        // below through the released count.
+        let p = unsafe {
+            b.tag_recv_raw(
+                buf.as_mut_ptr(),
+                buf.len(),
+                20 + i as u64,
+                TAG_MASK_ALL,
+                Op::new(),
+            )
+        }
+        .expect("recv");
+        match p {
+            Posted::InFlight(id) => b.request_release(id),
+            Posted::Done(..) => panic!("{tls}: receive {i} done before its send"),
+        }
+    }
+    // Connects (over tcp `b` must accept) before a blocking send.
+    for _ in 0..100 {
+        a.progress();
+        b.progress();
+    }
+    assert_eq!(b.released_completed(), start, "{tls}: nothing done yet");
+    a.tag_send_blocking(ab, b"eight by", 20).expect("send");
+    // Rendezvous: the receiver must progress too.
+    let big = a
+        .tag_send(ab, pattern(100_000, 21), 21, Op::new())
+        .expect("send");
+    // Too long for its 8-byte receive.
+    a.tag_send_blocking(ab, &[7u8; 9], 22).expect("send");
+    drive(&mut a, &mut b, |_, b| {
+        b.released_completed().wrapping_sub(start) == 3
+    });
+    if let Posted::InFlight(id) = big {
+        drive(&mut a, &mut b, |a, _| !a.request_is_active(id));
+    }
+    assert_eq!(&bufs[0], b"eight by", "{tls}");
+    assert!(bufs[1] == pattern(100_000, 21), "{tls}: rendezvous data");
+    let e = b.take_released_error().expect("the truncation is kept");
+    assert!(matches!(e, rucx::Error::Truncated { .. }), "{tls}: {e}");
+    assert!(b.take_released_error().is_none(), "{tls}: taken once");
+    assert_eq!(b.requests_outstanding(), 0, "{tls}: slots freed");
+
+    // Released after it completed: counted at the release.
+    let recv = b
+        .tag_recv(vec![0u8; 8], 30, TAG_MASK_ALL, Op::new())
+        .expect("recv");
+    a.tag_send_blocking(ab, b"late rel", 30).expect("send");
+    if let Posted::InFlight(id) = recv {
+        drive(&mut a, &mut b, |_, b| !b.request_is_active(id));
+        let before = b.released_completed();
+        b.request_release(id);
+        assert_eq!(b.released_completed(), before.wrapping_add(1), "{tls}");
+    }
+    assert_eq!(b.requests_outstanding(), 0, "{tls}: slots freed");
+}
+
+#[test]
+fn released_receives_shm() {
+    released_receives_are_counted("shm");
+}
+
+#[test]
+fn released_receives_tcp() {
+    released_receives_are_counted("tcp");
+}

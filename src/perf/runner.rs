@@ -159,7 +159,12 @@ pub fn run<W: PerfWorker>(
         polls: 0,
         sends_seen: None,
         recvs_seen: None,
+        release_recvs: false,
+        released: 0,
+        released_base: 0,
     };
+    r.release_recvs = !r.st.validate && r.st.recv.count() == 1;
+    r.released_base = r.w.released_finished();
     let result = match (r.st.command.is_one_sided(), r.st.test_type) {
         (false, TestType::PingPong) => r.ping_pong(side, meter, report),
         (false, TestType::StreamUni) => r.stream(side, meter, report),
@@ -183,6 +188,13 @@ struct Runner<'a, W: PerfWorker> {
     /// reaped; `None`: reap at the next look.
     sends_seen: Option<u64>,
     recvs_seen: Option<u64>,
+    /// Receives are released once posted rather than tested (no `-V`,
+    /// one shared buffer): only their number matters.
+    release_recvs: bool,
+    /// Receives released so far, and the worker's count of finished
+    /// released operations when the loop started.
+    released: u64,
+    released_base: u64,
 }
 
 impl<W: PerfWorker> Runner<'_, W> {
@@ -364,12 +376,24 @@ impl<W: PerfWorker> Runner<'_, W> {
         }
     }
 
-    /// Like [`Runner::wait_sends`] for receives.
+    /// Released receives not finished yet.
+    #[inline(always)]
+    fn released_pending(&self) -> usize {
+        let done = self.w.released_finished().wrapping_sub(self.released_base);
+        self.released.wrapping_sub(done) as usize
+    }
+
+    /// Like [`Runner::wait_sends`] for receives, released ones included.
     #[inline]
     fn wait_recvs(&mut self, n: usize, sn: Option<u64>) -> Result<()> {
         loop {
             self.reap_recvs()?;
-            if self.st.recvs.len() + n <= self.st.max
+            if self.released != 0 {
+                if let Some(e) = self.w.released_error() {
+                    return Err(e);
+                }
+            }
+            if self.st.recvs.len() + self.released_pending() + n <= self.st.max
                 && Self::slot_free(&self.st.recvs, self.st.recv.count(), sn)
             {
                 return Ok(());
@@ -401,7 +425,8 @@ impl<W: PerfWorker> Runner<'_, W> {
 
     #[inline(always)]
     fn recv(&mut self, sn: u64) -> Result<()> {
-        if self.st.recvs.len() >= self.st.max || self.st.recv.count() > 1 {
+        if self.st.recvs.len() + self.released_pending() >= self.st.max || self.st.recv.count() > 1
+        {
             self.wait_recvs(1, Some(sn))?;
         }
         let ptr = self.st.recv.ptr(sn);
@@ -412,6 +437,13 @@ impl<W: PerfWorker> Runner<'_, W> {
             Started::Done(len) if len == self.st.msg_len && !self.st.validate => Ok(()),
             Started::Done(len) => self.received(sn, len),
             Started::InFlight(req) => {
+                if self.release_recvs {
+                    if self.w.release(req) {
+                        self.released += 1;
+                        return Ok(());
+                    }
+                    self.release_recvs = false;
+                }
                 self.st.recvs.push_back((req, sn));
                 Ok(())
             }

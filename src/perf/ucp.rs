@@ -175,6 +175,23 @@ impl PerfWorker for UcpWorker {
     }
 
     #[inline(always)]
+    fn release(&mut self, req: ReqId) -> bool {
+        self.worker.request_release(req);
+        true
+    }
+
+    #[inline]
+    fn released_finished(&self) -> u64 {
+        self.worker.released_completed()
+    }
+
+    #[inline]
+    fn released_error(&mut self) -> Option<PerfError> {
+        let e = self.worker.take_released_error()?;
+        Some(op_error("operation", e))
+    }
+
+    #[inline(always)]
     fn test(&mut self, req: ReqId) -> Option<Result<usize>> {
         self.worker.request_test(req).map(|r| {
             r.map(|info| info.length)

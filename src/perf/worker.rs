@@ -110,6 +110,24 @@ pub trait PerfWorker {
     /// received for a receive) exactly once.
     fn test(&mut self, req: Self::Req) -> Option<Result<usize>>;
 
+    /// Gives up testing `req`: from now on its finishing is only counted
+    /// ([`PerfWorker::released_finished`]), and it counts as reported
+    /// finished once counted. `false` if the worker cannot do that (the
+    /// caller goes on testing it).
+    fn release(&mut self, _req: Self::Req) -> bool {
+        false
+    }
+
+    /// How many released operations have finished (wrapping).
+    fn released_finished(&self) -> u64 {
+        0
+    }
+
+    /// The first failure of a released operation since the last call.
+    fn released_error(&mut self) -> Option<PerfError> {
+        None
+    }
+
     /// Completes every operation posted so far on the endpoint, progressing
     /// as needed.
     fn flush(&mut self) -> Result<()> {

@@ -168,7 +168,7 @@ impl<T> Slab<T> {
     /// holds once `f` ran is forgotten rather than dropped: no drop code
     /// runs for it. Only for entries whose drop would do nothing; whatever
     /// such an entry did own would leak (never unsound, only wasteful).
-    #[inline]
+    #[inline(always)]
     pub fn take_map_forget<R>(
         &mut self,
         id: SlabId,

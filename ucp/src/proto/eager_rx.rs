@@ -101,31 +101,39 @@ impl Core {
         if let Some(a) = ack {
             self.deferred.acks.push(a);
         }
-        // A polled receive that nobody released: the whole message
-        // finishes it here, in one lookup (what `finish_recv` and
-        // `complete` do for it, none of their rendezvous cleanup applying
-        // to an eager receive).
+        // A polled receive: the whole message finishes it here, in one
+        // lookup (what `finish_recv` and `complete` do for it, none of
+        // their rendezvous cleanup applying to an eager receive). One its
+        // owner released is counted and freed at once, unless the message
+        // does not fit (the slow path records that failure).
         if let Some(Request {
             kind: Kind::Recv(r),
             notify: Notify::Poll | Notify::Scope,
             result,
-            detached: false,
+            detached,
             ..
         }) = self.reqs.get_mut(req)
         {
-            let n = payload.len();
-            self.completed = self.completed.wrapping_add(1);
-            r.take_whole(tag, payload);
-            let cap = r.buf.capacity();
-            *result = Some(if n > cap {
-                Err(Error::Truncated {
-                    length: n,
-                    capacity: cap,
-                })
-            } else {
-                Ok(Info { tag, length: n })
-            });
-            return;
+            let (n, cap) = (payload.len(), r.buf.capacity());
+            if !*detached || n <= cap {
+                self.completed = self.completed.wrapping_add(1);
+                r.take_whole(tag, payload);
+                if *detached {
+                    self.released_done = self.released_done.wrapping_add(1);
+                    self.reqs
+                        .take_map_forget(req, |_| Some(()), Request::owns_nothing);
+                    return;
+                }
+                *result = Some(if n > cap {
+                    Err(Error::Truncated {
+                        length: n,
+                        capacity: cap,
+                    })
+                } else {
+                    Ok(Info { tag, length: n })
+                });
+                return;
+            }
         }
         self.rx_whole_matched(req, tag, payload);
     }

@@ -207,6 +207,11 @@ pub(crate) struct Core {
     /// Requests that got their result so far (wrapping); see
     /// `Worker::completed_count`.
     pub(crate) completed: u64,
+    /// Released polled requests that completed (wrapping); see
+    /// `Worker::released_completed`.
+    pub(crate) released_done: u64,
+    /// The first failure of a released request not yet taken.
+    pub(crate) released_error: Option<Error>,
     /// Progress calls so far.
     pub(crate) tick: u32,
     pub(crate) completions: VecDeque<Completion>,
@@ -317,6 +322,8 @@ impl Core {
             lane_eps: vec![Vec::new(); n_ifaces],
             heat: vec![Heat::default(); n_ifaces],
             completed: 0,
+            released_done: 0,
+            released_error: None,
             tick: 0,
             completions: VecDeque::new(),
             callbacks: Vec::new(),
@@ -416,9 +423,11 @@ impl Core {
         let user_data = req.user_data;
         match std::mem::replace(&mut req.notify, Notify::Poll) {
             Notify::Poll | Notify::Scope => {
-                req.result = Some(result);
                 if req.detached {
                     self.reqs.remove(id);
+                    self.released(result);
+                } else {
+                    req.result = Some(result);
                 }
                 return;
             }
@@ -445,6 +454,15 @@ impl Core {
             req.result = Some(result);
         } else {
             self.reqs.remove(id);
+        }
+    }
+
+    /// A released polled request completed with `result`: counted, and a
+    /// failure kept if it is the first since the last look.
+    pub(crate) fn released(&mut self, result: Result<Info>) {
+        self.released_done = self.released_done.wrapping_add(1);
+        if let (Err(e), None) = (result, &self.released_error) {
+            self.released_error = Some(e);
         }
     }
 

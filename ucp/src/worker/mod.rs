@@ -348,15 +348,45 @@ impl Worker {
     }
 
     /// Lets request `id` finish on its own: nobody will collect it. An
-    /// owned buffer it holds is dropped at completion.
+    /// owned buffer it holds is dropped at completion. A polled request
+    /// released this way is still counted when it completes
+    /// ([`Worker::released_completed`]), and a failure of it kept
+    /// ([`Worker::take_released_error`]).
+    #[inline(always)]
     pub fn request_release(&mut self, id: ReqId) {
         if let Some(r) = self.core.reqs.get_mut(id.0) {
             if r.result.is_some() {
-                self.core.reqs.remove(id.0);
+                self.release_completed(id);
             } else {
                 r.detached = true;
             }
         }
+    }
+
+    /// [`Worker::request_release`] of a request that has its result.
+    #[cold]
+    fn release_completed(&mut self, id: ReqId) {
+        let result = self.core.reqs.remove(id.0).and_then(|r| r.result);
+        if let Some(result) = result {
+            self.core.released(result);
+        }
+    }
+
+    /// How many polled requests released with [`Worker::request_release`]
+    /// have completed, before or after their release (a wrapping
+    /// counter). A caller that releases what it posts at once can tell
+    /// from it when all of it is done, for example before it frees the
+    /// buffers.
+    #[inline]
+    pub fn released_completed(&self) -> u64 {
+        self.core.released_done
+    }
+
+    /// The first failure of a released polled request since the last
+    /// call, if any: released requests report their results nowhere else.
+    #[inline]
+    pub fn take_released_error(&mut self) -> Option<Error> {
+        self.core.released_error.take()
     }
 
     /// Cancels a receive that has not matched a message yet, or a send
