@@ -11,9 +11,14 @@
 //! * Loopback (`-l`): one worker does both halves of each iteration.
 //!
 //! Without `-V` every message uses the same send and receive buffer, as
-//! UCX does. With `-V` each operation in flight has its own buffer (slot
-//! `sn % outstanding`), the sender writes the pattern of message `sn`
-//! and the receiver checks it on completion.
+//! UCX does, and receives still in flight are released rather than
+//! tested (when the worker can: [`PerfWorker::release`]): the loop counts
+//! the finished ones, like UCX's completion callbacks, and waits for all
+//! of them before the buffers go; a receive that fails ends the run, but
+//! a message shorter than expected is not noticed. With `-V` each
+//! operation in flight has its own buffer (slot `sn % outstanding`), the
+//! sender writes the pattern of message `sn` and the receiver checks its
+//! length and content on completion.
 //!
 //! The one-sided tests (`ucp_put_lat`, `ucp_put_bw`, `ucp_get` and the
 //! atomics) have their own loops, described in `runner_rma.rs`; they need
