@@ -235,10 +235,7 @@ fn killed_before_writing(scheme: &str, proto: ProtocolId) {
     let (stream, big) = post_receives(&mut w);
     w.tag_send_blocking(ep, &[1], GO).expect("go");
     progress_until(&mut w, 30, |_| stalled.try_recv().is_ok());
-    let until = Instant::now() + Duration::from_millis(300);
-    while Instant::now() < until {
-        w.progress();
-    }
+    progress_for(&mut w, 300);
     assert!(
         w.request_is_active(big),
         "large receive finished although the sender stalled before writing"

@@ -252,10 +252,7 @@ fn stalled_sender(split: bool) {
             Posted::InFlight(id) => id,
             Posted::Done(..) => panic!("4 MiB received at once"),
         };
-        let until = Instant::now() + Duration::from_millis(300);
-        while Instant::now() < until {
-            w.progress();
-        }
+        progress_for(&mut w, 300);
         assert!(
             w.request_is_active(id),
             "a split receive finished while its sender stalled"

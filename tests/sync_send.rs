@@ -160,10 +160,7 @@ fn blocking_and_scoped_sync_sends() {
             .tag_recv_blocking(&mut buf, 2, TAG_MASK_ALL)
             .expect("recv 2");
         // Keep answering until the sender is done.
-        let until = Instant::now() + Duration::from_millis(300);
-        while Instant::now() < until {
-            b.progress();
-        }
+        progress_for(&mut b, 300);
         (one.length, two.length)
     });
     a.tag_send_sync_blocking(ab, b"first", 1).expect("sync 1");

@@ -6,7 +6,7 @@ mod common;
 
 use common::*;
 use rucx::{Op, Posted, TAG_MASK_ALL};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 const SIZES: [usize; 7] = [0, 1, 8, 4095, 65536, 1 << 20, 64 << 20];
 
@@ -113,10 +113,7 @@ fn stalling_child() {
     let big = vec![7u8; 512 << 20];
     let posted = w.tag_send(ep, big, 1, Op::new()).expect("post");
     assert!(matches!(posted, Posted::InFlight(_)));
-    let until = Instant::now() + Duration::from_millis(300);
-    while Instant::now() < until {
-        w.progress();
-    }
+    progress_for(&mut w, 300);
     println!("stalled");
     loop {
         std::thread::sleep(Duration::from_secs(1));
@@ -166,10 +163,7 @@ fn killed_mid_transfer(rndv: Option<&str>) {
         Posted::InFlight(id) => id,
         Posted::Done(..) => panic!("64 MiB sent at once"),
     };
-    let until = Instant::now() + Duration::from_millis(300);
-    while Instant::now() < until {
-        w.progress();
-    }
+    progress_for(&mut w, 300);
     assert!(
         w.request_is_active(recv),
         "receive finished although the child stalled"

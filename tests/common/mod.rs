@@ -101,6 +101,14 @@ pub(crate) fn progress_until(w: &mut Worker, secs: u64, mut done: impl FnMut(&mu
     }
 }
 
+/// Progresses `w` for `ms` milliseconds, whatever happens meanwhile.
+pub(crate) fn progress_for(w: &mut Worker, ms: u64) {
+    let until = Instant::now() + Duration::from_millis(ms);
+    while Instant::now() < until {
+        w.progress();
+    }
+}
+
 /// Receives the peer's address (sent as the first message, tag 0) and
 /// connects back to it.
 pub(crate) fn accept_peer(w: &mut Worker) -> Ep {
