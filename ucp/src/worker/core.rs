@@ -232,7 +232,7 @@ pub(crate) struct Core {
     /// The context (memory domains) and each iface's memory domain.
     pub(crate) ctx: crate::Context,
     pub(crate) iface_md: Vec<usize>,
-    /// Kind of device of each iface (empty until the worker sets it).
+    /// Kind of device of each iface.
     pub(crate) iface_dev: Vec<crate::uct::DeviceType>,
     /// Rendezvous-by-put sends writing, by request.
     pub(crate) puts: FxHashMap<SlabId, PutTarget>,
@@ -312,7 +312,7 @@ impl Core {
         address: Vec<u8>,
         select: SelectConfig,
         proto_info: bool,
-        (ctx, iface_md): (crate::Context, Vec<usize>),
+        (ctx, iface_md, iface_dev): (crate::Context, Vec<usize>, Vec<crate::uct::DeviceType>),
     ) -> Core {
         Core {
             eps: Slab::new(),
@@ -337,7 +337,7 @@ impl Core {
             proto_info,
             ctx,
             iface_md,
-            iface_dev: Vec::new(),
+            iface_dev,
             puts: FxHashMap::default(),
             probed: Slab::new(),
             get_plans: FxHashMap::default(),

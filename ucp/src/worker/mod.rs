@@ -106,9 +106,8 @@ impl Worker {
             address.clone(),
             cfg.select_config(),
             cfg.proto_info,
-            (ctx.clone(), iface_md),
+            (ctx.clone(), iface_md, iface_dev),
         );
-        core.iface_dev = iface_dev;
         let am = Caps::AM_SHORT | Caps::AM_BCOPY | Caps::AM_ZCOPY;
         for (heat, iface) in core.heat.iter_mut().zip(&ifaces) {
             heat.passive = !iface.attr().caps.intersects(am);
