@@ -25,21 +25,11 @@ use crate::request::{Info, Kind, Request, RndvPhase};
 use crate::ucs::slab::SlabId;
 use crate::ucs::{self, PeerMisbehaved, Status};
 use crate::uct::{Access, Iface, SrcId, Token};
-use crate::worker::core::{AckTo, Core, PutTarget};
+use crate::worker::core::{AckTo, Core, PutOffer, PutTarget};
 use crate::Error;
 
 fn invalid(what: &'static str, detail: String) -> PeerMisbehaved {
     PeerMisbehaved::Invalid { what, detail }
-}
-
-/// A receiver's offer of (part of) its buffer, from the wire.
-struct Offer<'a> {
-    rreq: u64,
-    addr: u64,
-    len: u64,
-    key: &'a [u8],
-    /// The tail of a split rendezvous by get, not a whole buffer.
-    is_tail: bool,
 }
 
 impl Core {
@@ -87,9 +77,14 @@ impl Core {
                 }
             }
         }
-        self.deferred
-            .rtrs_put_in
-            .push((sreq, rreq, addr, len, key.to_vec(), split));
+        self.deferred.rtrs_put_in.push(PutOffer {
+            sreq,
+            rreq,
+            addr,
+            len,
+            key: key.to_vec(),
+            is_tail: split,
+        });
         Ok(())
     }
 
@@ -143,17 +138,9 @@ impl Core {
             n += 1;
             self.answer_put(ifaces, to, SlabId::from_u64(rreq));
         }
-        for (sreq, rreq, addr, len, key, is_tail) in std::mem::take(&mut self.deferred.rtrs_put_in)
-        {
+        for offer in std::mem::take(&mut self.deferred.rtrs_put_in) {
             n += 1;
-            let offer = Offer {
-                rreq,
-                addr,
-                len,
-                key: &key,
-                is_tail,
-            };
-            self.start_put(ifaces, SlabId::from_u64(sreq), offer);
+            self.start_put(ifaces, offer);
         }
         for id in std::mem::take(&mut self.deferred.atps) {
             n += 1;
@@ -236,14 +223,16 @@ impl Core {
 
     /// The receiver of send `id` (from the wire: may be stale or forged)
     /// offered its buffer: plan the writes over the data lanes.
-    fn start_put(&mut self, ifaces: &mut [Box<dyn Iface>], id: SlabId, offer: Offer<'_>) {
-        let Offer {
+    fn start_put(&mut self, ifaces: &mut [Box<dyn Iface>], offer: PutOffer) {
+        let PutOffer {
+            sreq,
             rreq,
             addr,
             len,
             key,
             is_tail,
         } = offer;
+        let id = SlabId::from_u64(sreq);
         // A whole buffer answers a rendezvous by put; a tail, one by get
         // whose receiver is reading the rest.
         let (phase, proto) = if is_tail {
@@ -265,7 +254,7 @@ impl Core {
         let rkey = md
             .and_then(|m| self.ctx.md(m))
             .ok_or_else(|| ucs::Error::Unsupported("no memory domain".into()))
-            .and_then(|m| m.rkey_unpack(key));
+            .and_then(|m| m.rkey_unpack(&key));
         // Lanes of the selected protocol that share the key's domain.
         let lanes = data_lanes(&st.tables[usize::from(sync)], size, proto, |l| {
             st.lanes

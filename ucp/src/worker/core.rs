@@ -112,6 +112,20 @@ pub(crate) struct PutTarget {
     pub(crate) tail: Option<bool>,
 }
 
+/// A receiver's offer of (part of) its buffer, from the wire
+/// (`RNDV_RTR_PUT`, or `RNDV_RTR_SPLIT` for a tail).
+#[derive(Debug)]
+pub(crate) struct PutOffer {
+    /// The send it answers, and the receive request on the other side.
+    pub(crate) sreq: u64,
+    pub(crate) rreq: u64,
+    pub(crate) addr: u64,
+    pub(crate) len: u64,
+    pub(crate) key: Vec<u8>,
+    /// The tail of a split rendezvous by get, not a whole buffer.
+    pub(crate) is_tail: bool,
+}
+
 impl PutTarget {
     /// The tail of a split rendezvous, offered by receive `rreq`, before
     /// its writes are planned.
@@ -184,10 +198,8 @@ pub(crate) struct Deferred {
     pub(crate) get_errors: Vec<(SlabId, Error)>,
     /// Rendezvous-by-put answers to send: (to, receiver request).
     pub(crate) rtrs_put_out: Vec<(AckTo, u64)>,
-    /// Rendezvous-by-put answers that arrived: sender request, receiver
-    /// request, address, length, packed key.
-    /// Whether the offer is the tail of a split rendezvous by get.
-    pub(crate) rtrs_put_in: Vec<(u64, u64, u64, u64, Vec<u8>, bool)>,
+    /// Receivers' offers of their buffers that arrived.
+    pub(crate) rtrs_put_in: Vec<PutOffer>,
     /// Puts whose writes all completed: ATP to send, then complete.
     pub(crate) atps: Vec<SlabId>,
     /// Answers to emulated one-sided operations: (iface, source, message).
