@@ -6,8 +6,10 @@ use uct::ucs;
 use uct::ucs::config::Time;
 use uct::ucs::{Error, Result};
 
-/// Smallest segment size TCP accepts for TCP_MAXSEG.
+/// Smallest segment size Linux accepts for TCP_MAXSEG.
 const MIN_MSS: u32 = 88;
+/// Largest segment size Linux accepts for TCP_MAXSEG (its `MAX_TCP_WINDOW`).
+const MAX_MSS: u32 = 32767;
 
 /// Most RDMA READs a queue pair issues or serves at once (as siw).
 pub(crate) const MAX_RD: u32 = 128;
@@ -78,9 +80,9 @@ impl Settings {
                 )));
             }
         }
-        if c.mss != 0 && !(MIN_MSS..=65535).contains(&c.mss) {
+        if c.mss != 0 && !(MIN_MSS..=MAX_MSS).contains(&c.mss) {
             return Err(Error::InvalidParam(format!(
-                "RUCX_IWARP_MSS={}: expected 0 or {MIN_MSS} to 65535",
+                "RUCX_IWARP_MSS={}: expected 0 or {MIN_MSS} to {MAX_MSS}",
                 c.mss
             )));
         }
@@ -129,6 +131,11 @@ mod tests {
         assert!(with("RUCX_IWARP_MPA_CRC", "maybe").is_err());
         let c = with("RUCX_IWARP_MSS", "50").unwrap();
         assert!(Settings::from_config(&c).is_err());
+        // Linux refuses TCP_MAXSEG above 32767: caught here, not at open.
+        let c = with("RUCX_IWARP_MSS", "32768").unwrap();
+        assert!(Settings::from_config(&c).is_err());
+        let c = with("RUCX_IWARP_MSS", "32767").unwrap();
+        assert!(Settings::from_config(&c).is_ok());
         // Peer-to-peer mode needs revision 2.
         let c = with("RUCX_IWARP_MPA_REV", "1").unwrap();
         assert!(!Settings::from_config(&c).unwrap().p2p);
