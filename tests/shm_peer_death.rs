@@ -47,8 +47,8 @@ const BIG_UNWANTED: u64 = 3;
 /// Set in the tags of stream messages (the rest is the sequence number).
 const STREAM: u64 = 1 << 40;
 /// Stream messages a stalling sender sends before its large one; with the
-/// large message's request they fit in the receiver's FIFO (256 elements).
-const STREAM_N: u64 = 100;
+/// large message's request they fit in the receiver's FIFO (64 elements).
+const STREAM_N: u64 = 40;
 /// Size of the large message: far above the rendezvous threshold.
 const BIG_LEN: usize = 16 << 20;
 /// Sends in flight at most in a stream.

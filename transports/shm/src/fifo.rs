@@ -134,13 +134,13 @@ pub struct FifoConfig {
 }
 
 impl Default for FifoConfig {
-    /// UCX's mm defaults: 256 elements of 128 bytes, release every half
-    /// FIFO, 8 KiB descriptors.
+    /// The `posix` transport's defaults: 64 elements of 128 bytes (UCX's
+    /// mm FIFO shape), release every 8, 8 KiB descriptors.
     fn default() -> Self {
         Self {
             elem_size: 128,
-            capacity: 256,
-            release_every: 128,
+            capacity: 64,
+            release_every: 8,
             desc_size: 8192,
         }
     }

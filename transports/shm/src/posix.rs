@@ -57,7 +57,7 @@ ucs::config_table! {
     pub struct MmConfig in MM_TABLE ("mm", "MM_") {
         /// Elements in a receive FIFO (a power of two): how many messages
         /// senders may post before the receiver takes them.
-        FIFO_SIZE fifo_size: u32 = "256",
+        FIFO_SIZE fifo_size: u32 = "64",
         /// Bytes of a FIFO element, 8 of them its control word; shorter
         /// messages travel inline in the element.
         FIFO_ELEM_SIZE fifo_elem_size: MemUnits = "128",
@@ -66,7 +66,7 @@ ucs::config_table! {
         SEG_SIZE seg_size: MemUnits = "8k",
         /// Part of the FIFO the receiver takes before it tells senders how
         /// far it has read (0 < factor <= 1).
-        FIFO_RELEASE_FACTOR release_factor: f64 = "0.5",
+        FIFO_RELEASE_FACTOR release_factor: f64 = "0.125",
         /// Most messages taken out of the FIFO in one progress call.
         FIFO_MAX_POLL max_poll: u32 = "16",
     }

@@ -44,7 +44,7 @@ fn config_defaults_and_limits() {
             fifo.release_every,
             fifo.desc_size
         ),
-        (128, 256, 128, 8192)
+        (128, 64, 8, 8192)
     );
     let a = open();
     assert_eq!((a.attr().max_short, a.attr().max_bcopy), (112, 8192));
