@@ -22,8 +22,13 @@ pub(crate) struct Slots {
 }
 
 impl Slots {
-    /// Allocates `count` zeroed buffers of `len` bytes; allocation failure
-    /// is an error, not an abort.
+    /// Allocates `count` buffers of `len` bytes and writes zeros into
+    /// them; allocation failure is an error, not an abort.
+    ///
+    /// Written, not just allocated zeroed: fresh anonymous pages all map
+    /// the kernel's one zero page until written, and a test sending from
+    /// them would read one cached 4 KiB page over and over instead of its
+    /// buffer (UCX's perftest writes its buffers too).
     pub(crate) fn new(len: usize, count: usize) -> Result<Slots> {
         let count = count.max(1);
         let total = len
@@ -31,8 +36,10 @@ impl Slots {
             .ok_or(PerfError::NoMemory(usize::MAX))?;
         let layout = Self::layout(total)?;
         // SAFETY: the layout's size is at least 1.
-        let raw = unsafe { std::alloc::alloc_zeroed(layout) };
+        let raw = unsafe { std::alloc::alloc(layout) };
         let base = NonNull::new(raw).ok_or(PerfError::NoMemory(total))?;
+        // SAFETY: `raw` points to `total` bytes just allocated, ours alone.
+        unsafe { std::ptr::write_bytes(raw, 0, total) };
         Ok(Slots {
             base,
             len,
