@@ -662,7 +662,7 @@ unsafe fn copy_bytes(src: *const u8, dst: *mut u8, len: usize) {
         if len <= 32 {
             crate::ucs::copy::copy_small(src, dst, len);
         } else if (src as usize).abs_diff(dst as usize) >= len {
-            std::ptr::copy_nonoverlapping(src, dst, len);
+            crate::ucs::copy::copy_large(src, dst, len);
         } else {
             std::ptr::copy(src, dst, len);
         }
