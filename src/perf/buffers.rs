@@ -28,7 +28,7 @@ impl Slots {
     /// Written, not just allocated zeroed: fresh anonymous pages all map
     /// the kernel's one zero page until written, and a test sending from
     /// them would read one cached 4 KiB page over and over instead of its
-    /// buffer (UCX's perftest writes its buffers too).
+    /// buffer, which no application sending data it produced does.
     pub(crate) fn new(len: usize, count: usize) -> Result<Slots> {
         let count = count.max(1);
         let total = len
