@@ -74,6 +74,14 @@ fn rc_iwarp_traffic_decodes_as_well_formed_iwarp() {
         &[SEND, WRITE, READ_RESPONSE],
     );
     let t = &checked.summary.tally;
+    // Linux sets a loopback connection's segment size to 32768 at first
+    // (half the first window) and raises it to 65483 as the window opens:
+    // FPDUs must follow it up, not keep the size seen at setup.
+    assert!(
+        t.max_fpdu > 32768,
+        "FPDUs never outgrew the segment size of a new connection:\n{}",
+        checked.summary
+    );
     let modes = |prefix: &str| t.modes.keys().any(|m| m.starts_with(prefix));
     assert!(
         modes("rev 2, CRC") && modes("rev 1, no CRC"),

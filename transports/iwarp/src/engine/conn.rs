@@ -23,6 +23,14 @@ pub(crate) fn setup_socket(fd: &OwnedFd) -> uct::Result<usize> {
         1,
         "setsockopt(TCP_NODELAY)",
     )?;
+    current_mulpdu(fd)
+}
+
+/// The largest ULPDU whose FPDU fits the socket's current TCP segment.
+/// Linux starts a connection's segment size at most at half the largest
+/// window the peer has advertised, and raises it as the window opens (on
+/// loopback: 32768 at setup, 65483 soon after).
+fn current_mulpdu(fd: &OwnedFd) -> uct::Result<usize> {
     let mss = sock::get_opt(
         fd,
         libc::IPPROTO_TCP,
@@ -30,6 +38,17 @@ pub(crate) fn setup_socket(fd: &OwnedFd) -> uct::Result<usize> {
         "getsockopt(TCP_MAXSEG)",
     )?;
     Ok(fpdu::mulpdu(mss.max(0) as usize))
+}
+
+impl Conn {
+    /// Follows the socket's segment size (as siw does for each work
+    /// request): called before framing a message longer than one FPDU.
+    /// Keeps the last value if the socket cannot tell.
+    pub(crate) fn refresh_mulpdu(&mut self) {
+        if let Ok(m) = current_mulpdu(&self.fd) {
+            self.mulpdu = m;
+        }
+    }
 }
 
 impl Qp {

@@ -376,9 +376,13 @@ impl Qp {
 
     /// Frames FPDUs into the (empty) batch.
     fn refill(&mut self, env: &mut Env<'_>) -> Result<(), Terminate> {
-        let Some(conn) = self.conn.as_ref() else {
+        let multi = self.next_needs_segments();
+        let Some(conn) = self.conn.as_mut() else {
             return Ok(());
         };
+        if multi {
+            conn.refresh_mulpdu();
+        }
         let (crc, mulpdu) = (conn.crc, conn.mulpdu);
         if let Some(t) = self.tx.term.take() {
             let (hdr, hlen) = match DdpHeader::decode(&t) {
@@ -422,6 +426,24 @@ impl Qp {
             }
         }
         Ok(())
+    }
+
+    /// Whether the next message to frame from the start (a Read Response
+    /// first, else the send queue's head) is longer than one FPDU at the
+    /// current MULPDU: only then is the segment size worth asking again.
+    fn next_needs_segments(&self) -> bool {
+        let Some(conn) = self.conn.as_ref() else {
+            return false;
+        };
+        if self.tx.cur_off.is_some() {
+            return false;
+        }
+        let room = conn.mulpdu - crate::wire::ddp::UNTAGGED_HDR_LEN;
+        match (self.irq.front(), self.sq.front()) {
+            (Some(r), _) => r.size as usize > room,
+            (None, Some(req)) => !matches!(req.op, SendOp::Read { .. }) && req.len > room as u64,
+            (None, None) => false,
+        }
     }
 
     fn frame_rtr(&mut self, rtr: Rtr, crc: bool) {
