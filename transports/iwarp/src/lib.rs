@@ -11,7 +11,8 @@
 //!   Solicited Event), RDMA WRITE, RDMA READ with ORD/IRD limits, and
 //!   Terminate, generated and parsed. FPDUs carry CRC32c when either side
 //!   asks, and never markers; each FPDU fits one TCP segment (MULPDU from
-//!   the connection's MSS). The wire behaviour follows Linux siw's, so the
+//!   the connection's current MSS, read again before each message longer
+//!   than one FPDU, as Linux raises it while the window opens). The wire behaviour follows Linux siw's, so the
 //!   two interoperate (siw as initiator uses no peer-to-peer mode; as
 //!   responder we honour whatever it asks).
 //! * One device per IPv4 interface that is up (`iwarp_<netdev>`); protection
