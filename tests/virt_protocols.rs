@@ -323,3 +323,30 @@ fn receiver_dies_between_request_and_acknowledgement() {
         assert_eq!(p.a.requests_outstanding(), 0, "{scheme}: sender leaked");
     }
 }
+
+#[test]
+fn sender_dies_while_its_data_is_read() {
+    // The receiver's reads fail and its endpoint to the sender fails in
+    // the same progress call: the receive must end with the error, once,
+    // not later as a success with the data missing.
+    for scheme in ["get_zcopy", "put_zcopy"] {
+        let mut p = Pair::new(
+            &[("vnet", 1)],
+            &[("RNDV_THRESH", "1k"), ("RNDV_SCHEME", scheme)],
+        );
+        let r = p.recv(4 << 20, 6);
+        let (_, s) = p.send(4 << 20, 6);
+        assert!(s.is_some(), "{scheme}: rendezvous in flight");
+        let net = p.net.clone();
+        let start = net.bytes_sent("vnet").expect("bytes");
+        p.until("a quarter moved", |_, _| {
+            net.bytes_sent("vnet").expect("bytes") > start + (1 << 20)
+        });
+        assert!(p.b.request_is_active(r), "{scheme}: too late");
+        p.net.kill(node(&p.a)).expect("kill");
+        p.until("the receive ends", |_, b| !b.request_is_active(r));
+        let end = p.b.request_test(r);
+        assert!(matches!(end, Some(Err(_))), "{scheme}: {end:?}");
+        p.until("the receiver settles", |_, b| b.requests_outstanding() == 0);
+    }
+}

@@ -316,6 +316,10 @@ impl Core {
         let n = done.len();
         for id in done {
             let err = self.take_get_error(id);
+            // A receive whose sender failed meanwhile is over already.
+            if self.reqs.get(id).is_none_or(|r| r.result.is_some()) {
+                continue;
+            }
             self.get_done(ifaces, id, err);
         }
         n

@@ -417,6 +417,11 @@ impl Core {
         let Some(req) = self.reqs.get_mut(id) else {
             return;
         };
+        if req.result.is_some() {
+            // Finished already (a failure that came first): the first
+            // result stands.
+            return;
+        }
         self.completed = self.completed.wrapping_add(1);
         let memh = match &mut req.kind {
             Kind::Send(s) => s.memh.take(),
