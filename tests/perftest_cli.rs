@@ -50,7 +50,14 @@ fn run(args: &[&str]) -> Output {
 
 /// [`run`] with `RUCX_TLS=tls`.
 fn run_on(tls: &str, args: &[&str]) -> Output {
-    let mut child = perftest_on(tls, args).spawn().expect("start rucx-perftest");
+    run_with(tls, &[], args)
+}
+
+/// [`run_on`] with more environment variables.
+fn run_with(tls: &str, env: &[(&str, &str)], args: &[&str]) -> Output {
+    let mut cmd = perftest_on(tls, args);
+    cmd.envs(env.iter().copied());
+    let mut child = cmd.spawn().expect("start rucx-perftest");
     let mut stdout = child.stdout.take().expect("stdout");
     let mut stderr = child.stderr.take().expect("stderr");
     let out = thread::spawn(move || {
@@ -66,7 +73,7 @@ fn run_on(tls: &str, args: &[&str]) -> Output {
     let status = wait_for(
         &mut child,
         RUN_TIMEOUT,
-        &format!("RUCX_TLS={tls} rucx-perftest {args:?}"),
+        &format!("RUCX_TLS={tls} {env:?} rucx-perftest {args:?}"),
     );
     Output {
         status,
@@ -277,6 +284,26 @@ fn pair_one_sided_tests_over_shm_tcp_and_rc_iwarp() {
             );
             assert!(stdout.contains(&format!("{label} (usec)")), "{stdout}");
         }
+    }
+}
+
+#[test]
+fn rc_iwarp_runs_with_small_socket_buffers() {
+    // With 64 KiB kernel buffers most writes are partial: FPDUs resume in
+    // the middle, and a batch is still being written after the READs that
+    // its first Read Responses completed (whose sources may then be
+    // deregistered).
+    let env = [("RUCX_IWARP_SNDBUF", "64k"), ("RUCX_IWARP_RCVBUF", "64k")];
+    for (test, size) in [
+        ("tag_bw", "1048576"),
+        ("tag_bw", "100000"),
+        ("ucp_get", "1048576"),
+        ("ucp_put_bw", "1048576"),
+    ] {
+        let args = ["--pair", "-t", test, "-s", size, "-n", "300", "-V", "-f"];
+        let out = run_with("rc_iwarp", &env, &args);
+        let nums = check_success(&out, 300.0);
+        assert!(nums[5] > 0.0, "{test} {size}: {nums:?}");
     }
 }
 

@@ -43,6 +43,12 @@ ucs::config_table! {
         /// connecting and on the listener), so FPDUs fit a path with a
         /// smaller MTU than the interface's; 0 keeps the path's own.
         MSS mss: u32 = "0",
+        /// Kernel send buffer of a connection (SO_SNDBUF); auto keeps the
+        /// kernel's autotuning.
+        SNDBUF sndbuf: ucs::config::MemUnits = "auto",
+        /// Kernel receive buffer of a connection (SO_RCVBUF); auto keeps
+        /// the kernel's autotuning.
+        RCVBUF rcvbuf: ucs::config::MemUnits = "auto",
     }
 }
 
@@ -63,6 +69,9 @@ pub(crate) struct Settings {
     pub(crate) timeout: Duration,
     /// TCP_MAXSEG to set (0: none).
     pub(crate) mss: u32,
+    /// SO_SNDBUF and SO_RCVBUF to set (None: the kernel's autotuning).
+    pub(crate) sndbuf: Option<libc::c_int>,
+    pub(crate) rcvbuf: Option<libc::c_int>,
 }
 
 impl Settings {
@@ -97,8 +106,15 @@ impl Settings {
             ird: c.ird,
             timeout,
             mss: c.mss,
+            sndbuf: sock_bytes(c.sndbuf),
+            rcvbuf: sock_bytes(c.rcvbuf),
         })
     }
+}
+
+/// A socket buffer size for setsockopt (None: leave it to the kernel).
+fn sock_bytes(v: ucs::config::MemUnits) -> Option<libc::c_int> {
+    v.bytes().map(|n| n.min(i32::MAX as u64) as libc::c_int)
 }
 
 #[cfg(test)]
@@ -113,6 +129,7 @@ mod tests {
         assert!(!s.crc && s.p2p);
         assert_eq!((s.ord, s.ird), (32, 32));
         assert_eq!(s.timeout, Duration::from_secs(10));
+        assert_eq!((s.sndbuf, s.rcvbuf), (None, None));
     }
 
     #[test]
@@ -136,6 +153,9 @@ mod tests {
         assert!(Settings::from_config(&c).is_err());
         let c = with("RUCX_IWARP_MSS", "32767").unwrap();
         assert!(Settings::from_config(&c).is_ok());
+        let c = with("RUCX_IWARP_SNDBUF", "64k").unwrap();
+        assert_eq!(Settings::from_config(&c).unwrap().sndbuf, Some(65536));
+        assert!(with("RUCX_IWARP_RCVBUF", "lots").is_err());
         // Peer-to-peer mode needs revision 2.
         let c = with("RUCX_IWARP_MPA_REV", "1").unwrap();
         assert!(!Settings::from_config(&c).unwrap().p2p);

@@ -287,19 +287,40 @@ impl Context {
         work
     }
 
-    /// Caps the segment size of a socket not yet connected (inherited by
-    /// the connections a listener accepts).
-    fn limit_mss(&self, fd: &OwnedFd) -> Result<()> {
-        match self.shared.settings.mss {
-            0 => Ok(()),
-            mss => sock::set_opt(
+    /// Applies the socket options of the settings to a socket not yet
+    /// connected (the connections a listener accepts inherit them): the
+    /// segment size cap and the kernel buffer sizes, set before the
+    /// handshake so that the window scale fits them.
+    fn preset_socket(&self, fd: &OwnedFd) -> Result<()> {
+        let s = &self.shared.settings;
+        if s.mss != 0 {
+            sock::set_opt(
                 fd,
                 libc::IPPROTO_TCP,
                 libc::TCP_MAXSEG,
-                mss as libc::c_int,
+                s.mss as libc::c_int,
                 "setsockopt(TCP_MAXSEG)",
-            ),
+            )?;
         }
+        if let Some(n) = s.sndbuf {
+            sock::set_opt(
+                fd,
+                libc::SOL_SOCKET,
+                libc::SO_SNDBUF,
+                n,
+                "setsockopt(SO_SNDBUF)",
+            )?;
+        }
+        if let Some(n) = s.rcvbuf {
+            sock::set_opt(
+                fd,
+                libc::SOL_SOCKET,
+                libc::SO_RCVBUF,
+                n,
+                "setsockopt(SO_RCVBUF)",
+            )?;
+        }
+        Ok(())
     }
 
     /// Takes a connection request whose MPA request was read.
@@ -439,7 +460,7 @@ impl Verbs for Context {
             1,
             "setsockopt(SO_REUSEADDR)",
         )?;
-        self.limit_mss(&fd)?;
+        self.preset_socket(&fd)?;
         sock::bind(&fd, addr).map_err(|e| Error::io(format!("bind {addr}"), e))?;
         sock::listen(&fd, 128)?;
         let bound = sock::local_addr(&fd)?;
@@ -462,7 +483,7 @@ impl Verbs for Context {
             return Err(bad("connect: the queue pair is not in Init"));
         }
         let fd = sock::tcp_socket()?;
-        self.limit_mss(&fd)?;
+        self.preset_socket(&fd)?;
         let local = SocketAddrV4::new(self.shared.addr, 0);
         sock::bind(&fd, local).map_err(|e| Error::io(format!("bind {local}"), e))?;
         sock::connect(&fd, dest).map_err(|e| Error::io(format!("connect {dest}"), e))?;

@@ -66,9 +66,12 @@ struct Batch {
     pos: usize,
     /// `iov[pos]` was written in part (its base was moved).
     partial: bool,
-    /// Source STags of Read Responses in the batch, checked again under
-    /// the table lock before every write.
-    rresp: Vec<u32>,
+    /// Source STags of Read Responses in the batch, each with the end of
+    /// its last iovec: those not completely written are checked again
+    /// under the table lock before every write. (A response written in
+    /// full may complete the requester's READ, and its source may then be
+    /// deregistered while the batch is still being written.)
+    rresp: Vec<(u32, usize)>,
 }
 
 // SAFETY: the raw pointers of the iovecs point into the batch's own boxes,
@@ -331,7 +334,8 @@ impl Qp {
             let n = {
                 let guard = (!b.rresp.is_empty()).then(|| env.shared.tables.read());
                 if let Some(g) = &guard {
-                    if b.rresp.iter().any(|&s| g.get(s).is_none()) {
+                    let gone = |&(s, end): &(u32, usize)| end > b.pos && g.get(s).is_none();
+                    if b.rresp.iter().any(gone) {
                         return Err(Failure::Lost {
                             abrupt: true,
                             why: "a Read Response's source was deregistered".into(),
@@ -526,9 +530,6 @@ impl Qp {
                 );
                 return Err(t);
             }
-            if self.tx.batch.rresp.last() != Some(&r.src_stag) {
-                self.tx.batch.rresp.push(r.src_stag);
-            }
         }
         let last = seg as u64 == left;
         let hdr = DdpHeader::Tagged {
@@ -543,6 +544,14 @@ impl Qp {
         };
         let parts: &[Part] = if seg > 0 { &[part] } else { &[] };
         self.tx.framed_pos += self.tx.batch.push(&hdr, &[], parts, crc) as u64;
+        if seg > 0 {
+            let b = &mut self.tx.batch;
+            let end = b.iov.len();
+            match b.rresp.last_mut() {
+                Some((stag, e)) if *stag == r.src_stag => *e = end,
+                _ => b.rresp.push((r.src_stag, end)),
+            }
+        }
         if last {
             self.irq.pop_front();
             self.tx.cur_off = None;
