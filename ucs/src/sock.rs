@@ -101,6 +101,44 @@ pub fn get_opt(
     Ok(value)
 }
 
+/// Sets the TCP congestion control algorithm of a socket by name
+/// (`TCP_CONGESTION`; unprivileged processes may pick those listed in
+/// `net.ipv4.tcp_allowed_congestion_control`).
+pub fn set_congestion(fd: &OwnedFd, name: &str) -> Result<()> {
+    // SAFETY: the pointer and length describe `name`, alive for the call.
+    syscall!(unsafe {
+        libc::setsockopt(
+            fd.as_raw_fd(),
+            libc::IPPROTO_TCP,
+            libc::TCP_CONGESTION,
+            name.as_ptr().cast(),
+            name.len() as libc::socklen_t,
+        )
+    })
+    .map(drop)
+    .map_err(|e| Error::io(format!("setsockopt(TCP_CONGESTION, {name:?})"), e))
+}
+
+/// The TCP congestion control algorithm of a socket.
+pub fn congestion(fd: &OwnedFd) -> Result<String> {
+    let mut buf = [0u8; 32];
+    let mut len = buf.len() as libc::socklen_t;
+    // SAFETY: the pointers describe `buf` and `len`, alive for the call.
+    syscall!(unsafe {
+        libc::getsockopt(
+            fd.as_raw_fd(),
+            libc::IPPROTO_TCP,
+            libc::TCP_CONGESTION,
+            buf.as_mut_ptr().cast(),
+            &mut len,
+        )
+    })
+    .map_err(|e| Error::io("getsockopt(TCP_CONGESTION)", e))?;
+    let name = &buf[..(len as usize).min(buf.len())];
+    let end = name.iter().position(|&b| b == 0).unwrap_or(name.len());
+    Ok(String::from_utf8_lossy(&name[..end]).into_owned())
+}
+
 /// Shuts down the sending side of a connection (the peer reads EOF after
 /// what was sent). Errors are ignored: the connection is being given up.
 pub fn shutdown_write(fd: &OwnedFd) {

@@ -49,6 +49,12 @@ ucs::config_table! {
         /// Kernel receive buffer of a connection (SO_RCVBUF); auto keeps
         /// the kernel's autotuning.
         RCVBUF rcvbuf: ucs::config::MemUnits = "auto",
+        /// TCP congestion control of the connections (TCP_CONGESTION), or
+        /// `system` for the system's default. iWARP NICs run their own
+        /// TCP, with Reno-style control; on the short round trips of a
+        /// host or a rack, BBR (a common system default) keeps an RDMA
+        /// stream's window small and caps its bandwidth.
+        CONGESTION congestion: String = "reno",
     }
 }
 
@@ -72,6 +78,36 @@ pub(crate) struct Settings {
     /// SO_SNDBUF and SO_RCVBUF to set (None: the kernel's autotuning).
     pub(crate) sndbuf: Option<libc::c_int>,
     pub(crate) rcvbuf: Option<libc::c_int>,
+    /// TCP congestion control to set (None: the system's default).
+    pub(crate) congestion: Option<CcName>,
+}
+
+/// A TCP congestion control algorithm's name (at most 15 bytes, as
+/// Linux's `TCP_CA_NAME_MAX` allows).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct CcName {
+    bytes: [u8; 15],
+    len: u8,
+}
+
+impl CcName {
+    /// Checks a name: 1 to 15 letters, digits, `_` or `-`.
+    fn parse(name: &str) -> Option<CcName> {
+        let ok = |b: &u8| b.is_ascii_alphanumeric() || *b == b'_' || *b == b'-';
+        if name.is_empty() || name.len() > 15 || !name.bytes().all(|b| ok(&b)) {
+            return None;
+        }
+        let mut bytes = [0; 15];
+        bytes[..name.len()].copy_from_slice(name.as_bytes());
+        Some(CcName {
+            bytes,
+            len: name.len() as u8,
+        })
+    }
+
+    pub(crate) fn as_str(&self) -> &str {
+        std::str::from_utf8(&self.bytes[..self.len as usize]).expect("checked ASCII")
+    }
 }
 
 impl Settings {
@@ -98,6 +134,14 @@ impl Settings {
         let timeout = c.mpa_timeout.finite().ok_or_else(|| {
             Error::InvalidParam("RUCX_IWARP_MPA_TIMEOUT=inf: expected a finite time".into())
         })?;
+        let congestion = match c.congestion.as_str() {
+            "system" => None,
+            name => Some(CcName::parse(name).ok_or_else(|| {
+                Error::InvalidParam(format!(
+                    "RUCX_IWARP_CONGESTION={name:?}: expected `system` or an algorithm's name"
+                ))
+            })?),
+        };
         Ok(Settings {
             rev: c.mpa_rev as u8,
             crc: c.mpa_crc,
@@ -108,6 +152,7 @@ impl Settings {
             mss: c.mss,
             sndbuf: sock_bytes(c.sndbuf),
             rcvbuf: sock_bytes(c.rcvbuf),
+            congestion,
         })
     }
 }
@@ -130,6 +175,10 @@ mod tests {
         assert_eq!((s.ord, s.ird), (32, 32));
         assert_eq!(s.timeout, Duration::from_secs(10));
         assert_eq!((s.sndbuf, s.rcvbuf), (None, None));
+        assert_eq!(
+            s.congestion.map(|c| c.as_str().to_string()),
+            Some("reno".into())
+        );
     }
 
     #[test]
@@ -156,6 +205,15 @@ mod tests {
         let c = with("RUCX_IWARP_SNDBUF", "64k").unwrap();
         assert_eq!(Settings::from_config(&c).unwrap().sndbuf, Some(65536));
         assert!(with("RUCX_IWARP_RCVBUF", "lots").is_err());
+        let c = with("RUCX_IWARP_CONGESTION", "system").unwrap();
+        assert_eq!(Settings::from_config(&c).unwrap().congestion, None);
+        for bad in ["", "a-name-of-16-chr", "re no", "reno\0"] {
+            let c = IwarpConfig::from_lookup(|v| {
+                (v == "RUCX_IWARP_CONGESTION").then(|| bad.to_string())
+            })
+            .unwrap();
+            assert!(Settings::from_config(&c).is_err(), "{bad:?}");
+        }
         // Peer-to-peer mode needs revision 2.
         let c = with("RUCX_IWARP_MPA_REV", "1").unwrap();
         assert!(!Settings::from_config(&c).unwrap().p2p);

@@ -12,9 +12,13 @@
 //!   Terminate, generated and parsed. FPDUs carry CRC32c when either side
 //!   asks, and never markers; each FPDU fits one TCP segment (MULPDU from
 //!   the connection's current MSS, read again before each message longer
-//!   than one FPDU, as Linux raises it while the window opens). The wire behaviour follows Linux siw's, so the
-//!   two interoperate (siw as initiator uses no peer-to-peer mode; as
-//!   responder we honour whatever it asks).
+//!   than one FPDU, as Linux raises it while the window opens). The wire
+//!   behaviour follows Linux siw's, so the two interoperate (siw as
+//!   initiator uses no peer-to-peer mode; as responder we honour whatever
+//!   it asks).
+//! * Connections use Reno congestion control unless told otherwise
+//!   (`RUCX_IWARP_CONGESTION`), as iWARP NICs' own TCP does, whatever the
+//!   system's default is; kernel buffer sizes are configurable too.
 //! * One device per IPv4 interface that is up (`iwarp_<netdev>`); protection
 //!   domains and a region table shared by every context of the device;
 //!   STags `(slot + 1) << 8 | key` whose key byte changes on every reuse.

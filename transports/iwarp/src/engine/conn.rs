@@ -10,8 +10,47 @@ use uct::ucs::sock;
 
 use super::cm::{self, FrameRead};
 use super::qp::{Conn, Env, Failure, Phase, Qp};
+use crate::config::Settings;
 use crate::wire::fpdu;
 use crate::wire::mpa::MpaFrame;
+
+/// Applies the socket options of the settings to a socket not yet
+/// connected (the connections a listener accepts inherit them): the
+/// congestion control, the segment size cap and the kernel buffer sizes,
+/// set before the handshake so that the window scale fits them.
+pub(crate) fn preset_socket(s: &Settings, fd: &OwnedFd) -> uct::Result<()> {
+    if let Some(cc) = &s.congestion {
+        sock::set_congestion(fd, cc.as_str())?;
+    }
+    if s.mss != 0 {
+        sock::set_opt(
+            fd,
+            libc::IPPROTO_TCP,
+            libc::TCP_MAXSEG,
+            s.mss as libc::c_int,
+            "setsockopt(TCP_MAXSEG)",
+        )?;
+    }
+    if let Some(n) = s.sndbuf {
+        sock::set_opt(
+            fd,
+            libc::SOL_SOCKET,
+            libc::SO_SNDBUF,
+            n,
+            "setsockopt(SO_SNDBUF)",
+        )?;
+    }
+    if let Some(n) = s.rcvbuf {
+        sock::set_opt(
+            fd,
+            libc::SOL_SOCKET,
+            libc::SO_RCVBUF,
+            n,
+            "setsockopt(SO_RCVBUF)",
+        )?;
+    }
+    Ok(())
+}
 
 /// Sets up an established TCP socket: no Nagle, and the largest ULPDU
 /// that keeps an FPDU within one segment.
@@ -220,5 +259,65 @@ impl Qp {
             mulpdu,
             interest: 0,
         });
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::IwarpConfig;
+    use std::net::{Ipv4Addr, SocketAddrV4};
+    use std::time::{Duration, Instant};
+
+    fn settings(congestion: &'static str) -> Settings {
+        let c = IwarpConfig::from_lookup(|v| {
+            (v == "RUCX_IWARP_CONGESTION").then(|| congestion.to_string())
+        })
+        .unwrap();
+        Settings::from_config(&c).unwrap()
+    }
+
+    /// A loopback connection whose sockets got `s`: (listener, client,
+    /// accepted).
+    fn connected(s: &Settings) -> (OwnedFd, OwnedFd, OwnedFd) {
+        let listener = sock::tcp_socket().unwrap();
+        preset_socket(s, &listener).unwrap();
+        sock::bind(&listener, SocketAddrV4::new(Ipv4Addr::LOCALHOST, 0)).unwrap();
+        sock::listen(&listener, 1).unwrap();
+        let addr = sock::local_addr(&listener).unwrap();
+        let client = sock::tcp_socket().unwrap();
+        preset_socket(s, &client).unwrap();
+        sock::connect(&client, addr).unwrap();
+        let deadline = Instant::now() + Duration::from_secs(10);
+        loop {
+            if let Some((fd, _)) = sock::accept(&listener).unwrap() {
+                return (listener, client, fd);
+            }
+            assert!(Instant::now() < deadline, "no connection on loopback");
+            std::thread::sleep(Duration::from_millis(1));
+        }
+    }
+
+    #[test]
+    fn connections_use_the_configured_congestion_control() {
+        let (l, c, a) = connected(&settings("reno"));
+        for fd in [&l, &c, &a] {
+            assert_eq!(sock::congestion(fd).unwrap(), "reno");
+        }
+        // `system` leaves the kernel's default alone.
+        let default = std::fs::read_to_string("/proc/sys/net/ipv4/tcp_congestion_control")
+            .unwrap()
+            .trim()
+            .to_string();
+        let (_, c, a) = connected(&settings("system"));
+        assert_eq!(sock::congestion(&c).unwrap(), default);
+        assert_eq!(sock::congestion(&a).unwrap(), default);
+    }
+
+    #[test]
+    fn an_unknown_algorithm_is_an_error_naming_it() {
+        let fd = sock::tcp_socket().unwrap();
+        let e = preset_socket(&settings("no_such_cc"), &fd).unwrap_err();
+        assert!(e.to_string().contains("no_such_cc"), "{e}");
     }
 }

@@ -287,42 +287,6 @@ impl Context {
         work
     }
 
-    /// Applies the socket options of the settings to a socket not yet
-    /// connected (the connections a listener accepts inherit them): the
-    /// segment size cap and the kernel buffer sizes, set before the
-    /// handshake so that the window scale fits them.
-    fn preset_socket(&self, fd: &OwnedFd) -> Result<()> {
-        let s = &self.shared.settings;
-        if s.mss != 0 {
-            sock::set_opt(
-                fd,
-                libc::IPPROTO_TCP,
-                libc::TCP_MAXSEG,
-                s.mss as libc::c_int,
-                "setsockopt(TCP_MAXSEG)",
-            )?;
-        }
-        if let Some(n) = s.sndbuf {
-            sock::set_opt(
-                fd,
-                libc::SOL_SOCKET,
-                libc::SO_SNDBUF,
-                n,
-                "setsockopt(SO_SNDBUF)",
-            )?;
-        }
-        if let Some(n) = s.rcvbuf {
-            sock::set_opt(
-                fd,
-                libc::SOL_SOCKET,
-                libc::SO_RCVBUF,
-                n,
-                "setsockopt(SO_RCVBUF)",
-            )?;
-        }
-        Ok(())
-    }
-
     /// Takes a connection request whose MPA request was read.
     fn take_req(&mut self, req: ConnReqId) -> Result<(ConnReq, MpaFrame)> {
         if self.reqs.get(req.0).is_none_or(|r| r.request.is_none()) {
@@ -460,7 +424,7 @@ impl Verbs for Context {
             1,
             "setsockopt(SO_REUSEADDR)",
         )?;
-        self.preset_socket(&fd)?;
+        conn::preset_socket(&self.shared.settings, &fd)?;
         sock::bind(&fd, addr).map_err(|e| Error::io(format!("bind {addr}"), e))?;
         sock::listen(&fd, 128)?;
         let bound = sock::local_addr(&fd)?;
@@ -483,7 +447,7 @@ impl Verbs for Context {
             return Err(bad("connect: the queue pair is not in Init"));
         }
         let fd = sock::tcp_socket()?;
-        self.preset_socket(&fd)?;
+        conn::preset_socket(&self.shared.settings, &fd)?;
         let local = SocketAddrV4::new(self.shared.addr, 0);
         sock::bind(&fd, local).map_err(|e| Error::io(format!("bind {local}"), e))?;
         sock::connect(&fd, dest).map_err(|e| Error::io(format!("connect {dest}"), e))?;
