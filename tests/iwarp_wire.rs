@@ -7,8 +7,9 @@
 //! run Sends (small eager, 64 KiB eager and rendezvous, eager with
 //! segments capped to an Ethernet MSS), RDMA WRITEs (`ucp_put_bw`) and
 //! RDMA READs (`ucp_get`, and the rendezvous), one run with MPA rev 1 and
-//! no CRC, then checks the capture (see `iwarp_capture/check.rs`) and
-//! prints a summary (`--nocapture` shows it). It all happens in a network
+//! no CRC, one with 16 KiB socket buffers (partial writes), then checks
+//! the capture (see `iwarp_capture/check.rs`) and prints a summary
+//! (`--nocapture` shows it). It all happens in a network
 //! namespace of its own, so the capture holds nothing else that runs on
 //! the machine meanwhile. Without tshark, or without root and `ip` for the
 //! namespace, it prints `skipped: <why>`, or fails when
@@ -37,6 +38,18 @@ const SMALL_MSS: PerfRun<'static> = PerfRun::new(
     &[("RUCX_RNDV_THRESH", "inf"), ("RUCX_IWARP_MSS", "1448")],
 );
 
+/// And one with 16 KiB kernel buffers, so that most writes are partial:
+/// FPDUs (with CRC) must come out whole however the socket splits them.
+const SMALL_BUFFERS: PerfRun<'static> = PerfRun::new(
+    "tag_bw_rndv_small_buffers",
+    "-t tag_bw -s 1048576 -n 10 -w 4",
+    &[
+        ("RUCX_IWARP_SNDBUF", "16k"),
+        ("RUCX_IWARP_RCVBUF", "16k"),
+        ("RUCX_IWARP_MPA_CRC", "y"),
+    ],
+);
+
 #[test]
 fn rc_iwarp_traffic_decodes_as_well_formed_iwarp() {
     if tshark_version().is_none() {
@@ -57,7 +70,7 @@ fn rc_iwarp_traffic_decodes_as_well_formed_iwarp() {
                 return None;
             }
         };
-        for run in CAPTURED_RUNS.iter().chain([&SMALL_MSS]) {
+        for run in CAPTURED_RUNS.iter().chain([&SMALL_MSS, &SMALL_BUFFERS]) {
             run.run(&dir, "rc_iwarp", (&lo, "127.0.0.1"), &lo);
         }
         Some(capture.stop())
