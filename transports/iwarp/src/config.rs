@@ -59,7 +59,7 @@ ucs::config_table! {
 }
 
 /// Checked settings of a device.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct Settings {
     /// MPA revision of our requests (1 or 2).
     pub(crate) rev: u8,
@@ -79,35 +79,7 @@ pub(crate) struct Settings {
     pub(crate) sndbuf: Option<libc::c_int>,
     pub(crate) rcvbuf: Option<libc::c_int>,
     /// TCP congestion control to set (None: the system's default).
-    pub(crate) congestion: Option<CcName>,
-}
-
-/// A TCP congestion control algorithm's name (at most 15 bytes, as
-/// Linux's `TCP_CA_NAME_MAX` allows).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) struct CcName {
-    bytes: [u8; 15],
-    len: u8,
-}
-
-impl CcName {
-    /// Checks a name: 1 to 15 letters, digits, `_` or `-`.
-    fn parse(name: &str) -> Option<CcName> {
-        let ok = |b: &u8| b.is_ascii_alphanumeric() || *b == b'_' || *b == b'-';
-        if name.is_empty() || name.len() > 15 || !name.bytes().all(|b| ok(&b)) {
-            return None;
-        }
-        let mut bytes = [0; 15];
-        bytes[..name.len()].copy_from_slice(name.as_bytes());
-        Some(CcName {
-            bytes,
-            len: name.len() as u8,
-        })
-    }
-
-    pub(crate) fn as_str(&self) -> &str {
-        std::str::from_utf8(&self.bytes[..self.len as usize]).expect("checked ASCII")
-    }
+    pub(crate) congestion: Option<String>,
 }
 
 impl Settings {
@@ -136,11 +108,12 @@ impl Settings {
         })?;
         let congestion = match c.congestion.as_str() {
             "system" => None,
-            name => Some(CcName::parse(name).ok_or_else(|| {
-                Error::InvalidParam(format!(
+            name if is_cc_name(name) => Some(name.to_string()),
+            name => {
+                return Err(Error::InvalidParam(format!(
                     "RUCX_IWARP_CONGESTION={name:?}: expected `system` or an algorithm's name"
-                ))
-            })?),
+                )))
+            }
         };
         Ok(Settings {
             rev: c.mpa_rev as u8,
@@ -155,6 +128,16 @@ impl Settings {
             congestion,
         })
     }
+}
+
+/// Whether `name` can name a TCP congestion control algorithm: 1 to 15
+/// letters, digits, `_` or `-` (Linux's `TCP_CA_NAME_MAX` is 16 with the
+/// terminating zero).
+fn is_cc_name(name: &str) -> bool {
+    (1..=15).contains(&name.len())
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-')
 }
 
 /// A socket buffer size for setsockopt (None: leave it to the kernel).

@@ -20,7 +20,7 @@ use crate::wire::mpa::MpaFrame;
 /// set before the handshake so that the window scale fits them.
 pub(crate) fn preset_socket(s: &Settings, fd: &OwnedFd) -> uct::Result<()> {
     if let Some(cc) = &s.congestion {
-        sock::set_congestion(fd, cc.as_str())?;
+        sock::set_congestion(fd, cc)?;
     }
     if s.mss != 0 {
         sock::set_opt(

@@ -166,7 +166,7 @@ impl Context {
 
     /// Reads a connection request; raises `ConnectRequest` when complete.
     fn req_readable(&mut self, id: u32) -> usize {
-        let settings = self.shared.settings;
+        let settings = self.shared.settings.clone();
         let Some(req) = self.reqs.get_mut(id) else {
             return 0;
         };
