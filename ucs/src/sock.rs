@@ -101,6 +101,53 @@ pub fn get_opt(
     Ok(value)
 }
 
+/// Kernel buffer sizes of a socket (`SO_SNDBUF`, `SO_RCVBUF`) as
+/// configured; `None` leaves Linux's autotuning alone.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct BufSizes {
+    /// `SO_SNDBUF`.
+    pub snd: Option<libc::c_int>,
+    /// `SO_RCVBUF`.
+    pub rcv: Option<libc::c_int>,
+}
+
+impl BufSizes {
+    /// From two configuration values (`auto` or a size, capped at
+    /// `i32::MAX`).
+    pub fn from_config(snd: crate::config::MemUnits, rcv: crate::config::MemUnits) -> BufSizes {
+        let size =
+            |v: crate::config::MemUnits| v.bytes().map(|n| n.min(i32::MAX as u64) as libc::c_int);
+        BufSizes {
+            snd: size(snd),
+            rcv: size(rcv),
+        }
+    }
+
+    /// Sets the sizes that are not `None` (best before `connect` or
+    /// `listen`, so that the window scale fits them).
+    pub fn apply(&self, fd: &OwnedFd) -> Result<()> {
+        if let Some(n) = self.snd {
+            set_opt(
+                fd,
+                libc::SOL_SOCKET,
+                libc::SO_SNDBUF,
+                n,
+                "setsockopt(SO_SNDBUF)",
+            )?;
+        }
+        if let Some(n) = self.rcv {
+            set_opt(
+                fd,
+                libc::SOL_SOCKET,
+                libc::SO_RCVBUF,
+                n,
+                "setsockopt(SO_RCVBUF)",
+            )?;
+        }
+        Ok(())
+    }
+}
+
 /// Sets the TCP congestion control algorithm of a socket by name
 /// (`TCP_CONGESTION`; unprivileged processes may pick those listed in
 /// `net.ipv4.tcp_allowed_congestion_control`).

@@ -75,9 +75,8 @@ pub(crate) struct Settings {
     pub(crate) timeout: Duration,
     /// TCP_MAXSEG to set (0: none).
     pub(crate) mss: u32,
-    /// SO_SNDBUF and SO_RCVBUF to set (None: the kernel's autotuning).
-    pub(crate) sndbuf: Option<libc::c_int>,
-    pub(crate) rcvbuf: Option<libc::c_int>,
+    /// SO_SNDBUF and SO_RCVBUF to set.
+    pub(crate) bufs: ucs::sock::BufSizes,
     /// TCP congestion control to set (None: the system's default).
     pub(crate) congestion: Option<String>,
 }
@@ -123,8 +122,7 @@ impl Settings {
             ird: c.ird,
             timeout,
             mss: c.mss,
-            sndbuf: sock_bytes(c.sndbuf),
-            rcvbuf: sock_bytes(c.rcvbuf),
+            bufs: ucs::sock::BufSizes::from_config(c.sndbuf, c.rcvbuf),
             congestion,
         })
     }
@@ -140,11 +138,6 @@ fn is_cc_name(name: &str) -> bool {
             .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-')
 }
 
-/// A socket buffer size for setsockopt (None: leave it to the kernel).
-fn sock_bytes(v: ucs::config::MemUnits) -> Option<libc::c_int> {
-    v.bytes().map(|n| n.min(i32::MAX as u64) as libc::c_int)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -157,7 +150,7 @@ mod tests {
         assert!(!s.crc && s.p2p);
         assert_eq!((s.ord, s.ird), (32, 32));
         assert_eq!(s.timeout, Duration::from_secs(10));
-        assert_eq!((s.sndbuf, s.rcvbuf), (None, None));
+        assert_eq!(s.bufs, ucs::sock::BufSizes::default());
         assert_eq!(
             s.congestion.map(|c| c.as_str().to_string()),
             Some("reno".into())
@@ -186,7 +179,7 @@ mod tests {
         let c = with("RUCX_IWARP_MSS", "32767").unwrap();
         assert!(Settings::from_config(&c).is_ok());
         let c = with("RUCX_IWARP_SNDBUF", "64k").unwrap();
-        assert_eq!(Settings::from_config(&c).unwrap().sndbuf, Some(65536));
+        assert_eq!(Settings::from_config(&c).unwrap().bufs.snd, Some(65536));
         assert!(with("RUCX_IWARP_RCVBUF", "lots").is_err());
         let c = with("RUCX_IWARP_CONGESTION", "system").unwrap();
         assert_eq!(Settings::from_config(&c).unwrap().congestion, None);

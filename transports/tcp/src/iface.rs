@@ -69,8 +69,7 @@ pub(crate) struct GlobalFlush {
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct SockOpts {
     nodelay: bool,
-    sndbuf: Option<libc::c_int>,
-    rcvbuf: Option<libc::c_int>,
+    bufs: sys::BufSizes,
     /// Keepalive idle time and probe interval, seconds.
     keepalive: Option<(libc::c_int, libc::c_int)>,
     pub(crate) conn_timeout: Option<Duration>,
@@ -80,16 +79,11 @@ fn secs(d: Duration) -> libc::c_int {
     d.as_secs().clamp(1, i32::MAX as u64) as libc::c_int
 }
 
-fn bytes(v: uct::ucs::config::MemUnits) -> Option<libc::c_int> {
-    v.bytes().map(|n| n.min(i32::MAX as u64) as libc::c_int)
-}
-
 impl SockOpts {
     fn from_config(c: &TcpConfig) -> SockOpts {
         SockOpts {
             nodelay: c.nodelay,
-            sndbuf: bytes(c.sndbuf),
-            rcvbuf: bytes(c.rcvbuf),
+            bufs: sys::BufSizes::from_config(c.sndbuf, c.rcvbuf),
             keepalive: c
                 .keepidle
                 .finite()
@@ -110,12 +104,7 @@ impl SockOpts {
                 "setsockopt(TCP_NODELAY)",
             )?;
         }
-        if let Some(n) = self.sndbuf {
-            sys::set_opt(fd, SOL_SOCKET, libc::SO_SNDBUF, n, "setsockopt(SO_SNDBUF)")?;
-        }
-        if let Some(n) = self.rcvbuf {
-            sys::set_opt(fd, SOL_SOCKET, libc::SO_RCVBUF, n, "setsockopt(SO_RCVBUF)")?;
-        }
+        self.bufs.apply(fd)?;
         if let Some((idle, intvl)) = self.keepalive {
             sys::set_opt(
                 fd,

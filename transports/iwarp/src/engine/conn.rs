@@ -31,24 +31,7 @@ pub(crate) fn preset_socket(s: &Settings, fd: &OwnedFd) -> uct::Result<()> {
             "setsockopt(TCP_MAXSEG)",
         )?;
     }
-    if let Some(n) = s.sndbuf {
-        sock::set_opt(
-            fd,
-            libc::SOL_SOCKET,
-            libc::SO_SNDBUF,
-            n,
-            "setsockopt(SO_SNDBUF)",
-        )?;
-    }
-    if let Some(n) = s.rcvbuf {
-        sock::set_opt(
-            fd,
-            libc::SOL_SOCKET,
-            libc::SO_RCVBUF,
-            n,
-            "setsockopt(SO_RCVBUF)",
-        )?;
-    }
+    s.bufs.apply(fd)?;
     Ok(())
 }
 
