@@ -32,7 +32,8 @@ pub mod perf;
 pub use rucx_ucp as ucp;
 pub use rucx_ucp::{
     Access, AtomicOp, AtomicValue, Completion, Context, Ep, Error, Info, MemMap, Message, Op,
-    OpError, Pending, Posted, ReqId, Result, Rkey, Scope, Worker, TAG_MASK_ALL, TAG_MASK_ANY,
+    OpError, Pending, Posted, ReqId, Result, Rkey, Scope, Worker, WorkerMut, TAG_MASK_ALL,
+    TAG_MASK_ANY,
 };
 
 /// The README's examples, compiled and run as doctests.

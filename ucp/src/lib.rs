@@ -61,7 +61,7 @@ mod transports;
 pub mod wireup;
 mod worker;
 
-pub use api::{Message, OpError, Pending, Scope};
+pub use api::{Message, OpError, Pending, Scope, WorkerMut};
 pub use config::{config_tables, UcpConfig, UCP_TABLE};
 pub use context::Context;
 pub use error::{Error, Result};
@@ -69,7 +69,7 @@ pub use request::{Callback, Completion, Info, IoBuf, IoBufMut, Op, Posted, ReqId
 pub use rma::{AtomicOp, AtomicValue, MemMap, Rkey};
 pub use transports::registry;
 pub use uct::Access;
-pub use worker::{Armed, RcacheMode, Worker, MAX_SLEEP};
+pub use worker::{Armed, RcacheMode, Worker, DROP_WRITES_TIMEOUT, MAX_SLEEP};
 
 /// The crate `rucx-uct`.
 pub use rucx_uct as uct;

@@ -21,7 +21,9 @@ mod message;
 mod owned;
 mod raw;
 mod scope;
+mod worker_mut;
 
 pub use message::Message;
 pub use owned::OpError;
 pub use scope::{Pending, Scope};
+pub use worker_mut::WorkerMut;

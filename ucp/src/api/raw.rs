@@ -42,6 +42,9 @@ impl Worker {
     /// Unless this returns `Posted::Done` or an error, the `len` bytes at
     /// `ptr` must stay writable, and untouched by anyone else, until the
     /// request's completion has been observed or the worker is dropped.
+    /// (A receive whose sender writes into it directly, a rendezvous by put
+    /// over `cma`, is not over when the worker is dropped: the drop waits
+    /// for it, or aborts the process; see [`Worker`]'s `Drop`.)
     #[inline(always)]
     pub unsafe fn tag_recv_raw(
         &mut self,

@@ -9,6 +9,7 @@
 //! has drained.
 #![allow(unsafe_code)]
 
+use super::WorkerMut;
 use crate::proto::eager_rx::RecvStarted;
 use crate::proto::eager_tx::Started;
 use crate::request::buf::{into_mut_slice, RecvBuf, SendBuf};
@@ -254,9 +255,12 @@ impl<'s, 'env> Scope<'s, 'env> {
     }
 
     /// Runs `f` with the worker, e.g. to connect or to post owned-tier
-    /// operations while the scope is open.
-    pub fn with_worker<R>(&self, f: impl FnOnce(&mut Worker) -> R) -> R {
-        f(&mut self.worker.borrow_mut())
+    /// operations while the scope is open. `f` gets a [`WorkerMut`]: every
+    /// operation of the worker, but not the worker itself, which stays the
+    /// one this scope drains.
+    pub fn with_worker<R>(&self, f: impl FnOnce(&mut WorkerMut<'_>) -> R) -> R {
+        let mut w = self.worker.borrow_mut();
+        f(&mut WorkerMut::new(&mut w))
     }
 
     fn drain(&self) {

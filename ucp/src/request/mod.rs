@@ -11,7 +11,7 @@ mod owned;
 
 pub use owned::{IoBuf, IoBufMut};
 
-use crate::worker::Worker;
+use crate::api::WorkerMut;
 use crate::{Error, Result};
 use buf::{RecvBuf, SendBuf};
 use std::any::Any;
@@ -61,8 +61,9 @@ pub struct Completion {
 }
 
 /// A completion callback: runs after `progress`, with the worker free to
-/// post more operations.
-pub type Callback = Box<dyn FnOnce(&mut Worker, Completion) + Send>;
+/// post more operations through the [`WorkerMut`] it gets (which cannot
+/// be swapped for another worker or moved away).
+pub type Callback = Box<dyn FnOnce(&mut WorkerMut<'_>, Completion) + Send>;
 
 /// How a caller wants to learn of an operation's completion.
 #[derive(Default)]
@@ -102,7 +103,7 @@ impl Op {
         self
     }
 
-    /// Reports completion through [`Worker::next_completion`] instead of
+    /// Reports completion through [`Worker::next_completion`](crate::Worker::next_completion) instead of
     /// by polling. Applies only if the operation goes in flight.
     pub fn queue(mut self) -> Op {
         self.notify = Notify::Queue;
@@ -111,7 +112,10 @@ impl Op {
 
     /// Runs `f` on completion, after the `progress` call that saw it.
     /// Applies only if the operation goes in flight.
-    pub fn callback(mut self, f: impl FnOnce(&mut Worker, Completion) + Send + 'static) -> Op {
+    pub fn callback(
+        mut self,
+        f: impl FnOnce(&mut WorkerMut<'_>, Completion) + Send + 'static,
+    ) -> Op {
         self.notify = Notify::Callback(Box::new(f));
         self
     }

@@ -592,6 +592,37 @@ impl Core {
         n
     }
 
+    /// Whether a receive is open whose buffer a peer may write without this
+    /// worker's progress: it holds a registration for remote writes
+    /// (rendezvous by put, or a split tail) and has not completed.
+    pub(crate) fn has_exposed_recvs(&self) -> bool {
+        self.reqs.iter().any(|(_, r)| Self::exposed_recv(r))
+    }
+
+    fn exposed_recv(r: &Request) -> bool {
+        r.result.is_none() && matches!(&r.kind, Kind::Recv(s) if s.memh.is_some())
+    }
+
+    /// Leaks the owned buffers of the receives [`Core::has_exposed_recvs`]
+    /// finds and drops those requests: a peer's late writes then land in
+    /// memory nobody uses. Raw-tier receives (no owned buffer) stay.
+    pub(crate) fn leak_exposed_owned(&mut self) {
+        let ids: Vec<SlabId> = self
+            .reqs
+            .iter()
+            .filter(|(_, r)| Self::exposed_recv(r) && r.owner.is_some())
+            .map(|(id, _)| id)
+            .collect();
+        for id in ids {
+            if let Some(mut r) = self.reqs.remove(id) {
+                tracing::warn!(
+                    "worker dropped while a peer may write into a receive buffer: leaking it"
+                );
+                std::mem::forget(r.owner.take());
+            }
+        }
+    }
+
     pub(crate) fn has_deferred(&self) -> bool {
         // One OR of the lengths rather than a branch per queue: this runs
         // on every progress call. (`get_errors` is read with `get_done`.)

@@ -13,6 +13,7 @@ use crate::wireup::address::{IfaceEntry, WorkerAddress};
 use crate::{Ep, Error, Result};
 pub use regs::RcacheMode;
 pub(crate) use regs::{caches_md, BufReg, RegCaches};
+use std::time::Duration;
 pub use wakeup::{Armed, MAX_SLEEP};
 
 /// A progress engine with its own ifaces, endpoints and requests.
@@ -286,8 +287,9 @@ impl Worker {
         if !self.core.callbacks.is_empty() {
             let cbs = std::mem::take(&mut self.core.callbacks);
             n += cbs.len();
+            let mut w = crate::api::WorkerMut::new(self);
             for (cb, c) in cbs {
-                cb(self, c);
+                cb(&mut w, c);
             }
         }
         n
@@ -405,5 +407,50 @@ impl Worker {
     /// Number of requests in flight or waiting to be collected.
     pub fn requests_outstanding(&self) -> usize {
         self.core.reqs.len()
+    }
+}
+
+/// Longest a dropped worker waits for peers that write into buffers of its
+/// raw-tier receives without its progress (see [`Worker`]'s `Drop`).
+pub const DROP_WRITES_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// Dropping a worker closes its ifaces and frees its requests, with one
+/// exception that memory safety demands.
+///
+/// A receive by rendezvous put (and the tail of a split rendezvous by get)
+/// hands the sender a key to the receive buffer. Over cross-memory attach
+/// (`cma`) the sender then writes with `process_vm_writev`, without this
+/// worker taking part: closing the ifaces and ending the registration do
+/// not stop it. So while such a receive is open:
+/// * an owned-tier buffer ([`Worker::tag_recv`]) is not freed but leaked,
+///   so that late writes land in memory nobody uses;
+/// * for a raw-tier buffer ([`Worker::tag_recv_raw`]) the worker keeps
+///   progressing until the receive ends (the sender finished or failed),
+///   for at most [`DROP_WRITES_TIMEOUT`]; if one is still open then, the
+///   process aborts rather than hand back memory a peer may still write.
+///
+/// Scoped receives cannot be open here: a scope drains before it returns.
+impl Drop for Worker {
+    fn drop(&mut self) {
+        if !self.core.has_exposed_recvs() {
+            return;
+        }
+        let start = std::time::Instant::now();
+        while self.core.has_exposed_recvs() {
+            self.core.leak_exposed_owned();
+            if !self.core.has_exposed_recvs() {
+                break;
+            }
+            if start.elapsed() >= DROP_WRITES_TIMEOUT {
+                eprintln!(
+                    "rucx: a worker dropped while a peer may still write into a raw receive \
+                     buffer; aborting"
+                );
+                std::process::abort();
+            }
+            if self.progress() == 0 {
+                let _ = self.wait_event(Some(Duration::from_millis(1)));
+            }
+        }
     }
 }
