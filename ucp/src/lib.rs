@@ -31,9 +31,11 @@
 //!
 //! # Map
 //! * `context.rs`, `config.rs`, `transports.rs`: resources and settings;
-//! * `worker/`: the worker, its progress loop and protocol state (`core`);
+//! * `worker/`: the worker, its progress loop, protocol state (`core`) and
+//!   the executor that carries out the protocols' commands (`exec`);
 //! * `wireup/`: worker addresses and lane selection;
-//! * `proto/`: wire formats, protocol selection (`select/`), eager send
+//! * `proto/`: wire formats, the commands protocols leave for the
+//!   executor (`command.rs`), protocol selection (`select/`), eager send
 //!   and receive, rendezvous by active messages (`rndv.rs`), get
 //!   (`rndv_get.rs`, split with a write by the sender on one host) and put
 //!   (`rndv_put.rs`) over one or more lanes (`rndv_zcopy.rs`), matched

@@ -15,6 +15,7 @@ use super::wire::{
     AM_RNDV_RTR_SPLIT, AM_RNDV_RTS, AM_RNDV_RTS_GET, AM_RNDV_RTS_PUT, AM_SYNC_ACK, AM_WIREUP,
 };
 use super::FragKey;
+use crate::proto::command::Command;
 use crate::request::buf::RecvBuf;
 use crate::request::{Info, Kind, Notify, Op, RecvState, Request};
 use crate::tag::PostOutcome;
@@ -87,7 +88,11 @@ impl Core {
             what: "wireup address",
             detail: e.to_string(),
         })?;
-        self.deferred.wireups.push((self.cur_iface, src, addr));
+        self.commands.push_back(Command::Wireup {
+            iface: self.cur_iface,
+            src,
+            addr,
+        });
         Ok(())
     }
 
@@ -99,7 +104,7 @@ impl Core {
             return self.rx_whole_unexpected(tag, payload, ack);
         };
         if let Some(a) = ack {
-            self.deferred.acks.push(a);
+            self.commands.push_back(Command::AckSync(a));
         }
         // A polled receive: the whole message finishes it here, in one
         // lookup (what `finish_recv` and `complete` do for it, none of
@@ -193,7 +198,7 @@ impl Core {
                 r.received = frag.len();
                 r.frag = (!done).then_some(key);
             }
-            self.deferred.acks.extend(ack);
+            self.commands.extend(ack.map(Command::AckSync));
             if done {
                 self.finish_recv(req);
             } else {
@@ -392,7 +397,7 @@ impl Core {
     fn take_whole(&mut self, buf: RecvBuf, u: Unexp) -> Result<RecvStarted> {
         buf.write(0, &u.data);
         let (tag, total) = (u.tag, u.total);
-        self.deferred.acks.extend(u.ack);
+        self.commands.extend(u.ack.map(Command::AckSync));
         self.give_spare(u.data);
         if total > buf.capacity() {
             return Err(Error::Truncated {
@@ -422,7 +427,7 @@ impl Core {
             rts,
         } = u;
         self.give_spare(data);
-        self.deferred.acks.extend(ack);
+        self.commands.extend(ack.map(Command::AckSync));
         if let Some((to, kind)) = rts.map(|b| *b) {
             return Ok(self.rts_matched(id, utag, total, to, kind));
         }

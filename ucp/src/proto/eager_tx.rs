@@ -13,6 +13,7 @@ use super::wire::{
     AM_EAGER_SYNC_ONLY, AM_RNDV_DATA, AM_RNDV_RTS, AM_RNDV_RTS_GET, AM_RNDV_RTS_PUT,
     SYNC_FIRST_HDR, SYNC_ONLY_HDR,
 };
+use crate::proto::command::Command;
 use crate::request::buf::SendBuf;
 use crate::request::{Info, Kind, Op, Request, RndvPhase, SendState};
 use crate::ucs::slab::SlabId;
@@ -615,7 +616,7 @@ impl Core {
             // The receiver learns the outcome before the send completes.
             if s.offset >= s.buf.len() && s.zcopy_inflight == 0 {
                 s.rndv = RndvPhase::Atp;
-                self.deferred.atps.push(id);
+                self.commands.push_back(Command::SendAtp(id));
             }
             return;
         }

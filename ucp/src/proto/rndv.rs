@@ -10,6 +10,7 @@
 //! within the announced length.
 
 use super::wire::{self, AM_RNDV_RTR};
+use crate::proto::command::Command;
 use crate::request::{Kind, RndvPhase};
 use crate::ucs::slab::SlabId;
 use crate::ucs::{self, PeerMisbehaved};
@@ -96,7 +97,10 @@ impl Core {
             r.received = 0;
             r.rndv_src = Some((to.iface, to.src));
         }
-        self.deferred.rtrs_out.push((to, req.to_u64()));
+        self.commands.push_back(Command::SendRtr {
+            to,
+            rreq: req.to_u64(),
+        });
         if total == 0 {
             self.finish_recv(req);
         }
@@ -105,7 +109,8 @@ impl Core {
 
     pub(crate) fn rx_rtr(&mut self, data: &[u8]) -> Result<(), PeerMisbehaved> {
         let (sreq, rreq, _) = wire::decode_u64x2("rendezvous RTR", data)?;
-        self.deferred.rtrs_in.push((sreq, rreq));
+        self.commands
+            .push_back(Command::DataRequested { sreq, rreq });
         Ok(())
     }
 
@@ -143,47 +148,45 @@ impl Core {
         Ok(())
     }
 
-    /// Answers and resumes rendezvous after a progress call.
-    pub(crate) fn run_rndv_deferred(&mut self, ifaces: &mut [Box<dyn Iface>]) -> usize {
-        let mut n = 0;
-        for (to, rreq) in std::mem::take(&mut self.deferred.rtrs_out) {
-            n += 1;
-            match self.src_eps.get(&(to.iface, to.src)) {
-                Some(&ep) => {
-                    let mut d = to.sreq.to_le_bytes().to_vec();
-                    d.extend_from_slice(&rreq.to_le_bytes());
-                    self.send_ctrl(ifaces, ep, AM_RNDV_RTR, d);
-                }
-                None => {
-                    let e = ucs::Error::EndpointFailed("no endpoint back to the sender".into());
-                    self.complete(SlabId::from_u64(rreq), Err(Error::endpoint(e)));
-                }
+    /// Asks the sender `to` for the data of receive `rreq` as active
+    /// messages (`RNDV_RTR`), on the endpoint back to it.
+    pub(crate) fn send_rtr(&mut self, ifaces: &mut [Box<dyn Iface>], to: AckTo, rreq: u64) {
+        match self.src_eps.get(&(to.iface, to.src)) {
+            Some(&ep) => {
+                let mut d = to.sreq.to_le_bytes().to_vec();
+                d.extend_from_slice(&rreq.to_le_bytes());
+                self.send_ctrl(ifaces, ep, AM_RNDV_RTR, d);
+            }
+            None => {
+                let e = ucs::Error::EndpointFailed("no endpoint back to the sender".into());
+                self.complete(SlabId::from_u64(rreq), Err(Error::endpoint(e)));
             }
         }
-        for (sreq, rreq) in std::mem::take(&mut self.deferred.rtrs_in) {
-            n += 1;
-            let id = SlabId::from_u64(sreq);
-            let ep = match self.reqs.get_mut(id).map(|r| &mut r.kind) {
-                Some(Kind::Send(s)) if s.rndv == RndvPhase::WaitRtr => {
-                    s.rndv = RndvPhase::Data { rreq };
-                    // The receiver matched: a synchronous send is answered.
-                    s.acked = true;
-                    s.ep
-                }
-                _ => {
-                    tracing::warn!("dropping a ready-to-receive for unknown send {sreq:#x}");
-                    continue;
-                }
-            };
-            let idle = self.eps.get(ep).is_some_and(|s| s.queue.is_empty());
-            if let Some(st) = self.eps.get_mut(ep) {
-                st.queue.push_back(id);
+    }
+
+    /// The receiver asked for the data of send `sreq` (from the wire: may
+    /// be stale or forged): queue it on its endpoint.
+    pub(crate) fn data_requested(&mut self, ifaces: &mut [Box<dyn Iface>], sreq: u64, rreq: u64) {
+        let id = SlabId::from_u64(sreq);
+        let ep = match self.reqs.get_mut(id).map(|r| &mut r.kind) {
+            Some(Kind::Send(s)) if s.rndv == RndvPhase::WaitRtr => {
+                s.rndv = RndvPhase::Data { rreq };
+                // The receiver matched: a synchronous send is answered.
+                s.acked = true;
+                s.ep
             }
-            if idle {
-                self.resume_ep(ifaces, ep);
+            _ => {
+                tracing::warn!("dropping a ready-to-receive for unknown send {sreq:#x}");
+                return;
             }
+        };
+        let idle = self.eps.get(ep).is_some_and(|s| s.queue.is_empty());
+        if let Some(st) = self.eps.get_mut(ep) {
+            st.queue.push_back(id);
         }
-        n
+        if idle {
+            self.resume_ep(ifaces, ep);
+        }
     }
 
     /// Whether a rendezvous send on `ep` is still under way (its buffer is
@@ -220,9 +223,9 @@ impl Core {
             };
             if reading {
                 // Reads still own the buffer: their completions finish it.
-                self.deferred.get_errors.push((id, e));
+                self.note_read_error(id, e);
             } else {
-                self.take_get_error(id);
+                self.take_read_error(id);
                 self.complete(id, Err(e));
             }
         }

@@ -23,6 +23,7 @@
 //! once, but the receive now needs the sender to progress.
 
 use super::wire::{self, AM_RNDV_ATS, AM_RNDV_RTR_SPLIT, RTS_GET_HDR};
+use crate::proto::command::Command;
 use crate::proto::eager_rx::RecvStarted;
 use crate::proto::rndv_zcopy::{all_posted, data_lanes, post_segments, split, Dir, Remote};
 use crate::proto::select::ProtocolId;
@@ -85,43 +86,44 @@ impl Core {
             r.received = 0;
             r.rndv_src = Some((to.iface, to.src));
         }
-        self.deferred.gets.push((req, to, rb));
+        self.commands.push_back(Command::StartGet { req, to, rb });
         RecvStarted::InFlight(req)
     }
 
-    /// Plans the reads of matched rendezvous-by-get receives over the
-    /// data lanes, and posts them.
-    pub(crate) fn run_gets(&mut self, ifaces: &mut [Box<dyn Iface>]) -> usize {
-        let gets = std::mem::take(&mut self.deferred.gets);
-        let n = gets.len();
-        for (req, to, rb) in gets {
-            let Some(&ep) = self.src_eps.get(&(to.iface, to.src)) else {
-                let e = ucs::Error::EndpointFailed("no endpoint back to the sender".into());
-                self.complete(req, Err(Error::endpoint(e)));
-                continue;
-            };
-            let (Some(st), Some(r)) = (self.eps.get(ep), self.recv_state_ref(req)) else {
-                continue;
-            };
-            let want = r.total.min(r.buf.capacity());
-            // The lanes selection chose for this size, among those of the
-            // domain that unpacked the key.
-            let md = self.iface_md.get(to.iface).copied();
-            let lanes = data_lanes(&st.tables[0], want, ProtocolId::RndvGetZcopy, |l| {
-                st.lanes
-                    .get(l)
-                    .is_some_and(|&(i, _)| self.iface_md.get(i).copied() == md)
-            });
-            let head = self.split_tail(ifaces, ep, to, req, &lanes);
-            let segs = split(head, &lanes);
-            if let Some(r) = self.recv_state(req) {
-                r.received = r.total;
-                r.ats_to = Some(AtsTo { ep, sreq: to.sreq });
-            }
-            self.get_plans.insert(req, GetPlan { ep, rb, segs });
-            self.push_get(ifaces, req);
+    /// Plans the reads of matched rendezvous-by-get receive `req` over
+    /// the data lanes, and posts them.
+    pub(crate) fn start_get(
+        &mut self,
+        ifaces: &mut [Box<dyn Iface>],
+        req: SlabId,
+        to: AckTo,
+        rb: RemoteBuf,
+    ) {
+        let Some(&ep) = self.src_eps.get(&(to.iface, to.src)) else {
+            let e = ucs::Error::EndpointFailed("no endpoint back to the sender".into());
+            self.complete(req, Err(Error::endpoint(e)));
+            return;
+        };
+        let (Some(st), Some(r)) = (self.eps.get(ep), self.recv_state_ref(req)) else {
+            return;
+        };
+        let want = r.total.min(r.buf.capacity());
+        // The lanes selection chose for this size, among those of the
+        // domain that unpacked the key.
+        let md = self.iface_md.get(to.iface).copied();
+        let lanes = data_lanes(&st.tables[0], want, ProtocolId::RndvGetZcopy, |l| {
+            st.lanes
+                .get(l)
+                .is_some_and(|&(i, _)| self.iface_md.get(i).copied() == md)
+        });
+        let head = self.split_tail(ifaces, ep, to, req, &lanes);
+        let segs = split(head, &lanes);
+        if let Some(r) = self.recv_state(req) {
+            r.received = r.total;
+            r.ats_to = Some(AtsTo { ep, sreq: to.sreq });
         }
-        n
+        self.get_plans.insert(req, GetPlan { ep, rb, segs });
+        self.push_get(ifaces, req);
     }
 
     /// For a message of at least `RUCX_RNDV_SPLIT_THRESH` bytes, offers
@@ -279,9 +281,9 @@ impl Core {
         if let Some((ep, (ifi, uct_ep))) = waiting {
             if let Err(e) = ifaces[ifi].pending_add(uct_ep, Token(ep.to_u64())) {
                 self.get_plans.remove(&req);
-                self.deferred.get_errors.push((req, Error::endpoint(e)));
+                self.note_read_error(req, Error::endpoint(e));
                 if inflight == 0 {
-                    self.deferred.get_done.push(req);
+                    self.commands.push_back(Command::ReadsDone(req));
                 }
             }
             return;
@@ -289,7 +291,7 @@ impl Core {
         match posted.failure {
             Some(e) if inflight == 0 => self.get_done(ifaces, req, Some(e)),
             // The reads in flight finish it; remember why it failed.
-            Some(e) => self.deferred.get_errors.push((req, e)),
+            Some(e) => self.note_read_error(req, e),
             None if all && inflight == 0 => self.get_done(ifaces, req, None),
             None => {}
         }
@@ -302,27 +304,22 @@ impl Core {
         };
         r.get_inflight = r.get_inflight.saturating_sub(1);
         if let Err(e) = result {
-            self.deferred.get_errors.push((id, Error::endpoint(e)));
+            self.note_read_error(id, Error::endpoint(e));
         }
         let posted = !self.get_plans.contains_key(&id);
         if posted && self.recv_state(id).is_some_and(|r| r.get_inflight == 0) {
-            self.deferred.get_done.push(id);
+            self.commands.push_back(Command::ReadsDone(id));
         }
     }
 
-    /// Finishes receives whose reads all completed during progress.
-    pub(crate) fn run_get_done(&mut self, ifaces: &mut [Box<dyn Iface>]) -> usize {
-        let done = std::mem::take(&mut self.deferred.get_done);
-        let n = done.len();
-        for id in done {
-            let err = self.take_get_error(id);
-            // A receive whose sender failed meanwhile is over already.
-            if self.reqs.get(id).is_none_or(|r| r.result.is_some()) {
-                continue;
-            }
-            self.get_done(ifaces, id, err);
+    /// Finishes receive `id`, whose reads all completed.
+    pub(crate) fn reads_done(&mut self, ifaces: &mut [Box<dyn Iface>], id: SlabId) {
+        let err = self.take_read_error(id);
+        // A receive whose sender failed meanwhile is over already.
+        if self.reqs.get(id).is_none_or(|r| r.result.is_some()) {
+            return;
         }
-        n
+        self.get_done(ifaces, id, err);
     }
 
     fn send_ats(&mut self, ifaces: &mut [Box<dyn Iface>], req: SlabId) {
@@ -341,7 +338,7 @@ impl Core {
             if r.tail {
                 // The sender still writes the tail; its ATP finishes this.
                 if let Some(e) = err {
-                    self.deferred.get_errors.push((req, e));
+                    self.note_read_error(req, e);
                 }
                 return;
             }
@@ -378,19 +375,16 @@ impl Core {
         }
     }
 
-    /// The first recorded read failure of receive `id`, forgetting any
-    /// later ones.
-    pub(crate) fn take_get_error(&mut self, id: SlabId) -> Option<Error> {
-        let mut first = None;
-        self.deferred.get_errors.retain(|(r, e)| {
-            if *r != id {
-                return true;
-            }
-            if first.is_none() {
-                first = Some(e.clone());
-            }
-            false
-        });
-        first
+    /// Records that a read of receive `id` failed; the first failure is
+    /// the one the receive reports.
+    pub(crate) fn note_read_error(&mut self, id: SlabId, e: Error) {
+        if let Some(r) = self.recv_state(id) {
+            r.read_error.get_or_insert(e);
+        }
+    }
+
+    /// The first recorded read failure of receive `id`, if any.
+    pub(crate) fn take_read_error(&mut self, id: SlabId) -> Option<Error> {
+        self.recv_state(id).and_then(|r| r.read_error.take())
     }
 }

@@ -20,6 +20,7 @@
 use super::eager_tx::Step;
 use super::rndv_zcopy::{all_posted, data_lanes, post_segments, split, Dir, Remote};
 use super::wire::{self, AM_RNDV_ATP, AM_RNDV_RTR_PUT};
+use crate::proto::command::Command;
 use crate::proto::select::ProtocolId;
 use crate::request::{Info, Kind, Request, RndvPhase};
 use crate::ucs::slab::SlabId;
@@ -52,7 +53,10 @@ impl Core {
             r.received = 0;
             r.rndv_src = Some((to.iface, to.src));
         }
-        self.deferred.rtrs_put_out.push((to, req.to_u64()));
+        self.commands.push_back(Command::OfferBuffer {
+            to,
+            rreq: req.to_u64(),
+        });
         crate::proto::eager_rx::RecvStarted::InFlight(req)
     }
 
@@ -77,14 +81,14 @@ impl Core {
                 }
             }
         }
-        self.deferred.rtrs_put_in.push(PutOffer {
+        self.commands.push_back(Command::StartPut(PutOffer {
             sreq,
             rreq,
             addr,
             len,
             key: key.to_vec(),
             is_tail: split,
-        });
+        }));
         Ok(())
     }
 
@@ -115,14 +119,14 @@ impl Core {
             // The receiver's own reads of a split rendezvous are still
             // going: they finish it.
             if let Some(e) = written {
-                self.deferred.get_errors.push((id, e));
+                self.note_read_error(id, e);
             }
             return Ok(());
         }
         r.rndv_src = None;
         r.received = r.total.min(r.buf.capacity());
         // A failed read of a split rendezvous counts first.
-        let err = if tail { self.take_get_error(id) } else { None };
+        let err = if tail { self.take_read_error(id) } else { None };
         match err.or(written) {
             None => self.finish_recv(id),
             Some(e) => self.complete(id, Err(e)),
@@ -130,28 +134,9 @@ impl Core {
         Ok(())
     }
 
-    /// Answers matched put receives, starts the writes of sends whose
-    /// receiver answered, and finishes sends whose writes are done.
-    pub(crate) fn run_put_deferred(&mut self, ifaces: &mut [Box<dyn Iface>]) -> usize {
-        let mut n = 0;
-        for (to, rreq) in std::mem::take(&mut self.deferred.rtrs_put_out) {
-            n += 1;
-            self.answer_put(ifaces, to, SlabId::from_u64(rreq));
-        }
-        for offer in std::mem::take(&mut self.deferred.rtrs_put_in) {
-            n += 1;
-            self.start_put(ifaces, offer);
-        }
-        for id in std::mem::take(&mut self.deferred.atps) {
-            n += 1;
-            self.send_atp(ifaces, id);
-        }
-        n
-    }
-
     /// Registers receive `req`'s buffer and sends RTR_PUT; on any failure
     /// asks for active-message data instead.
-    fn answer_put(&mut self, ifaces: &mut [Box<dyn Iface>], to: AckTo, req: SlabId) {
+    pub(crate) fn answer_put(&mut self, ifaces: &mut [Box<dyn Iface>], to: AckTo, req: SlabId) {
         let Some(&ep) = self.src_eps.get(&(to.iface, to.src)) else {
             let e = ucs::Error::EndpointFailed("no endpoint back to the sender".into());
             self.complete(req, Err(Error::endpoint(e)));
@@ -174,7 +159,10 @@ impl Core {
             }
             Err(e) => {
                 tracing::debug!("rendezvous by put: {e}; asking for fragments");
-                self.deferred.rtrs_out.push((to, req.to_u64()));
+                self.commands.push_back(Command::SendRtr {
+                    to,
+                    rreq: req.to_u64(),
+                });
             }
         }
     }
@@ -223,7 +211,7 @@ impl Core {
 
     /// The receiver of send `id` (from the wire: may be stale or forged)
     /// offered its buffer: plan the writes over the data lanes.
-    fn start_put(&mut self, ifaces: &mut [Box<dyn Iface>], offer: PutOffer) {
+    pub(crate) fn start_put(&mut self, ifaces: &mut [Box<dyn Iface>], offer: PutOffer) {
         let PutOffer {
             sreq,
             rreq,
@@ -399,7 +387,7 @@ impl Core {
     /// Every write of put send `id` completed: tell the receiver, then
     /// complete (the tail of a split rendezvous: once the receiver's ATS
     /// says its reads are done too).
-    fn send_atp(&mut self, ifaces: &mut [Box<dyn Iface>], id: SlabId) {
+    pub(crate) fn send_atp(&mut self, ifaces: &mut [Box<dyn Iface>], id: SlabId) {
         let (ep, result) = match self.reqs.get_mut(id).map(|r| &mut r.kind) {
             Some(Kind::Send(s)) if s.rndv == RndvPhase::Atp => {
                 s.rndv = RndvPhase::No;

@@ -228,6 +228,10 @@ pub(crate) struct RecvState {
     pub(crate) memh: Option<Box<crate::worker::BufReg>>,
     /// The sender writes this split rendezvous' tail; its ATP is due.
     pub(crate) tail: bool,
+    /// The first failure of a read of the sender's buffer (or of the
+    /// sender's writes of a split tail); the receive reports it when its
+    /// transfers are over.
+    pub(crate) read_error: Option<Error>,
 }
 
 impl RecvState {
@@ -258,6 +262,7 @@ impl RecvState {
             ats_to: None,
             memh: None,
             tail: false,
+            read_error: None,
         }
     }
 }
@@ -334,11 +339,13 @@ impl Request {
             ats_to: _,
             memh,
             tail: _,
+            read_error,
         }) = kind
         else {
             return false;
         };
         memh.is_none()
+            && read_error.is_none()
             && owner.is_none()
             && result.is_none()
             && matches!(notify, Notify::Poll | Notify::Scope)

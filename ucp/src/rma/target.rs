@@ -11,6 +11,7 @@ use super::atomic::{self, AtomicValue};
 use super::mem::RMA_REGS;
 use super::wire::{self, AtomicReq, GetReq, KeyRef, Reply, AM_RMA_REPLY};
 use super::RmaSink;
+use crate::proto::command::Command;
 use crate::request::{Info, Kind};
 use crate::ucs::slab::SlabId;
 use crate::ucs::{PeerMisbehaved, Status};
@@ -153,7 +154,11 @@ impl Core {
     fn rma_reply(&mut self, src: SrcId, r: Reply, data: Vec<u8>) {
         let mut m = r.encode();
         m.extend_from_slice(&data);
-        self.deferred.rma_replies.push((self.cur_iface, src, m));
+        self.commands.push_back(Command::RmaReply {
+            iface: self.cur_iface,
+            src,
+            msg: m,
+        });
     }
 
     /// The target answered one step of request `req`.

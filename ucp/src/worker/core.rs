@@ -2,17 +2,18 @@
 //!
 //! [`Core`] is what an iface's `progress` reports to (it implements
 //! [`AmSink`]). It never holds an iface: work that needs one (resuming a
-//! send when its endpoint has room again, failing an endpoint) is recorded
-//! during `progress` and done right after, in [`Core::run_deferred`].
+//! send when its endpoint has room again, failing an endpoint, answering
+//! a peer) is recorded as a [`Command`] during `progress` and carried out
+//! right after by the executor (`exec.rs`).
 
+use crate::proto::command::Command;
 use crate::proto::select::{SelectCache, SelectConfig, SelectionTable};
 use crate::proto::FragKey;
 use crate::request::{Callback, Completion, Info, Kind, Notify, Request};
 use crate::tag::TagMatcher;
 use crate::ucs::hash::FxHashMap;
 use crate::ucs::slab::{Slab, SlabId};
-use crate::uct::{AmId, AmSink, EpId, Iface, SrcId, Token};
-use crate::wireup::address::WorkerAddress;
+use crate::uct::{AmId, AmSink, EpId, SrcId, Token};
 use crate::{ucs, Error, Result};
 use std::collections::VecDeque;
 use std::sync::Arc;
@@ -175,37 +176,6 @@ pub(crate) struct ProbedMsg {
     pub(crate) error: Option<Error>,
 }
 
-#[derive(Debug, Default)]
-pub(crate) struct Deferred {
-    /// Transport endpoints that have room again.
-    pub(crate) ready: Vec<(usize, EpId)>,
-    /// Transport endpoints that failed.
-    pub(crate) failed: Vec<(usize, EpId, ucs::Error)>,
-    /// Wireup messages: (iface, source, sender's address).
-    pub(crate) wireups: Vec<(usize, SrcId, WorkerAddress)>,
-    /// Acknowledgements of synchronous sends to send.
-    pub(crate) acks: Vec<AckTo>,
-    /// Ready-to-receive answers to send: (to, receiver request).
-    pub(crate) rtrs_out: Vec<(AckTo, u64)>,
-    /// Ready-to-receive answers that arrived: (sender request, receiver
-    /// request).
-    pub(crate) rtrs_in: Vec<(u64, u64)>,
-    /// Receives to fill by reading the sender's memory.
-    pub(crate) gets: Vec<(SlabId, AckTo, RemoteBuf)>,
-    /// Receives whose reads all completed.
-    pub(crate) get_done: Vec<SlabId>,
-    /// Reads that failed, by receive.
-    pub(crate) get_errors: Vec<(SlabId, Error)>,
-    /// Rendezvous-by-put answers to send: (to, receiver request).
-    pub(crate) rtrs_put_out: Vec<(AckTo, u64)>,
-    /// Receivers' offers of their buffers that arrived.
-    pub(crate) rtrs_put_in: Vec<PutOffer>,
-    /// Puts whose writes all completed: ATP to send, then complete.
-    pub(crate) atps: Vec<SlabId>,
-    /// Answers to emulated one-sided operations: (iface, source, message).
-    pub(crate) rma_replies: Vec<(usize, SrcId, Vec<u8>)>,
-}
-
 /// The protocol half of a worker.
 pub(crate) struct Core {
     pub(crate) eps: Slab<EpState>,
@@ -229,7 +199,8 @@ pub(crate) struct Core {
     pub(crate) completions: VecDeque<Completion>,
     pub(crate) callbacks: Vec<(Callback, Completion)>,
     pub(crate) cur_iface: usize,
-    pub(crate) deferred: Deferred,
+    /// Work for the executor, in the order recorded.
+    pub(crate) commands: VecDeque<Command>,
     pub(crate) next_msg_id: u64,
     /// Spare buffers for unexpected messages.
     pub(crate) spare: Vec<Vec<u8>>,
@@ -340,7 +311,7 @@ impl Core {
             completions: VecDeque::new(),
             callbacks: Vec::new(),
             cur_iface: 0,
-            deferred: Deferred::default(),
+            commands: VecDeque::new(),
             next_msg_id: 1,
             spare: Vec::new(),
             address,
@@ -404,7 +375,7 @@ impl Core {
         }
     }
 
-    fn lane_ep(&self, iface: usize, uct_ep: EpId) -> Option<SlabId> {
+    pub(crate) fn lane_ep(&self, iface: usize, uct_ep: EpId) -> Option<SlabId> {
         self.lane_eps
             .get(iface)
             .and_then(|v| v.get(uct_ep.0 as usize))
@@ -534,64 +505,6 @@ impl Core {
         self.complete(id, Err(err));
     }
 
-    /// Work recorded during `progress` that needs the ifaces.
-    pub(crate) fn run_deferred(&mut self, ifaces: &mut [Box<dyn Iface>]) -> usize {
-        let mut n = 0;
-        while let Some((iface, uct_ep, e)) = self.deferred.failed.pop() {
-            if let Some(ep) = self.lane_ep(iface, uct_ep) {
-                self.fail_ep(ep, Error::endpoint(e));
-                n += 1;
-            }
-        }
-        for (iface, src, addr) in std::mem::take(&mut self.deferred.wireups) {
-            n += 1;
-            match self.wireup_peer(ifaces, &addr) {
-                Ok(ep) => {
-                    self.src_eps.insert((iface, src), ep);
-                }
-                Err(e) => tracing::warn!("no endpoint back to worker {:#x}: {e}", addr.uuid),
-            }
-        }
-        for ack in std::mem::take(&mut self.deferred.acks) {
-            n += 1;
-            match self.src_eps.get(&(ack.iface, ack.src)) {
-                Some(&ep) => self.send_ctrl(
-                    ifaces,
-                    ep,
-                    crate::proto::wire::AM_SYNC_ACK,
-                    ack.sreq.to_le_bytes().to_vec(),
-                ),
-                None => tracing::warn!("no endpoint to acknowledge a synchronous send on"),
-            }
-        }
-        for (iface, src, msg) in std::mem::take(&mut self.deferred.rma_replies) {
-            n += 1;
-            match self.src_eps.get(&(iface, src)) {
-                Some(&ep) => self.send_ctrl(ifaces, ep, crate::rma::wire::AM_RMA_REPLY, msg),
-                None => tracing::warn!("no endpoint to answer a one-sided operation on"),
-            }
-        }
-        n += self.run_rndv_deferred(ifaces);
-        n += self.run_gets(ifaces);
-        n += self.run_put_deferred(ifaces);
-        n += self.run_get_done(ifaces);
-        while let Some((iface, uct_ep)) = self.deferred.ready.pop() {
-            if let Some(ep) = self.lane_ep(iface, uct_ep) {
-                if let Some(s) = self.eps.get_mut(ep) {
-                    s.waiting = false;
-                }
-                n += self.resume_ep(ifaces, ep);
-                if !self.get_plans.is_empty() {
-                    n += self.resume_gets(ifaces, ep);
-                }
-                if self.rma_parked > 0 {
-                    n += self.resume_rma(ifaces);
-                }
-            }
-        }
-        n
-    }
-
     /// Whether a receive is open whose buffer a peer may write without this
     /// worker's progress: it holds a registration for remote writes
     /// (rendezvous by put, or a split tail) and has not completed.
@@ -622,25 +535,6 @@ impl Core {
             }
         }
     }
-
-    pub(crate) fn has_deferred(&self) -> bool {
-        // One OR of the lengths rather than a branch per queue: this runs
-        // on every progress call. (`get_errors` is read with `get_done`.)
-        let d = &self.deferred;
-        (d.ready.len()
-            | d.failed.len()
-            | d.wireups.len()
-            | d.acks.len()
-            | d.rtrs_out.len()
-            | d.rtrs_in.len()
-            | d.gets.len()
-            | d.get_done.len()
-            | d.rtrs_put_out.len()
-            | d.rtrs_put_in.len()
-            | d.atps.len()
-            | d.rma_replies.len())
-            != 0
-    }
 }
 
 impl AmSink for Core {
@@ -666,12 +560,17 @@ impl AmSink for Core {
 
     fn pending_ready(&mut self, ep: EpId, _token: Token) {
         let iface = self.cur_iface;
-        self.deferred.ready.push((iface, ep));
+        self.commands
+            .push_back(Command::Resume { iface, uct_ep: ep });
     }
 
     fn ep_failed(&mut self, ep: EpId, error: ucs::Error) {
         let iface = self.cur_iface;
-        self.deferred.failed.push((iface, ep, error));
+        self.commands.push_back(Command::FailLane {
+            iface,
+            uct_ep: ep,
+            error,
+        });
     }
 
     fn src_failed(&mut self, src: SrcId, error: ucs::Error) {

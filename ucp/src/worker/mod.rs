@@ -2,6 +2,7 @@
 
 mod connect;
 pub(crate) mod core;
+mod exec;
 mod regs;
 mod wakeup;
 
@@ -281,8 +282,8 @@ impl Worker {
             self.core.iface_polled(i, got);
             n += got;
         }
-        if self.core.has_deferred() {
-            n += self.core.run_deferred(&mut self.ifaces);
+        if self.core.has_commands() {
+            n += self.core.run_commands(&mut self.ifaces);
         }
         if !self.core.callbacks.is_empty() {
             let cbs = std::mem::take(&mut self.core.callbacks);

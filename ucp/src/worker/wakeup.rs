@@ -47,7 +47,7 @@ impl Worker {
     pub fn arm(&mut self) -> Result<Armed> {
         if !self.core.completions.is_empty()
             || !self.core.callbacks.is_empty()
-            || self.core.has_deferred()
+            || self.core.has_commands()
         {
             return Ok(Armed::Busy);
         }
