@@ -79,67 +79,60 @@ pub(crate) enum Started {
 }
 
 /// How one send goes out, from the endpoint's selection table.
-#[derive(Debug, Clone, Copy)]
-struct Plan {
-    /// One active message (else fragments).
-    single: bool,
-    /// `am_short` allowed.
-    short: bool,
-    /// Zero-copy operations.
-    zcopy: bool,
-    /// Rendezvous (request to send first, data when the receiver asks).
-    rndv: bool,
-    /// Rendezvous by get (the receiver reads the registered buffer).
-    get: bool,
-    /// Rendezvous by put (the sender writes the receiver's buffer).
-    put: bool,
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Plan {
+    /// One active message; `short` allows `am_short`, `zcopy` sends it
+    /// from the user's buffer.
+    Single { short: bool, zcopy: bool },
+    /// Eager fragments, copied or zero-copy.
+    Multi { zcopy: bool },
+    /// A request to send first, the data when the receiver asks: by its
+    /// reads (`Get`), by this side's writes (`Put`), or as active messages.
+    Rndv(Rndv),
+}
+
+/// The rendezvous scheme of a [`Plan::Rndv`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Rndv {
+    Am,
+    Get,
+    Put,
 }
 
 impl Plan {
     fn of(proto: ProtocolId, cfg: &EpConfig, len: usize, sync: bool) -> Plan {
         use ProtocolId::*;
         let can_zcopy = cfg.max_zcopy > 0;
-        let plan = |single, short, zcopy| Plan {
-            single,
-            short,
-            zcopy,
-            rndv: false,
-            get: false,
-            put: false,
-        };
-        let mut p = match proto {
-            EagerShort => plan(true, true, false),
-            EagerBcopySingle | EagerSyncBcopySingle => plan(true, false, false),
-            EagerZcopySingle | EagerSyncZcopySingle => plan(true, false, can_zcopy),
-            EagerBcopyMulti | EagerSyncBcopyMulti => plan(false, false, false),
-            EagerZcopyMulti | EagerSyncZcopyMulti => plan(false, false, can_zcopy),
-            RndvGetZcopy => Plan {
-                rndv: true,
-                get: true,
-                ..plan(false, false, false)
-            },
-            RndvPutZcopy => Plan {
-                rndv: true,
-                put: true,
-                ..plan(false, false, false)
-            },
-            RndvAm => Plan {
-                rndv: true,
-                ..plan(false, false, false)
-            },
+        let (short, zcopy) = match proto {
+            EagerShort => (true, false),
+            EagerBcopySingle | EagerSyncBcopySingle => (false, false),
+            EagerZcopySingle | EagerSyncZcopySingle => (false, can_zcopy),
+            EagerBcopyMulti | EagerSyncBcopyMulti => return Plan::Multi { zcopy: false },
+            EagerZcopyMulti | EagerSyncZcopyMulti => return Plan::Multi { zcopy: can_zcopy },
+            RndvGetZcopy => return Plan::Rndv(Rndv::Get),
+            RndvPutZcopy => return Plan::Rndv(Rndv::Put),
+            RndvAm => return Plan::Rndv(Rndv::Am),
         };
         // The table follows the same limits; stay safe if it did not.
         let hdr = if sync { SYNC_ONLY_HDR } else { 8 };
-        let fits = if p.zcopy {
+        let fits = if zcopy {
             len <= cfg.max_zcopy
         } else {
             len <= cfg.max_bcopy - hdr
         };
-        if p.single && !fits && !p.rndv {
-            p.single = false;
-            p.zcopy = can_zcopy;
+        if fits {
+            Plan::Single { short, zcopy }
+        } else {
+            Plan::Multi { zcopy: can_zcopy }
         }
-        p
+    }
+
+    /// Whether the data goes with zero-copy operations.
+    fn zcopy(self) -> bool {
+        matches!(
+            self,
+            Plan::Single { zcopy: true, .. } | Plan::Multi { zcopy: true }
+        )
     }
 }
 
@@ -202,10 +195,18 @@ impl Core {
         let (iface_idx, uct_ep, cfg) = (st.iface, st.uct_ep, st.cfg);
         let proto = st.tables[usize::from(sync)].lookup(len).proto;
         let plan = Plan::of(proto, &cfg, len, sync);
-        let single = plan.single;
-        if single && !sync && !plan.zcopy && !plan.rndv && st.queue.is_empty() {
+        let single = matches!(plan, Plan::Single { .. });
+        if let (
+            Plan::Single {
+                short,
+                zcopy: false,
+            },
+            false,
+            true,
+        ) = (plan, sync, st.queue.is_empty())
+        {
             let iface = ifaces[iface_idx].as_mut();
-            let r = send_single(iface, uct_ep, &cfg, plan.short, tag, buf.slice(0, len));
+            let r = send_single(iface, uct_ep, &cfg, short, tag, buf.slice(0, len));
             if let Some(done) = single_outcome(r, Info { tag, length: len }) {
                 return done;
             }
@@ -228,12 +229,12 @@ impl Core {
                 error: None,
                 sync,
                 acked: false,
-                zcopy: plan.zcopy,
-                rndv: match (plan.rndv, plan.get, plan.put) {
-                    (true, true, _) => RndvPhase::RtsGet,
-                    (true, false, true) => RndvPhase::RtsPut,
-                    (true, false, false) => RndvPhase::Rts,
-                    _ => RndvPhase::No,
+                zcopy: plan.zcopy(),
+                rndv: match plan {
+                    Plan::Rndv(Rndv::Get) => RndvPhase::RtsGet,
+                    Plan::Rndv(Rndv::Put) => RndvPhase::RtsPut,
+                    Plan::Rndv(Rndv::Am) => RndvPhase::Rts,
+                    Plan::Single { .. } | Plan::Multi { .. } => RndvPhase::No,
                 },
                 memh: None,
             }),
