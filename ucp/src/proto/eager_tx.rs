@@ -15,7 +15,7 @@ use super::wire::{
 };
 use crate::proto::command::Command;
 use crate::request::buf::SendBuf;
-use crate::request::{Info, Kind, Op, Request, RndvPhase, SendState};
+use crate::request::{Info, Kind, Op, Request, RndvPhase, SendState, SyncState};
 use crate::ucs::slab::SlabId;
 use crate::uct::Access;
 use crate::uct::{Iface, Iov, Posted, Token};
@@ -227,8 +227,7 @@ impl Core {
                 msg_id,
                 zcopy_inflight: 0,
                 error: None,
-                sync,
-                acked: false,
+                sync: SyncState::new(sync),
                 zcopy: plan.zcopy(),
                 rndv: match plan {
                     Plan::Rndv(Rndv::Get) => RndvPhase::RtsGet,
@@ -303,7 +302,14 @@ impl Core {
         let (ep, tag, buf, msg_id, mut offset, sync, zcopy, rndv) =
             match self.reqs.get(id).map(|r| &r.kind) {
                 Some(Kind::Send(s)) => (
-                    s.ep, s.tag, s.buf, s.msg_id, s.offset, s.sync, s.zcopy, s.rndv,
+                    s.ep,
+                    s.tag,
+                    s.buf,
+                    s.msg_id,
+                    s.offset,
+                    s.sync.is_sync(),
+                    s.zcopy,
+                    s.rndv,
                 ),
                 Some(Kind::Ctrl(_)) => return self.push_ctrl(ifaces, id),
                 _ => return Step::Failed,
@@ -630,7 +636,11 @@ impl Core {
                 | RndvPhase::RtsPut
                 | RndvPhase::Atp
         );
-        if s.offset < s.buf.len() || s.zcopy_inflight > 0 || (s.sync && !s.acked) || rndv_waiting {
+        if s.offset < s.buf.len()
+            || s.zcopy_inflight > 0
+            || s.sync == SyncState::AwaitAck
+            || rndv_waiting
+        {
             return;
         }
         let r = match s.error.take() {
@@ -682,8 +692,8 @@ impl Core {
             ..
         }) = self.reqs.get_mut(id)
         {
-            if s.sync {
-                s.acked = true;
+            if s.sync.is_sync() {
+                s.sync.ack();
                 self.finish_send(id);
             }
         }
@@ -717,7 +727,7 @@ impl Core {
                 s.error = Some(Error::endpoint(e));
             }
             // A send that failed does not wait for an acknowledgement.
-            s.acked = true;
+            s.sync.ack();
         }
         self.finish_send(id);
     }

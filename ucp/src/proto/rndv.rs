@@ -172,7 +172,7 @@ impl Core {
             Some(Kind::Send(s)) if s.rndv == RndvPhase::WaitRtr => {
                 s.rndv = RndvPhase::Data { rreq };
                 // The receiver matched: a synchronous send is answered.
-                s.acked = true;
+                s.sync.ack();
                 s.ep
             }
             _ => {

@@ -361,7 +361,7 @@ impl Core {
                 RndvPhase::WaitAts => {
                     s.rndv = RndvPhase::No;
                     s.offset = s.buf.len();
-                    s.acked = true;
+                    s.sync.ack();
                     self.finish_send(id);
                 }
                 // Still writing the tail of a split rendezvous.

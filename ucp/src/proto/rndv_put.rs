@@ -229,7 +229,7 @@ impl Core {
             (RndvPhase::WaitRtr, ProtocolId::RndvPutZcopy)
         };
         let (ep, size, sync) = match self.reqs.get(id).map(|r| &r.kind) {
-            Some(Kind::Send(s)) if s.rndv == phase => (s.ep, s.buf.len(), s.sync),
+            Some(Kind::Send(s)) if s.rndv == phase => (s.ep, s.buf.len(), s.sync.is_sync()),
             _ => {
                 tracing::warn!("dropping a put offer for unknown send {:#x}", id.to_u64());
                 return;
@@ -263,7 +263,7 @@ impl Core {
             return;
         };
         // The receiver matched: a synchronous send is answered.
-        s.acked = true;
+        s.sync.ack();
         s.offset = 0;
         s.rndv = RndvPhase::Put;
         match rkey {

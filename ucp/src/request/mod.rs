@@ -157,8 +157,9 @@ pub(crate) struct SendState {
     /// First error seen; the request completes with it once nothing is in
     /// flight.
     pub(crate) error: Option<Error>,
-    /// A synchronous send: completes only once the receiver matched it.
-    pub(crate) sync: bool,
+    /// Whether it is a synchronous send, and whether the receiver has
+    /// matched it yet.
+    pub(crate) sync: SyncState,
     /// Sent with zero-copy operations (else copied into the transport).
     pub(crate) zcopy: bool,
     /// Rendezvous progress, if this send uses rendezvous.
@@ -166,8 +167,42 @@ pub(crate) struct SendState {
     /// Registration of the buffer for a rendezvous by get: (memory domain,
     /// handle), released when the request completes.
     pub(crate) memh: Option<Box<crate::worker::BufReg>>,
-    /// The receiver's acknowledgement of a synchronous send arrived.
-    pub(crate) acked: bool,
+}
+
+/// A send's synchronisation with its receiver (`MPI_Ssend`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum SyncState {
+    /// A standard send: completes once its data left.
+    No,
+    /// A synchronous send whose receiver has not matched it yet.
+    AwaitAck,
+    /// A synchronous send that the receiver matched (or that failed, and
+    /// waits for no answer).
+    Acked,
+}
+
+impl SyncState {
+    /// The state of a new send.
+    pub(crate) fn new(sync: bool) -> SyncState {
+        if sync {
+            SyncState::AwaitAck
+        } else {
+            SyncState::No
+        }
+    }
+
+    /// Whether the send is synchronous.
+    pub(crate) fn is_sync(self) -> bool {
+        self != SyncState::No
+    }
+
+    /// The receiver matched the message (or the send needs no answer any
+    /// more).
+    pub(crate) fn ack(&mut self) {
+        if *self == SyncState::AwaitAck {
+            *self = SyncState::Acked;
+        }
+    }
 }
 
 /// Where a rendezvous send stands.

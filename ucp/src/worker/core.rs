@@ -473,7 +473,7 @@ impl Core {
             .iter()
             .filter(|(_, r)| {
                 matches!(&r.kind, Kind::Send(s) if s.ep == ep
-                    && ((s.sync && !s.acked)
+                    && ((s.sync == crate::request::SyncState::AwaitAck)
                         || matches!(s.rndv, crate::request::RndvPhase::WaitRtr
                             | crate::request::RndvPhase::WaitAts
                             | crate::request::RndvPhase::Put)))
