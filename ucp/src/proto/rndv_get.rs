@@ -379,12 +379,12 @@ impl Core {
     /// the one the receive reports.
     pub(crate) fn note_read_error(&mut self, id: SlabId, e: Error) {
         if let Some(r) = self.recv_state(id) {
-            r.read_error.get_or_insert(e);
+            r.read_error.get_or_insert_with(|| Box::new(e));
         }
     }
 
     /// The first recorded read failure of receive `id`, if any.
     pub(crate) fn take_read_error(&mut self, id: SlabId) -> Option<Error> {
-        self.recv_state(id).and_then(|r| r.read_error.take())
+        self.recv_state(id).and_then(|r| r.read_error.take()).map(|e| *e)
     }
 }

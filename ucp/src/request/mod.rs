@@ -266,7 +266,7 @@ pub(crate) struct RecvState {
     /// The first failure of a read of the sender's buffer (or of the
     /// sender's writes of a split tail); the receive reports it when its
     /// transfers are over.
-    pub(crate) read_error: Option<Error>,
+    pub(crate) read_error: Option<Box<Error>>,
 }
 
 impl RecvState {
