@@ -732,3 +732,97 @@ impl Core {
         self.finish_send(id);
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const CFG: EpConfig = EpConfig {
+        max_short: 100,
+        max_bcopy: 1000,
+        max_zcopy: 4000,
+    };
+    const NO_ZCOPY: EpConfig = EpConfig {
+        max_zcopy: 0,
+        ..CFG
+    };
+
+    #[test]
+    fn each_protocol_maps_to_its_plan() {
+        use ProtocolId::*;
+        let single = |short, zcopy| Plan::Single { short, zcopy };
+        for (proto, want) in [
+            (EagerShort, single(true, false)),
+            (EagerBcopySingle, single(false, false)),
+            (EagerSyncBcopySingle, single(false, false)),
+            (EagerZcopySingle, single(false, true)),
+            (EagerSyncZcopySingle, single(false, true)),
+            (EagerBcopyMulti, Plan::Multi { zcopy: false }),
+            (EagerSyncBcopyMulti, Plan::Multi { zcopy: false }),
+            (EagerZcopyMulti, Plan::Multi { zcopy: true }),
+            (EagerSyncZcopyMulti, Plan::Multi { zcopy: true }),
+            (RndvGetZcopy, Plan::Rndv(Rndv::Get)),
+            (RndvPutZcopy, Plan::Rndv(Rndv::Put)),
+            (RndvAm, Plan::Rndv(Rndv::Am)),
+        ] {
+            assert_eq!(Plan::of(proto, &CFG, 50, false), want, "{proto:?}");
+        }
+    }
+
+    #[test]
+    fn a_single_message_that_does_not_fit_goes_in_fragments() {
+        use ProtocolId::*;
+        // Copied: the tag (8 bytes, 16 with the sender's request when
+        // synchronous) shares max_bcopy with the data.
+        let copied = |len, sync| Plan::of(EagerBcopySingle, &CFG, len, sync);
+        assert_eq!(
+            copied(992, false),
+            Plan::Single {
+                short: false,
+                zcopy: false
+            }
+        );
+        assert_eq!(copied(993, false), Plan::Multi { zcopy: true });
+        assert!(matches!(copied(992, true), Plan::Multi { .. }));
+        // Zero-copy: up to max_zcopy.
+        let z = |len| Plan::of(EagerZcopySingle, &CFG, len, false);
+        assert_eq!(
+            z(4000),
+            Plan::Single {
+                short: false,
+                zcopy: true
+            }
+        );
+        assert_eq!(z(4001), Plan::Multi { zcopy: true });
+        // Without zero-copy on the lane nothing is planned zero-copy.
+        assert_eq!(
+            Plan::of(EagerZcopySingle, &NO_ZCOPY, 50, false),
+            Plan::Single {
+                short: false,
+                zcopy: false
+            }
+        );
+        assert_eq!(
+            Plan::of(EagerBcopySingle, &NO_ZCOPY, 5000, false),
+            Plan::Multi { zcopy: false }
+        );
+        assert_eq!(
+            Plan::of(EagerZcopyMulti, &NO_ZCOPY, 5000, false),
+            Plan::Multi { zcopy: false }
+        );
+        // A rendezvous never falls back to eager.
+        assert_eq!(Plan::of(RndvAm, &CFG, 1 << 30, true), Plan::Rndv(Rndv::Am));
+    }
+
+    #[test]
+    fn zero_copy_is_what_the_plan_says() {
+        assert!(Plan::Single {
+            short: false,
+            zcopy: true
+        }
+        .zcopy());
+        assert!(Plan::Multi { zcopy: true }.zcopy());
+        assert!(!Plan::Multi { zcopy: false }.zcopy());
+        assert!(!Plan::Rndv(Rndv::Get).zcopy());
+    }
+}

@@ -385,6 +385,8 @@ impl Core {
 
     /// The first recorded read failure of receive `id`, if any.
     pub(crate) fn take_read_error(&mut self, id: SlabId) -> Option<Error> {
-        self.recv_state(id).and_then(|r| r.read_error.take()).map(|e| *e)
+        self.recv_state(id)
+            .and_then(|r| r.read_error.take())
+            .map(|e| *e)
     }
 }

@@ -399,3 +399,23 @@ impl Request {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::SyncState;
+
+    #[test]
+    fn only_a_synchronous_send_waits_for_the_match() {
+        let mut std = SyncState::new(false);
+        assert!(!std.is_sync());
+        std.ack();
+        assert_eq!(std, SyncState::No, "a standard send stays standard");
+        let mut s = SyncState::new(true);
+        assert_eq!(s, SyncState::AwaitAck);
+        s.ack();
+        assert_eq!(s, SyncState::Acked);
+        s.ack();
+        assert_eq!(s, SyncState::Acked, "a second answer changes nothing");
+        assert!(s.is_sync());
+    }
+}
