@@ -15,7 +15,9 @@ use super::wire::{
 };
 use crate::proto::command::Command;
 use crate::request::buf::SendBuf;
-use crate::request::{Info, Kind, Op, Request, RndvPhase, SendState, SyncState};
+use crate::request::{
+    AmPhase, GetPhase, Info, Kind, Op, PutPhase, Request, RndvPhase, SendState, SyncState,
+};
 use crate::ucs::slab::SlabId;
 use crate::uct::Access;
 use crate::uct::{Iface, Iov, Posted, Token};
@@ -230,9 +232,9 @@ impl Core {
                 sync: SyncState::new(sync),
                 zcopy: plan.zcopy(),
                 rndv: match plan {
-                    Plan::Rndv(Rndv::Get) => RndvPhase::RtsGet,
-                    Plan::Rndv(Rndv::Put) => RndvPhase::RtsPut,
-                    Plan::Rndv(Rndv::Am) => RndvPhase::Rts,
+                    Plan::Rndv(Rndv::Get) => RndvPhase::Get(GetPhase::Rts),
+                    Plan::Rndv(Rndv::Put) => RndvPhase::Put(PutPhase::Rts),
+                    Plan::Rndv(Rndv::Am) => RndvPhase::Am(AmPhase::Rts),
                     Plan::Single { .. } | Plan::Multi { .. } => RndvPhase::No,
                 },
                 memh: None,
@@ -322,11 +324,11 @@ impl Core {
         let sreq = sync.then_some(id.to_u64());
         let rreq = match rndv {
             RndvPhase::No => None,
-            RndvPhase::Rts | RndvPhase::RtsPut => {
-                let am_id = if rndv == RndvPhase::Rts {
-                    AM_RNDV_RTS
+            RndvPhase::Am(AmPhase::Rts) | RndvPhase::Put(PutPhase::Rts) => {
+                let (am_id, next) = if rndv == RndvPhase::Am(AmPhase::Rts) {
+                    (AM_RNDV_RTS, RndvPhase::Am(AmPhase::AwaitRtr))
                 } else {
-                    AM_RNDV_RTS_PUT
+                    (AM_RNDV_RTS_PUT, RndvPhase::Put(PutPhase::AwaitOffer))
                 };
                 let len = buf.len() as u64;
                 let (t, r, l) = (
@@ -342,7 +344,7 @@ impl Core {
                             ..
                         }) = self.reqs.get_mut(id)
                         {
-                            s.rndv = RndvPhase::WaitRtr;
+                            s.rndv = next;
                         }
                         // Off the queue until the receiver asks for the data.
                         Step::Handed
@@ -353,10 +355,11 @@ impl Core {
                     }
                 };
             }
-            RndvPhase::WaitRtr | RndvPhase::WaitAts | RndvPhase::Atp => return Step::Handed,
-            RndvPhase::Data { rreq } => Some(rreq),
-            RndvPhase::RtsGet => return self.push_rts_get(ifaces, id),
-            RndvPhase::Put => return self.push_put(ifaces, id),
+            RndvPhase::Am(AmPhase::Data { rreq }) => Some(rreq),
+            RndvPhase::Get(GetPhase::Rts) => return self.push_rts_get(ifaces, id),
+            p if p.writing() => return self.push_put(ifaces, id),
+            // Waiting for the receiver, or for the ATP to go out.
+            _ => return Step::Handed,
         };
         let len = buf.len();
         let mut step = Step::Handed;
@@ -570,7 +573,7 @@ impl Core {
                     ..
                 }) = self.reqs.get_mut(id)
                 {
-                    s.rndv = RndvPhase::WaitAts;
+                    s.rndv = RndvPhase::Get(GetPhase::AwaitAts);
                 }
                 Step::Handed
             }
@@ -619,23 +622,17 @@ impl Core {
         else {
             return;
         };
-        if s.rndv == RndvPhase::Put {
+        if s.rndv.writing() {
             // The receiver learns the outcome before the send completes.
             if s.offset >= s.buf.len() && s.zcopy_inflight == 0 {
-                s.rndv = RndvPhase::Atp;
+                s.rndv = s.rndv.writes_done();
                 self.commands.push_back(Command::SendAtp(id));
             }
             return;
         }
-        let rndv_waiting = matches!(
-            s.rndv,
-            RndvPhase::Rts
-                | RndvPhase::WaitRtr
-                | RndvPhase::RtsGet
-                | RndvPhase::WaitAts
-                | RndvPhase::RtsPut
-                | RndvPhase::Atp
-        );
+        // A rendezvous send completes when its data went as active
+        // messages; the other schemes complete on the receiver's answer.
+        let rndv_waiting = !matches!(s.rndv, RndvPhase::No | RndvPhase::Am(AmPhase::Data { .. }));
         if s.offset < s.buf.len()
             || s.zcopy_inflight > 0
             || s.sync == SyncState::AwaitAck
@@ -660,12 +657,7 @@ impl Core {
             // Once the receiver asked for the data it waits for it: too
             // late to cancel.
             Some(Kind::Send(s))
-                if s.offset == 0
-                    && s.zcopy_inflight == 0
-                    && matches!(
-                        s.rndv,
-                        RndvPhase::No | RndvPhase::Rts | RndvPhase::RtsGet | RndvPhase::RtsPut
-                    ) =>
+                if s.offset == 0 && s.zcopy_inflight == 0 && s.rndv.not_started() =>
             {
                 s.ep
             }

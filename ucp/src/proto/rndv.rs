@@ -11,7 +11,7 @@
 
 use super::wire::{self, AM_RNDV_RTR};
 use crate::proto::command::Command;
-use crate::request::{Kind, RndvPhase};
+use crate::request::{AmPhase, Kind, PutPhase, RndvPhase};
 use crate::ucs::slab::SlabId;
 use crate::ucs::{self, PeerMisbehaved};
 use crate::uct::{Iface, SrcId};
@@ -169,8 +169,15 @@ impl Core {
     pub(crate) fn data_requested(&mut self, ifaces: &mut [Box<dyn Iface>], sreq: u64, rreq: u64) {
         let id = SlabId::from_u64(sreq);
         let ep = match self.reqs.get_mut(id).map(|r| &mut r.kind) {
-            Some(Kind::Send(s)) if s.rndv == RndvPhase::WaitRtr => {
-                s.rndv = RndvPhase::Data { rreq };
+            Some(Kind::Send(s))
+                if matches!(
+                    s.rndv,
+                    RndvPhase::Am(AmPhase::AwaitRtr) | RndvPhase::Put(PutPhase::AwaitOffer)
+                ) =>
+            {
+                // (A receiver that could not register answers a
+                // rendezvous by put this way too.)
+                s.rndv = RndvPhase::Am(AmPhase::Data { rreq });
                 // The receiver matched: a synchronous send is answered.
                 s.sync.ack();
                 s.ep

@@ -27,7 +27,7 @@ use crate::proto::command::Command;
 use crate::proto::eager_rx::RecvStarted;
 use crate::proto::rndv_zcopy::{all_posted, data_lanes, post_segments, split, Dir, Remote};
 use crate::proto::select::ProtocolId;
-use crate::request::{AtsTo, Kind, RndvPhase};
+use crate::request::{AtsTo, GetPhase, Kind, RndvPhase};
 use crate::ucs::slab::SlabId;
 use crate::ucs::{self, PeerMisbehaved};
 use crate::uct::{Caps, DeviceType, Iface, SrcId, Token};
@@ -358,14 +358,14 @@ impl Core {
         }) = self.reqs.get_mut(id)
         {
             match s.rndv {
-                RndvPhase::WaitAts => {
+                RndvPhase::Get(GetPhase::AwaitAts) => {
                     s.rndv = RndvPhase::No;
                     s.offset = s.buf.len();
                     s.sync.ack();
                     self.finish_send(id);
                 }
                 // Still writing the tail of a split rendezvous.
-                RndvPhase::Put | RndvPhase::Atp => {
+                RndvPhase::Get(GetPhase::Tail(_)) => {
                     if let Some(pt) = self.puts.get_mut(&id) {
                         pt.tail = pt.tail.map(|_| true);
                     }

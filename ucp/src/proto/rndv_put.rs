@@ -22,7 +22,7 @@ use super::rndv_zcopy::{all_posted, data_lanes, post_segments, split, Dir, Remot
 use super::wire::{self, AM_RNDV_ATP, AM_RNDV_RTR_PUT};
 use crate::proto::command::Command;
 use crate::proto::select::ProtocolId;
-use crate::request::{Info, Kind, Request, RndvPhase};
+use crate::request::{GetPhase, Info, Kind, PutPhase, Request, RndvPhase, WritePhase};
 use crate::ucs::slab::SlabId;
 use crate::ucs::{self, PeerMisbehaved, Status};
 use crate::uct::{Access, Iface, SrcId, Token};
@@ -69,8 +69,8 @@ impl Core {
             // receiver's ATS, which may come before the writes start.
             let id = SlabId::from_u64(sreq);
             match self.reqs.get_mut(id).map(|r| &mut r.kind) {
-                Some(Kind::Send(s)) if s.rndv == RndvPhase::WaitAts => {
-                    s.rndv = RndvPhase::Put;
+                Some(Kind::Send(s)) if s.rndv == RndvPhase::Get(GetPhase::AwaitAts) => {
+                    s.rndv = RndvPhase::Get(GetPhase::Tail(WritePhase::Writing));
                     self.puts.insert(id, PutTarget::noted_tail(rreq));
                 }
                 _ => {
@@ -224,9 +224,15 @@ impl Core {
         // A whole buffer answers a rendezvous by put; a tail, one by get
         // whose receiver is reading the rest.
         let (phase, proto) = if is_tail {
-            (RndvPhase::Put, ProtocolId::RndvGetZcopy)
+            (
+                RndvPhase::Get(GetPhase::Tail(WritePhase::Writing)),
+                ProtocolId::RndvGetZcopy,
+            )
         } else {
-            (RndvPhase::WaitRtr, ProtocolId::RndvPutZcopy)
+            (
+                RndvPhase::Put(PutPhase::AwaitOffer),
+                ProtocolId::RndvPutZcopy,
+            )
         };
         let (ep, size, sync) = match self.reqs.get(id).map(|r| &r.kind) {
             Some(Kind::Send(s)) if s.rndv == phase => (s.ep, s.buf.len(), s.sync.is_sync()),
@@ -265,7 +271,9 @@ impl Core {
         // The receiver matched: a synchronous send is answered.
         s.sync.ack();
         s.offset = 0;
-        s.rndv = RndvPhase::Put;
+        if !is_tail {
+            s.rndv = RndvPhase::Put(PutPhase::Write(WritePhase::Writing));
+        }
         match rkey {
             Ok(rkey) => {
                 let segs = split(limit, &lanes);
@@ -389,7 +397,7 @@ impl Core {
     /// says its reads are done too).
     pub(crate) fn send_atp(&mut self, ifaces: &mut [Box<dyn Iface>], id: SlabId) {
         let (ep, result) = match self.reqs.get_mut(id).map(|r| &mut r.kind) {
-            Some(Kind::Send(s)) if s.rndv == RndvPhase::Atp => {
+            Some(Kind::Send(s)) if s.rndv.atp_due() => {
                 s.rndv = RndvPhase::No;
                 let r = match s.error.take() {
                     Some(e) => Err(e),
@@ -422,7 +430,7 @@ impl Core {
                 ..
             }) = self.reqs.get_mut(id)
             {
-                s.rndv = RndvPhase::WaitAts;
+                s.rndv = RndvPhase::Get(GetPhase::AwaitAts);
                 s.error = result.err();
             }
             return;

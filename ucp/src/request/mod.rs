@@ -205,29 +205,115 @@ impl SyncState {
     }
 }
 
-/// Where a rendezvous send stands.
+/// Where a send stands in its rendezvous, by scheme.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum RndvPhase {
     /// Not a rendezvous send.
     No,
+    /// The data goes as active messages once the receiver asks.
+    Am(AmPhase),
+    /// The receiver reads the registered buffer (and may ask this side to
+    /// write a tail: a split rendezvous).
+    Get(GetPhase),
+    /// This side writes into the receiver's registered buffer.
+    Put(PutPhase),
+}
+
+/// A rendezvous over active messages.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum AmPhase {
     /// The request to send is still to go out.
     Rts,
     /// Waiting for the receiver's ready-to-receive.
-    WaitRtr,
-    /// Sending data into the receiver's request.
+    AwaitRtr,
+    /// Sending data into receive `rreq` of the other side.
     Data { rreq: u64 },
-    /// The request to send with a key is still to go out (rendezvous by
-    /// get).
-    RtsGet,
-    /// Waiting for the receiver to have read the data.
-    WaitAts,
-    /// The request to send is still to go out (rendezvous by put).
-    RtsPut,
-    /// Writing into the receiver's registered buffer; `Core::puts` holds
-    /// where.
-    Put,
-    /// Every write completed: the ATP is to go out, then completion.
+}
+
+/// A rendezvous by get.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum GetPhase {
+    /// The buffer is to be registered and offered (`RNDV_RTS_GET`).
+    Rts,
+    /// Waiting for the receiver to have read it (`RNDV_ATS`).
+    AwaitAts,
+    /// The receiver asked this side to write the tail (`RNDV_RTR_SPLIT`);
+    /// `Core::puts` holds where, and whether its ATS came already.
+    Tail(WritePhase),
+}
+
+/// A rendezvous by put.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum PutPhase {
+    /// The request to send is still to go out (`RNDV_RTS_PUT`).
+    Rts,
+    /// Waiting for the receiver's offer of its buffer (`RNDV_RTR_PUT`), or
+    /// a plain ready-to-receive (it could not register): then the data
+    /// goes as active messages.
+    AwaitOffer,
+    /// Writing the receiver's buffer.
+    Write(WritePhase),
+}
+
+/// Writes into a receiver's buffer (all of it, or a split tail).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum WritePhase {
+    /// Writes are being posted or are in flight; `Core::puts` holds where.
+    Writing,
+    /// Every write completed: the ATP is to go out.
     Atp,
+}
+
+impl RndvPhase {
+    /// Whether the send is writing into its receiver's buffer.
+    pub(crate) fn writing(self) -> bool {
+        matches!(
+            self,
+            RndvPhase::Put(PutPhase::Write(WritePhase::Writing))
+                | RndvPhase::Get(GetPhase::Tail(WritePhase::Writing))
+        )
+    }
+
+    /// Whether every write is done and the ATP is due.
+    pub(crate) fn atp_due(self) -> bool {
+        matches!(
+            self,
+            RndvPhase::Put(PutPhase::Write(WritePhase::Atp))
+                | RndvPhase::Get(GetPhase::Tail(WritePhase::Atp))
+        )
+    }
+
+    /// The same scheme with its writes done.
+    pub(crate) fn writes_done(self) -> RndvPhase {
+        match self {
+            RndvPhase::Put(PutPhase::Write(_)) => RndvPhase::Put(PutPhase::Write(WritePhase::Atp)),
+            RndvPhase::Get(GetPhase::Tail(_)) => RndvPhase::Get(GetPhase::Tail(WritePhase::Atp)),
+            other => other,
+        }
+    }
+
+    /// Whether nothing of the send has left yet (the request to send is
+    /// still queued).
+    pub(crate) fn not_started(self) -> bool {
+        matches!(
+            self,
+            RndvPhase::No
+                | RndvPhase::Am(AmPhase::Rts)
+                | RndvPhase::Get(GetPhase::Rts)
+                | RndvPhase::Put(PutPhase::Rts)
+        )
+    }
+
+    /// Whether the send waits for a message from the receiver (which a
+    /// failed endpoint will never deliver).
+    pub(crate) fn awaits_peer(self) -> bool {
+        matches!(
+            self,
+            RndvPhase::Am(AmPhase::AwaitRtr)
+                | RndvPhase::Put(PutPhase::AwaitOffer)
+                | RndvPhase::Get(GetPhase::AwaitAts)
+        ) || self.writing()
+    }
 }
 
 /// A protocol message of the worker itself (wireup, acknowledgements).
@@ -402,7 +488,42 @@ impl Request {
 
 #[cfg(test)]
 mod tests {
-    use super::SyncState;
+    use super::{AmPhase, GetPhase, PutPhase, RndvPhase, SyncState, WritePhase};
+
+    #[test]
+    fn rendezvous_phases_say_what_each_scheme_waits_for() {
+        use RndvPhase as R;
+        let put_writing = R::Put(PutPhase::Write(WritePhase::Writing));
+        let tail_writing = R::Get(GetPhase::Tail(WritePhase::Writing));
+        for p in [put_writing, tail_writing] {
+            assert!(p.writing() && !p.atp_due() && p.awaits_peer());
+            assert!(p.writes_done().atp_due() && !p.writes_done().writing());
+        }
+        assert_eq!(
+            tail_writing.writes_done(),
+            R::Get(GetPhase::Tail(WritePhase::Atp)),
+            "a split tail stays a rendezvous by get"
+        );
+        for p in [
+            R::No,
+            R::Am(AmPhase::Rts),
+            R::Get(GetPhase::Rts),
+            R::Put(PutPhase::Rts),
+        ] {
+            assert!(p.not_started() && !p.awaits_peer() && !p.writing());
+            assert_eq!(p.writes_done(), p, "nothing to finish");
+        }
+        for p in [
+            R::Am(AmPhase::AwaitRtr),
+            R::Put(PutPhase::AwaitOffer),
+            R::Get(GetPhase::AwaitAts),
+        ] {
+            assert!(p.awaits_peer() && !p.not_started());
+        }
+        // Sending data, or with the ATP to go out, nothing is awaited.
+        assert!(!R::Am(AmPhase::Data { rreq: 1 }).awaits_peer());
+        assert!(!R::Put(PutPhase::Write(WritePhase::Atp)).awaits_peer());
+    }
 
     #[test]
     fn only_a_synchronous_send_waits_for_the_match() {

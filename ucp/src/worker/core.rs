@@ -474,9 +474,7 @@ impl Core {
             .filter(|(_, r)| {
                 matches!(&r.kind, Kind::Send(s) if s.ep == ep
                     && ((s.sync == crate::request::SyncState::AwaitAck)
-                        || matches!(s.rndv, crate::request::RndvPhase::WaitRtr
-                            | crate::request::RndvPhase::WaitAts
-                            | crate::request::RndvPhase::Put)))
+                        || s.rndv.awaits_peer()))
             })
             .map(|(id, _)| id)
             .collect();
