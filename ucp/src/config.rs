@@ -1,6 +1,8 @@
 //! Configuration of the protocol layer, and the list of every table.
 
-use crate::proto::select::{RndvScheme, SelectConfig, RNDV_FRAG_SIZE, RNDV_SPLIT_THRESH};
+use crate::proto::select::{
+    RndvScheme, SelectConfig, MAX_RNDV_LANES_TEXT, RNDV_FRAG_SIZE, RNDV_SPLIT_THRESH,
+};
 use crate::ucs::config::{AllowList, ConfigTable, MemUnits, GLOBAL_TABLE};
 
 crate::ucs::config_table! {
@@ -34,7 +36,7 @@ crate::ucs::config_table! {
         /// or `inf`: the receiver reads everything).
         RNDV_SPLIT_THRESH rndv_split_thresh: MemUnits = "auto",
         /// Most lanes one rendezvous transfer spreads over.
-        MAX_RNDV_LANES max_rndv_lanes: usize = "2",
+        MAX_RNDV_LANES max_rndv_lanes: usize = MAX_RNDV_LANES_TEXT,
         /// Print the protocol selection table of every new endpoint
         /// (to standard error), like UCX_PROTO_INFO.
         PROTO_INFO proto_info: bool = "n",
@@ -73,4 +75,18 @@ pub fn config_tables() -> Vec<&'static ConfigTable> {
         v.extend(c.config_tables());
     }
     v
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::proto::select::MAX_RNDV_LANES;
+
+    #[test]
+    fn defaults_parse_and_agree_with_selection() {
+        UCP_TABLE.check_defaults().unwrap();
+        let cfg = UcpConfig::default();
+        assert_eq!(cfg.max_rndv_lanes, MAX_RNDV_LANES);
+        assert_eq!(cfg.select_config(), SelectConfig::default());
+    }
 }

@@ -50,8 +50,6 @@
 //! * `engine`: contexts, queue pairs, connection setup, send and receive
 //!   paths.
 
-extern crate rucx_uct as uct;
-
 pub mod config;
 mod device;
 mod engine;

@@ -3,6 +3,6 @@
 //! failure, and the one-sided checks for put (RDMA WRITE) and get (RDMA
 //! READ).
 
-use rucx_uct::testing::ComponentFixture;
+use uct::testing::ComponentFixture;
 
-rucx_uct::conformance_tests!(ComponentFixture::new(&rucx_iwarp::COMPONENT, "iwarp_lo"));
+uct::conformance_tests!(ComponentFixture::new(&rucx_iwarp::COMPONENT, "iwarp_lo"));

@@ -11,8 +11,6 @@ use common::*;
 use rucx_rdma::{Access, CmEvent, ConnParam, SendFlags, SendOp, Verbs};
 use uct::Armed;
 
-extern crate rucx_uct as uct;
-
 fn readable(fd: RawFd, ms: i32) -> bool {
     let mut p = libc::pollfd {
         fd,

@@ -28,5 +28,3 @@ pub mod verbs;
 pub use provider::{Device, Provider, Verbs};
 pub use rc::RcComponent;
 pub use verbs::*;
-
-extern crate rucx_uct as uct;

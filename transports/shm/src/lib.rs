@@ -22,8 +22,6 @@
 //! memory access; in loom tests a model-checked stand-in), `sync` (std or
 //! loom atomics).
 
-extern crate rucx_uct as uct;
-
 pub mod cma;
 // The loom build of this crate's tests models the FIFO alone: the
 // transports on top need raw shared memory.

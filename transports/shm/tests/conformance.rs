@@ -2,6 +2,6 @@
 //! resource of the shm component). The `cma` transport, which has no
 //! active messages, runs the suite's RMA checks in its own unit tests.
 
-use rucx_uct::testing::ComponentFixture;
+use uct::testing::ComponentFixture;
 
-rucx_uct::conformance_tests!(ComponentFixture::new(&rucx_shm::COMPONENT, "memory"));
+uct::conformance_tests!(ComponentFixture::new(&rucx_shm::COMPONENT, "memory"));

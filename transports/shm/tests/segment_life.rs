@@ -12,7 +12,7 @@ use std::time::Duration;
 
 use rucx_shm::proc_id::ProcessId;
 use rucx_shm::segment::{Backend, PosixConfig, Segment};
-use rucx_uct::ucs::Error;
+use uct::ucs::Error;
 
 const CHILD_VAR: &str = "RUCX_SEGMENT_LIFE_CHILD";
 const MARK: &str = "RUCX_SEGMENT_CHILD";

@@ -98,9 +98,6 @@
 //! * `slots.rs`: the index table behind endpoint and source ids;
 //! * `sys.rs`: the libc calls.
 
-// The layer names, usable as `uct::...` in every module.
-extern crate rucx_uct as uct;
-
 mod component;
 mod config;
 mod conn;

@@ -4,8 +4,8 @@ mod common;
 
 use common::{connect_ready, drive, lo, pattern, Recorder};
 use rucx_tcp::TcpConfig;
-use rucx_uct::ucs::config::MemUnits;
-use rucx_uct::{Iov, Posted, Token};
+use uct::ucs::config::MemUnits;
+use uct::{Iov, Posted, Token};
 
 fn small_buffers() -> TcpConfig {
     TcpConfig {
@@ -85,11 +85,11 @@ fn pending_on_a_free_endpoint_comes_back_next_progress() {
     let ep = connect_ready(a.as_mut(), &mut sa, b.as_mut(), &mut sb);
     a.pending_add(ep, Token(1)).unwrap();
     a.pending_add(ep, Token(2)).unwrap();
-    assert_eq!(a.arm().unwrap(), rucx_uct::Armed::Busy);
+    assert_eq!(a.arm().unwrap(), uct::Armed::Busy);
     assert!(a.progress(&mut sa) >= 2);
     let tokens: Vec<_> = sa.ready.iter().map(|r| r.1).collect();
     assert!(tokens.ends_with(&[Token(1), Token(2)]));
-    assert_eq!(a.arm().unwrap(), rucx_uct::Armed::Sleep);
+    assert_eq!(a.arm().unwrap(), uct::Armed::Sleep);
 }
 
 #[test]

@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 
 use common::lo;
 use rucx_tcp::TcpConfig;
-use rucx_uct::{AmId, AmSink, EpId, Error, Iface, Iov, Posted, SrcId, Token};
+use uct::{AmId, AmSink, EpId, Error, Iface, Iov, Posted, SrcId, Token};
 
 /// Counts messages and copies them out, as a protocol layer would.
 struct Sink {
@@ -54,7 +54,7 @@ impl AmSink for Sink {
             self.pos = (at + n) % cap;
         }
     }
-    fn completed(&mut self, _token: Token, result: rucx_uct::Result<()>) {
+    fn completed(&mut self, _token: Token, result: uct::Result<()>) {
         result.unwrap();
         self.completed += 1;
     }
@@ -73,8 +73,8 @@ fn pair() -> (Box<dyn Iface>, EpId, Box<dyn Iface>, EpId) {
     let mut cfg = TcpConfig::default();
     // BENCH_MAX_ZCOPY=256k: fragment size for large messages.
     if let Ok(v) = std::env::var("BENCH_MAX_ZCOPY") {
-        use rucx_uct::ucs::config::ConfigValue;
-        cfg.max_zcopy = rucx_uct::ucs::config::MemUnits::parse(&v).unwrap();
+        use uct::ucs::config::ConfigValue;
+        cfg.max_zcopy = uct::ucs::config::MemUnits::parse(&v).unwrap();
     }
     let (mut a, mut b) = (lo(&cfg), lo(&cfg));
     let ab = a.ep_create(b.device_addr(), b.iface_addr()).unwrap();
@@ -284,7 +284,7 @@ fn pingpong_raw_sockets() {
 #[test]
 #[ignore = "measurement, not a check: run with --ignored --nocapture in release"]
 fn registration() {
-    use rucx_uct::{Access, Component};
+    use uct::{Access, Component};
     let md = rucx_tcp::COMPONENT.md_open().unwrap().pop().unwrap();
     let mut buf = vec![0u8; 1 << 20];
     let n = 200_000;
@@ -331,9 +331,9 @@ fn registration() {
 #[test]
 #[ignore = "measurement, not a check: run with --ignored --nocapture in release"]
 fn put_bandwidth() {
-    use rucx_uct::{Access, Component};
     use std::sync::atomic::{AtomicBool, Ordering};
     use std::sync::Arc;
+    use uct::{Access, Component};
     const WINDOW: u64 = 8;
     let md = rucx_tcp::COMPONENT.md_open().unwrap().pop().unwrap();
     for size in [4096usize, 65536, 1 << 20] {

@@ -2,6 +2,6 @@
 //! one-sided checks (`rma_*`) run for `put_zcopy` (the memory domain
 //! registers); those of `get_zcopy` say `skipped`.
 
-use rucx_uct::testing::ComponentFixture;
+use uct::testing::ComponentFixture;
 
-rucx_uct::conformance_tests!(ComponentFixture::new(&rucx_tcp::COMPONENT, "lo"));
+uct::conformance_tests!(ComponentFixture::new(&rucx_tcp::COMPONENT, "lo"));

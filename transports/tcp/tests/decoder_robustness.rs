@@ -20,7 +20,7 @@ use harness::{frame, frame_hdr, hello, Target, Wire, CTRL_ACCEPT, CTRL_REJECT};
 use proptest::prelude::*;
 use proptest::sample::Index;
 use proptest::test_runner::{Config, TestRunner};
-use rucx_uct::AM_ID_MAX;
+use uct::AM_ID_MAX;
 
 /// Who the hello claims to be.
 #[derive(Debug, Clone)]

@@ -8,8 +8,8 @@ use std::time::Duration;
 
 use common::{connect, connect_ready, drive, lo, pattern, port, settle, Recorder};
 use rucx_tcp::TcpConfig;
-use rucx_uct::ucs::PeerMisbehaved;
-use rucx_uct::{Error, Iface, Iov, Posted, Token};
+use uct::ucs::PeerMisbehaved;
+use uct::{Error, Iface, Iov, Posted, Token};
 
 const MAGIC: &[u8; 8] = b"rucx-tcp";
 
@@ -64,7 +64,7 @@ fn still_works(
     sa: &mut Recorder,
     b: &mut dyn Iface,
     sb: &mut Recorder,
-    ep: rucx_uct::EpId,
+    ep: uct::EpId,
     n: u64,
 ) {
     assert_eq!(a.am_short(ep, 0, n, b"ok").unwrap(), Posted::Done);
@@ -250,7 +250,7 @@ fn dropped_peer_fails_endpoint() {
 
 /// An endpoint of `a` towards a raw listener pretending to be an iface;
 /// returns the endpoint and the accepted socket, after checking the hello.
-fn ep_to_raw(a: &mut dyn Iface, sa: &mut Recorder, l: &TcpListener) -> (rucx_uct::EpId, TcpStream) {
+fn ep_to_raw(a: &mut dyn Iface, sa: &mut Recorder, l: &TcpListener) -> (uct::EpId, TcpStream) {
     let port = l.local_addr().unwrap().port();
     // Same host id as `a`: its own device address serves.
     let dev = a.device_addr().to_vec();
@@ -270,7 +270,7 @@ fn ep_to_raw(a: &mut dyn Iface, sa: &mut Recorder, l: &TcpListener) -> (rucx_uct
 #[test]
 fn raw_peer_talks_back_then_breaks_the_protocol() {
     let cfg = TcpConfig {
-        conn_timeout: rucx_uct::ucs::config::Time(Duration::from_millis(300)),
+        conn_timeout: uct::ucs::config::Time(Duration::from_millis(300)),
         ..TcpConfig::default()
     };
     let mut a = lo(&cfg);
@@ -351,7 +351,7 @@ fn connect_to_closed_port_fails() {
     };
     let dev = a.device_addr().to_vec();
     match a.ep_create(&dev, &port.to_be_bytes()) {
-        Err(e) => assert_eq!(e.status(), rucx_uct::Status::Unreachable, "{e}"),
+        Err(e) => assert_eq!(e.status(), uct::Status::Unreachable, "{e}"),
         Ok(ep) => {
             // Sends are buffered while connecting, then the failure comes.
             let _ = a.am_short(ep, 0, 0, b"lost").unwrap();
@@ -391,7 +391,7 @@ fn destroy_cancels_in_flight() {
     assert_eq!(a.flush(None, Token(500)).unwrap(), Posted::InFlight);
     a.pending_add(ep, Token(501)).unwrap();
     a.ep_destroy(ep);
-    assert_eq!(a.arm().unwrap(), rucx_uct::Armed::Busy);
+    assert_eq!(a.arm().unwrap(), uct::Armed::Busy);
     a.progress(&mut sa);
     assert!(sa
         .completed

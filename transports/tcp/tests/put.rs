@@ -9,7 +9,7 @@ mod mem;
 use common::{connect_ready, drive, lo, pattern, Recorder};
 use mem::{md, Mem, Reg};
 use rucx_tcp::TcpConfig;
-use rucx_uct::{Access, Caps, EpId, Iface, Iov, Posted, RemoteKey, Status, Token};
+use uct::{Access, Caps, EpId, Iface, Iov, Posted, RemoteKey, Status, Token};
 
 /// Two ifaces with a ready endpoint from `a` to `b`.
 struct Two {

@@ -4,7 +4,7 @@ mod common;
 
 use common::{connect, drive, lo, pattern, Recorder};
 use rucx_tcp::TcpConfig;
-use rucx_uct::{Caps, Iov, Posted, Token};
+use uct::{Caps, Iov, Posted, Token};
 
 #[test]
 fn attributes_are_consistent() {
@@ -143,7 +143,7 @@ fn limits_are_enforced_on_the_sender() {
     let big = vec![0u8; attr.max_zcopy + 1];
     assert!(a.am_short(ep, 0, 0, &big[..attr.max_short + 1]).is_err());
     assert!(a.am_bcopy(ep, 0, &[&big[..attr.max_bcopy + 1]]).is_err());
-    assert!(a.am_short(ep, rucx_uct::AM_ID_MAX, 0, &[]).is_err());
+    assert!(a.am_short(ep, uct::AM_ID_MAX, 0, &[]).is_err());
     let hdr = vec![0u8; attr.max_hdr + 1];
     // SAFETY: each call is refused before touching memory.
     unsafe {
@@ -154,10 +154,10 @@ fn limits_are_enforced_on_the_sender() {
         let many = vec![Iov::from_slice(&big[..1]); attr.max_iov + 1];
         assert!(a.am_zcopy(ep, 0, &[], &many, Token(0)).is_err());
     }
-    assert!(a.am_short(rucx_uct::EpId(999), 0, 0, &[]).is_err());
-    assert!(a.flush(Some(rucx_uct::EpId(999)), Token(0)).is_err());
-    assert!(a.pending_add(rucx_uct::EpId(999), Token(0)).is_err());
-    a.ep_destroy(rucx_uct::EpId(999));
+    assert!(a.am_short(uct::EpId(999), 0, 0, &[]).is_err());
+    assert!(a.flush(Some(uct::EpId(999)), Token(0)).is_err());
+    assert!(a.pending_add(uct::EpId(999), Token(0)).is_err());
+    a.ep_destroy(uct::EpId(999));
 }
 
 #[test]

@@ -4,7 +4,7 @@ mod common;
 
 use common::{connect, connect_ready, drive, lo, Recorder};
 use rucx_tcp::TcpConfig;
-use rucx_uct::{Armed, Posted, Token};
+use uct::{Armed, Posted, Token};
 
 /// Whether `fd` becomes readable within `ms` milliseconds.
 fn readable(fd: i32, ms: i32) -> bool {

@@ -33,7 +33,8 @@
 /// doc and the text `rucx-info -c` prints), the variable name after
 /// `RUCX_PREFIX_`, the struct field, its type (a
 /// [`ConfigValue`](crate::config::ConfigValue)) and the default as a string
-/// literal, parsed like a value from the environment.
+/// literal (or a `&'static str` constant, where code elsewhere needs the
+/// same default), parsed like a value from the environment.
 ///
 /// It generates:
 /// * `VIS struct NAME { VIS field: Type, ... }` with `Debug` and `Clone`;
@@ -55,7 +56,7 @@ macro_rules! config_table {
         $vis:vis struct $name:ident in $table:ident ($tname:literal, $prefix:literal) {
             $(
                 $(#[doc = $doc:literal])*
-                $var:ident $field:ident : $ty:ty = $default:literal
+                $var:ident $field:ident : $ty:ty = $default:expr
             ),* $(,)?
         }
     ) => {

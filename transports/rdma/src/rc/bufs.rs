@@ -10,9 +10,9 @@ use std::alloc::Layout;
 use std::sync::Arc;
 
 use crate::provider::Device;
-use crate::uct::ucs::{Error, Result};
-use crate::uct::Access;
 use crate::verbs::{Mr, PdId, QpId, Sge};
+use uct::ucs::{Error, Result};
+use uct::Access;
 
 /// Buffers per registered chunk.
 const CHUNK: usize = 64;

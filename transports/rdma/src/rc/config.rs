@@ -1,9 +1,9 @@
 //! `RUCX_RC_*` options of the RC transport, and the limits derived from
 //! them.
 
-use crate::uct::ucs;
-use crate::uct::ucs::config::{ConfigValue, MemUnits};
-use crate::uct::ucs::{Error, Result};
+use uct::ucs;
+use uct::ucs::config::{ConfigValue, MemUnits};
+use uct::ucs::{Error, Result};
 
 ucs::config_table! {
     /// Options of the RC transport, from `RUCX_RC_*`.

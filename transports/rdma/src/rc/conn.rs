@@ -12,9 +12,9 @@
 
 use std::net::SocketAddrV4;
 
-use crate::uct::ucs::{Error, Result};
-use crate::uct::EpId;
 use crate::verbs::{ConnParam, ConnReqId, QpId, QpInit};
+use uct::ucs::{Error, Result};
+use uct::EpId;
 
 use super::bufs::Owner;
 use super::config::MAX_RX_QUEUE;
@@ -67,7 +67,7 @@ impl RcIface {
     /// `Iface::ep_create`: an endpoint on the connection to the remote
     /// iface, opening one if there is none.
     pub(crate) fn create_ep(&mut self, dev_addr: &[u8], iface_addr: &[u8]) -> Result<EpId> {
-        let remote = crate::uct::ip_addr::unpack(dev_addr, iface_addr)
+        let remote = uct::ip_addr::unpack(dev_addr, iface_addr)
             .filter(|r| self.local.reaches(r))
             .ok_or_else(|| Error::Unreachable(format!("{}: address", self.tl_name)))?;
         let qp = match self.peers.get(&remote.addr) {

@@ -6,13 +6,11 @@ use std::net::{SocketAddr, SocketAddrV4};
 use std::sync::Arc;
 
 use crate::provider::{Device, Verbs};
-use crate::uct::ip_addr::{self, Local, DEV_ADDR_LEN, IFACE_ADDR_LEN};
-use crate::uct::ucs::netif;
-use crate::uct::ucs::{Error, Result};
-use crate::uct::{
-    Caps, ConnectMode, EpId, EpTable, IfaceAttr, IfaceParams, PerfModel, SrcId, Token,
-};
 use crate::verbs::{CqId, Mr, PdId, QpId, Wc};
+use uct::ip_addr::{self, Local, DEV_ADDR_LEN, IFACE_ADDR_LEN};
+use uct::ucs::netif;
+use uct::ucs::{Error, Result};
+use uct::{Caps, ConnectMode, EpId, EpTable, IfaceAttr, IfaceParams, PerfModel, SrcId, Token};
 
 use super::bufs::Bufs;
 use super::config::Limits;
@@ -214,7 +212,7 @@ impl RcIface {
         let depth = 4 * (limits.tx_queue + limits.rx_queue).max(1024);
         let cq = verbs.create_cq(depth)?;
         let bound = verbs.listen(SocketAddr::V4(SocketAddrV4::new(nif.addr, 0)))?;
-        let host_id = crate::uct::ucs::sys::host_id();
+        let host_id = uct::ucs::sys::host_id();
         let max_inline = (dattr.max_inline as usize).min(INLINE_CAP);
         let max_short = max_inline.min(limits.seg).saturating_sub(HDR + 8);
         let max_iov = (dattr.max_sge as usize).saturating_sub(1).clamp(1, 8);

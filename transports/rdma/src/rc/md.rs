@@ -20,12 +20,12 @@
 use std::sync::Arc;
 
 use crate::provider::{Device, Provider};
-use crate::uct::ucs::config::ConfigTable;
-use crate::uct::ucs::{Error, Result};
-use crate::uct::{
+use crate::verbs::{Mr, PdId};
+use uct::ucs::config::ConfigTable;
+use uct::ucs::{Error, Result};
+use uct::{
     Access, DeviceType, Iface, IfaceParams, MemHandle, MemoryDomain, RegCost, RemoteKey, TlResource,
 };
-use crate::verbs::{Mr, PdId};
 
 use super::config::{Limits, RcConfig};
 use super::iface::RcIface;

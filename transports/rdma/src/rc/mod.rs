@@ -60,9 +60,9 @@ mod wire;
 pub use config::{RcConfig, RC_TABLE};
 
 use crate::provider::Provider;
-use crate::uct::ucs::config::ConfigTable;
-use crate::uct::ucs::Result;
-use crate::uct::{Component, MemoryDomain};
+use uct::ucs::config::ConfigTable;
+use uct::ucs::Result;
+use uct::{Component, MemoryDomain};
 
 /// The RC transport over one provider: a uct component.
 #[derive(Debug)]

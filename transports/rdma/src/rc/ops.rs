@@ -3,11 +3,11 @@
 
 use std::os::fd::RawFd;
 
-use crate::uct::ucs::{Error, Result};
-use crate::uct::{
+use crate::verbs::{Mr, QpId, SendFlags, SendOp, SendWr, Sge};
+use uct::ucs::{Error, Result};
+use uct::{
     Access, AmId, AmSink, Armed, EpId, Iface, IfaceAttr, Iov, Posted, RemoteKey, Token, AM_ID_MAX,
 };
-use crate::verbs::{Mr, QpId, SendFlags, SendOp, SendWr, Sge};
 
 use super::bufs::Owner;
 use super::iface::{no_ep, Group, Notice, Op, RcIface, INLINE_CAP};

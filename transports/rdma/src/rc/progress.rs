@@ -1,8 +1,8 @@
 //! Progress of the RC iface: completions, connection events, credits.
 
-use crate::uct::ucs::{Error, PeerMisbehaved};
-use crate::uct::{AmSink, AM_ID_MAX};
 use crate::verbs::{CmEvent, QpId, SendFlags, SendOp, SendWr, Sge, Wc, WcStatus};
+use uct::ucs::{Error, PeerMisbehaved};
+use uct::{AmSink, AM_ID_MAX};
 
 use super::bufs::Owner;
 use super::iface::{Notice, Op, RcIface, WC_BATCH};

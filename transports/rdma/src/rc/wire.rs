@@ -25,7 +25,7 @@
 
 use std::net::{Ipv4Addr, SocketAddrV4};
 
-use crate::uct::ucs::{Error, PeerMisbehaved, Result};
+use uct::ucs::{Error, PeerMisbehaved, Result};
 
 /// Active message id of a credit grant.
 pub(crate) const GRANT: u8 = 0xff;

@@ -29,7 +29,7 @@
 
 use rucx_shm::proc_id::ProcessId;
 use rucx_shm::COMPONENT;
-use rucx_uct::{
+use uct::{
     AmId, AmSink, Caps, Component, EpId, Error, Iface, IfaceParams, Posted, SrcId, Token, AM_ID_MAX,
 };
 
@@ -114,7 +114,7 @@ impl AmSink for Recorder {
     fn am(&mut self, id: AmId, _src: SrcId, data: &[u8]) {
         self.ams.push((id, data.to_vec()));
     }
-    fn completed(&mut self, _token: Token, _result: rucx_uct::Result<()>) {
+    fn completed(&mut self, _token: Token, _result: uct::Result<()>) {
         self.events += 1;
     }
     fn pending_ready(&mut self, _ep: EpId, _token: Token) {

@@ -1,7 +1,7 @@
 //! Arbitrary bytes, and real packed keys with edits, into `rkey_unpack` of
 //! the `shm` memory domain.
 //!
-//! A model of the documented key layout (`rucx_uct::KeyLayout` with tag
+//! A model of the documented key layout (`uct::KeyLayout` with tag
 //! `b"shm\0"`, version 1 and a 12-byte owner, a process id) says which
 //! bytes are a key and what it declares. The checks:
 //!
@@ -20,7 +20,7 @@
 #![allow(dead_code)]
 
 use rucx_shm::COMPONENT;
-use rucx_uct::{Access, Component, MemHandle, MemoryDomain, Status};
+use uct::{Access, Component, MemHandle, MemoryDomain, Status};
 
 /// Bytes of a packed `shm` key.
 pub(crate) const KEY_LEN: usize = 8 + 12 + 36;

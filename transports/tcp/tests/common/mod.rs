@@ -6,7 +6,7 @@
 use std::time::{Duration, Instant};
 
 use rucx_tcp::{open_iface, TcpConfig};
-use rucx_uct::{AmId, AmSink, EpId, Error, Iface, IfaceParams, SrcId, Token};
+use uct::{AmId, AmSink, EpId, Error, Iface, IfaceParams, SrcId, Token};
 
 /// Everything a sink was told.
 #[derive(Debug, Default)]
@@ -23,7 +23,7 @@ impl AmSink for Recorder {
         self.ams.push((id, src, data.to_vec()));
     }
 
-    fn completed(&mut self, token: Token, result: rucx_uct::Result<()>) {
+    fn completed(&mut self, token: Token, result: uct::Result<()>) {
         self.completed
             .push((token, result.map_err(|e| e.to_string())));
     }
@@ -121,13 +121,13 @@ pub(crate) fn connect_ready(
     let before = sb.ams.len();
     assert_eq!(
         a.am_short(ep, 31, u64::MAX, b"probe").unwrap(),
-        rucx_uct::Posted::Done
+        uct::Posted::Done
     );
     drive(&mut [(a, sa), (b, sb)], |x| x[1].1.ams.len() > before);
     let probe = sb.ams.pop().unwrap();
     assert_eq!((probe.0, &probe.2[8..]), (31, &b"probe"[..]));
     drive(&mut [(a, sa), (b, sb)], |x| {
-        x[0].0.flush(Some(ep), Token(u64::MAX)).ok() == Some(rucx_uct::Posted::Done)
+        x[0].0.flush(Some(ep), Token(u64::MAX)).ok() == Some(uct::Posted::Done)
     });
     sa.completed.retain(|(t, _)| *t != Token(u64::MAX));
     ep

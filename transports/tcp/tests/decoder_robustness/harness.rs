@@ -20,7 +20,7 @@ use std::net::{Ipv4Addr, Shutdown, SocketAddrV4, TcpStream};
 use std::time::{Duration, Instant};
 
 use rucx_tcp::COMPONENT;
-use rucx_uct::{
+use uct::{
     Access, AmId, AmSink, Component, EpId, Error, Iface, IfaceParams, Posted, SrcId, Token,
     AM_ID_MAX,
 };
@@ -211,7 +211,7 @@ impl AmSink for Recorder {
     fn am(&mut self, id: AmId, src: SrcId, data: &[u8]) {
         self.ams.push((id, src, data.to_vec()));
     }
-    fn completed(&mut self, token: Token, _result: rucx_uct::Result<()>) {
+    fn completed(&mut self, token: Token, _result: uct::Result<()>) {
         self.completed.push(token);
     }
     fn pending_ready(&mut self, _ep: EpId, token: Token) {

@@ -4,7 +4,7 @@
 //! Layouts as documented in the crate (`wire.rs` for the frames, `rkey.rs`
 //! for the key), re-stated here from that documentation.
 
-use rucx_uct::{Access, AmId, MemHandle, MemoryDomain};
+use uct::{Access, AmId, MemHandle, MemoryDomain};
 
 /// Frame id of a put.
 pub(crate) const CTRL_PUT: AmId = 0xf2;

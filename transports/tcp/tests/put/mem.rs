@@ -1,7 +1,7 @@
 //! Buffers reached only through raw pointers, and registrations of them.
 
 use rucx_tcp::COMPONENT;
-use rucx_uct::{Access, Component, Iov, MemHandle, MemoryDomain, RemoteKey};
+use uct::{Access, Component, Iov, MemHandle, MemoryDomain, RemoteKey};
 
 /// The `tcp` memory domain (opened once per test).
 pub(crate) fn md() -> Box<dyn MemoryDomain> {

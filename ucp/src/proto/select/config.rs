@@ -60,8 +60,28 @@ pub const RNDV_FRAG_SIZE: usize = 0;
 pub const RNDV_SPLIT_THRESH: usize = 32 * 1024;
 
 /// Default number of lanes a zero-copy rendezvous spreads over (like
-/// `UCX_MAX_RNDV_RAILS`).
-pub const MAX_RNDV_LANES: usize = 2;
+/// `UCX_MAX_RNDV_RAILS`), as text: the default of `RUCX_MAX_RNDV_LANES`
+/// in the configuration table, and the one definition of
+/// [`MAX_RNDV_LANES`].
+pub const MAX_RNDV_LANES_TEXT: &str = "2";
+
+/// Default number of lanes a zero-copy rendezvous spreads over:
+/// [`MAX_RNDV_LANES_TEXT`] read at compile time.
+pub const MAX_RNDV_LANES: usize = decimal(MAX_RNDV_LANES_TEXT);
+
+/// The value of a decimal count; anything but digits fails the build.
+const fn decimal(text: &str) -> usize {
+    let digits = text.as_bytes();
+    assert!(!digits.is_empty(), "a count needs digits");
+    let mut n = 0;
+    let mut i = 0;
+    while i < digits.len() {
+        assert!(digits[i].is_ascii_digit(), "a count is decimal digits");
+        n = n * 10 + (digits[i] - b'0') as usize;
+        i += 1;
+    }
+    n
+}
 
 /// Most lanes one protocol uses, whatever `max_rndv_lanes` says.
 pub const MAX_LANES: usize = 8;

@@ -88,8 +88,8 @@ mod tests;
 
 pub use cache::SelectCache;
 pub use config::{
-    ProtoOverhead, RndvScheme, SelectConfig, MAX_LANES, MAX_RNDV_LANES, MEMCPY_BW,
-    MULTI_LANE_MAX_RATIO, RNDV_FRAG_SIZE, RNDV_SPLIT_THRESH, SYNC_EXTRA_HDR,
+    ProtoOverhead, RndvScheme, SelectConfig, MAX_LANES, MAX_RNDV_LANES, MAX_RNDV_LANES_TEXT,
+    MEMCPY_BW, MULTI_LANE_MAX_RATIO, RNDV_FRAG_SIZE, RNDV_SPLIT_THRESH, SYNC_EXTRA_HDR,
 };
 pub use display::size_text;
 pub use envelope::{Envelope, Piece};
