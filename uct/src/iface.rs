@@ -164,6 +164,93 @@ pub trait AmSink {
     /// cleanly, between messages). A message it was sending in pieces will
     /// not finish. Reported once per source that delivered anything.
     fn src_failed(&mut self, src: SrcId, error: Error);
+
+    /// The start of a large active message arrived and the rest is still
+    /// on its way: `head` is what is here (at least its first
+    /// [`AM_HEAD_MIN`] bytes, or all of it if shorter), `total` the
+    /// message's whole length. A sink that knows where the data goes (a
+    /// receive buffer already posted) answers with an [`AmDest`]: the
+    /// iface then takes the first `hdr` bytes of the message as consumed
+    /// and writes bytes `hdr..total` straight into the destination (those
+    /// beyond its length are dropped), saving a copy; [`AmSink::am_end`]
+    /// reports when they are all there. `None` (the default) has the
+    /// message delivered whole through [`AmSink::am`].
+    ///
+    /// Only transports that receive into a buffer of their own before
+    /// delivering call this, and never for a message `am` was given.
+    fn am_begin(&mut self, id: AmId, src: SrcId, head: &[u8], total: usize) -> Option<AmDest> {
+        let _ = (id, src, head, total);
+        None
+    }
+
+    /// The rest of a message that [`AmSink::am_begin`] placed is all in
+    /// its destination (`Ok`), or will never be (`Err`: its source
+    /// failed; reported before [`AmSink::src_failed`]). After this the
+    /// iface no longer touches the destination.
+    fn am_end(&mut self, token: Token, result: Result<()>) {
+        let _ = (token, result);
+    }
+}
+
+/// The least of a message that [`AmSink::am_begin`] sees (unless the
+/// message is shorter): enough for every protocol header.
+pub const AM_HEAD_MIN: usize = 64;
+
+/// Where the rest of an active message goes, from [`AmSink::am_begin`].
+#[derive(Debug)]
+pub struct AmDest {
+    hdr: usize,
+    ptr: *mut u8,
+    len: usize,
+    token: Token,
+}
+
+// SAFETY: a destination is plain data naming memory the sink vouches for
+// (see `AmDest::new`); the iface writes it from the worker's thread.
+unsafe impl Send for AmDest {}
+
+impl AmDest {
+    /// The message's bytes from `hdr` on go to the `len` bytes at `ptr`;
+    /// `token` comes back with [`AmSink::am_end`].
+    ///
+    /// # Safety
+    ///
+    /// `[ptr, ptr + len)` must stay valid for writes, and untouched by
+    /// anyone else, until `am_end(token, ..)` is reported (or the iface is
+    /// dropped).
+    pub unsafe fn new(hdr: usize, ptr: *mut u8, len: usize, token: Token) -> AmDest {
+        AmDest {
+            hdr,
+            ptr,
+            len,
+            token,
+        }
+    }
+
+    /// Bytes of the message the sink took from `head` (its header).
+    pub fn hdr(&self) -> usize {
+        self.hdr
+    }
+
+    /// Start of the destination.
+    pub fn ptr(&self) -> *mut u8 {
+        self.ptr
+    }
+
+    /// Length of the destination.
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    /// Whether the destination is empty (every byte is dropped).
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// The sink's token.
+    pub fn token(&self) -> Token {
+        self.token
+    }
 }
 
 /// A transport interface opened for one worker.

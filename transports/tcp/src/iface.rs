@@ -45,6 +45,8 @@ pub(crate) enum Notice {
     SrcFailed(SrcId, Error),
     Completed(Token, Result<()>),
     Ready(EpId, Token),
+    /// A message being received into a sink's destination will not end.
+    AmEnded(Token, Error),
 }
 
 /// An endpoint: a user of one connection.

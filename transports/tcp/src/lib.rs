@@ -32,7 +32,11 @@
 //!   while something is buffered.
 //! * Receiving: every connection reads into its own buffer (grown up to the
 //!   largest frame when needed) and hands complete frames to the sink
-//!   without copying them again.
+//!   without copying them again. A message of 16 KiB or more whose data is
+//!   not all here yet is first offered to the sink
+//!   (`AmSink::am_begin`): if the sink names a place (a receive posted for
+//!   it), the rest of the data is received straight from the socket into
+//!   that place and reported with `am_end`, saving a copy.
 //! * Memory: the memory domain registers memory in a process-wide table
 //!   (nothing is pinned: TCP copies through the kernel) and packs keys
 //!   that name the registration and the process (host id, pid, a random
@@ -71,8 +75,7 @@
 //! # What it does not do
 //!
 //! No IPv6; no `get_zcopy` (rendezvous over TCP pushes with puts), no
-//! short or bcopy puts, no atomics; no receive of active messages into
-//! caller memory; no closing of idle connections; no threads: nothing
+//! short or bcopy puts, no atomics; no closing of idle connections; no threads: nothing
 //! moves unless `progress` runs (a put's data lands and is answered
 //! during the target's `progress`). A put refused midway (its
 //! registration ended while the data was arriving) leaves what was
@@ -109,6 +112,7 @@ mod progress;
 mod rkey;
 mod rma;
 mod rx;
+mod rx_am;
 mod rx_put;
 mod slots;
 // The socket helpers live in ucs, shared with the other network transports.

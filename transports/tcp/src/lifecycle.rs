@@ -312,6 +312,9 @@ impl TcpIface {
             return;
         };
         tracing::debug!(peer = %c.peer, error = %err, "tcp: connection failed");
+        if let Some(t) = c.rx.take_direct() {
+            self.notices.push_back(Notice::AmEnded(t, err.duplicate()));
+        }
         // Reported even for a clean close between messages: the layer
         // above may be waiting for more pieces of a message from it.
         if c.rx.announced {

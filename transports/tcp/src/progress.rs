@@ -53,6 +53,7 @@ impl TcpIface {
                 Notice::SrcFailed(src, e) => sink.src_failed(src, e),
                 Notice::Completed(token, r) => sink.completed(token, r),
                 Notice::Ready(ep, token) => sink.pending_ready(ep, token),
+                Notice::AmEnded(token, e) => sink.am_end(token, Err(e)),
             }
             count += 1;
         }

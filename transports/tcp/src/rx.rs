@@ -17,6 +17,7 @@ use std::os::fd::RawFd;
 use uct::ucs::PeerMisbehaved;
 use uct::{AmSink, SrcId};
 
+use crate::rx_am::{AmRx, DIRECT_MIN};
 use crate::rx_put::PutRx;
 use crate::sys::{self, Recv};
 use crate::wire::{self, Ctrl, Frame, PutHdr, PutStatus, ACK_LEN, FRAME_HDR, HELLO_LEN, PUT_HDR};
@@ -78,6 +79,9 @@ pub(crate) struct RxState {
     end: usize,
     /// The put whose data is arriving.
     put: Option<PutRx>,
+    /// The active message whose data is arriving into the sink's
+    /// destination.
+    am: Option<AmRx>,
 }
 
 impl RxState {
@@ -91,18 +95,35 @@ impl RxState {
             start: 0,
             end: 0,
             put: None,
+            am: None,
         }
     }
 
     /// Whether no partial frame is held.
     pub(crate) fn at_boundary(&self) -> bool {
-        self.start == self.end && self.put.is_none()
+        self.start == self.end && self.put.is_none() && self.am.is_none()
+    }
+
+    /// The token of the active message being received into a sink's
+    /// destination, if any: the connection failing ends it.
+    pub(crate) fn take_direct(&mut self) -> Option<uct::Token> {
+        self.am.take().map(|a| a.token())
     }
 
     /// Reads once from `fd`: into the free space, or, while the data of a
     /// put is arriving and nothing is buffered, straight into its
     /// destination.
     pub(crate) fn fill(&mut self, fd: RawFd) -> io::Result<Filled> {
+        if let Some(am) = &mut self.am {
+            if self.start == self.end && am.left() > 0 {
+                let want = am.left();
+                return Ok(match am.recv(fd, &mut self.buf)? {
+                    Recv::Data(n) => Filled::Data { more: n == want },
+                    Recv::WouldBlock => Filled::WouldBlock,
+                    Recv::Eof => Filled::Eof,
+                });
+            }
+        }
         if let Some(put) = &mut self.put {
             if self.start == self.end && put.left() > 0 {
                 let want = put.left();
@@ -173,6 +194,19 @@ impl RxState {
             return Ok(Some(Event::Ctrl(Ctrl::Hello(wire::key(from)))));
         }
         loop {
+            if let Some(am) = &mut self.am {
+                let n = (self.end - self.start).min(am.left());
+                am.absorb(&self.buf[self.start..self.start + n]);
+                self.start += n;
+                if am.left() > 0 {
+                    return Ok(None);
+                }
+                let token = am.token();
+                self.am = None;
+                sink.am_end(token, Ok(()));
+                *delivered += 1;
+                continue;
+            }
             if let Some(put) = &mut self.put {
                 let n = (self.end - self.start).min(put.left());
                 put.absorb(&self.buf[self.start..self.start + n]);
@@ -208,6 +242,11 @@ impl RxState {
             }
             let need = FRAME_HDR + body_len;
             if self.end - self.start < need {
+                if let Body::Am(id) = body {
+                    if self.begin_direct(id, src, body_len, sink) {
+                        continue;
+                    }
+                }
                 self.make_room(need);
                 return Ok(None);
             }
@@ -234,6 +273,31 @@ impl RxState {
                 }
             }
         }
+    }
+
+    /// Offers the sink a large message of `len` bytes whose header is at
+    /// `start` and whose data is not all here, to be received straight
+    /// into a place it names. Whether the sink took it.
+    fn begin_direct(
+        &mut self,
+        id: uct::AmId,
+        src: SrcId,
+        len: usize,
+        sink: &mut dyn AmSink,
+    ) -> bool {
+        let at = self.start + FRAME_HDR;
+        let here = self.end - at;
+        if len < DIRECT_MIN || here < uct::AM_HEAD_MIN.min(len) {
+            return false;
+        }
+        let Some(dest) = sink.am_begin(id, src, &self.buf[at..self.end], len) else {
+            return false;
+        };
+        let hdr = dest.hdr().min(here);
+        self.start = at + hdr;
+        self.announced = true;
+        self.am = Some(AmRx::new(dest, len - hdr));
+        true
     }
 
     /// Makes sure a frame of `frame` bytes starting at `start` fits.

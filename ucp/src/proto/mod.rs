@@ -1,6 +1,7 @@
 //! Protocols: wire formats and the eager tag protocol.
 
 pub(crate) mod command;
+pub(crate) mod direct;
 pub(crate) mod eager_rx;
 pub(crate) mod eager_tx;
 pub(crate) mod probed;

@@ -93,6 +93,31 @@ impl RecvBuf {
     }
 }
 
+impl RecvBuf {
+    /// A destination for a transport to write bytes `offset..` (at most
+    /// `len`, clamped to the capacity) of this buffer straight from the
+    /// wire (`AmSink::am_begin`); `hdr` and `token` as `AmDest` takes them.
+    ///
+    /// The caller (the receive's protocol) keeps the request open until the
+    /// transport reports `am_end` for `token`.
+    pub(crate) fn dest(
+        &self,
+        hdr: usize,
+        offset: usize,
+        len: usize,
+        token: crate::uct::Token,
+    ) -> crate::uct::AmDest {
+        let start = offset.min(self.cap);
+        let n = len.min(self.cap - start);
+        // SAFETY: `[start, start + n)` lies in the buffer (clamped above),
+        // which is exclusively the request's until it completes
+        // (`RecvBuf::new`'s contract); the request does not complete
+        // before the transport's `am_end` for `token` (see
+        // `proto/direct.rs`), and an iface that is dropped writes no more.
+        unsafe { crate::uct::AmDest::new(hdr, self.ptr.wrapping_add(start), n, token) }
+    }
+}
+
 /// Rebuilds the `&'a mut [u8]` that a scoped receive borrowed.
 ///
 /// # Safety

@@ -353,6 +353,9 @@ pub(crate) struct RecvState {
     /// sender's writes of a split tail); the receive reports it when its
     /// transfers are over.
     pub(crate) read_error: Option<Box<Error>>,
+    /// Bytes of one message or fragment a transport is writing straight
+    /// into the buffer (`proto/direct.rs`), until it reports them in.
+    pub(crate) direct: Option<usize>,
 }
 
 impl RecvState {
@@ -384,6 +387,7 @@ impl RecvState {
             memh: None,
             tail: false,
             read_error: None,
+            direct: None,
         }
     }
 }
@@ -428,6 +432,7 @@ const _: () = assert!(
         && !std::mem::needs_drop::<Option<(usize, crate::uct::SrcId)>>()
         && !std::mem::needs_drop::<Option<AtsTo>>()
         && !std::mem::needs_drop::<Info>()
+        && !std::mem::needs_drop::<Option<usize>>()
 );
 
 impl Request {
@@ -461,6 +466,7 @@ impl Request {
             memh,
             tail: _,
             read_error,
+            direct: _,
         }) = kind
         else {
             return false;

@@ -571,6 +571,20 @@ impl AmSink for Core {
         });
     }
 
+    fn am_begin(
+        &mut self,
+        id: AmId,
+        src: SrcId,
+        head: &[u8],
+        total: usize,
+    ) -> Option<crate::uct::AmDest> {
+        self.direct_begin(id, src, head, total)
+    }
+
+    fn am_end(&mut self, token: Token, result: ucs::Result<()>) {
+        self.direct_end(token, result);
+    }
+
     fn src_failed(&mut self, src: SrcId, error: ucs::Error) {
         self.src_eps.remove(&(self.cur_iface, src));
         self.rndv_source_failed(src, &error);

@@ -16,6 +16,15 @@ pub(crate) struct Recorder {
     pub(crate) ready: Vec<(EpId, Token)>,
     pub(crate) ep_failed: Vec<(EpId, String)>,
     pub(crate) src_failed: Vec<(SrcId, Error)>,
+    /// Messages of this id are placed (`am_begin`) into buffers of this
+    /// many bytes, taking this many bytes of header.
+    pub(crate) place: Option<(AmId, usize, usize)>,
+    /// The buffers given out, with the head each message began with.
+    pub(crate) placed: Vec<(Vec<u8>, Vec<u8>)>,
+    /// What `am_end` reported, by buffer index; `src_failed` records the
+    /// count of these at the time it came (to check the order).
+    pub(crate) ended: Vec<(u64, Result<(), String>)>,
+    pub(crate) ended_before_src_failed: Vec<usize>,
 }
 
 impl AmSink for Recorder {
@@ -37,7 +46,30 @@ impl AmSink for Recorder {
     }
 
     fn src_failed(&mut self, src: SrcId, error: Error) {
+        self.ended_before_src_failed.push(self.ended.len());
         self.src_failed.push((src, error));
+    }
+
+    fn am_begin(&mut self, id: AmId, _: SrcId, head: &[u8], _: usize) -> Option<uct::AmDest> {
+        let (want, hdr, cap) = self.place?;
+        if id != want {
+            return None;
+        }
+        let mut buf = vec![0u8; cap];
+        let ptr = buf.as_mut_ptr();
+        let token = Token(self.placed.len() as u64);
+        // The heap buffer stays put when the Vec moves into `placed`,
+        // which keeps it (unchanged in size) for the rest of the test.
+        self.placed
+            .push((buf, head[..hdr.min(head.len())].to_vec()));
+        // SAFETY: `cap` bytes at `ptr` live as long as the recorder, which
+        // outlives the iface's use of them (the tests drop it last).
+        Some(unsafe { uct::AmDest::new(hdr, ptr, cap, token) })
+    }
+
+    fn am_end(&mut self, token: Token, result: uct::Result<()>) {
+        self.ended
+            .push((token.0, result.map_err(|e| e.to_string())));
     }
 }
 
