@@ -38,7 +38,7 @@ use uct::ucs::sock::{self, Recv};
 use uct::ucs::{Error, Result};
 use uct::Armed;
 
-use crate::device::{Shared, MAX_INLINE, MAX_MSG, MAX_PRIVATE_DATA, MAX_QP_WR, MAX_SGE};
+use crate::shared::{Shared, MAX_INLINE, MAX_MSG, MAX_PRIVATE_DATA, MAX_QP_WR, MAX_SGE};
 use crate::wire::mpa::MpaFrame;
 use cm::FrameRead;
 use cq::{Cq, Outputs};

@@ -24,7 +24,7 @@ use uct::ucs::sock;
 use super::cq::Outputs;
 use super::rx::Rx;
 use super::tx::Tx;
-use crate::device::{Shared, MAX_INLINE, MAX_SGE};
+use crate::shared::{Shared, MAX_INLINE, MAX_SGE};
 use crate::wire::mpa::MpaFrame;
 use crate::wire::{TermCause, Terminate};
 
