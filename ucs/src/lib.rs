@@ -6,11 +6,9 @@
 //! * [`config`]: declarative `RUCX_*` configuration tables
 //!   ([`config_table!`], [`config_enum!`]) and their value types;
 //! * [`log`]: `tracing` set up from `RUCX_LOG_LEVEL` and `RUCX_LOG_FILE`;
-//! * [`mpool`]: pools of fixed-size objects and byte buffers, single-threaded
-//!   and shared;
 //! * [`netif`]: the IPv4 network interfaces that are up, and link speeds;
-//! * [`progress`]: the progress engine's parts (ordered callbacks, one epoll
-//!   set, eventfd wakeups, timers);
+//! * [`progress`]: the progress engine's parts (one epoll set, eventfd
+//!   wakeups, timers);
 //! * [`rcache`]: the registration cache (address ranges to registrations,
 //!   merged, LRU-evicted, invalidated on request);
 //! * [`slab`]: entries named by generational ids (requests, endpoints);
@@ -24,7 +22,6 @@ pub mod copy;
 pub mod error;
 pub mod hash;
 pub mod log;
-pub mod mpool;
 pub mod netif;
 pub mod progress;
 pub mod rcache;

@@ -10,27 +10,7 @@ use uct::ucs::{Error, Result};
 use crate::config::{Settings, MAX_RD};
 use crate::engine::Context;
 use crate::mr::{Tables, LOCAL_LKEY};
-
-/// Most scatter/gather entries per work request (as siw).
-pub(crate) const MAX_SGE: usize = 6;
-/// Largest inline send.
-pub(crate) const MAX_INLINE: usize = 128;
-/// Most work requests per queue.
-pub(crate) const MAX_QP_WR: u32 = 32 * 1024;
-/// Largest message: completions carry 32-bit lengths.
-pub(crate) const MAX_MSG: u64 = 1 << 31;
-/// Largest private data: MPA's 512 bytes minus RFC 6581's IRD/ORD word.
-pub(crate) const MAX_PRIVATE_DATA: usize = 512 - 4;
-
-/// What every context of a device shares.
-#[derive(Debug)]
-pub(crate) struct Shared {
-    pub(crate) attr: DeviceAttr,
-    pub(crate) settings: Settings,
-    pub(crate) tables: RwLock<Tables>,
-    /// The interface's address (connections are made from it).
-    pub(crate) addr: std::net::Ipv4Addr,
-}
+use crate::shared::{Shared, MAX_INLINE, MAX_MSG, MAX_PRIVATE_DATA, MAX_QP_WR, MAX_SGE};
 
 /// An open iWARP device.
 #[derive(Debug, Clone)]

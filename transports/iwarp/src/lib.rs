@@ -47,6 +47,7 @@
 //!   Terminate, CRC32c);
 //! * `config`: `RUCX_IWARP_*`;
 //! * `provider`, `device`, `mr`: devices, protection domains, regions;
+//! * `shared`: a device's limits and what its contexts share;
 //! * `engine`: contexts, queue pairs, connection setup, send and receive
 //!   paths.
 
@@ -55,6 +56,7 @@ mod device;
 mod engine;
 mod mr;
 mod provider;
+mod shared;
 mod stag;
 pub mod wire;
 

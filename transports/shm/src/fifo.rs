@@ -97,7 +97,6 @@
 //! bounds.
 
 mod consumer;
-mod error;
 mod producer;
 #[cfg(all(test, not(loom)))]
 mod tests;
@@ -108,8 +107,8 @@ use std::fmt;
 #[cfg(not(all(loom, test)))]
 use std::ptr::NonNull;
 
+pub use crate::error::FifoError;
 pub use consumer::{Consumer, Message};
-pub use error::FifoError;
 pub use producer::{Producer, Push};
 
 use crate::layout::Geometry;

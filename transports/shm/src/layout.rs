@@ -32,7 +32,7 @@
 //! Exactly one of INLINE, DESC and PAD is set in a ready word. All fields
 //! are native-endian: the region is shared within one host only.
 
-use crate::fifo::FifoError;
+use crate::error::FifoError;
 
 /// Cache line size the header is laid out for.
 pub(crate) const CACHE_LINE: usize = 64;

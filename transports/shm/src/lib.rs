@@ -18,7 +18,8 @@
 //!   and the host identity that decides reachability.
 //!
 //! Map: `fifo` (public types and the producer/consumer protocol), `layout`
-//! (offsets, geometry validation, element control word), `region` (raw
+//! (offsets, geometry validation, element control word), `error` (the
+//! [`FifoError`] both of them report), `region` (raw
 //! memory access; in loom tests a model-checked stand-in), `sync` (std or
 //! loom atomics).
 
@@ -27,6 +28,7 @@ pub mod cma;
 // transports on top need raw shared memory.
 #[cfg(not(all(loom, test)))]
 mod component;
+mod error;
 pub mod fifo;
 mod layout;
 mod md_keys;

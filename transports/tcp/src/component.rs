@@ -10,9 +10,7 @@ use uct::{
 use crate::config::{Limits, TcpConfig, TCP_TABLE};
 use crate::iface::TcpIface;
 use crate::mem;
-
-/// Transport and memory domain name.
-pub(crate) const NAME: &str = "tcp";
+use crate::name::NAME;
 
 /// The TCP transport family: one memory domain, `tcp`, with one resource
 /// per IPv4 network interface that is up.

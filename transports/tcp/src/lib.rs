@@ -85,6 +85,7 @@
 //!
 //! * `component.rs`: [`COMPONENT`], the memory domain, [`open_iface`];
 //! * `mem.rs`: the registration table and the key operations;
+//! * `name.rs`: the name of the component, memory domain and transport;
 //! * `rkey.rs`: the packed key layout and its owner;
 //! * `config.rs`: [`TcpConfig`] / [`TCP_TABLE`] and the derived limits;
 //! * `iface.rs`: the iface state, opening it, socket options, the model;
@@ -107,6 +108,7 @@ mod conn;
 mod iface;
 mod lifecycle;
 mod mem;
+mod name;
 mod ops;
 mod progress;
 mod rkey;

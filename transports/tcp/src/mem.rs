@@ -11,6 +11,7 @@ use std::sync::Arc;
 use uct::ucs::{Error, Result};
 use uct::{Access, MemHandle, RegCost, RegTable, RemoteKey};
 
+use crate::name::NAME;
 use crate::rkey;
 
 /// The registrations of this process that `tcp` keys name.
@@ -48,7 +49,7 @@ pub(crate) fn pack(memh: &MemHandle) -> Result<Vec<u8>> {
 pub(crate) fn unpack(packed: &[u8]) -> Result<RemoteKey> {
     let k = rkey::decode(packed)?;
     Ok(RemoteKey {
-        md_name: crate::component::NAME.into(),
+        md_name: NAME.into(),
         packed: Arc::from(packed),
         addr: k.fields.addr,
         len: k.fields.len,
@@ -58,7 +59,7 @@ pub(crate) fn unpack(packed: &[u8]) -> Result<RemoteKey> {
 
 /// The decoded key of a put, refusing keys of other memory domains.
 pub(crate) fn put_key(rkey: &RemoteKey) -> Result<rkey::Key> {
-    if rkey.md_name != crate::component::NAME {
+    if rkey.md_name != NAME {
         return Err(Error::InvalidParam(format!(
             "tcp: remote key of memory domain {:?}",
             rkey.md_name

@@ -1,15 +1,13 @@
 //! The progress engine's parts.
 //!
 //! Map:
-//! * [`ProgressQueue`]: ordered progress callbacks; a dispatch returns the
-//!   work done (what `progress()` reports);
 //! * [`EventSet`]: one epoll set gathering every iface's event fd, so one
 //!   fd wakes a worker; [`EventFd`]: a wakeup any thread can signal;
 //! * [`TimerQueue`]: deadlines (keepalive, retransmit, timeouts), earliest
 //!   first, with cancellation; it never reads a clock, the caller passes
 //!   `now`.
 //!
-//! How a worker puts them together, per `progress()`: dispatch the queue;
+//! How a worker puts them together, per `progress()`: poll the ifaces;
 //! `expire(now)` the timers and handle their tokens. To sleep: arm the
 //! ifaces, then `wait` on the event set with `time_until_next(now)` as the
 //! timeout. Nothing here starts a thread.
@@ -19,12 +17,10 @@
 
 mod epoll;
 mod eventfd;
-mod queue;
 mod timer;
 
 pub use epoll::{EventSet, Interest, Readiness};
 pub use eventfd::EventFd;
-pub use queue::{ProgressId, ProgressQueue};
 pub use timer::{TimerId, TimerQueue};
 
 #[cfg(test)]

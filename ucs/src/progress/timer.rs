@@ -125,6 +125,28 @@ impl TimerQueue {
         }
     }
 
+    /// Cancels every armed timer whose token `keep` refuses, and returns
+    /// how many it cancelled: for a caller that learns only lazily that
+    /// what a timer guards is gone (the connection is up, the request was
+    /// read) and would rather not track each timer's id.
+    pub fn retain(&mut self, mut keep: impl FnMut(u64) -> bool) -> usize {
+        let mut cancelled = 0;
+        for slot in 0..self.slots.len() {
+            if let Some(token) = self.slots[slot].token {
+                if !keep(token) {
+                    self.retire(slot as u32);
+                    cancelled += 1;
+                }
+            }
+        }
+        if self.live == 0 {
+            self.heap.clear();
+        } else {
+            self.sweep_if_stale();
+        }
+        cancelled
+    }
+
     /// The earliest armed deadline.
     pub fn next_deadline(&mut self) -> Option<Instant> {
         self.skip_stale();
@@ -221,6 +243,30 @@ mod tests {
         assert_eq!(out, [2, 3]);
         assert!(!q.cancel(b), "already fired");
         assert!(!q.cancel(TimerId { slot: 999, gen: 0 }));
+    }
+
+    #[test]
+    fn retain_cancels_what_it_refuses() {
+        let t0 = Instant::now();
+        let mut q = TimerQueue::new();
+        let a = q.add(t0 + ms(1), 1);
+        q.add(t0 + ms(2), 2);
+        let c = q.add(t0 + ms(3), 3);
+        assert_eq!(q.retain(|t| t != 2), 1);
+        assert_eq!(q.len(), 2);
+        assert!(q.cancel(a), "kept timers stay armed");
+        assert_eq!(q.next_deadline(), Some(t0 + ms(3)));
+        assert_eq!(q.retain(|_| false), 1);
+        assert!(q.is_empty());
+        assert!(q.heap.is_empty(), "nothing armed, nothing kept");
+        assert!(!q.cancel(c), "retained away");
+        assert_eq!(q.retain(|_| true), 0);
+        let mut out = Vec::new();
+        assert_eq!(q.expire(t0 + ms(10), &mut out), 0);
+        // Slots freed by retain are reused.
+        q.add(t0 + ms(4), 4);
+        assert_eq!(q.expire(t0 + ms(10), &mut out), 1);
+        assert_eq!(out, [4]);
     }
 
     #[test]

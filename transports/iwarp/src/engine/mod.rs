@@ -33,12 +33,12 @@ use rucx_rdma::{
     AsyncEvent, CmEvent, ConnParam, ConnReqId, CqId, DeviceAttr, QpId, QpInit, QpState, RecvWr,
     SendFlags, SendOp, SendWr, Verbs, Wc, WcOpcode, WcStatus,
 };
-use uct::ucs::progress::{EventSet, Interest, Readiness};
+use uct::ucs::progress::{EventSet, Interest, Readiness, TimerQueue};
 use uct::ucs::sock::{self, Recv};
 use uct::ucs::{Error, Result};
 use uct::Armed;
 
-use crate::device::{Shared, MAX_INLINE, MAX_MSG, MAX_PRIVATE_DATA, MAX_QP_WR, MAX_SGE};
+use crate::shared::{Shared, MAX_INLINE, MAX_MSG, MAX_PRIVATE_DATA, MAX_QP_WR, MAX_SGE};
 use crate::wire::mpa::MpaFrame;
 use cm::FrameRead;
 use cq::{Cq, Outputs};
@@ -78,9 +78,12 @@ pub(crate) struct Context {
     qps: Table<Qp>,
     reqs: Table<ConnReq>,
     out: Outputs,
-    /// Deadlines of MPA exchanges and lingering connections (stale entries
-    /// are skipped when they expire).
-    deadlines: Vec<(Instant, u64)>,
+    /// Deadlines of MPA exchanges and lingering connections, carrying the
+    /// epoll token of what they guard (timers of what no longer needs one
+    /// are dropped at the next progress or arm).
+    deadlines: TimerQueue,
+    /// Tokens of the deadlines that passed, kept for their allocation.
+    fired: Vec<u64>,
     /// Wakes a sleeping caller at the earliest deadline.
     timer: timer::TimerFd,
 }
@@ -110,7 +113,8 @@ impl Context {
             qps: Table::default(),
             reqs: Table::default(),
             out: Outputs::default(),
-            deadlines: Vec::new(),
+            deadlines: TimerQueue::new(),
+            fired: Vec::new(),
         })
     }
 
@@ -160,7 +164,7 @@ impl Context {
                 continue;
             }
             let until = Instant::now() + self.shared.settings.timeout;
-            self.deadlines.push((until, token));
+            self.deadlines.add(until, token);
         }
     }
 
@@ -251,28 +255,28 @@ impl Context {
         }
     }
 
-    fn check_deadlines(&mut self) -> usize {
+    /// Drops the timers of connections that are up (or gone) and of
+    /// requests read (or gone): they guard nothing.
+    fn prune_deadlines(&mut self) {
         if self.deadlines.is_empty() {
-            return 0;
+            return;
         }
-        // Entries of connections that are up (or gone) guard nothing: drop
-        // them, so that a context in full operation never reads the clock.
         let mut deadlines = std::mem::take(&mut self.deadlines);
-        deadlines.retain(|d| self.deadline_live(d.1));
+        deadlines.retain(|token| self.deadline_live(token));
         self.deadlines = deadlines;
+    }
+
+    fn check_deadlines(&mut self) -> usize {
+        // Pruned first, so that a context in full operation never reads
+        // the clock.
+        self.prune_deadlines();
         if self.deadlines.is_empty() {
             return 0;
         }
         let now = Instant::now();
-        let mut work = 0;
-        let mut i = 0;
-        while i < self.deadlines.len() {
-            if self.deadlines[i].0 > now {
-                i += 1;
-                continue;
-            }
-            let (_, token) = self.deadlines.swap_remove(i);
-            work += 1;
+        let mut fired = std::mem::take(&mut self.fired);
+        let work = self.deadlines.expire(now, &mut fired);
+        for &token in &fired {
             let id = token as u32;
             match token >> 32 {
                 TOKEN_REQ if self.reqs.get(id).is_some_and(|r| r.request.is_none()) => {
@@ -284,6 +288,7 @@ impl Context {
                 _ => {}
             }
         }
+        self.fired = fired;
         work
     }
 
@@ -455,7 +460,7 @@ impl Verbs for Context {
             .add(fd.as_raw_fd(), qp_token(qp), Interest::WRITABLE)?;
         let request = cm::request(&self.shared.settings, param);
         let until = Instant::now() + self.shared.settings.timeout;
-        self.deadlines.push((until, qp_token(qp)));
+        self.deadlines.add(until, qp_token(qp));
         let q = self.qps.get_mut(qp.0).expect("checked above");
         q.param = param.clone();
         q.state = QpState::Connecting;
@@ -495,7 +500,7 @@ impl Verbs for Context {
         }
         self.events.add(raw, qp_token(qp), Interest::READABLE)?;
         let until = Instant::now() + self.shared.settings.timeout;
-        self.deadlines.push((until, qp_token(qp)));
+        self.deadlines.add(until, qp_token(qp));
         self.with_qp(qp, |q, env| {
             q.start_accepted(env, r.fd, SocketAddr::V4(r.peer), r.mulpdu, &request, param);
             if let Some(c) = q.conn.as_mut() {
@@ -721,12 +726,8 @@ impl Verbs for Context {
         if self.out.pending() {
             return Ok(Armed::Busy);
         }
-        let deadlines = std::mem::take(&mut self.deadlines);
-        self.deadlines = deadlines
-            .into_iter()
-            .filter(|d| self.deadline_live(d.1))
-            .collect();
-        if let Some(first) = self.deadlines.iter().map(|d| d.0).min() {
+        self.prune_deadlines();
+        if let Some(first) = self.deadlines.next_deadline() {
             let now = Instant::now();
             if first <= now {
                 return Ok(Armed::Busy);

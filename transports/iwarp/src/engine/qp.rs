@@ -18,13 +18,13 @@ use std::time::Instant;
 use rucx_rdma::{
     AsyncEventKind, CmEvent, ConnParam, QpId, QpInit, QpState, SendOp, Sge, Wc, WcOpcode, WcStatus,
 };
-use uct::ucs::progress::{EventSet, Interest};
+use uct::ucs::progress::{EventSet, Interest, TimerQueue};
 use uct::ucs::sock;
 
 use super::cq::Outputs;
 use super::rx::Rx;
 use super::tx::Tx;
-use crate::device::{Shared, MAX_INLINE, MAX_SGE};
+use crate::shared::{Shared, MAX_INLINE, MAX_SGE};
 use crate::wire::mpa::MpaFrame;
 use crate::wire::{TermCause, Terminate};
 
@@ -186,7 +186,7 @@ pub(crate) struct Env<'a> {
     pub(crate) shared: &'a Shared,
     pub(crate) events: &'a EventSet,
     pub(crate) out: &'a mut Outputs,
-    pub(crate) deadlines: &'a mut Vec<(Instant, u64)>,
+    pub(crate) deadlines: &'a mut TimerQueue,
 }
 
 /// The epoll token of a queue pair.
@@ -297,7 +297,7 @@ impl Qp {
             sock::shutdown_write(&c.fd);
             let until = Instant::now() + LINGER;
             c.phase = Phase::Closing { until };
-            env.deadlines.push((until, qp_token(id)));
+            env.deadlines.add(until, qp_token(id));
         }
     }
 

@@ -22,8 +22,8 @@ use rucx_rdma::{Access, CmEvent, QpState, WcOpcode, WcStatus};
 use uct::ucs::sock::{self, Recv};
 
 use super::qp::{sge_ranges, Env, Failure, Phase, Qp, ReadResp, Rtr};
-use crate::device::MAX_SGE;
 use crate::mr::RemoteRefusal;
+use crate::shared::MAX_SGE;
 use crate::wire::crc::Crc32c;
 use crate::wire::ddp::{self, DdpHeader, MAX_HDR_LEN, QN_READ_REQ, QN_SEND, QN_TERMINATE};
 use crate::wire::fpdu;

@@ -14,8 +14,8 @@ use rucx_rdma::{Access, SendOp, Sge, WcOpcode, WcStatus};
 use uct::ucs::sock;
 
 use super::qp::{sge_ranges, Env, Failure, Phase, Qp, ReadOut, Rtr};
-use crate::device::{MAX_INLINE, MAX_SGE};
 use crate::mr::Tables;
+use crate::shared::{MAX_INLINE, MAX_SGE};
 use crate::wire::ddp::{DdpHeader, MAX_HDR_LEN, QN_READ_REQ, QN_SEND};
 use crate::wire::fpdu;
 use crate::wire::rdmap::{Opcode, ReadRequest, READ_REQ_LEN};

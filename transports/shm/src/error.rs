@@ -1,4 +1,5 @@
-//! Errors of FIFO construction and use.
+//! Errors of FIFO construction and use. A leaf: `layout` (which checks
+//! geometries) and `fifo` both use it, and `fifo` alone uses `layout`.
 
 /// What went wrong building or using a [`crate::Fifo`].
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
