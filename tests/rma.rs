@@ -171,12 +171,9 @@ fn iov_put_and_get() {
         assert!(seen == whole, "{tls}: put_iov landed wrong");
         // Read it back into three other ranges of other sizes.
         let mut outs = [vec![0u8; 7000], vec![0u8; 13_000], vec![0u8; 305]];
-        let iov: Vec<Iov> = outs
+        let iov: Vec<rucx::ucp::uct::IovMut> = outs
             .iter_mut()
-            .map(|b| Iov {
-                ptr: b.as_mut_ptr(),
-                len: b.len(),
-            })
+            .map(|b| rucx::ucp::uct::IovMut::from_slice(b))
             .collect();
         // SAFETY: `outs` outlives the operation and is not touched until
         // it completed.

@@ -71,6 +71,48 @@ impl Iov {
 // under the zero-copy contract of the operation it was passed to.
 unsafe impl Send for Iov {}
 
+/// A memory range a zero-copy operation writes: the destination of
+/// [`Iface::get_zcopy`].
+///
+/// Like [`Iov`], a raw pointer under the operation's contract, but one
+/// that may be written through.
+#[derive(Debug, Clone, Copy)]
+pub struct IovMut {
+    /// Start of the range.
+    pub ptr: *mut u8,
+    /// Length in bytes.
+    pub len: usize,
+}
+
+impl IovMut {
+    /// A range covering `buf`.
+    pub fn from_slice(buf: &mut [u8]) -> IovMut {
+        IovMut {
+            ptr: buf.as_mut_ptr(),
+            len: buf.len(),
+        }
+    }
+
+    /// The same range, for code that only walks or measures ranges (its
+    /// pointer keeps the right to write).
+    pub fn as_iov(self) -> Iov {
+        Iov {
+            ptr: self.ptr,
+            len: self.len,
+        }
+    }
+}
+
+// SAFETY: as for `Iov`.
+unsafe impl Send for IovMut {}
+
+/// The ranges of `iov` as [`Iov`]s, for a transport's own walks over
+/// ranges (lengths, registrations); written through only where the
+/// operation's contract allows it.
+pub fn iovs_of(iov: &[IovMut]) -> Vec<Iov> {
+    iov.iter().map(|v| v.as_iov()).collect()
+}
+
 bitflags::bitflags! {
     /// What an iface offers. A bit is set only where the operation works.
     #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -345,7 +387,7 @@ pub trait Iface: Send + std::fmt::Debug {
     unsafe fn get_zcopy(
         &mut self,
         ep: EpId,
-        iov: &[Iov],
+        iov: &[IovMut],
         remote_addr: u64,
         rkey: &crate::RemoteKey,
         token: Token,

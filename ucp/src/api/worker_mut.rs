@@ -18,7 +18,7 @@
 use super::{Message, OpError, Scope};
 use crate::request::{Completion, Info, IoBuf, IoBufMut, Op, Posted, ReqId};
 use crate::rma::{AtomicOp, AtomicValue, Rkey};
-use crate::uct::Iov;
+use crate::uct::{Iov, IovMut};
 use crate::worker::Armed;
 use crate::{Ep, Error, Result, Worker};
 use std::os::fd::RawFd;
@@ -264,7 +264,7 @@ impl WorkerMut<'_> {
     pub unsafe fn get_iov_raw(
         &mut self,
         ep: Ep,
-        iov: &[Iov],
+        iov: &[IovMut],
         remote_addr: u64,
         rkey: &Rkey,
         op: Op,

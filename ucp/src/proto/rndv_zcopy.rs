@@ -3,7 +3,7 @@
 //! uses, and posting fragments round-robin until done or a lane is full.
 
 use crate::proto::select::{ProtocolId, SelectionTable};
-use crate::uct::{EpId, Iface, Iov, Posted, RemoteKey, Token};
+use crate::uct::{EpId, Iface, IovMut, Posted, RemoteKey, Token};
 use crate::Error;
 
 /// Splits `[0, len)` into consecutive shares, one per `(lane, weight)`:
@@ -126,7 +126,7 @@ pub(crate) unsafe fn post_segments(
                 0 => limit,
                 f => f.min(limit),
             });
-            let iov = [Iov {
+            let iov = [IovMut {
                 ptr: base.wrapping_add(next),
                 len,
             }];
@@ -135,7 +135,7 @@ pub(crate) unsafe fn post_segments(
             // valid (and, for a get, exclusively ours) until completion.
             let posted = unsafe {
                 match dir {
-                    Dir::Put => iface.put_zcopy(uct_ep, &iov, at, remote.rkey, token),
+                    Dir::Put => iface.put_zcopy(uct_ep, &[iov[0].as_iov()], at, remote.rkey, token),
                     Dir::Get => iface.get_zcopy(uct_ep, &iov, at, remote.rkey, token),
                 }
             };

@@ -7,7 +7,7 @@ use super::target::MAX_GET_FRAGMENT;
 use super::wire::{self, AtomicReq, GetReq, PUT_HDR, REPLY_HDR};
 use super::{RmaSink, RmaState, ZcopyPlan};
 use crate::request::{Info, Kind, Request};
-use crate::uct::{Access, Caps, Iov};
+use crate::uct::{Access, Caps, Iov, IovMut};
 use crate::{Ep, Error, Op, Posted, ReqId, Result, Worker};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -107,17 +107,16 @@ impl Worker {
     ///
     /// # Safety
     ///
-    /// As for [`Worker::get_raw`], for every range of `iov` (written
-    /// through, although `Iov` holds a `*const` pointer).
+    /// As for [`Worker::get_raw`], for every range of `iov`.
     pub unsafe fn get_iov_raw(
         &mut self,
         ep: Ep,
-        iov: &[Iov],
+        iov: &[IovMut],
         remote_addr: u64,
         rkey: &Rkey,
         op: Op,
     ) -> Result<Posted<()>> {
-        let segs = iov_segs(iov)?;
+        let segs = iov_segs(&crate::uct::iovs_of(iov))?;
         rkey.check(ep, remote_addr, total(&segs), Access::REMOTE_READ)?;
         self.rma_start(ep, Dir::Get, &segs, remote_addr, rkey, op)
     }

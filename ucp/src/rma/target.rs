@@ -15,7 +15,9 @@ use crate::proto::command::Command;
 use crate::request::{Info, Kind};
 use crate::ucs::slab::SlabId;
 use crate::ucs::{PeerMisbehaved, Status};
-use crate::uct::{process_nonce, Access, Iface, Iov, KeyFields, Posted as UctPosted, SrcId, Token};
+use crate::uct::{
+    process_nonce, Access, Iface, IovMut, KeyFields, Posted as UctPosted, SrcId, Token,
+};
 use crate::worker::core::Core;
 use crate::Error;
 
@@ -319,10 +321,10 @@ impl Core {
             };
             let n = z.max.min(z.len - z.off);
             // `off < len`: inside the caller's buffer.
-            let iov = [Iov {
+            let iov = IovMut {
                 ptr: z.ptr.wrapping_add(z.off),
                 len: n,
-            }];
+            };
             let at = z.remote + z.off as u64;
             let Some(iface) = ifaces.get_mut(z.iface) else {
                 return;
@@ -332,9 +334,9 @@ impl Core {
             // InFlight one is counted and reported back).
             let r = unsafe {
                 if z.put {
-                    iface.put_zcopy(z.uct_ep, &iov, at, &z.key, token)
+                    iface.put_zcopy(z.uct_ep, &[iov.as_iov()], at, &z.key, token)
                 } else {
-                    iface.get_zcopy(z.uct_ep, &iov, at, &z.key, token)
+                    iface.get_zcopy(z.uct_ep, &[iov], at, &z.key, token)
                 }
             };
             match r {

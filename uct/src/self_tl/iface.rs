@@ -321,11 +321,12 @@ impl Iface for SelfIface {
     unsafe fn get_zcopy(
         &mut self,
         ep: EpId,
-        iov: &[Iov],
+        iov: &[crate::IovMut],
         remote_addr: u64,
         rkey: &RemoteKey,
         _token: Token,
     ) -> Result<Posted> {
+        let iov = &crate::iovs_of(iov)[..];
         self.check_live(ep)?;
         // SAFETY: the caller of `get_zcopy` keeps each range valid for
         // writes, and untouched by others, until the operation completes,

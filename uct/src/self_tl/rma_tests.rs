@@ -43,7 +43,20 @@ fn put(s: &mut Setup, iov: &[Iov], addr: u64, key: &RemoteKey) -> crate::Result<
 
 fn get(s: &mut Setup, iov: &[Iov], addr: u64, key: &RemoteKey) -> crate::Result<Posted> {
     // SAFETY: as for `put`; the ranges are writable and unshared.
-    unsafe { s.a.get_zcopy(s.ep, iov, addr, key, Token(2)) }
+    unsafe {
+        s.a.get_zcopy(
+            s.ep,
+            &iov.iter()
+                .map(|v| crate::IovMut {
+                    ptr: v.ptr.cast_mut(),
+                    len: v.len,
+                })
+                .collect::<Vec<_>>(),
+            addr,
+            key,
+            Token(2),
+        )
+    }
 }
 
 fn iov_mut(buf: &mut [u8]) -> Iov {

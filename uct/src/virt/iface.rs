@@ -322,11 +322,12 @@ impl Iface for VirtIface {
     unsafe fn get_zcopy(
         &mut self,
         ep: EpId,
-        iov: &[Iov],
+        iov: &[crate::IovMut],
         remote_addr: u64,
         rkey: &RemoteKey,
         token: Token,
     ) -> Result<Posted> {
+        let iov = &crate::iovs_of(iov)[..];
         let (len, key) = self.rma_check(Op::Get, iov, rkey)?;
         let req = RmaPost {
             key,

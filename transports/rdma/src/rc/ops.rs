@@ -496,11 +496,12 @@ impl Iface for RcIface {
     unsafe fn get_zcopy(
         &mut self,
         ep: EpId,
-        iov: &[Iov],
+        iov: &[uct::IovMut],
         remote_addr: u64,
         rkey: &RemoteKey,
         token: Token,
     ) -> Result<Posted> {
+        let iov = &uct::iovs_of(iov)[..];
         let max = self.attr.max_get_zcopy;
         let (stag, _) = self.check_remote(rkey, remote_addr, iov, Access::REMOTE_READ, max)?;
         let n = iov.iter().filter(|v| v.len > 0).count() as u32;

@@ -310,11 +310,12 @@ impl Iface for CmaIface {
     unsafe fn get_zcopy(
         &mut self,
         ep: EpId,
-        iov: &[Iov],
+        iov: &[uct::IovMut],
         remote_addr: u64,
         rkey: &RemoteKey,
         _token: Token,
     ) -> Result<Posted> {
+        let iov = &uct::iovs_of(iov)[..];
         // SAFETY: the caller keeps the ranges of `iov` valid for writes,
         // and untouched, until the operation completes, which is before
         // this returns.

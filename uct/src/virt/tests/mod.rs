@@ -98,7 +98,20 @@ impl Node {
     /// `get_zcopy` into `iov` from `addr` with `key`.
     fn get(&mut self, ep: EpId, iov: &[Iov], addr: u64, key: &RemoteKey, t: Token) -> PostResult {
         // SAFETY: as for `put`; nothing else writes the ranges meanwhile.
-        unsafe { self.iface.get_zcopy(ep, iov, addr, key, t) }
+        unsafe {
+            self.iface.get_zcopy(
+                ep,
+                &iov.iter()
+                    .map(|v| crate::IovMut {
+                        ptr: v.ptr.cast_mut(),
+                        len: v.len,
+                    })
+                    .collect::<Vec<_>>(),
+                addr,
+                key,
+                t,
+            )
+        }
     }
 
     /// `am_zcopy` of `data` (copied at once by this transport).

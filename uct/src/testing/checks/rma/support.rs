@@ -270,7 +270,20 @@ pub(super) fn run(
             Op::Put => unsafe { a.put_zcopy(ep, iov, remote, key, token) },
             // SAFETY: as above; the ranges are written only by the
             // operation until it completes.
-            Op::Get => unsafe { a.get_zcopy(ep, iov, remote, key, token) },
+            Op::Get => unsafe {
+                a.get_zcopy(
+                    ep,
+                    &iov.iter()
+                        .map(|v| crate::IovMut {
+                            ptr: v.ptr.cast_mut(),
+                            len: v.len,
+                        })
+                        .collect::<Vec<_>>(),
+                    remote,
+                    key,
+                    token,
+                )
+            },
         },
         |r| *r == Posted::NoResource,
     )?;
