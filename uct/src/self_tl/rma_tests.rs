@@ -44,18 +44,7 @@ fn put(s: &mut Setup, iov: &[Iov], addr: u64, key: &RemoteKey) -> crate::Result<
 fn get(s: &mut Setup, iov: &[Iov], addr: u64, key: &RemoteKey) -> crate::Result<Posted> {
     // SAFETY: as for `put`; the ranges are writable and unshared.
     unsafe {
-        s.a.get_zcopy(
-            s.ep,
-            &iov.iter()
-                .map(|v| crate::IovMut {
-                    ptr: v.ptr.cast_mut(),
-                    len: v.len,
-                })
-                .collect::<Vec<_>>(),
-            addr,
-            key,
-            Token(2),
-        )
+        s.a.get_zcopy(s.ep, &crate::testing::writable(iov), addr, key, Token(2))
     }
 }
 

@@ -50,3 +50,15 @@ macro_rules! conformance_tests {
             rma_forged_keys);
     };
 }
+
+/// The ranges of `iov` as destinations of `get_zcopy`, for tests whose
+/// helpers name writable buffers with one kind of range for both
+/// directions.
+pub fn writable(iov: &[crate::Iov]) -> Vec<crate::IovMut> {
+    iov.iter()
+        .map(|v| crate::IovMut {
+            ptr: v.ptr.cast_mut(),
+            len: v.len,
+        })
+        .collect()
+}

@@ -119,18 +119,7 @@ pub(super) fn rma(
         if put {
             iface.put_zcopy(ep, iov, remote, key, Token(0))
         } else {
-            iface.get_zcopy(
-                ep,
-                &iov.iter()
-                    .map(|v| uct::IovMut {
-                        ptr: v.ptr.cast_mut(),
-                        len: v.len,
-                    })
-                    .collect::<Vec<_>>(),
-                remote,
-                key,
-                Token(0),
-            )
+            iface.get_zcopy(ep, &uct::testing::writable(iov), remote, key, Token(0))
         }
     };
     r.map(|p| assert_eq!(p, Posted::Done))

@@ -99,18 +99,8 @@ impl Node {
     fn get(&mut self, ep: EpId, iov: &[Iov], addr: u64, key: &RemoteKey, t: Token) -> PostResult {
         // SAFETY: as for `put`; nothing else writes the ranges meanwhile.
         unsafe {
-            self.iface.get_zcopy(
-                ep,
-                &iov.iter()
-                    .map(|v| crate::IovMut {
-                        ptr: v.ptr.cast_mut(),
-                        len: v.len,
-                    })
-                    .collect::<Vec<_>>(),
-                addr,
-                key,
-                t,
-            )
+            self.iface
+                .get_zcopy(ep, &crate::testing::writable(iov), addr, key, t)
         }
     }
 

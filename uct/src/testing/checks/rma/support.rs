@@ -271,18 +271,7 @@ pub(super) fn run(
             // SAFETY: as above; the ranges are written only by the
             // operation until it completes.
             Op::Get => unsafe {
-                a.get_zcopy(
-                    ep,
-                    &iov.iter()
-                        .map(|v| crate::IovMut {
-                            ptr: v.ptr.cast_mut(),
-                            len: v.len,
-                        })
-                        .collect::<Vec<_>>(),
-                    remote,
-                    key,
-                    token,
-                )
+                a.get_zcopy(ep, &crate::testing::writable(iov), remote, key, token)
             },
         },
         |r| *r == Posted::NoResource,
