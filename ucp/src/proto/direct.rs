@@ -49,8 +49,11 @@ impl Core {
     /// A whole eager message: only into a receive posted for it.
     fn direct_whole(&mut self, head: &[u8], total: usize) -> Option<AmDest> {
         let tag = u64_at(head, 0)?;
+        // Everything that can decline is checked before the match, which
+        // takes the receive out of the matcher.
+        let len = total.checked_sub(ONLY_HDR)?;
+        let direct = u32::try_from(len).ok()?;
         let req = self.matcher.arrive(tag)?;
-        let len = total - ONLY_HDR;
         let Some(r) = self.recv_state(req) else {
             // A posted entry always names a receive; stay safe.
             return None;
@@ -59,7 +62,7 @@ impl Core {
         r.tag = tag;
         r.total = len;
         r.received = 0;
-        r.direct = Some(len);
+        r.direct = Some(direct);
         Some(r.buf.dest(ONLY_HDR, 0, len, Token(req.to_u64())))
     }
 
@@ -67,6 +70,7 @@ impl Core {
     fn direct_rndv(&mut self, src: SrcId, head: &[u8], total: usize) -> Option<AmDest> {
         let (rreq, offset) = (u64_at(head, 0)?, u64_at(head, 8)?);
         let len = total.checked_sub(RNDV_DATA_HDR)?;
+        let direct = u32::try_from(len).ok()?;
         let from = (self.cur_iface, src);
         let req = SlabId::from_u64(rreq);
         let r = self.recv_state(req)?;
@@ -77,7 +81,7 @@ impl Core {
         {
             return None;
         }
-        r.direct = Some(len);
+        r.direct = Some(direct);
         Some(r.buf.dest(RNDV_DATA_HDR, offset, len, Token(rreq)))
     }
 
@@ -95,7 +99,7 @@ impl Core {
             self.complete(id, Err(Error::endpoint(e)));
             return;
         }
-        r.received += n;
+        r.received += n as usize;
         if r.received < r.total {
             return;
         }

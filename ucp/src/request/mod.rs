@@ -355,7 +355,7 @@ pub(crate) struct RecvState {
     pub(crate) read_error: Option<Box<Error>>,
     /// Bytes of one message or fragment a transport is writing straight
     /// into the buffer (`proto/direct.rs`), until it reports them in.
-    pub(crate) direct: Option<usize>,
+    pub(crate) direct: Option<u32>,
 }
 
 impl RecvState {
@@ -432,7 +432,7 @@ const _: () = assert!(
         && !std::mem::needs_drop::<Option<(usize, crate::uct::SrcId)>>()
         && !std::mem::needs_drop::<Option<AtsTo>>()
         && !std::mem::needs_drop::<Info>()
-        && !std::mem::needs_drop::<Option<usize>>()
+        && !std::mem::needs_drop::<Option<u32>>()
 );
 
 impl Request {
