@@ -170,6 +170,23 @@ pub struct IfaceAttr {
     pub connect: ConnectMode,
 }
 
+/// What an iface is, fixed once it is open: every iface keeps one and
+/// returns it from [`Iface::info`], which the identity getters of
+/// [`Iface`] read.
+#[derive(Debug, Clone)]
+pub struct IfaceInfo {
+    /// Transport name, e.g. `"tcp"`.
+    pub tl_name: String,
+    /// Device name, e.g. `"lo"`.
+    pub dev_name: String,
+    /// Address of the device, as a peer needs it to judge reachability.
+    pub device_addr: Vec<u8>,
+    /// Address of the iface, as a peer needs it to connect.
+    pub iface_addr: Vec<u8>,
+    /// Capabilities, limits and performance model.
+    pub attr: IfaceAttr,
+}
+
 /// Result of [`Iface::arm`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Armed {
@@ -300,20 +317,36 @@ impl AmDest {
 /// Single-threaded: one caller at a time (`&mut self`). `Send`, so a worker
 /// may move between threads.
 pub trait Iface: Send + std::fmt::Debug {
-    /// Transport name, e.g. `"tcp"`.
-    fn tl_name(&self) -> &str;
+    /// What the iface is: names, addresses, capabilities, limits and
+    /// performance model, fixed once it is open.
+    fn info(&self) -> &IfaceInfo;
 
-    /// Device name, e.g. `"lo"`.
-    fn dev_name(&self) -> &str;
+    /// Transport name, e.g. `"tcp"` (from [`Iface::info`]).
+    fn tl_name(&self) -> &str {
+        &self.info().tl_name
+    }
 
-    /// Capabilities, limits and performance model.
-    fn attr(&self) -> &IfaceAttr;
+    /// Device name, e.g. `"lo"` (from [`Iface::info`]).
+    fn dev_name(&self) -> &str {
+        &self.info().dev_name
+    }
 
-    /// Address of the device, as a peer needs it to judge reachability.
-    fn device_addr(&self) -> &[u8];
+    /// Capabilities, limits and performance model (from [`Iface::info`]).
+    fn attr(&self) -> &IfaceAttr {
+        &self.info().attr
+    }
 
-    /// Address of this iface, as a peer needs it to connect.
-    fn iface_addr(&self) -> &[u8];
+    /// Address of the device, as a peer needs it to judge reachability
+    /// (from [`Iface::info`]).
+    fn device_addr(&self) -> &[u8] {
+        &self.info().device_addr
+    }
+
+    /// Address of this iface, as a peer needs it to connect (from
+    /// [`Iface::info`]).
+    fn iface_addr(&self) -> &[u8] {
+        &self.info().iface_addr
+    }
 
     /// Whether an endpoint from this iface can reach the given remote
     /// device and iface. Malformed addresses are unreachable.

@@ -49,8 +49,8 @@ pub mod virt;
 pub use component::{Component, DeviceType, IfaceParams, MemoryDomain, TlResource};
 pub use ep_table::EpTable;
 pub use iface::{
-    iovs_of, AmDest, AmId, AmSink, Armed, Caps, ConnectMode, EpId, Iface, IfaceAttr, Iov, IovMut,
-    Posted, SrcId, Token, AM_HEAD_MIN, AM_ID_MAX,
+    iovs_of, AmDest, AmId, AmSink, Armed, Caps, ConnectMode, EpId, Iface, IfaceAttr, IfaceInfo,
+    Iov, IovMut, Posted, SrcId, Token, AM_HEAD_MIN, AM_ID_MAX,
 };
 pub use mem::{
     process_nonce, Access, KeyFields, KeyLayout, MemHandle, RegCost, RegTable, RemoteKey,

@@ -13,7 +13,7 @@ use crate::conn::Conn;
 use crate::slots::Slots;
 use crate::sys::{self, Epoll};
 use crate::wire;
-use uct::ip_addr::{self as addr, Local, DEV_ADDR_LEN, IFACE_ADDR_LEN};
+use uct::ip_addr::{self as addr, Local};
 use uct::ucs::netif::{self, NetIf};
 
 /// Events fetched per `epoll_wait`.
@@ -137,10 +137,7 @@ impl SockOpts {
 /// A TCP iface on one network device.
 #[derive(Debug)]
 pub(crate) struct TcpIface {
-    pub(crate) dev: String,
-    pub(crate) attr: IfaceAttr,
-    pub(crate) dev_addr: [u8; DEV_ADDR_LEN],
-    pub(crate) iface_addr: [u8; IFACE_ADDR_LEN],
+    pub(crate) info: uct::IfaceInfo,
     pub(crate) local: Local,
     /// Where this iface listens, as peers know it.
     pub(crate) listen: SocketAddrV4,
@@ -251,10 +248,13 @@ impl TcpIface {
         };
         let listen = SocketAddrV4::new(nif.addr, bound.port());
         Ok(TcpIface {
-            dev: nif.name.clone(),
-            attr,
-            dev_addr: addr::pack_dev(nif.addr, host_id),
-            iface_addr: addr::pack_iface(bound.port()),
+            info: uct::IfaceInfo {
+                tl_name: "tcp".into(),
+                dev_name: nif.name.clone(),
+                device_addr: addr::pack_dev(nif.addr, host_id).to_vec(),
+                iface_addr: addr::pack_iface(bound.port()).to_vec(),
+                attr,
+            },
             local: Local {
                 host_id,
                 loopback: nif.loopback,

@@ -52,7 +52,7 @@ impl TcpIface {
         if self.conns.len() >= MAX_CONNS {
             return Err(Error::NoMemory(format!(
                 "tcp: {MAX_CONNS} connections on {}",
-                self.dev
+                self.info.dev_name
             )));
         }
         let open = conn.is_open();
@@ -125,7 +125,7 @@ impl TcpIface {
                 }
                 Ok(None) => break,
                 Err(e) => {
-                    tracing::warn!(error = %e, dev = %self.dev, "tcp: accept failed");
+                    tracing::warn!(error = %e, dev = %self.info.dev_name, "tcp: accept failed");
                     break;
                 }
             }

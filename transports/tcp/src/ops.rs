@@ -3,7 +3,7 @@
 use std::os::fd::RawFd;
 
 use uct::ucs::{Error, Result};
-use uct::{AmId, AmSink, Armed, EpId, Iface, IfaceAttr, Iov, Posted, RemoteKey, Token};
+use uct::{AmId, AmSink, Armed, EpId, Iface, Iov, Posted, RemoteKey, Token};
 
 use crate::config::MAX_IOV;
 use crate::conn::Waiter;
@@ -57,24 +57,8 @@ impl TcpIface {
 }
 
 impl Iface for TcpIface {
-    fn tl_name(&self) -> &str {
-        "tcp"
-    }
-
-    fn dev_name(&self) -> &str {
-        &self.dev
-    }
-
-    fn attr(&self) -> &IfaceAttr {
-        &self.attr
-    }
-
-    fn device_addr(&self) -> &[u8] {
-        &self.dev_addr
-    }
-
-    fn iface_addr(&self) -> &[u8] {
-        &self.iface_addr
+    fn info(&self) -> &uct::IfaceInfo {
+        &self.info
     }
 
     fn is_reachable(&self, dev_addr: &[u8], iface_addr: &[u8]) -> bool {
@@ -89,7 +73,7 @@ impl Iface for TcpIface {
         if !self.local.reaches(&remote) {
             return Err(Error::Unreachable(format!(
                 "tcp: {} from device {}",
-                remote.addr, self.dev
+                remote.addr, self.info.dev_name
             )));
         }
         let key = wire::key(remote.addr);
@@ -170,13 +154,15 @@ impl Iface for TcpIface {
         token: Token,
     ) -> Result<Posted> {
         let total: usize = iov.iter().map(|r| r.len).sum();
-        if header.len() > self.attr.max_hdr || iov.len() > MAX_IOV || total > self.limits.max_zcopy
+        if header.len() > self.info.attr.max_hdr
+            || iov.len() > MAX_IOV
+            || total > self.limits.max_zcopy
         {
             return Err(Error::InvalidParam(format!(
                 "tcp: am_zcopy header {} bytes, {} iov, {total} bytes: limits are {}, {MAX_IOV}, {}",
                 header.len(),
                 iov.len(),
-                self.attr.max_hdr,
+                self.info.attr.max_hdr,
                 self.limits.max_zcopy
             )));
         }

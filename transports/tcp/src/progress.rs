@@ -30,7 +30,7 @@ impl TcpIface {
             Ok(n) => n.min(EVENT_BATCH),
             Err(e) => {
                 if e.kind() != std::io::ErrorKind::Interrupted {
-                    tracing::warn!(error = %e, dev = %self.dev, "tcp: epoll_wait failed");
+                    tracing::warn!(error = %e, dev = %self.info.dev_name, "tcp: epoll_wait failed");
                 }
                 0
             }
@@ -186,7 +186,7 @@ impl TcpIface {
             peer: peer.unwrap_or_default(),
             what,
         };
-        tracing::warn!(error = %err, dev = %self.dev, "tcp: closing a connection");
+        tracing::warn!(error = %err, dev = %self.info.dev_name, "tcp: closing a connection");
         self.fail_conn(ci, err);
     }
 

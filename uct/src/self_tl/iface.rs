@@ -3,7 +3,7 @@
 use super::mailbox::{self, Shared};
 use super::{addr, SelfConfig, MAX_BCOPY, MAX_HDR, MAX_IOV, MAX_SHORT, MAX_ZCOPY, PROGRESS_BATCH};
 use crate::{
-    AmId, AmSink, Armed, EpId, Error, Iface, IfaceAttr, Iov, Posted, RemoteKey, Result, SrcId,
+    AmId, AmSink, Armed, EpId, Error, Iface, IfaceInfo, Iov, Posted, RemoteKey, Result, SrcId,
     Token,
 };
 use std::collections::VecDeque;
@@ -25,8 +25,7 @@ struct Ep {
 #[derive(Debug)]
 pub(super) struct SelfIface {
     shared: Arc<Shared>,
-    attr: IfaceAttr,
-    iface_addr: [u8; addr::IFACE_ADDR_LEN],
+    info: IfaceInfo,
     eps: Vec<Option<Ep>>,
     free_eps: Vec<u32>,
     /// Endpoints with pending tokens.
@@ -50,8 +49,13 @@ impl SelfIface {
         mailbox::register(&shared);
         Ok(SelfIface {
             shared,
-            attr: super::iface_attr(),
-            iface_addr: id.to_le_bytes(),
+            info: IfaceInfo {
+                tl_name: "self".into(),
+                dev_name: super::DEV_NAME.into(),
+                device_addr: addr::device_addr().to_vec(),
+                iface_addr: id.to_le_bytes().to_vec(),
+                attr: super::iface_attr(),
+            },
             eps: Vec::new(),
             free_eps: Vec::new(),
             pending_eps: Vec::new(),
@@ -163,24 +167,8 @@ impl Drop for SelfIface {
 }
 
 impl Iface for SelfIface {
-    fn tl_name(&self) -> &str {
-        "self"
-    }
-
-    fn dev_name(&self) -> &str {
-        super::DEV_NAME
-    }
-
-    fn attr(&self) -> &IfaceAttr {
-        &self.attr
-    }
-
-    fn device_addr(&self) -> &[u8] {
-        addr::device_addr()
-    }
-
-    fn iface_addr(&self) -> &[u8] {
-        &self.iface_addr
+    fn info(&self) -> &IfaceInfo {
+        &self.info
     }
 
     fn is_reachable(&self, dev_addr: &[u8], iface_addr: &[u8]) -> bool {

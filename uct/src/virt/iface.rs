@@ -9,8 +9,8 @@ use super::rkey::VirtKey;
 use super::rma::RmaPost;
 use super::VirtNet;
 use crate::{
-    AmId, AmSink, Armed, Caps, ConnectMode, EpId, Error, Iface, IfaceAttr, Iov, Posted, RemoteKey,
-    Result, Token,
+    AmId, AmSink, Armed, Caps, ConnectMode, EpId, Error, Iface, IfaceAttr, IfaceInfo, Iov, Posted,
+    RemoteKey, Result, Token,
 };
 use std::os::fd::RawFd;
 
@@ -24,11 +24,8 @@ use std::os::fd::RawFd;
 pub struct VirtIface {
     net: VirtNet,
     node: usize,
-    attr: IfaceAttr,
-    dev_name: String,
+    info: IfaceInfo,
     net_id: u64,
-    dev_addr: [u8; DEV_ADDR_LEN],
-    iface_addr: [u8; 8],
     event_fd: Option<RawFd>,
     /// Reports collected under the lock, delivered after it.
     out: Vec<Report>,
@@ -85,11 +82,14 @@ impl VirtIface {
         // Fits: the configuration has at most u32::MAX devices.
         dev_addr[8..].copy_from_slice(&(dev as u32).to_le_bytes());
         Ok(VirtIface {
-            attr,
-            dev_name: device.name.clone(),
+            info: IfaceInfo {
+                tl_name: super::TL_NAME.into(),
+                dev_name: device.name.clone(),
+                device_addr: dev_addr.to_vec(),
+                iface_addr: (node as u64).to_le_bytes().to_vec(),
+                attr,
+            },
             net_id: n.id,
-            dev_addr,
-            iface_addr: (node as u64).to_le_bytes(),
             event_fd: n.nodes[node]
                 .event
                 .as_ref()
@@ -124,7 +124,7 @@ impl VirtIface {
                 iface_addr.len()
             )));
         }
-        if dev_addr != self.dev_addr {
+        if dev_addr != &self.info.device_addr[..] {
             return Err(Error::Unreachable(
                 "virt: another virtual net or device".into(),
             ));
@@ -138,17 +138,17 @@ impl VirtIface {
     /// Checks an RMA request: offered, iov within limits, key of this net.
     fn rma_check(&self, op: Op, iov: &[Iov], rkey: &RemoteKey) -> Result<(usize, VirtKey)> {
         let (cap, max) = match op {
-            Op::Put => (Caps::PUT_ZCOPY, self.attr.max_put_zcopy),
-            _ => (Caps::GET_ZCOPY, self.attr.max_get_zcopy),
+            Op::Put => (Caps::PUT_ZCOPY, self.info.attr.max_put_zcopy),
+            _ => (Caps::GET_ZCOPY, self.info.attr.max_get_zcopy),
         };
-        if !self.attr.caps.contains(cap) {
+        if !self.info.attr.caps.contains(cap) {
             return Err(Error::Unsupported(format!("virt: {op}")));
         }
-        if iov.len() > self.attr.max_iov {
+        if iov.len() > self.info.attr.max_iov {
             return Err(too_big(
                 &format!("{op} iov count"),
                 iov.len(),
-                self.attr.max_iov,
+                self.info.attr.max_iov,
             ));
         }
         let total = iov
@@ -173,24 +173,8 @@ impl Drop for VirtIface {
 }
 
 impl Iface for VirtIface {
-    fn tl_name(&self) -> &str {
-        super::TL_NAME
-    }
-
-    fn dev_name(&self) -> &str {
-        &self.dev_name
-    }
-
-    fn attr(&self) -> &IfaceAttr {
-        &self.attr
-    }
-
-    fn device_addr(&self) -> &[u8] {
-        &self.dev_addr
-    }
-
-    fn iface_addr(&self) -> &[u8] {
-        &self.iface_addr
+    fn info(&self) -> &IfaceInfo {
+        &self.info
     }
 
     fn is_reachable(&self, dev_addr: &[u8], iface_addr: &[u8]) -> bool {
@@ -211,11 +195,11 @@ impl Iface for VirtIface {
     }
 
     fn am_short(&mut self, ep: EpId, id: AmId, header: u64, payload: &[u8]) -> Result<Posted> {
-        if payload.len() > self.attr.max_short {
+        if payload.len() > self.info.attr.max_short {
             return Err(too_big(
                 "am_short payload",
                 payload.len(),
-                self.attr.max_short,
+                self.info.attr.max_short,
             ));
         }
         let len = 8 + payload.len();
@@ -228,7 +212,7 @@ impl Iface for VirtIface {
     }
 
     fn am_bcopy(&mut self, ep: EpId, id: AmId, parts: &[&[u8]]) -> Result<(Posted, usize)> {
-        let max = self.attr.max_bcopy;
+        let max = self.info.attr.max_bcopy;
         let total = parts
             .iter()
             .try_fold(0usize, |acc, p| acc.checked_add(p.len()))
@@ -259,7 +243,7 @@ impl Iface for VirtIface {
         iov: &[Iov],
         token: Token,
     ) -> Result<Posted> {
-        let a = &self.attr;
+        let a = &self.info.attr;
         if header.len() > a.max_hdr {
             return Err(too_big("am_zcopy header", header.len(), a.max_hdr));
         }

@@ -38,7 +38,7 @@ impl RcIface {
             recv_cq: self.cq,
             max_send_wr: self.limits.tx_queue,
             max_recv_wr: peer_sends + RESERVE,
-            max_send_sge: (self.attr.max_iov as u32 + 1).min(dattr.max_sge),
+            max_send_sge: (self.info.attr.max_iov as u32 + 1).min(dattr.max_sge),
             max_recv_sge: 1,
             max_inline: self.max_inline as u32,
             sq_sig_all: true,
@@ -69,7 +69,7 @@ impl RcIface {
     pub(crate) fn create_ep(&mut self, dev_addr: &[u8], iface_addr: &[u8]) -> Result<EpId> {
         let remote = uct::ip_addr::unpack(dev_addr, iface_addr)
             .filter(|r| self.local.reaches(r))
-            .ok_or_else(|| Error::Unreachable(format!("{}: address", self.tl_name)))?;
+            .ok_or_else(|| Error::Unreachable(format!("{}: address", self.info.tl_name)))?;
         let qp = match self.peers.get(&remote.addr) {
             Some(&qp) if self.conn(qp).is_some_and(|c| !c.failed) => qp,
             _ => self.open_conn(remote.addr)?,
@@ -198,7 +198,7 @@ impl RcIface {
         let (conn, ok) = (e.conn, e.failed.is_none());
         let failed = self.conn(conn).is_none_or(|c| c.failed);
         if failed && ok {
-            let err = Error::EndpointFailed(format!("{}: connection lost", self.tl_name));
+            let err = Error::EndpointFailed(format!("{}: connection lost", self.info.tl_name));
             self.fail_ep(ep, err);
         }
         self.ready.push(ep);

@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use crate::provider::{Device, Verbs};
 use crate::verbs::{CqId, Mr, PdId, QpId, Wc};
-use uct::ip_addr::{self, Local, DEV_ADDR_LEN, IFACE_ADDR_LEN};
+use uct::ip_addr::{self, Local};
 use uct::ucs::netif;
 use uct::ucs::{Error, Result};
 use uct::{Caps, ConnectMode, EpId, EpTable, IfaceAttr, IfaceParams, PerfModel, SrcId, Token};
@@ -155,11 +155,7 @@ pub(crate) struct RcIface {
     pub(crate) bufs: Bufs,
     pub(crate) device: Arc<dyn Device>,
     pub(crate) pd: PdId,
-    pub(crate) tl_name: String,
-    pub(crate) dev_name: String,
-    pub(crate) attr: IfaceAttr,
-    pub(crate) dev_addr: [u8; DEV_ADDR_LEN],
-    pub(crate) iface_addr: [u8; IFACE_ADDR_LEN],
+    pub(crate) info: uct::IfaceInfo,
     pub(crate) local: Local,
     pub(crate) limits: Limits,
     pub(crate) worker_uuid: u64,
@@ -247,11 +243,13 @@ impl RcIface {
             verbs,
             device: md.device.clone(),
             pd: md.pd,
-            tl_name: md.tl_name.clone(),
-            dev_name: dattr.name.clone(),
-            attr,
-            dev_addr: ip_addr::pack_dev(nif.addr, host_id),
-            iface_addr: ip_addr::pack_iface(bound.port()),
+            info: uct::IfaceInfo {
+                tl_name: md.tl_name.clone(),
+                dev_name: dattr.name.clone(),
+                device_addr: ip_addr::pack_dev(nif.addr, host_id).to_vec(),
+                iface_addr: ip_addr::pack_iface(bound.port()).to_vec(),
+                attr,
+            },
             local: Local {
                 host_id,
                 loopback: nif.loopback,

@@ -5,9 +5,7 @@ use std::os::fd::RawFd;
 
 use crate::verbs::{Mr, QpId, SendFlags, SendOp, SendWr, Sge};
 use uct::ucs::{Error, Result};
-use uct::{
-    Access, AmId, AmSink, Armed, EpId, Iface, IfaceAttr, Iov, Posted, RemoteKey, Token, AM_ID_MAX,
-};
+use uct::{Access, AmId, AmSink, Armed, EpId, Iface, Iov, Posted, RemoteKey, Token, AM_ID_MAX};
 
 use super::bufs::Owner;
 use super::iface::{no_ep, Group, Notice, Op, RcIface, INLINE_CAP};
@@ -49,7 +47,7 @@ impl RcIface {
             Some(_) => Ok(Some(qp)),
             None => Err(Error::EndpointFailed(format!(
                 "{}: connection gone",
-                self.tl_name
+                self.info.tl_name
             ))),
         }
     }
@@ -166,11 +164,11 @@ impl RcIface {
         let stag =
             key_stag(rkey).ok_or_else(|| Error::InvalidParam("rc: not an rc remote key".into()))?;
         let len: usize = iov.iter().map(|v| v.len).sum();
-        if len > max || iov.len() > self.attr.max_iov {
+        if len > max || iov.len() > self.info.attr.max_iov {
             return Err(Error::InvalidParam(format!(
                 "rc: {len} bytes in {} entries, limits {max} and {}",
                 iov.len(),
-                self.attr.max_iov
+                self.info.attr.max_iov
             )));
         }
         if !rkey.covers(addr, len) || !rkey.access.contains(need) {
@@ -229,24 +227,8 @@ impl RcIface {
 }
 
 impl Iface for RcIface {
-    fn tl_name(&self) -> &str {
-        &self.tl_name
-    }
-
-    fn dev_name(&self) -> &str {
-        &self.dev_name
-    }
-
-    fn attr(&self) -> &IfaceAttr {
-        &self.attr
-    }
-
-    fn device_addr(&self) -> &[u8] {
-        &self.dev_addr
-    }
-
-    fn iface_addr(&self) -> &[u8] {
-        &self.iface_addr
+    fn info(&self) -> &uct::IfaceInfo {
+        &self.info
     }
 
     fn is_reachable(&self, dev_addr: &[u8], iface_addr: &[u8]) -> bool {
@@ -263,11 +245,11 @@ impl Iface for RcIface {
 
     fn am_short(&mut self, ep: EpId, id: AmId, header: u64, payload: &[u8]) -> Result<Posted> {
         check_id(id)?;
-        if payload.len() > self.attr.max_short {
+        if payload.len() > self.info.attr.max_short {
             return Err(Error::InvalidParam(format!(
                 "rc: am_short of {} bytes > {}",
                 payload.len(),
-                self.attr.max_short
+                self.info.attr.max_short
             )));
         }
         let Some(qp) = self.send_slot(ep, true, 1)? else {
@@ -308,10 +290,10 @@ impl Iface for RcIface {
     fn am_bcopy(&mut self, ep: EpId, id: AmId, parts: &[&[u8]]) -> Result<(Posted, usize)> {
         check_id(id)?;
         let total: usize = parts.iter().map(|p| p.len()).sum();
-        if total > self.attr.max_bcopy {
+        if total > self.info.attr.max_bcopy {
             return Err(Error::InvalidParam(format!(
                 "rc: am_bcopy of {total} bytes > {}",
-                self.attr.max_bcopy
+                self.info.attr.max_bcopy
             )));
         }
         let Some(qp) = self.send_slot(ep, true, 1)? else {
@@ -364,9 +346,9 @@ impl Iface for RcIface {
     ) -> Result<Posted> {
         check_id(id)?;
         let total: usize = iov.iter().map(|v| v.len).sum();
-        if header.len() > self.attr.max_hdr
-            || iov.len() > self.attr.max_iov
-            || total > self.attr.max_zcopy
+        if header.len() > self.info.attr.max_hdr
+            || iov.len() > self.info.attr.max_iov
+            || total > self.info.attr.max_zcopy
         {
             return Err(Error::InvalidParam(format!(
                 "rc: am_zcopy of {} header bytes, {} entries, {total} bytes",
@@ -434,7 +416,7 @@ impl Iface for RcIface {
         rkey: &RemoteKey,
         token: Token,
     ) -> Result<Posted> {
-        let max = self.attr.max_put_zcopy;
+        let max = self.info.attr.max_put_zcopy;
         let (stag, total) = self.check_remote(rkey, remote_addr, iov, Access::REMOTE_WRITE, max)?;
         if total == 0 {
             return Ok(Posted::Done);
@@ -502,7 +484,7 @@ impl Iface for RcIface {
         token: Token,
     ) -> Result<Posted> {
         let iov = &uct::iovs_of(iov)[..];
-        let max = self.attr.max_get_zcopy;
+        let max = self.info.attr.max_get_zcopy;
         let (stag, _) = self.check_remote(rkey, remote_addr, iov, Access::REMOTE_READ, max)?;
         let n = iov.iter().filter(|v| v.len > 0).count() as u32;
         if n == 0 {

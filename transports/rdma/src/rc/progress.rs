@@ -128,7 +128,7 @@ impl RcIface {
                 self.finish_move(ep);
             }
         }
-        let mut err = wc.status.to_error(&self.tl_name);
+        let mut err = wc.status.to_error(&self.info.tl_name);
         if err.is_some() {
             // An operation flushed after its endpoint failed reports why.
             let failed = op
@@ -157,7 +157,10 @@ impl RcIface {
         if wc.status != WcStatus::Success || self.conn(qp).is_none_or(|c| c.failed) {
             self.bufs.give(buf);
             if !matches!(wc.status, WcStatus::Success | WcStatus::WrFlushErr) {
-                let e = wc.status.to_error(&self.tl_name).unwrap_or(Error::Canceled);
+                let e = wc
+                    .status
+                    .to_error(&self.info.tl_name)
+                    .unwrap_or(Error::Canceled);
                 self.fail_conn(qp, e);
             }
             return;
@@ -275,16 +278,16 @@ impl RcIface {
                 self.wake_eps(qp);
             }
             CmEvent::Rejected { qp, .. } => {
-                let e = Error::Unreachable(format!("{}: connection rejected", self.tl_name));
+                let e = Error::Unreachable(format!("{}: connection rejected", self.info.tl_name));
                 self.fail_conn(qp, e);
             }
             CmEvent::ConnectError { qp, reason } => {
-                let e = Error::Unreachable(format!("{}: {reason}", self.tl_name));
+                let e = Error::Unreachable(format!("{}: {reason}", self.info.tl_name));
                 self.fail_conn(qp, e);
             }
             CmEvent::Disconnected { qp } => {
                 let e = Error::ConnectionLost {
-                    peer: self.tl_name.clone(),
+                    peer: self.info.tl_name.clone(),
                     reason: "disconnected".into(),
                 };
                 self.fail_conn(qp, e);

@@ -14,7 +14,7 @@ use uct::{
 use super::config::Limits;
 use super::sys::{Dir, Scratch};
 use super::{DEV_NAME, TL_NAME};
-use crate::proc_id::{HostId, ProcessId, HOST_ID_LEN, PROCESS_ID_LEN};
+use crate::proc_id::{HostId, ProcessId, PROCESS_ID_LEN};
 
 /// How often `progress` checks that peers still run, and how long an
 /// operation trusts its peer's last check before checking again.
@@ -59,12 +59,10 @@ pub(super) struct Ep {
 /// A `cma` iface.
 #[derive(Debug)]
 pub(crate) struct CmaIface {
-    attr: IfaceAttr,
+    info: uct::IfaceInfo,
     pub(super) limits: Limits,
-    dev_addr: [u8; HOST_ID_LEN],
     /// This process.
     pub(super) me: ProcessId,
-    iface_addr: [u8; PROCESS_ID_LEN],
     /// Endpoints.
     pub(super) eps: EpTable<Ep>,
     /// Tokens of `pending_add`, handed back on the next progress.
@@ -94,30 +92,34 @@ impl CmaIface {
             "cma: iface open"
         );
         Ok(CmaIface {
-            attr: IfaceAttr {
-                caps: Caps::PUT_ZCOPY
-                    | Caps::GET_ZCOPY
-                    | Caps::PENDING
-                    | Caps::CONNECT_TO_IFACE
-                    | Caps::PEER_FAILURE,
-                max_short: 0,
-                max_bcopy: 0,
-                max_zcopy: 0,
-                max_hdr: 0,
-                max_iov: limits.max_iov,
-                max_put_zcopy: MAX_RMA,
-                max_get_zcopy: MAX_RMA,
-                model: PerfModel {
-                    latency: LATENCY,
-                    overhead: OVERHEAD,
-                    bandwidth: BANDWIDTH,
+            info: uct::IfaceInfo {
+                tl_name: TL_NAME.into(),
+                dev_name: DEV_NAME.into(),
+                device_addr: host.as_bytes().to_vec(),
+                iface_addr: me.encode().to_vec(),
+                attr: IfaceAttr {
+                    caps: Caps::PUT_ZCOPY
+                        | Caps::GET_ZCOPY
+                        | Caps::PENDING
+                        | Caps::CONNECT_TO_IFACE
+                        | Caps::PEER_FAILURE,
+                    max_short: 0,
+                    max_bcopy: 0,
+                    max_zcopy: 0,
+                    max_hdr: 0,
+                    max_iov: limits.max_iov,
+                    max_put_zcopy: MAX_RMA,
+                    max_get_zcopy: MAX_RMA,
+                    model: PerfModel {
+                        latency: LATENCY,
+                        overhead: OVERHEAD,
+                        bandwidth: BANDWIDTH,
+                    },
+                    connect: ConnectMode::ToIface,
                 },
-                connect: ConnectMode::ToIface,
             },
             limits,
-            dev_addr: *host.as_bytes(),
             me,
-            iface_addr: me.encode(),
             eps: EpTable::new(),
             pending: VecDeque::new(),
             unreported: Vec::new(),
@@ -205,36 +207,18 @@ fn no_am(op: &str) -> Error {
 }
 
 impl Iface for CmaIface {
-    fn tl_name(&self) -> &str {
-        TL_NAME
-    }
-
-    fn dev_name(&self) -> &str {
-        DEV_NAME
-    }
-
-    fn attr(&self) -> &IfaceAttr {
-        &self.attr
-    }
-
-    /// The [`HostId`]: boot, pid namespace and user.
-    fn device_addr(&self) -> &[u8] {
-        &self.dev_addr
-    }
-
-    /// This process's encoded [`ProcessId`].
-    fn iface_addr(&self) -> &[u8] {
-        &self.iface_addr
+    fn info(&self) -> &uct::IfaceInfo {
+        &self.info
     }
 
     fn is_reachable(&self, dev_addr: &[u8], iface_addr: &[u8]) -> bool {
-        dev_addr == self.dev_addr && Self::peer_of(iface_addr).is_some()
+        dev_addr == &self.info.device_addr[..] && Self::peer_of(iface_addr).is_some()
     }
 
     /// `Unreachable` for another host (boot, pid namespace or user) or a
     /// peer that no longer runs, `InvalidAddr` for a malformed address.
     fn ep_create(&mut self, dev_addr: &[u8], iface_addr: &[u8]) -> Result<EpId> {
-        if dev_addr != self.dev_addr {
+        if dev_addr != &self.info.device_addr[..] {
             return Err(Error::Unreachable(
                 "cma: the peer runs on another host, pid namespace or user".into(),
             ));

@@ -6,9 +6,9 @@ use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::{Duration, Instant};
 
 use uct::ucs::{Error, Result};
-use uct::{AmId, AmSink, Armed, EpId, EpTable, Iface, IfaceAttr, IfaceParams, Iov, Posted, Token};
+use uct::{AmId, AmSink, Armed, EpId, EpTable, Iface, IfaceParams, Iov, Posted, Token};
 
-use super::addr::{IfaceAddr, IFACE_ADDR_LEN};
+use super::addr::IfaceAddr;
 use super::peer::Peer;
 use super::rx::Rx;
 use super::wake::{WakeRx, WakeTx};
@@ -36,9 +36,7 @@ struct Ep {
 /// A posix iface (see the module doc of `posix`).
 #[derive(Debug)]
 pub(crate) struct PosixIface {
-    attr: IfaceAttr,
-    dev_addr: [u8; crate::proc_id::HOST_ID_LEN],
-    iface_addr: [u8; IFACE_ADDR_LEN],
+    info: uct::IfaceInfo,
     me: ProcessId,
     max_poll: usize,
     eps: EpTable<Ep>,
@@ -75,9 +73,13 @@ impl PosixIface {
             iface_id,
         };
         Ok(PosixIface {
-            attr: iface_attr(&fifo),
-            dev_addr: *host.as_bytes(),
-            iface_addr: addr.encode(),
+            info: uct::IfaceInfo {
+                tl_name: TL_NAME.into(),
+                dev_name: DEV_NAME.into(),
+                device_addr: host.as_bytes().to_vec(),
+                iface_addr: addr.encode().to_vec(),
+                attr: iface_attr(&fifo),
+            },
             me,
             max_poll: mm.max_poll.max(1) as usize,
             eps: EpTable::new(),
@@ -211,32 +213,16 @@ impl Drop for PosixIface {
 }
 
 impl Iface for PosixIface {
-    fn tl_name(&self) -> &str {
-        TL_NAME
-    }
-
-    fn dev_name(&self) -> &str {
-        DEV_NAME
-    }
-
-    fn attr(&self) -> &IfaceAttr {
-        &self.attr
-    }
-
-    fn device_addr(&self) -> &[u8] {
-        &self.dev_addr
-    }
-
-    fn iface_addr(&self) -> &[u8] {
-        &self.iface_addr
+    fn info(&self) -> &uct::IfaceInfo {
+        &self.info
     }
 
     fn is_reachable(&self, dev_addr: &[u8], iface_addr: &[u8]) -> bool {
-        dev_addr == self.dev_addr && IfaceAddr::decode(iface_addr).is_ok()
+        dev_addr == &self.info.device_addr[..] && IfaceAddr::decode(iface_addr).is_ok()
     }
 
     fn ep_create(&mut self, dev_addr: &[u8], iface_addr: &[u8]) -> Result<EpId> {
-        if dev_addr != self.dev_addr {
+        if dev_addr != &self.info.device_addr[..] {
             return Err(Error::Unreachable(
                 "posix: peer is on another host, pid namespace or user".into(),
             ));
@@ -291,11 +277,11 @@ impl Iface for PosixIface {
     }
 
     fn am_short(&mut self, ep: EpId, id: AmId, header: u64, payload: &[u8]) -> Result<Posted> {
-        if payload.len() > self.attr.max_short {
+        if payload.len() > self.info.attr.max_short {
             return Err(Error::InvalidParam(format!(
                 "posix: am_short payload of {} bytes exceeds {}",
                 payload.len(),
-                self.attr.max_short
+                self.info.attr.max_short
             )));
         }
         self.send_with(ep, |p, wake| p.push_short(wake, id, header, payload))
@@ -305,11 +291,11 @@ impl Iface for PosixIface {
         let total = parts
             .iter()
             .try_fold(0usize, |acc, p| acc.checked_add(p.len()))
-            .filter(|&t| t <= self.attr.max_bcopy)
+            .filter(|&t| t <= self.info.attr.max_bcopy)
             .ok_or_else(|| {
                 Error::InvalidParam(format!(
                     "posix: am_bcopy exceeds {} bytes",
-                    self.attr.max_bcopy
+                    self.info.attr.max_bcopy
                 ))
             })?;
         Ok(match self.send(ep, id, parts)? {
