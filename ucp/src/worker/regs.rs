@@ -14,7 +14,7 @@
 //! pages) with that right until the region is evicted or invalidated. The
 //! cache does not watch `free` or `munmap`: before memory that took part in
 //! a rendezvous goes back to the system (or changes hands), the
-//! application calls [`crate::Worker::rcache_invalidate`] on it, as memory
+//! application calls [`crate::Context::rcache_invalidate`] on it, as memory
 //! mapped through rucx is invalidated by [`crate::MemMap`] when unmapped.
 //! `auto` therefore uses a cache only for domains whose registration is
 //! costly (pinning, as RDMA devices do); this host's domains register in
@@ -56,7 +56,7 @@ impl Registrar for MdRegistrar {
         // SAFETY: the cache registers whole pages of a buffer a rendezvous
         // holds; the pages stay mapped until the application invalidates
         // them (this module's contract, documented on `RcacheMode` and
-        // `Worker::rcache_invalidate`), and invalidation deregisters.
+        // `Context::rcache_invalidate`), and invalidation deregisters.
         #[allow(unsafe_code)]
         unsafe {
             self.md.mem_reg(addr as *mut u8, len, self.access)
@@ -108,7 +108,7 @@ impl RegCaches {
     /// # Safety
     ///
     /// As `MemoryDomain::mem_reg`: the memory stays valid until
-    /// [`RegCaches::release`] and until it is invalidated.
+    /// [`RegCaches::put`] and until it is invalidated.
     #[allow(unsafe_code)]
     unsafe fn register(
         &mut self,

@@ -55,7 +55,7 @@ mod iface;
 mod md;
 mod ops;
 mod progress;
-mod wire;
+pub mod wire;
 
 pub use config::{RcConfig, RC_TABLE};
 

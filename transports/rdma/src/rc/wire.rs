@@ -28,34 +28,40 @@ use std::net::{Ipv4Addr, SocketAddrV4};
 use uct::ucs::{Error, PeerMisbehaved, Result};
 
 /// Active message id of a credit grant.
-pub(crate) const GRANT: u8 = 0xff;
+pub const GRANT: u8 = 0xff;
 /// Bytes before a message's data.
-pub(crate) const HDR: usize = 3;
+pub const HDR: usize = 3;
 /// Receives posted beyond the credits, for grants.
-pub(crate) const RESERVE: u32 = 8;
-const MAGIC: [u8; 4] = *b"rcx\x02";
+pub const RESERVE: u32 = 8;
+/// First bytes of both private data blocks: `rcx` and the version.
+pub const MAGIC: [u8; 4] = *b"rcx\x02";
 /// Length of the request's private data.
-pub(crate) const REQ_LEN: usize = 32;
+pub const REQ_LEN: usize = 32;
 /// Length of the accept's private data.
-pub(crate) const REP_LEN: usize = 12;
+pub const REP_LEN: usize = 12;
 
 /// The initiator's private data.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) struct ConnReq {
-    pub(crate) seg: u32,
-    pub(crate) uuid: u64,
+pub struct ConnReq {
+    /// The initiator's receive buffer size.
+    pub seg: u32,
+    /// The initiator's worker uuid (for logs).
+    pub uuid: u64,
     /// Receives the responder must post.
-    pub(crate) credits: u32,
+    pub credits: u32,
     /// Receives the initiator posted.
-    pub(crate) posted: u32,
-    pub(crate) listen: SocketAddrV4,
+    pub posted: u32,
+    /// The initiator's listening address.
+    pub listen: SocketAddrV4,
 }
 
 /// The responder's private data.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) struct ConnRep {
-    pub(crate) credits: u32,
-    pub(crate) seg: u32,
+pub struct ConnRep {
+    /// Receives the responder posted before accepting.
+    pub credits: u32,
+    /// The responder's receive buffer size.
+    pub seg: u32,
 }
 
 fn bad(detail: &str) -> Error {
@@ -73,7 +79,8 @@ fn u32_at(b: &[u8], at: usize) -> u32 {
 }
 
 impl ConnReq {
-    pub(crate) fn encode(&self) -> Vec<u8> {
+    /// The request's private data, [`REQ_LEN`] bytes.
+    pub fn encode(&self) -> Vec<u8> {
         let mut v = MAGIC.to_vec();
         v.extend_from_slice(&self.seg.to_le_bytes());
         v.extend_from_slice(&self.uuid.to_le_bytes());
@@ -85,7 +92,8 @@ impl ConnReq {
         v
     }
 
-    pub(crate) fn decode(b: &[u8]) -> Result<ConnReq> {
+    /// Reads a request from the first [`REQ_LEN`] bytes of `b`.
+    pub fn decode(b: &[u8]) -> Result<ConnReq> {
         if b.len() < REQ_LEN {
             return Err(bad(&format!("{} bytes, expected {REQ_LEN}", b.len())));
         }
@@ -113,14 +121,16 @@ impl ConnReq {
 }
 
 impl ConnRep {
-    pub(crate) fn encode(&self) -> Vec<u8> {
+    /// The accept's private data, [`REP_LEN`] bytes.
+    pub fn encode(&self) -> Vec<u8> {
         let mut v = MAGIC.to_vec();
         v.extend_from_slice(&self.credits.to_le_bytes());
         v.extend_from_slice(&self.seg.to_le_bytes());
         v
     }
 
-    pub(crate) fn decode(b: &[u8]) -> Result<ConnRep> {
+    /// Reads an accept from the first [`REP_LEN`] bytes of `b`.
+    pub fn decode(b: &[u8]) -> Result<ConnRep> {
         if b.len() < REP_LEN {
             return Err(bad(&format!("{} bytes, expected {REP_LEN}", b.len())));
         }
@@ -135,19 +145,22 @@ impl ConnRep {
 }
 
 /// A message header: id and credits returned.
-pub(crate) fn header(id: u8, grant: u16) -> [u8; HDR] {
+pub fn header(id: u8, grant: u16) -> [u8; HDR] {
     let g = grant.to_le_bytes();
     [id, g[0], g[1]]
 }
 
 /// The id and returned credits of a received message (`None` if it is
 /// shorter than a header).
-pub(crate) fn parse_header(msg: &[u8]) -> Option<(u8, u16)> {
+pub fn parse_header(msg: &[u8]) -> Option<(u8, u16)> {
     match msg {
         [id, a, b, ..] => Some((*id, u16::from_le_bytes([*a, *b]))),
         _ => None,
     }
 }
+
+#[cfg(test)]
+mod checks;
 
 #[cfg(test)]
 mod tests {
