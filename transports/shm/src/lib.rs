@@ -31,6 +31,8 @@ pub mod cma;
 mod component;
 pub mod fifo;
 mod layout;
+#[cfg(not(all(loom, test)))]
+mod md_alloc;
 mod md_keys;
 #[cfg(not(all(loom, test)))]
 mod posix;
