@@ -39,7 +39,7 @@ libfuzzer_sys::fuzz_target!(|data: &[u8]| {
             keys.check(input.rest());
         }
         1 => {
-            let mut k = b"shm\0\x01\0\0\0".to_vec();
+            let mut k = rkey::HEADER.to_vec();
             k.extend_from_slice(input.rest());
             keys.check(&k);
         }

@@ -1,7 +1,7 @@
 //! Components, memory domains and transport resources.
 
 use crate::iface::Iface;
-use crate::mem::{Access, MemHandle, RegCost, RemoteKey};
+use crate::mem::{Access, MemAllocOps, MemHandle, RegCost, RemoteKey, RkeyPtrOps};
 use crate::Result;
 
 /// Kind of device a resource runs on.
@@ -44,7 +44,9 @@ pub struct IfaceParams {
     pub worker_uuid: u64,
 }
 
-/// A memory domain: registers memory (later) and owns transport resources.
+/// A memory domain: owns transport resources, registers memory and packs
+/// and unpacks keys where it can, and may allocate memory that peers map
+/// ([`MemoryDomain::mem_alloc_ops`], [`MemoryDomain::rkey_ptr_ops`]).
 pub trait MemoryDomain: Send + Sync + std::fmt::Debug {
     /// Name, e.g. `"tcp"` or `"self"`.
     fn name(&self) -> &str;
@@ -113,6 +115,20 @@ pub trait MemoryDomain: Send + Sync + std::fmt::Debug {
             "{}: rkey_unpack",
             self.name()
         )))
+    }
+
+    /// The domain's allocation of memory that peers on its host can map
+    /// (UCX's `uct_md_mem_alloc`), if it has one. Memory it allocates is
+    /// registered with it; [`MemoryDomain::mkey_pack`] of that
+    /// registration packs what peers need to map it.
+    fn mem_alloc_ops(&self) -> Option<&dyn MemAllocOps> {
+        None
+    }
+
+    /// The domain's mapping of a peer's memory into this process from the
+    /// peer's key (UCX's `uct_rkey_ptr`), if it has one.
+    fn rkey_ptr_ops(&self) -> Option<&dyn RkeyPtrOps> {
+        None
     }
 }
 

@@ -26,6 +26,16 @@
 //! The protocol layer chooses only from these numbers; a capability bit is
 //! set only where the operation works.
 //!
+//! A memory domain that registers memory ([`MemoryDomain::can_register`])
+//! packs keys for peers ([`MemoryDomain::mkey_pack`]) and unpacks theirs
+//! ([`MemoryDomain::rkey_unpack`], [`RemoteKey`]). Two more capabilities
+//! are optional and visible in the domain's type: allocating memory that
+//! peers on its host can map ([`MemoryDomain::mem_alloc_ops`],
+//! [`MemAllocOps`], UCX's `uct_md_mem_alloc`) and mapping such memory of a
+//! peer from its key ([`MemoryDomain::rkey_ptr_ops`], [`RkeyPtrOps`],
+//! UCX's `uct_rkey_ptr`). The protocol layer uses them without knowing
+//! which transport provides them.
+//!
 //! Transports are found through a [`Registry`] that the layer above fills
 //! with one line per transport crate.
 //!
@@ -53,7 +63,8 @@ pub use iface::{
     Iov, IovMut, Posted, SrcId, Token, AM_HEAD_MIN, AM_ID_MAX,
 };
 pub use mem::{
-    process_nonce, Access, KeyFields, KeyLayout, MemHandle, RegCost, RegTable, RemoteKey,
+    process_nonce, Access, KeyFields, KeyLayout, MemAlloc, MemAllocOps, MemHandle, MemOwner,
+    RegCost, RegTable, RemoteKey, RkeyMapping, RkeyPtrOps,
 };
 pub use perf::PerfModel;
 pub use registry::Registry;

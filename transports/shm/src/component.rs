@@ -8,11 +8,12 @@
 use uct::ucs::config::ConfigTable;
 use uct::ucs::{Error, Result};
 use uct::{
-    Access, Component, DeviceType, Iface, IfaceParams, MemHandle, MemoryDomain, RegCost, RemoteKey,
-    TlResource,
+    Access, Component, DeviceType, Iface, IfaceParams, MemAllocOps, MemHandle, MemoryDomain,
+    RegCost, RemoteKey, RkeyPtrOps, TlResource,
 };
 
 use crate::cma::{self, CmaConfig, CMA_TABLE};
+use crate::md_alloc::{ShmAlloc, ShmRkeyPtr};
 use crate::md_keys;
 use crate::posix::{self, MmConfig, MM_TABLE};
 use crate::segment::{PosixConfig, POSIX_TABLE};
@@ -39,7 +40,9 @@ impl Component for ShmComponent {
         mm.fifo()?;
         let md = ShmMd {
             mm,
-            posix: PosixConfig::from_env()?,
+            alloc: ShmAlloc {
+                posix: PosixConfig::from_env()?,
+            },
             cma: CmaConfig::from_env()?,
         };
         Ok(vec![Box::new(md)])
@@ -50,11 +53,15 @@ impl Component for ShmComponent {
     }
 }
 
-/// The `shm` memory domain.
+/// The `shm` memory domain. Besides registering memory for both
+/// transports, it allocates shared segments that peers on this host map
+/// from their keys (`mem_alloc_ops`, `rkey_ptr_ops`; see `md_alloc`).
 #[derive(Debug)]
 struct ShmMd {
     mm: MmConfig,
-    posix: PosixConfig,
+    /// Allocation, with the segment configuration the `posix` transport
+    /// uses too.
+    alloc: ShmAlloc,
     cma: CmaConfig,
 }
 
@@ -81,7 +88,7 @@ impl MemoryDomain for ShmMd {
 
     fn iface_open(&self, resource: &TlResource, params: &IfaceParams) -> Result<Box<dyn Iface>> {
         match resource.tl_name.as_str() {
-            posix::TL_NAME => posix::open_iface(params, &self.mm, &self.posix),
+            posix::TL_NAME => posix::open_iface(params, &self.mm, &self.alloc.posix),
             cma::TL_NAME => cma::open_iface(params, &self.cma),
             other => Err(Error::InvalidParam(format!(
                 "shm: cannot open transport {other:?}"
@@ -105,11 +112,24 @@ impl MemoryDomain for ShmMd {
         md_keys::deregister(memh)
     }
 
+    /// The key of memory this domain allocated carries the segment entry
+    /// peers map it with.
     fn mkey_pack(&self, memh: &MemHandle) -> Result<Vec<u8>> {
-        md_keys::pack(memh)
+        crate::md_alloc::mkey_pack(memh)
     }
 
     fn rkey_unpack(&self, packed: &[u8]) -> Result<RemoteKey> {
         md_keys::unpack(packed)
+    }
+
+    /// Shared segments (`RUCX_POSIX_BACKEND`, `RUCX_POSIX_DIR`).
+    fn mem_alloc_ops(&self) -> Option<&dyn MemAllocOps> {
+        Some(&self.alloc)
+    }
+
+    /// Segments of peers on this host that allocated them with
+    /// `mem_alloc`.
+    fn rkey_ptr_ops(&self) -> Option<&dyn RkeyPtrOps> {
+        Some(&ShmRkeyPtr)
     }
 }

@@ -31,6 +31,8 @@ mod component;
 mod error;
 pub mod fifo;
 mod layout;
+#[cfg(not(all(loom, test)))]
+mod md_alloc;
 mod md_keys;
 #[cfg(not(all(loom, test)))]
 mod posix;

@@ -2,10 +2,22 @@
 //! the FIFO transport (`posix`) and cross-memory attach (`cma`) share.
 //!
 //! A registration is an entry of the process-wide [`REGS`] table: nothing is
-//! pinned or mapped. A packed key is [`uct::KeyLayout`] with tag `b"shm\0"`,
-//! whose owner field is the registering process's [`ProcessId::encode`]
-//! (pid and start time, 12 bytes), so a key names one process for the life
-//! of the host even after its pid is reused.
+//! pinned or mapped. A packed key is [`uct::KeyLayout`] with tag `b"shm\0"`
+//! and version 2, whose owner field is the registering process's
+//! [`ProcessId::encode`] (pid and start time, 12 bytes), so a key names one
+//! process for the life of the host even after its pid is reused.
+//!
+//! The key of memory the domain allocated (`mem_alloc`: a shared segment)
+//! has a segment entry after those 56 bytes, which peers on the same host
+//! use to map the segment (`rkey_ptr`); the segment's owner is the key's:
+//!
+//! | offset | bytes | field |
+//! |-------:|------:|-------|
+//! | 56 | 32 | [`HostId`] of the owner |
+//! | 88 | 4 | the owner's descriptor of the segment (at most `i32::MAX`) |
+//! | 92 | 8 | segment length (1 to `isize::MAX`, at least the declared length) |
+//!
+//! A key is exactly 56 or exactly 100 bytes long.
 //!
 //! # Who checks a key
 //!
@@ -34,7 +46,7 @@ use std::sync::{Arc, OnceLock};
 use uct::ucs::{Error, Result};
 use uct::{Access, KeyFields, KeyLayout, MemHandle, RegCost, RegTable, RemoteKey};
 
-use crate::proc_id::{ProcessId, PROCESS_ID_LEN};
+use crate::proc_id::{HostId, ProcessId, HOST_ID_LEN, PROCESS_ID_LEN};
 
 /// Name of the memory domain, in [`RemoteKey::md_name`].
 pub(crate) const MD_NAME: &str = "shm";
@@ -51,10 +63,11 @@ pub(crate) static REGS: RegTable = RegTable::new(MD_NAME);
 #[cfg_attr(all(loom, test), allow(dead_code))]
 pub(crate) const REG_COST: RegCost = RegCost { c0: 65e-9, c1: 0.0 };
 
-/// Layout of a packed key; version 1.
+/// Layout of a packed key; version 2 (the version that may carry a
+/// segment entry).
 const LAYOUT: KeyLayout = KeyLayout {
     tag: *b"shm\0",
-    version: 1,
+    version: 2,
     owner_len: PROCESS_ID_LEN,
     name: MD_NAME,
 };
@@ -99,35 +112,107 @@ pub(crate) fn pack_as(owner: &ProcessId, f: &KeyFields) -> Vec<u8> {
     LAYOUT.pack(&owner.encode(), f)
 }
 
+/// Bytes of the segment entry: host, descriptor, segment length.
+pub(crate) const SEG_ENTRY_LEN: usize = HOST_ID_LEN + 4 + 8;
+
+/// Where peers on the owner's host map the memory of a key: the segment
+/// that the key's owner holds open as descriptor `fd`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct SegEntry {
+    pub(crate) host: HostId,
+    pub(crate) fd: u32,
+    pub(crate) len: u64,
+}
+
+impl SegEntry {
+    /// Appends the entry to the packed key `k`.
+    #[cfg_attr(all(loom, test), allow(dead_code))]
+    pub(crate) fn append_to(&self, k: &mut Vec<u8>) {
+        k.extend_from_slice(self.host.as_bytes());
+        k.extend_from_slice(&self.fd.to_le_bytes());
+        k.extend_from_slice(&self.len.to_le_bytes());
+    }
+}
+
+/// What a packed key says.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Decoded {
+    pub(crate) owner: ProcessId,
+    pub(crate) fields: KeyFields,
+    /// The segment holding the memory, for memory the domain allocated.
+    pub(crate) seg: Option<SegEntry>,
+}
+
+fn invalid(what: &str) -> Error {
+    Error::InvalidParam(format!("{MD_NAME}: invalid remote key: {what}"))
+}
+
 /// Checks the form of a peer's key (`InvalidParam` naming the fault:
 /// length, tag, version, reserved bytes, access bits, a range that wraps,
-/// a pid of 0). Whose key it is and whether it may be used is checked when
-/// it is used.
+/// a pid of 0, a bad segment entry). Whose key it is and whether it may be
+/// used is checked when it is used.
 pub(crate) fn unpack(packed: &[u8]) -> Result<RemoteKey> {
-    let (_, fields) = decode(packed)?;
+    let d = decode(packed)?;
     Ok(RemoteKey {
         md_name: MD_NAME.into(),
         packed: Arc::from(packed),
-        addr: fields.addr,
-        len: fields.len,
-        access: fields.access,
+        addr: d.fields.addr,
+        len: d.fields.len,
+        access: d.fields.access,
     })
 }
 
-/// The owner and fields of a packed key.
-fn decode(packed: &[u8]) -> Result<(ProcessId, KeyFields)> {
-    let (owner, fields) = LAYOUT.decode(packed)?;
-    let owner = ProcessId::decode(owner)
-        .ok_or_else(|| Error::InvalidParam("shm: invalid remote key: owner pid 0".into()))?;
-    Ok((owner, fields))
+/// The owner, fields and segment entry of a packed key.
+pub(crate) fn decode(packed: &[u8]) -> Result<Decoded> {
+    let base = LAYOUT.key_len();
+    let (key, entry) = match packed.len() {
+        n if n == base => (packed, None),
+        n if n == base + SEG_ENTRY_LEN => (&packed[..base], Some(&packed[base..])),
+        n => {
+            return Err(invalid(&format!(
+                "{n} bytes, expected {base} or {}",
+                base + SEG_ENTRY_LEN
+            )))
+        }
+    };
+    let (owner, fields) = LAYOUT.decode(key)?;
+    let owner = ProcessId::decode(owner).ok_or_else(|| invalid("owner pid 0"))?;
+    let seg = match entry {
+        None => None,
+        Some(e) => Some(decode_segment(e, &fields)?),
+    };
+    Ok(Decoded { owner, fields, seg })
 }
 
-/// The process that packed `rkey` and the registration fields it carries,
-/// decoded from its packed bytes (the declared range and rights of the
-/// [`RemoteKey`] struct are not used: they are copies a caller may have
-/// changed). `InvalidParam` for a key of another memory domain or a
-/// malformed one.
-pub(crate) fn key_owner(rkey: &RemoteKey) -> Result<(ProcessId, KeyFields)> {
+/// The segment entry `e` (exactly [`SEG_ENTRY_LEN`] bytes) of a key that
+/// declares `fields`.
+fn decode_segment(e: &[u8], fields: &KeyFields) -> Result<SegEntry> {
+    let host = HostId::decode(&e[..HOST_ID_LEN]).ok_or_else(|| invalid("bad host"))?;
+    let mut f = [0u8; 4];
+    f.copy_from_slice(&e[HOST_ID_LEN..HOST_ID_LEN + 4]);
+    let mut l = [0u8; 8];
+    l.copy_from_slice(&e[HOST_ID_LEN + 4..]);
+    let (fd, len) = (u32::from_le_bytes(f), u64::from_le_bytes(l));
+    if fd > i32::MAX as u32 {
+        return Err(invalid(&format!("segment descriptor {fd}")));
+    }
+    if len == 0 || len > isize::MAX as u64 {
+        return Err(invalid(&format!("segment length {len}")));
+    }
+    if fields.len > len {
+        return Err(invalid(&format!(
+            "{} declared bytes in a segment of {len}",
+            fields.len
+        )));
+    }
+    Ok(SegEntry { host, fd, len })
+}
+
+/// The process that packed `rkey` and the key's decoded contents (the
+/// declared range and rights of the [`RemoteKey`] struct are not used:
+/// they are copies a caller may have changed). `InvalidParam` for a key of
+/// another memory domain or a malformed one.
+pub(crate) fn key_decode(rkey: &RemoteKey) -> Result<Decoded> {
     if rkey.md_name != MD_NAME {
         return Err(Error::InvalidParam(format!(
             "shm: remote key of memory domain {:?}",
@@ -135,6 +220,13 @@ pub(crate) fn key_owner(rkey: &RemoteKey) -> Result<(ProcessId, KeyFields)> {
         )));
     }
     decode(&rkey.packed)
+}
+
+/// The process that packed `rkey` and the registration fields it carries
+/// (see [`key_decode`]).
+pub(crate) fn key_owner(rkey: &RemoteKey) -> Result<(ProcessId, KeyFields)> {
+    let d = key_decode(rkey)?;
+    Ok((d.owner, d.fields))
 }
 
 #[cfg(test)]
@@ -149,7 +241,7 @@ mod tests {
         let h = register(buf.as_mut_ptr(), 100, rw).unwrap();
         let packed = pack(&h).unwrap();
         assert_eq!(packed.len(), 8 + PROCESS_ID_LEN + 36);
-        assert_eq!(&packed[..8], b"shm\0\x01\0\0\0");
+        assert_eq!(&packed[..8], b"shm\0\x02\0\0\0");
         assert_eq!(packed[8..20], me().unwrap().encode());
         let k = unpack(&packed).unwrap();
         assert_eq!(k.md_name, "shm");

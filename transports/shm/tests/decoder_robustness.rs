@@ -373,7 +373,7 @@ fn key() -> impl Strategy<Value = Key> {
     let edit = prop_oneof![
         (any::<u8>(), 1..=255u8).prop_map(|(a, x)| Edit::Xor(a, x)),
         (any::<u8>(), any::<u8>()).prop_map(|(a, x)| Edit::Set(a, x)),
-        (0..60u8).prop_map(Edit::Truncate),
+        (0..104u8).prop_map(Edit::Truncate),
         prop::collection::vec(any::<u8>(), 1..4).prop_map(Edit::Append),
         (
             any::<u8>(),
@@ -382,9 +382,13 @@ fn key() -> impl Strategy<Value = Key> {
             .prop_map(|(a, x)| Edit::U64(a, x)),
     ];
     prop_oneof![
-        bytes(70).prop_map(Key::Raw),
-        prop::collection::vec(any::<u8>(), 46..50).prop_map(|tail| {
-            let mut k = b"shm\0\x01\0\0\0".to_vec();
+        bytes(110).prop_map(Key::Raw),
+        prop_oneof![
+            prop::collection::vec(any::<u8>(), 46..50),
+            prop::collection::vec(any::<u8>(), 90..94)
+        ]
+        .prop_map(|tail| {
+            let mut k = rkey::HEADER.to_vec();
             k.extend(tail);
             Key::Shaped(k)
         }),
@@ -420,7 +424,26 @@ fn key_model_is_not_trivial() {
         assert!(!keys.check_real(i, &[Edit::Set(52, 16)]));
         assert!(!keys.check_real(i, &[Edit::U64(36, u64::MAX), Edit::U64(44, 1)]));
         assert!(!keys.check_real(i, &[Edit::U64(8, 0)]));
-        assert!(!keys.check_real(i, &[Edit::Set(4, 2)]));
+        assert!(!keys.check_real(i, &[Edit::Set(4, 1)]));
         assert!(!keys.check_real(i, &[Edit::Truncate(55)]));
+        assert!(!keys.check_real(i, &[Edit::Append(vec![0])]));
+    }
+    // The keys of allocations have a segment entry: descriptor, length.
+    let allocs = keys.real.len() - 2..keys.real.len();
+    for i in allocs {
+        assert_eq!(keys.real[i].0.len(), rkey::SEG_KEY_LEN);
+        assert!(!keys.check_real(i, &[Edit::Truncate(99)]));
+        assert!(!keys.check_real(i, &[Edit::Set(91, 0x80)]), "descriptor");
+        assert!(!keys.check_real(i, &[Edit::U64(92, 0)]), "empty segment");
+        assert!(
+            !keys.check_real(i, &[Edit::U64(92, u64::MAX)]),
+            "huge segment"
+        );
+        assert!(
+            !keys.check_real(i, &[Edit::U64(44, 1 << 20)]),
+            "past the segment"
+        );
+        assert!(keys.check_real(i, &[Edit::U64(44, 0)]), "a shorter range");
+        assert!(keys.check_real(i, &[Edit::Xor(56, 1)]), "another host");
     }
 }

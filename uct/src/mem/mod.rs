@@ -10,6 +10,10 @@
 //! registration (its secret, range, rights, not deregistered), so a forged,
 //! guessed or stale key gets an error, never someone else's memory.
 //!
+//! A domain may also allocate memory that peers on its host map
+//! ([`MemAllocOps`]) and map such memory of a peer from its key
+//! ([`RkeyPtrOps`]); see `alloc.rs`.
+//!
 //! [`MemoryDomain::mkey_pack`]: crate::MemoryDomain::mkey_pack
 //! [`MemoryDomain::rkey_unpack`]: crate::MemoryDomain::rkey_unpack
 
@@ -111,7 +115,9 @@ mod tests {
     }
 }
 
+mod alloc;
 mod key;
 mod table;
+pub use alloc::{MemAlloc, MemAllocOps, MemOwner, RkeyMapping, RkeyPtrOps};
 pub use key::{process_nonce, KeyLayout};
 pub use table::{KeyFields, RegTable};
