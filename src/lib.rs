@@ -1,8 +1,9 @@
 //! rucx: a unified communication framework in the style of UCX.
 //!
-//! Tag-matched messages between processes over whatever transport they
-//! share — in-process (`self`) or TCP today; shared memory and RDMA are
-//! being added. This crate is the facade: it re-exports the protocol layer
+//! Tag-matched messages and one-sided operations between processes over
+//! whatever transport they share: in-process (`self`), shared memory
+//! (`posix` and `cma`), TCP, and RDMA through the RC transport over the
+//! userspace iWARP provider (`rc_iwarp`). This crate is the facade: it re-exports the protocol layer
 //! ([`ucp`]) whose [`Context`], [`Worker`] and [`Ep`] are the API, and holds
 //! the `rucx-perftest` and `rucx-info` tools ([`perf`]).
 //!

@@ -59,8 +59,8 @@
 //!
 //! # Not yet
 //!
-//! iovec operations; non-blocking `fence` and `flush` requests (both wait,
-//! progressing the worker); memory registered with `mem_map` (rather than
+//! Non-blocking `fence` and `flush` requests (both wait, progressing the
+//! worker); memory registered with `mem_map` (rather than
 //! allocated by `mem_alloc`) is never mapped into peers.
 
 mod atomic;
