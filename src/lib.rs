@@ -1,11 +1,15 @@
 //! rucx: a unified communication framework in the style of UCX.
 //!
-//! Tag-matched messages and one-sided operations between processes over
-//! whatever transport they share: in-process (`self`), shared memory
-//! (`posix` and `cma`), TCP, and RDMA through the RC transport over the
-//! userspace iWARP provider (`rc_iwarp`). This crate is the facade: it re-exports the protocol layer
-//! ([`ucp`]) whose [`Context`], [`Worker`] and [`Ep`] are the API, and holds
-//! the `rucx-perftest` and `rucx-info` tools ([`perf`]).
+//! Tag-matched messages, one-sided operations and atomics between
+//! processes over whatever transport they share: in-process (`self`),
+//! shared memory (`posix` FIFO and `cma` zero-copy), TCP, and RDMA through
+//! the RC transport over a userspace iWARP provider (`rc_iwarp`).
+//!
+//! This crate is the facade: it holds the list of built-in transports
+//! ([`registry`]), a [`Context`] over them, and re-exports the protocol
+//! layer ([`ucp`], which depends on the transport API alone) whose
+//! [`Worker`] and [`Ep`] are the API; and the `rucx-perftest` and
+//! `rucx-info` tools ([`perf`]).
 //!
 //! ```
 //! # fn main() -> rucx::Result<()> {
@@ -28,13 +32,14 @@
 //! # Ok(()) }
 //! ```
 
+mod context;
 pub mod perf;
 
+pub use context::{config_tables, registry, Context};
 pub use rucx_ucp as ucp;
 pub use rucx_ucp::{
-    Access, AtomicOp, AtomicValue, Completion, Context, Ep, Error, Info, MemMap, Message, Op,
-    OpError, Pending, Posted, ReqId, Result, Rkey, Scope, Worker, WorkerMut, TAG_MASK_ALL,
-    TAG_MASK_ANY,
+    Access, AtomicOp, AtomicValue, Completion, Ep, Error, Info, MemMap, Message, Op, OpError,
+    Pending, Posted, ReqId, Result, Rkey, Scope, Worker, WorkerMut, TAG_MASK_ALL, TAG_MASK_ANY,
 };
 
 /// The README's examples, compiled and run as doctests.

@@ -7,7 +7,8 @@
 mod common;
 
 use common::*;
-use rucx::ucp::{Context, UcpConfig};
+use rucx::ucp::UcpConfig;
+use rucx::Context;
 use rucx::{Error, Op, Posted, ReqId, Worker, TAG_MASK_ALL};
 use std::time::{Duration, Instant};
 

@@ -25,7 +25,7 @@ const SIZE: usize = 96 * 1024;
 const TAG: u64 = 7;
 const SEED: u64 = 0x5eed;
 
-fn context() -> rucx::ucp::Context {
+fn context() -> rucx::Context {
     context_vars(&[
         ("RUCX_TLS", "shm"),
         ("RUCX_RNDV_SCHEME", "put_zcopy"),
@@ -35,7 +35,7 @@ fn context() -> rucx::ucp::Context {
 
 /// Whether the shared-memory transports can do a rendezvous by put here
 /// (CMA needs ptrace rights).
-fn cma_available(ctx: &rucx::ucp::Context) -> bool {
+fn cma_available(ctx: &rucx::Context) -> bool {
     ctx.resources().iter().any(|r| r.tl_name == "cma")
 }
 

@@ -5,7 +5,8 @@ mod common;
 
 use common::*;
 use rucx::ucp::proto::select::ProtocolId;
-use rucx::ucp::{Context, UcpConfig};
+use rucx::ucp::UcpConfig;
+use rucx::Context;
 use rucx::{Op, Posted, Worker, TAG_MASK_ALL};
 
 fn context_with(tls: &str, vars: &[(&str, &str)]) -> Context {

@@ -16,7 +16,8 @@ mod common;
 
 use common::*;
 use rucx::ucp::proto::select::{Note, ProtoClass, ProtocolId, RndvScheme, SelectionTable};
-use rucx::ucp::{Context, UcpConfig};
+use rucx::ucp::UcpConfig;
+use rucx::Context;
 use rucx::{Ep, Op, Posted, ReqId, Worker, TAG_MASK_ALL};
 use std::time::{Duration, Instant};
 

@@ -3,7 +3,7 @@
 //! `decode_atp`, ...) on arbitrary bytes.
 #![no_main]
 
-#[path = "../../ucp/tests/decoder_robustness/checks.rs"]
+#[path = "../../tests/ucp_decoder_robustness/checks.rs"]
 mod checks;
 
 libfuzzer_sys::fuzz_target!(|data: &[u8]| {

@@ -8,7 +8,7 @@
 //! fields, until the input ends.
 #![no_main]
 
-#[path = "../../ucp/tests/decoder_robustness/victim.rs"]
+#[path = "../../tests/ucp_decoder_robustness/victim.rs"]
 mod victim;
 
 use std::sync::{Mutex, OnceLock};

@@ -2,7 +2,7 @@
 //! `AtomicReq::decode`, `Reply::decode`) on arbitrary bytes.
 #![no_main]
 
-#[path = "../../ucp/tests/decoder_robustness/checks.rs"]
+#[path = "../../tests/ucp_decoder_robustness/checks.rs"]
 mod checks;
 
 libfuzzer_sys::fuzz_target!(|data: &[u8]| {

@@ -2,7 +2,7 @@
 //! re-encode to the input and decode to themselves again.
 #![no_main]
 
-#[path = "../../ucp/tests/decoder_robustness/checks.rs"]
+#[path = "../../tests/ucp_decoder_robustness/checks.rs"]
 mod checks;
 
 libfuzzer_sys::fuzz_target!(|data: &[u8]| {

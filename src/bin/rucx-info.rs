@@ -170,7 +170,7 @@ fn device_block(res: &TlResource, iface: Result<(&IfaceAttr, usize, usize), Stri
 }
 
 fn print_devices(out: &mut dyn Write) -> io::Result<()> {
-    let registry = rucx_ucp::registry();
+    let registry = rucx::registry();
     let comps: &[&'static dyn Component] = registry.components();
     let params = IfaceParams::default();
     for comp in comps {
@@ -224,7 +224,7 @@ fn print_devices(out: &mut dyn Write) -> io::Result<()> {
 
 fn print_config(out: &mut dyn Write) -> io::Result<()> {
     let lookup = |var: &str| rucx_ucp::ucs::config::env_lookup(var);
-    for table in rucx_ucp::config_tables() {
+    for table in rucx::config_tables() {
         writeln!(out, "#")?;
         writeln!(
             out,
@@ -237,7 +237,7 @@ fn print_config(out: &mut dyn Write) -> io::Result<()> {
 }
 
 fn print_version(out: &mut dyn Write) -> io::Result<()> {
-    let names: Vec<&str> = rucx_ucp::registry()
+    let names: Vec<&str> = rucx::registry()
         .components()
         .iter()
         .map(|c| c.name())

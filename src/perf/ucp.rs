@@ -35,7 +35,9 @@ pub struct UcpWorker {
 impl UcpWorker {
     /// A context from the `RUCX_*` environment and a worker on it.
     pub fn new() -> Result<UcpWorker> {
-        let ctx = Context::new().map_err(|e| PerfError::transport("create context", e))?;
+        let ctx = crate::Context::new()
+            .map_err(|e| PerfError::transport("create context", e))?
+            .into_inner();
         let worker = ctx
             .create_worker()
             .map_err(|e| PerfError::transport("create worker", e))?;

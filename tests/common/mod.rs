@@ -1,7 +1,8 @@
 //! Helpers shared by the integration tests.
 #![allow(dead_code)]
 
-use rucx::ucp::{Context, Ep, UcpConfig, Worker};
+use rucx::ucp::{Ep, UcpConfig, Worker};
+use rucx::Context;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 

@@ -68,10 +68,11 @@ impl UcpConfig {
     }
 }
 
-/// Every configuration table of rucx: global, protocol layer, transports.
-pub fn config_tables() -> Vec<&'static ConfigTable> {
+/// Every configuration table of rucx over the transports of `registry`:
+/// global, protocol layer, then each component's.
+pub fn config_tables(registry: &crate::uct::Registry) -> Vec<&'static ConfigTable> {
     let mut v = vec![&GLOBAL_TABLE, &UCP_TABLE];
-    for c in crate::transports::registry().components() {
+    for c in registry.components() {
         v.extend(c.config_tables());
     }
     v

@@ -49,22 +49,22 @@ struct Inner {
 }
 
 impl Context {
-    /// A context configured from the environment (`RUCX_*`).
-    pub fn new() -> Result<Context> {
+    /// A context over the transports of `registry`, configured from the
+    /// environment (`RUCX_*`; unknown `RUCX_` variables are reported as
+    /// warnings). The `rucx` crate's `Context::new` is this with the
+    /// built-in transports.
+    pub fn from_env(registry: &crate::uct::Registry) -> Result<Context> {
         crate::ucs::log::init();
         let config = UcpConfig::from_env()?;
-        crate::ucs::config::warn_unknown(&crate::config::config_tables());
-        Context::with_config(config)
-    }
-
-    /// A context with the given configuration.
-    pub fn with_config(config: UcpConfig) -> Result<Context> {
-        Context::with_registry(config, &crate::transports::registry())
+        crate::ucs::config::warn_unknown(&crate::config::config_tables(registry));
+        Context::with_registry(config, registry)
     }
 
     /// A context with the given configuration over the transports of
-    /// `registry` instead of the built-in ones (e.g. a virtual network for
-    /// deterministic tests, or a transport of the application's own).
+    /// `registry`: the built-in ones (the `rucx` crate's `registry()`), a
+    /// virtual network for deterministic tests, or a transport of the
+    /// application's own. The protocol layer knows no transport by name:
+    /// it uses what the registry's components open.
     pub fn with_registry(config: UcpConfig, registry: &crate::uct::Registry) -> Result<Context> {
         let mut mds = Vec::new();
         let mut resources = Vec::new();

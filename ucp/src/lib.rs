@@ -1,14 +1,23 @@
 //! rucx protocols (ucp): the API applications use.
 //!
-//! A [`Context`] finds the transports (filtered by `RUCX_TLS`); a
-//! [`Worker`] opens one iface per transport resource and drives them; an
-//! [`Ep`] connects to a remote worker's address over the best lane both
-//! share; tag-matched sends and receives move messages of any size with
-//! MPI ordering.
+//! A [`Context`] opens the transports of a [`uct::Registry`] (filtered by
+//! `RUCX_TLS`); a [`Worker`] opens one iface per transport resource and
+//! drives them; an [`Ep`] connects to a remote worker's address over the
+//! best lane both share; tag-matched sends and receives move messages of
+//! any size with MPI ordering.
+//!
+//! This crate depends on the transport API ([`uct`]) alone: it knows no
+//! transport, and uses what the registry's components provide (one-sided
+//! access to memory a peer allocated, for one, goes through the memory
+//! domains' `mem_alloc_ops` and `rkey_ptr_ops`). The `rucx` crate holds the
+//! registry of built-in transports and a `Context::new` over it. The
+//! example uses the in-process `self` transport of [`uct`]:
 //!
 //! ```
 //! # fn main() -> rucx_ucp::Result<()> {
-//! let ctx = rucx_ucp::Context::new()?;
+//! use rucx_ucp::uct::{self_tl, Registry};
+//! let registry = Registry::new().with(&self_tl::COMPONENT);
+//! let ctx = rucx_ucp::Context::from_env(&registry)?;
 //! let mut a = ctx.create_worker()?;
 //! let mut b = ctx.create_worker()?;
 //! let ep = a.connect(&b.address())?;
@@ -30,7 +39,8 @@
 //! ```
 //!
 //! # Map
-//! * `context.rs`, `config.rs`, `transports.rs`: resources and settings;
+//! * `context.rs`, `config.rs`: resources (from the registry the
+//!   application passes) and settings;
 //! * `worker/`: the worker, its progress loop, protocol state (`core`) and
 //!   the executor that carries out the protocols' commands (`exec`);
 //! * `wireup/`: worker addresses and lane selection;
@@ -43,8 +53,10 @@
 //! * `tag/`: the tag matcher (sans-IO);
 //! * `request/`: the request slab and completion reporting;
 //! * `api/`: the four tiers of operations (blocking, scoped, owned, raw);
-//! * `rma/`: one-sided operations: mapped memory, remote keys, put, get,
-//!   atomics, fence (see its documentation for how each travels).
+//! * `rma/`: one-sided operations: mapped memory (allocated by a memory
+//!   domain that can, else private), remote keys (mapped into this process
+//!   by a domain that can), put, get, atomics, fence (see its
+//!   documentation for how each travels).
 //!
 //! # What it does not do (yet)
 //! Streams and active messages for users; bandwidth-oriented protocol
@@ -59,7 +71,6 @@ pub mod proto;
 mod request;
 pub mod rma;
 pub mod tag;
-mod transports;
 pub mod wireup;
 mod worker;
 
@@ -69,7 +80,6 @@ pub use context::Context;
 pub use error::{Error, Result};
 pub use request::{Callback, Completion, Info, IoBuf, IoBufMut, Op, Posted, ReqId};
 pub use rma::{AtomicOp, AtomicValue, MemMap, Rkey};
-pub use transports::registry;
 pub use uct::Access;
 pub use worker::{Armed, RcacheMode, Worker, DROP_WRITES_TIMEOUT, MAX_SLEEP};
 

@@ -59,11 +59,16 @@ impl Worker {
             protocol: emulated,
             lane: am_lane,
         });
-        // Memory the peer allocated with mem_alloc on this host is a shared
-        // segment: every operation on it is a load, store or atomic here.
-        let shm = (0..self.core.ctx.md_count())
-            .any(|i| self.core.ctx.md(i).is_some_and(|m| m.name() == "shm"));
-        if shm {
+        // Memory the peer allocated with mem_alloc by a domain whose memory
+        // a domain here maps (a shared segment on this host): every
+        // operation on it is a load, store or atomic here.
+        let maps = (0..self.core.ctx.md_count()).any(|i| {
+            self.core
+                .ctx
+                .md(i)
+                .is_some_and(|m| m.rkey_ptr_ops().is_some())
+        });
+        if maps {
             v.push(RmaProtocol {
                 op: "all, mem_alloc",
                 protocol: "mapped segment",

@@ -2,10 +2,8 @@
 #![allow(unsafe_code)]
 
 use crate::rma::wire::KeyRef;
-use crate::uct::{process_nonce, Access, MemHandle, RegTable};
+use crate::uct::{process_nonce, Access, MemAlloc, MemHandle, RegTable};
 use crate::{Context, Error, Result};
-use rucx_shm::proc_id::{HostId, ProcessId, HOST_ID_LEN, PROCESS_ID_LEN};
-use rucx_shm::segment::{PosixConfig, Segment};
 use std::alloc::Layout;
 
 /// Registrations the protocol layer checks itself: the target side of
@@ -24,18 +22,12 @@ const MD_ACCESS: Access = Access::LOCAL_WRITE
 enum Alloc {
     /// Private memory.
     Heap { ptr: *mut u8, layout: Layout },
-    /// A shared-memory segment peers on this host map; `fd` is the
-    /// descriptor they open through `/proc`.
-    Shared { seg: Segment, fd: u32 },
+    /// Memory that memory domain `md` of the context allocated and
+    /// registered (e.g. a shared segment that peers on this host map):
+    /// its registration is the map's registration with that domain, and
+    /// dropping it ends the registration and frees the memory.
+    Md { md: usize, mem: MemAlloc },
 }
-
-/// Name of the memory domain of the shared-memory transports: a context
-/// with it allocates mapped memory in segments its peers can map.
-const SHM_MD: &str = "shm";
-
-/// Bytes of the segment entry of a packed key: host, owner process,
-/// descriptor, segment length.
-const SEG_ENTRY_LEN: usize = HOST_ID_LEN + PROCESS_ID_LEN + 4 + 8;
 
 /// A range of memory registered for one-sided access by peers: with the
 /// protocol layer (operations it executes: atomics, and put and get where
@@ -104,27 +96,26 @@ impl Context {
     /// [`Context::mem_map`] does. The memory is freed when the map is
     /// dropped.
     ///
-    /// With a shared-memory transport in the context, the memory is a
-    /// shared-memory segment: peers on this host map it when they unpack
-    /// the key and then reach it with plain loads, stores and atomic
-    /// instructions ([`Rkey::ptr`](crate::Rkey::ptr); put, get and
-    /// atomics take that way). Otherwise it is private memory.
+    /// The first memory domain of the context that allocates memory
+    /// ([`MemoryDomain::mem_alloc_ops`](crate::uct::MemoryDomain::mem_alloc_ops),
+    /// e.g. shared memory) allocates it: peers on this host map it when
+    /// they unpack the key (with a domain that maps peers' memory) and
+    /// then reach it with plain loads, stores and atomic instructions
+    /// ([`Rkey::ptr`](crate::Rkey::ptr); put, get and atomics take that
+    /// way). Without such a domain, or if it fails, it is private memory.
     pub fn mem_alloc(&self, len: usize, access: Access) -> Result<MemMap> {
         if len == 0 {
             return Err(Error::InvalidParam("mem_alloc of 0 bytes".into()));
         }
-        if self.has_md(SHM_MD) {
-            let config = PosixConfig::from_env().unwrap_or_default();
-            match Segment::create(len, &config) {
-                Ok(seg) => match seg.fd() {
-                    Some(fd) => {
-                        let ptr = seg.as_ptr().as_ptr();
-                        let alloc = Some(Alloc::Shared { seg, fd });
-                        return self.register_map(ptr, len, access, alloc);
-                    }
-                    None => tracing::debug!("mem_alloc: a created segment without descriptor"),
-                },
-                Err(e) => tracing::info!("mem_alloc: no shared segment ({e}); private memory"),
+        let allocator = (0..self.md_count())
+            .find_map(|i| Some((i, self.md(i)?.mem_alloc_ops()?, self.md(i)?.name())));
+        if let Some((md, ops, name)) = allocator {
+            match ops.mem_alloc(len, access & MD_ACCESS) {
+                Ok(mem) => {
+                    let ptr = mem.ptr();
+                    return self.register_map(ptr, len, access, Some(Alloc::Md { md, mem }));
+                }
+                Err(e) => tracing::info!("mem_alloc: not by {name} ({e}); private memory"),
             }
         }
         let layout = Layout::from_size_align(len, crate::ucs::sys::page_size())
@@ -137,10 +128,6 @@ impl Context {
             )));
         }
         self.register_map(ptr, len, access, Some(Alloc::Heap { ptr, layout }))
-    }
-
-    fn has_md(&self, name: &str) -> bool {
-        (0..self.md_count()).any(|i| self.md(i).is_some_and(|m| m.name() == name))
     }
 
     fn register_map(
@@ -159,9 +146,17 @@ impl Context {
         };
         let mut mds = Vec::new();
         let md_access = access & MD_ACCESS;
+        let allocated_by = match &alloc {
+            Some(Alloc::Md { md, mem }) => {
+                mds.push((*md, mem.memh().clone()));
+                Some(*md)
+            }
+            _ => None,
+        };
         for i in 0..self.md_count() {
             let Some(md) = self.md(i) else { continue };
-            if !md.can_register()
+            if allocated_by == Some(i)
+                || !md.can_register()
                 || md_access
                     .intersection(Access::REMOTE_READ | Access::REMOTE_WRITE)
                     .is_empty()
@@ -194,15 +189,14 @@ fn free(alloc: Option<Alloc>) {
         // SAFETY: allocated by `mem_alloc` with this layout, freed once.
         unsafe { std::alloc::dealloc(ptr, layout) };
     }
-    // A segment unmaps and closes when dropped (peers keep their
-    // mappings).
+    // Memory a domain allocated is deregistered and freed by it when
+    // dropped (peers keep their mappings).
 }
 
-/// Packed-key magic and version.
+/// Packed-key magic and version. Version 2: the domains' keys say
+/// themselves where peers map the memory; no segment entry follows them.
 const MAGIC: [u8; 4] = *b"rkey";
-const VERSION: u8 = 1;
-/// Flag (byte 6): a segment entry follows the domains' keys.
-const FLAG_SEGMENT: u8 = 1;
+const VERSION: u8 = 2;
 /// Bytes before the domains' keys.
 pub(crate) const FIXED_LEN: usize = 56;
 
@@ -232,10 +226,10 @@ impl MemMap {
         self.access
     }
 
-    /// Whether the memory is a shared-memory segment peers on this host
-    /// can map.
+    /// Whether a memory domain allocated the memory, so that peers on this
+    /// host can map it (a shared-memory segment).
     pub fn is_shared(&self) -> bool {
-        matches!(self.alloc, Some(Alloc::Shared { .. }))
+        matches!(self.alloc, Some(Alloc::Md { .. }))
     }
 
     /// Names of the memory domains that registered the range too.
@@ -340,15 +334,6 @@ impl MemMap {
             n += 1;
         }
         v[5] = n;
-        if let Some(Alloc::Shared { seg, fd }) = &self.alloc {
-            if let (Ok(host), Ok(me)) = (HostId::current(), ProcessId::current()) {
-                v[6] |= FLAG_SEGMENT;
-                v.extend_from_slice(host.as_bytes());
-                v.extend_from_slice(&me.encode());
-                v.extend_from_slice(&fd.to_le_bytes());
-                v.extend_from_slice(&(seg.len() as u64).to_le_bytes());
-            }
-        }
         Ok(v)
     }
 
@@ -367,7 +352,15 @@ impl MemMap {
         if let Err(e) = RMA_REGS.deregister(&self.am) {
             first = Err(Error::InvalidParam(e.to_string()));
         }
+        let allocated_by = match &self.alloc {
+            Some(Alloc::Md { md, .. }) => Some(*md),
+            _ => None,
+        };
         for (i, h) in std::mem::take(&mut self.mds) {
+            // The allocating domain's registration ends with the memory.
+            if allocated_by == Some(i) {
+                continue;
+            }
             if let Some(md) = self.ctx.md(i) {
                 if let Err(e) = md.mem_dereg(&h) {
                     if first.is_ok() {
@@ -398,17 +391,6 @@ pub(crate) struct PackedKey<'a> {
     pub(crate) access: Access,
     /// (domain name as the owner names it, its packed key)
     pub(crate) mds: Vec<(&'a str, &'a [u8])>,
-    /// The shared-memory segment holding the memory, if any.
-    pub(crate) seg: Option<SegEntry>,
-}
-
-/// Where peers on the owner's host can map the memory.
-#[derive(Debug, Clone)]
-pub(crate) struct SegEntry {
-    pub(crate) host: HostId,
-    pub(crate) owner: ProcessId,
-    pub(crate) fd: u32,
-    pub(crate) len: u64,
 }
 
 fn invalid(what: &str) -> Error {
@@ -423,7 +405,7 @@ pub(crate) fn decode_packed(b: &[u8]) -> Result<PackedKey<'_>> {
     if b[0..4] != MAGIC || b[4] != VERSION {
         return Err(invalid("not a rucx key of this version"));
     }
-    if b[6] & !FLAG_SEGMENT != 0 || b[7] != 0 || b[52..56] != [0; 4] {
+    if b[6] != 0 || b[7] != 0 || b[52..56] != [0; 4] {
         return Err(invalid("reserved bytes are not zero"));
     }
     let u64_at = |at: usize| {
@@ -466,27 +448,6 @@ pub(crate) fn decode_packed(b: &[u8]) -> Result<PackedKey<'_>> {
         at += 2 + kl;
         mds.push((name, packed));
     }
-    let seg = if b[6] & FLAG_SEGMENT != 0 {
-        let e = b
-            .get(at..at + SEG_ENTRY_LEN)
-            .ok_or_else(|| invalid("truncated segment entry"))?;
-        at += SEG_ENTRY_LEN;
-        let host = HostId::decode(&e[..HOST_ID_LEN]).ok_or_else(|| invalid("bad host"))?;
-        let p = &e[HOST_ID_LEN..];
-        let owner = ProcessId::decode(&p[..PROCESS_ID_LEN]).ok_or_else(|| invalid("bad owner"))?;
-        let mut f = [0u8; 4];
-        f.copy_from_slice(&p[PROCESS_ID_LEN..PROCESS_ID_LEN + 4]);
-        let mut l = [0u8; 8];
-        l.copy_from_slice(&p[PROCESS_ID_LEN + 4..PROCESS_ID_LEN + 12]);
-        Some(SegEntry {
-            host,
-            owner,
-            fd: u32::from_le_bytes(f),
-            len: u64::from_le_bytes(l),
-        })
-    } else {
-        None
-    };
     if at != b.len() {
         return Err(invalid("trailing bytes"));
     }
@@ -496,6 +457,5 @@ pub(crate) fn decode_packed(b: &[u8]) -> Result<PackedKey<'_>> {
         len,
         access,
         mds,
-        seg,
     })
 }

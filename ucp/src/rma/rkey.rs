@@ -1,9 +1,9 @@
 //! Remote keys unpacked on an endpoint.
 
-use super::mem::{decode_packed, SegEntry};
+use super::mem::{decode_packed, PackedKey};
 use super::wire::KeyRef;
 use crate::ucs::slab::SlabId;
-use crate::uct::{Access, RemoteKey};
+use crate::uct::{Access, RemoteKey, RkeyMapping};
 use crate::{Ep, Error, Result, Worker};
 use std::sync::Arc;
 
@@ -24,35 +24,9 @@ pub struct Rkey {
     /// Per lane of the endpoint: the key of that lane's memory domain, if
     /// the peer's map was registered with it.
     pub(crate) lanes: Vec<Option<RemoteKey>>,
-    /// The peer's shared-memory segment, mapped here.
-    pub(crate) mapped: Option<Arc<Mapped>>,
-}
-
-/// A peer's segment mapped into this process.
-#[derive(Debug)]
-pub(crate) struct Mapped {
-    seg: rucx_shm::segment::Segment,
-    /// The peer's address of the segment's first byte.
-    base: u64,
-}
-
-impl Mapped {
-    /// Maps the segment of `e` whose first byte the owner sees at `base`,
-    /// if it is on this host.
-    fn attach(e: &SegEntry, base: u64) -> Option<Mapped> {
-        let here = rucx_shm::proc_id::HostId::current().ok()?;
-        if here.as_bytes() != e.host.as_bytes() {
-            return None;
-        }
-        let len = usize::try_from(e.len).ok()?;
-        match rucx_shm::segment::Segment::attach(e.owner, e.fd, len) {
-            Ok(seg) => Some(Mapped { seg, base }),
-            Err(err) => {
-                tracing::debug!("rkey_unpack: the peer's segment is not mappable: {err}");
-                None
-            }
-        }
-    }
+    /// The peer's memory, mapped here by a memory domain of the context
+    /// (a shared segment on this host).
+    pub(crate) mapped: Option<Arc<RkeyMapping>>,
 }
 
 impl Rkey {
@@ -78,9 +52,10 @@ impl Rkey {
 
     /// A pointer to `remote_addr` of the peer's memory in this process
     /// (UCX's `ucp_rkey_ptr`): only for memory the peer allocated with
-    /// [`crate::Context::mem_alloc`] on this host with a shared-memory
-    /// transport, [`Error::Unsupported`] otherwise; `remote_addr` must lie
-    /// in the key's range.
+    /// [`crate::Context::mem_alloc`] by a memory domain that allocates
+    /// memory peers map (shared memory on this host), and a domain of this
+    /// context mapped it; [`Error::Unsupported`] otherwise.
+    /// `remote_addr` must lie in the key's range.
     ///
     /// The memory is shared with the peer (and others who map it): read
     /// and write it through raw pointers or atomics, never through Rust
@@ -105,12 +80,7 @@ impl Rkey {
         if remote_addr < self.addr || end > self.addr + self.len {
             return None;
         }
-        let off = usize::try_from(remote_addr.checked_sub(m.base)?).ok()?;
-        if off.checked_add(len)? > m.seg.len() || off >= m.seg.len() {
-            return None;
-        }
-        // `off < seg.len()`: inside the mapping.
-        Some(m.seg.as_ptr().as_ptr().wrapping_add(off))
+        m.local_ptr(remote_addr, len)
     }
 
     /// Checks an access of `len` bytes at `addr` with right `need` against
@@ -178,14 +148,7 @@ impl Worker {
                 }
             })
             .collect();
-        // Map the peer's segment only where this context may use shared
-        // memory at all.
-        let shm = (0..self.core.ctx.md_count())
-            .any(|i| self.core.ctx.md(i).is_some_and(|m| m.name() == "shm"));
-        let mapped = match &p.seg {
-            Some(e) if shm => Mapped::attach(e, p.addr).map(Arc::new),
-            _ => None,
-        };
+        let mapped = self.rkey_map(&p);
         Ok(Rkey {
             ep: ep.0,
             key: p.key,
@@ -194,6 +157,34 @@ impl Worker {
             access: p.access,
             lanes,
             mapped,
+        })
+    }
+
+    /// The peer's memory mapped into this process by the first memory
+    /// domain of the context that maps peers' memory
+    /// ([`MemoryDomain::rkey_ptr_ops`](crate::uct::MemoryDomain::rkey_ptr_ops))
+    /// and unpacks the key's entry of a domain of its own name, whichever
+    /// lanes the endpoint has; `None` if no domain can.
+    fn rkey_map(&self, p: &PackedKey<'_>) -> Option<Arc<RkeyMapping>> {
+        let ctx = &self.core.ctx;
+        (0..ctx.md_count()).find_map(|i| {
+            let md = ctx.md(i)?;
+            let ops = md.rkey_ptr_ops()?;
+            let (_, bytes) = p.mds.iter().find(|(name, _)| *name == md.name())?;
+            let key = md
+                .rkey_unpack(bytes)
+                .map_err(|e| tracing::debug!("rkey_unpack: {}: {e}", md.name()))
+                .ok()?;
+            match ops.rkey_ptr(&key) {
+                Ok(m) => m,
+                Err(e) => {
+                    tracing::debug!(
+                        "rkey_unpack: {} cannot map the peer's memory: {e}",
+                        md.name()
+                    );
+                    None
+                }
+            }
         })
     }
 }

@@ -7,9 +7,9 @@
 //! The fuzz targets `ucp_eager_headers`, `ucp_worker_address` and
 //! `ucp_eager_rx` check the same properties.
 
-#[path = "decoder_robustness/checks.rs"]
+#[path = "ucp_decoder_robustness/checks.rs"]
 mod checks;
-#[path = "decoder_robustness/victim.rs"]
+#[path = "ucp_decoder_robustness/victim.rs"]
 mod victim;
 
 use std::cell::RefCell;

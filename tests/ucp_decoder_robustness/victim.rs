@@ -124,7 +124,9 @@ pub(crate) fn tcp_context() -> Context {
         _ => None,
     })
     .expect("config");
-    Context::with_config(cfg).expect("tcp context on lo")
+    rucx::Context::with_config(cfg)
+        .expect("tcp context on lo")
+        .into_inner()
 }
 
 /// The TCP listening address in a worker address.
