@@ -106,11 +106,24 @@ impl IovMut {
 // SAFETY: as for `Iov`.
 unsafe impl Send for IovMut {}
 
-/// The ranges of `iov` as [`Iov`]s, for a transport's own walks over
-/// ranges (lengths, registrations); written through only where the
-/// operation's contract allows it.
-pub fn iovs_of(iov: &[IovMut]) -> Vec<Iov> {
-    iov.iter().map(|v| v.as_iov()).collect()
+/// Runs `f` with the ranges of `iov` as [`Iov`]s, for a transport's own
+/// walks over ranges (lengths, registrations); written through only where
+/// the operation's contract allows it. Up to 16 ranges need no allocation.
+pub fn with_iovs<R>(iov: &[IovMut], f: impl FnOnce(&[Iov]) -> R) -> R {
+    const ON_STACK: usize = 16;
+    if iov.len() <= ON_STACK {
+        let mut a = [Iov {
+            ptr: std::ptr::null(),
+            len: 0,
+        }; ON_STACK];
+        for (d, s) in a.iter_mut().zip(iov) {
+            *d = s.as_iov();
+        }
+        f(&a[..iov.len()])
+    } else {
+        let v: Vec<Iov> = iov.iter().map(|v| v.as_iov()).collect();
+        f(&v)
+    }
 }
 
 bitflags::bitflags! {

@@ -59,7 +59,7 @@ pub mod virt;
 pub use component::{Component, DeviceType, IfaceParams, MemoryDomain, TlResource};
 pub use ep_table::EpTable;
 pub use iface::{
-    iovs_of, AmDest, AmId, AmSink, Armed, Caps, ConnectMode, EpId, Iface, IfaceAttr, IfaceInfo,
+    with_iovs, AmDest, AmId, AmSink, Armed, Caps, ConnectMode, EpId, Iface, IfaceAttr, IfaceInfo,
     Iov, IovMut, Posted, SrcId, Token, AM_HEAD_MIN, AM_ID_MAX,
 };
 pub use mem::{

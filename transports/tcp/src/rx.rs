@@ -293,7 +293,8 @@ impl RxState {
         let Some(dest) = sink.am_begin(id, src, &self.buf[at..self.end], len) else {
             return false;
         };
-        let hdr = dest.hdr().min(here);
+        // A sink cannot make the iface skip past the message.
+        let hdr = dest.hdr().min(here).min(len);
         self.start = at + hdr;
         self.announced = true;
         self.am = Some(AmRx::new(dest, len - hdr));

@@ -116,7 +116,7 @@ impl Worker {
         rkey: &Rkey,
         op: Op,
     ) -> Result<Posted<()>> {
-        let segs = iov_segs(&crate::uct::iovs_of(iov))?;
+        let segs = crate::uct::with_iovs(iov, iov_segs)?;
         rkey.check(ep, remote_addr, total(&segs), Access::REMOTE_READ)?;
         self.rma_start(ep, Dir::Get, &segs, remote_addr, rkey, op)
     }

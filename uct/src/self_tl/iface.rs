@@ -314,13 +314,14 @@ impl Iface for SelfIface {
         rkey: &RemoteKey,
         _token: Token,
     ) -> Result<Posted> {
-        let iov = &crate::iovs_of(iov)[..];
-        self.check_live(ep)?;
-        // SAFETY: the caller of `get_zcopy` keeps each range valid for
-        // writes, and untouched by others, until the operation completes,
-        // which is before this returns.
-        unsafe { super::rma::get(iov, remote_addr, rkey) }?;
-        Ok(Posted::Done)
+        crate::with_iovs(iov, |iov| {
+            self.check_live(ep)?;
+            // SAFETY: the caller of `get_zcopy` keeps each range valid for
+            // writes, and untouched by others, until the operation completes,
+            // which is before this returns.
+            unsafe { super::rma::get(iov, remote_addr, rkey) }?;
+            Ok(Posted::Done)
+        })
     }
 
     fn pending_add(&mut self, ep: EpId, token: Token) -> Result<()> {

@@ -311,17 +311,18 @@ impl Iface for VirtIface {
         rkey: &RemoteKey,
         token: Token,
     ) -> Result<Posted> {
-        let iov = &crate::iovs_of(iov)[..];
-        let (len, key) = self.rma_check(Op::Get, iov, rkey)?;
-        let req = RmaPost {
-            key,
-            addr: remote_addr,
-            len,
-            token,
-        };
-        // The ranges are written later, under the caller's promise that
-        // they stay valid and unshared until the completion.
-        self.net.lock().get(self.node, ep, req, iov.to_vec())
+        crate::with_iovs(iov, |iov| {
+            let (len, key) = self.rma_check(Op::Get, iov, rkey)?;
+            let req = RmaPost {
+                key,
+                addr: remote_addr,
+                len,
+                token,
+            };
+            // The ranges are written later, under the caller's promise that
+            // they stay valid and unshared until the completion.
+            self.net.lock().get(self.node, ep, req, iov.to_vec())
+        })
     }
 
     fn pending_add(&mut self, ep: EpId, token: Token) -> Result<()> {

@@ -483,60 +483,61 @@ impl Iface for RcIface {
         rkey: &RemoteKey,
         token: Token,
     ) -> Result<Posted> {
-        let iov = &uct::iovs_of(iov)[..];
-        let max = self.info.attr.max_get_zcopy;
-        let (stag, _) = self.check_remote(rkey, remote_addr, iov, Access::REMOTE_READ, max)?;
-        let n = iov.iter().filter(|v| v.len > 0).count() as u32;
-        if n == 0 {
-            return Ok(Posted::Done);
-        }
-        let Some(qp) = self.send_slot(ep, false, n)? else {
-            return Ok(Posted::NoResource);
-        };
-        let group = self.new_group(token, n);
-        let mut at = remote_addr;
-        for (posted, v) in iov.iter().filter(|v| v.len > 0).enumerate() {
-            let posted = posted as u32;
-            // iWARP: a READ's sink is written by the peer's Read Response,
-            // so it is registered with remote write rights, for this READ
-            // only.
-            let access = Access::LOCAL_WRITE | Access::REMOTE_WRITE;
-            let step = self.local_sge(v.ptr, v.len, access).and_then(|(sge, mr)| {
-                let wr = SendWr {
-                    wr_id: 0,
-                    op: SendOp::Read {
-                        remote_addr: at,
-                        rkey: stag,
-                    },
-                    sges: &[sge],
-                    flags: SendFlags::SIGNALED,
-                };
-                let op = Op {
-                    qp,
-                    ep: Some(ep),
-                    switch: false,
-                    buf: None,
-                    mr,
-                    group: Some(group),
-                };
-                // SAFETY: the sink stays valid until completion (caller's
-                // contract).
-                unsafe { self.post_op(qp, wr, op, false) }
-            });
-            if let Err(e) = step {
-                if posted == 0 {
-                    self.groups.remove(group);
-                } else if let Some(g) = self.groups.get_mut(group) {
-                    // The READs already posted complete into a group whose
-                    // caller was told of the failure: nobody is told again.
-                    g.left = posted;
-                    g.silent = true;
-                }
-                return Err(e);
+        uct::with_iovs(iov, |iov| {
+            let max = self.info.attr.max_get_zcopy;
+            let (stag, _) = self.check_remote(rkey, remote_addr, iov, Access::REMOTE_READ, max)?;
+            let n = iov.iter().filter(|v| v.len > 0).count() as u32;
+            if n == 0 {
+                return Ok(Posted::Done);
             }
-            at += v.len as u64;
-        }
-        Ok(Posted::InFlight)
+            let Some(qp) = self.send_slot(ep, false, n)? else {
+                return Ok(Posted::NoResource);
+            };
+            let group = self.new_group(token, n);
+            let mut at = remote_addr;
+            for (posted, v) in iov.iter().filter(|v| v.len > 0).enumerate() {
+                let posted = posted as u32;
+                // iWARP: a READ's sink is written by the peer's Read Response,
+                // so it is registered with remote write rights, for this READ
+                // only.
+                let access = Access::LOCAL_WRITE | Access::REMOTE_WRITE;
+                let step = self.local_sge(v.ptr, v.len, access).and_then(|(sge, mr)| {
+                    let wr = SendWr {
+                        wr_id: 0,
+                        op: SendOp::Read {
+                            remote_addr: at,
+                            rkey: stag,
+                        },
+                        sges: &[sge],
+                        flags: SendFlags::SIGNALED,
+                    };
+                    let op = Op {
+                        qp,
+                        ep: Some(ep),
+                        switch: false,
+                        buf: None,
+                        mr,
+                        group: Some(group),
+                    };
+                    // SAFETY: the sink stays valid until completion (caller's
+                    // contract).
+                    unsafe { self.post_op(qp, wr, op, false) }
+                });
+                if let Err(e) = step {
+                    if posted == 0 {
+                        self.groups.remove(group);
+                    } else if let Some(g) = self.groups.get_mut(group) {
+                        // The READs already posted complete into a group whose
+                        // caller was told of the failure: nobody is told again.
+                        g.left = posted;
+                        g.silent = true;
+                    }
+                    return Err(e);
+                }
+                at += v.len as u64;
+            }
+            Ok(Posted::InFlight)
+        })
     }
 
     fn pending_add(&mut self, ep: EpId, token: Token) -> Result<()> {

@@ -299,11 +299,12 @@ impl Iface for CmaIface {
         rkey: &RemoteKey,
         _token: Token,
     ) -> Result<Posted> {
-        let iov = &uct::iovs_of(iov)[..];
-        // SAFETY: the caller keeps the ranges of `iov` valid for writes,
-        // and untouched, until the operation completes, which is before
-        // this returns.
-        unsafe { self.rma(ep, Dir::Read, iov, remote_addr, rkey) }
+        uct::with_iovs(iov, |iov| {
+            // SAFETY: the caller keeps the ranges of `iov` valid for writes,
+            // and untouched, until the operation completes, which is before
+            // this returns.
+            unsafe { self.rma(ep, Dir::Read, iov, remote_addr, rkey) }
+        })
     }
 
     /// Operations never run out of resources, so `token` comes back on the
