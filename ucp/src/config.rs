@@ -42,7 +42,7 @@ crate::ucs::config_table! {
         PROTO_INFO proto_info: bool = "n",
         /// Registration cache for rendezvous buffers: `auto` (for memory
         /// domains whose registration is costly), `yes`, or `no`.
-        RCACHE_ENABLE rcache_enable: crate::worker::RcacheMode = "auto",
+        RCACHE_ENABLE rcache_enable: crate::reg::RcacheMode = "auto",
         /// Most bytes the registration cache keeps registered (`inf`: no
         /// limit).
         RCACHE_MAX_SIZE rcache_max_size: MemUnits = "inf",

@@ -43,7 +43,7 @@ struct Inner {
     /// Per memory domain: rendezvous registrations go through `regs`.
     cached_mds: Vec<bool>,
     /// Registration caches of rendezvous buffers, shared by the workers.
-    regs: parking_lot::Mutex<crate::worker::RegCaches>,
+    regs: parking_lot::Mutex<crate::reg::RegCaches>,
     /// (memory domain index, resource)
     resources: Vec<(usize, TlResource)>,
 }
@@ -108,11 +108,11 @@ impl Context {
                 crate::ucs::config::ConfigValue::to_text(&config.net_devices),
             )));
         }
-        let regs = parking_lot::Mutex::new(crate::worker::RegCaches::new(&config));
+        let regs = parking_lot::Mutex::new(crate::reg::RegCaches::new(&config));
         let cached_mds = mds
             .iter()
             .map(|m: &Arc<dyn MemoryDomain>| {
-                crate::worker::caches_md(config.rcache_enable, m.as_ref())
+                crate::reg::caches_md(config.rcache_enable, m.as_ref())
             })
             .collect();
         Ok(Context {
@@ -175,7 +175,7 @@ impl Context {
     }
 
     /// The registration caches.
-    pub(crate) fn regs(&self) -> parking_lot::MutexGuard<'_, crate::worker::RegCaches> {
+    pub(crate) fn regs(&self) -> parking_lot::MutexGuard<'_, crate::reg::RegCaches> {
         self.inner.regs.lock()
     }
 

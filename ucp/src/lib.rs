@@ -68,6 +68,7 @@ mod config;
 mod context;
 mod error;
 pub mod proto;
+mod reg;
 mod request;
 pub mod rma;
 pub mod tag;
@@ -78,10 +79,11 @@ pub use api::{Message, OpError, Pending, Scope, WorkerMut};
 pub use config::{config_tables, UcpConfig, UCP_TABLE};
 pub use context::Context;
 pub use error::{Error, Result};
+pub use reg::RcacheMode;
 pub use request::{Callback, Completion, Info, IoBuf, IoBufMut, Op, Posted, ReqId};
 pub use rma::{AtomicOp, AtomicValue, MemMap, Rkey};
 pub use uct::Access;
-pub use worker::{Armed, RcacheMode, Worker, DROP_WRITES_TIMEOUT, MAX_SLEEP};
+pub use worker::{Armed, Worker, DROP_WRITES_TIMEOUT, MAX_SLEEP};
 
 /// The crate `rucx-uct`.
 pub use rucx_uct as uct;

@@ -8,11 +8,11 @@
 //! iface returns. Commands recorded while carrying one out join the end of
 //! the queue and run in the same pass.
 
+use crate::proto::core::{AckTo, PutOffer, RemoteBuf};
 use crate::ucs;
 use crate::ucs::slab::SlabId;
 use crate::uct::{EpId, SrcId};
 use crate::wireup::address::WorkerAddress;
-use crate::worker::core::{AckTo, PutOffer, RemoteBuf};
 
 /// One piece of deferred protocol work.
 #[derive(Debug)]

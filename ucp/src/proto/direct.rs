@@ -14,10 +14,10 @@
 //! it is handled, or refused, as always.
 
 use super::wire::{AM_EAGER_ONLY, AM_RNDV_DATA, ONLY_HDR};
+use crate::proto::core::Core;
 use crate::ucs;
 use crate::ucs::slab::SlabId;
 use crate::uct::{AmDest, AmId, SrcId, Token};
-use crate::worker::core::Core;
 use crate::Error;
 
 /// Header of rendezvous data: receive request, offset.

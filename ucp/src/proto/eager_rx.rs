@@ -16,6 +16,7 @@ use super::wire::{
 };
 use super::FragKey;
 use crate::proto::command::Command;
+use crate::proto::core::{AckTo, Core, FragTarget, Unexp};
 use crate::request::buf::RecvBuf;
 use crate::request::{Info, Kind, Notify, Op, RecvState, Request};
 use crate::tag::PostOutcome;
@@ -23,7 +24,6 @@ use crate::ucs::slab::SlabId;
 use crate::ucs::PeerMisbehaved;
 use crate::uct::{AmId, SrcId};
 use crate::wireup::address::WorkerAddress;
-use crate::worker::core::{AckTo, Core, FragTarget, Unexp};
 use crate::{ucs, Error, Result};
 
 /// Outcome of posting a receive.

@@ -7,6 +7,7 @@
 //! resuming when it reports the endpoint ready. Sends on one endpoint leave
 //! in posting order: once one waits, later ones queue behind it.
 
+use super::lanes::Lanes;
 use super::select::ProtocolId;
 use super::wire::{
     FirstHdr, MiddleHdr, AM_EAGER_FIRST, AM_EAGER_MIDDLE, AM_EAGER_ONLY, AM_EAGER_SYNC_FIRST,
@@ -14,14 +15,15 @@ use super::wire::{
     SYNC_FIRST_HDR, SYNC_ONLY_HDR,
 };
 use crate::proto::command::Command;
+use crate::proto::core::{Core, EpConfig};
 use crate::request::buf::SendBuf;
 use crate::request::{
-    AmPhase, GetPhase, Info, Kind, Op, PutPhase, Request, RndvPhase, SendState, SyncState,
+    AmPhase, CtrlState, GetPhase, Info, Kind, Op, PutPhase, Request, RndvPhase, SendState,
+    SyncState,
 };
 use crate::ucs::slab::SlabId;
 use crate::uct::Access;
-use crate::uct::{Iface, Iov, Posted, Token};
-use crate::worker::core::{Core, EpConfig};
+use crate::uct::{AmId, Iov, Posted, Token};
 use crate::{Error, Result};
 
 /// How far a send got.
@@ -139,19 +141,18 @@ impl Plan {
 }
 
 fn send_single(
-    iface: &mut dyn Iface,
-    uct_ep: crate::uct::EpId,
+    tx: &mut dyn Lanes,
+    (ifi, uct_ep): (usize, crate::uct::EpId),
     cfg: &EpConfig,
     short: bool,
     tag: u64,
     data: &[u8],
 ) -> crate::ucs::Result<Posted> {
     if short && data.len() <= cfg.max_short {
-        iface.am_short(uct_ep, AM_EAGER_ONLY, tag, data)
+        tx.am_short(ifi, uct_ep, AM_EAGER_ONLY, tag, data)
     } else {
         let t = tag.to_le_bytes();
-        iface
-            .am_bcopy(uct_ep, AM_EAGER_ONLY, &[&t, data])
+        tx.am_bcopy(ifi, uct_ep, AM_EAGER_ONLY, &[&t, data])
             .map(|(p, _)| p)
     }
 }
@@ -172,7 +173,7 @@ impl Core {
     /// Starts a tag send of `buf` on endpoint `ep`.
     pub(crate) fn send_start(
         &mut self,
-        ifaces: &mut [Box<dyn Iface>],
+        tx: &mut dyn Lanes,
         ep: SlabId,
         buf: SendBuf,
         tag: u64,
@@ -186,7 +187,7 @@ impl Core {
         let len = buf.len();
         if len < st.short_end && !sync && st.failed.is_none() && st.queue.is_empty() {
             // Fast path: eager short, nothing queued ahead of it.
-            let r = ifaces[st.iface].am_short(st.uct_ep, AM_EAGER_ONLY, tag, buf.slice(0, len));
+            let r = tx.am_short(st.iface, st.uct_ep, AM_EAGER_ONLY, tag, buf.slice(0, len));
             if let Some(done) = single_outcome(r, Info { tag, length: len }) {
                 return done;
             }
@@ -207,8 +208,7 @@ impl Core {
             true,
         ) = (plan, sync, st.queue.is_empty())
         {
-            let iface = ifaces[iface_idx].as_mut();
-            let r = send_single(iface, uct_ep, &cfg, short, tag, buf.slice(0, len));
+            let r = send_single(tx, (iface_idx, uct_ep), &cfg, short, tag, buf.slice(0, len));
             if let Some(done) = single_outcome(r, Info { tag, length: len }) {
                 return done;
             }
@@ -246,7 +246,7 @@ impl Core {
             s.queue.push_back(id);
         }
         if !queued {
-            self.resume_ep(ifaces, ep);
+            self.resume_ep(tx, ep);
         }
         if self.reqs.get(id).is_some_and(|r| r.result.is_none()) {
             return Ok(Started::InFlight(id));
@@ -261,7 +261,7 @@ impl Core {
 
     /// Sends what the endpoint's queue holds until the transport refuses.
     /// Returns the number of sends that left the queue.
-    pub(crate) fn resume_ep(&mut self, ifaces: &mut [Box<dyn Iface>], ep: SlabId) -> usize {
+    pub(crate) fn resume_ep(&mut self, tx: &mut dyn Lanes, ep: SlabId) -> usize {
         let mut n = 0;
         loop {
             let Some(st) = self.eps.get(ep) else {
@@ -270,7 +270,7 @@ impl Core {
             let Some(&id) = st.queue.front() else {
                 return n;
             };
-            match self.push_send(ifaces, id) {
+            match self.push_send(tx, id) {
                 Step::Handed | Step::Failed => {
                     if let Some(st) = self.eps.get_mut(ep) {
                         st.queue.pop_front();
@@ -278,7 +278,7 @@ impl Core {
                     n += 1;
                 }
                 Step::Blocked => {
-                    self.wait_for_room(ifaces, ep);
+                    self.wait_for_room(tx, ep);
                     return n;
                 }
                 Step::Waiting => return n,
@@ -286,21 +286,21 @@ impl Core {
         }
     }
 
-    fn wait_for_room(&mut self, ifaces: &mut [Box<dyn Iface>], ep: SlabId) {
+    fn wait_for_room(&mut self, tx: &mut dyn Lanes, ep: SlabId) {
         let Some(st) = self.eps.get_mut(ep) else {
             return;
         };
         if st.waiting {
             return;
         }
-        match ifaces[st.iface].pending_add(st.uct_ep, Token(ep.to_u64())) {
+        match tx.pending_add(st.iface, st.uct_ep, Token(ep.to_u64())) {
             Ok(()) => st.waiting = true,
             Err(e) => self.fail_ep(ep, Error::endpoint(e)),
         }
     }
 
     /// Hands as much of send `id` to the transport as it takes.
-    fn push_send(&mut self, ifaces: &mut [Box<dyn Iface>], id: SlabId) -> Step {
+    fn push_send(&mut self, tx: &mut dyn Lanes, id: SlabId) -> Step {
         let (ep, tag, buf, msg_id, mut offset, sync, zcopy, rndv) =
             match self.reqs.get(id).map(|r| &r.kind) {
                 Some(Kind::Send(s)) => (
@@ -313,14 +313,14 @@ impl Core {
                     s.zcopy,
                     s.rndv,
                 ),
-                Some(Kind::Ctrl(_)) => return self.push_ctrl(ifaces, id),
+                Some(Kind::Ctrl(_)) => return self.push_ctrl(tx, id),
                 _ => return Step::Failed,
             };
         let Some(st) = self.eps.get(ep) else {
             self.fail_send(id, Error::InvalidHandle);
             return Step::Failed;
         };
-        let (iface, uct_ep, cfg) = (ifaces[st.iface].as_mut(), st.uct_ep, st.cfg);
+        let (ifi, uct_ep, cfg) = (st.iface, st.uct_ep, st.cfg);
         let sreq = sync.then_some(id.to_u64());
         let rreq = match rndv {
             RndvPhase::No => None,
@@ -336,7 +336,7 @@ impl Core {
                     id.to_u64().to_le_bytes(),
                     len.to_le_bytes(),
                 );
-                return match iface.am_bcopy(uct_ep, am_id, &[&t, &r, &l]) {
+                return match tx.am_bcopy(ifi, uct_ep, am_id, &[&t, &r, &l]) {
                     Ok((Posted::NoResource, _)) => Step::Blocked,
                     Ok(_) => {
                         if let Some(Request {
@@ -356,8 +356,8 @@ impl Core {
                 };
             }
             RndvPhase::Am(AmPhase::Data { rreq }) => Some(rreq),
-            RndvPhase::Get(GetPhase::Rts) => return self.push_rts_get(ifaces, id),
-            p if p.writing() => return self.push_put(ifaces, id),
+            RndvPhase::Get(GetPhase::Rts) => return self.push_rts_get(tx, id),
+            p if p.writing() => return self.push_put(tx, id),
             // Waiting for the receiver, or for the ATP to go out.
             _ => return Step::Handed,
         };
@@ -381,19 +381,18 @@ impl Core {
                 // valid until this request completes, which waits for the
                 // zero-copy completion.
                 #[allow(unsafe_code)]
-                let r = unsafe { iface.am_zcopy(uct_ep, am_id, hdr, &iov, Token(id.to_u64())) };
+                let r = unsafe { tx.am_zcopy(ifi, uct_ep, am_id, hdr, &iov, Token(id.to_u64())) };
                 if matches!(r, Ok(Posted::InFlight)) {
                     inflight += 1;
                 }
                 r
             } else if sreq.is_some() {
-                iface
-                    .am_bcopy(uct_ep, am_id, &[hdr, buf.slice(0, len)])
+                tx.am_bcopy(ifi, uct_ep, am_id, &[hdr, buf.slice(0, len)])
                     .map(|(p, _)| p)
             } else {
                 send_single(
-                    iface,
-                    uct_ep,
+                    tx,
+                    (ifi, uct_ep),
                     &cfg,
                     len <= cfg.max_short,
                     tag,
@@ -445,12 +444,13 @@ impl Core {
                     // request completes only after this fragment's
                     // completion (zcopy_inflight counts it).
                     #[allow(unsafe_code)]
-                    let r = unsafe { iface.am_zcopy(uct_ep, am_id, hdr, &iov, Token(id.to_u64())) };
+                    let r =
+                        unsafe { tx.am_zcopy(ifi, uct_ep, am_id, hdr, &iov, Token(id.to_u64())) };
                     (frag, r)
                 } else {
                     let frag = remaining.min(cfg.max_bcopy - hdr.len());
-                    let r = iface
-                        .am_bcopy(uct_ep, am_id, &[hdr, buf.slice(offset, frag)])
+                    let r = tx
+                        .am_bcopy(ifi, uct_ep, am_id, &[hdr, buf.slice(offset, frag)])
                         .map(|(p, _)| p);
                     (frag, r)
                 };
@@ -491,7 +491,7 @@ impl Core {
     }
 
     /// Registers the buffer of send `id` and offers it to the receiver.
-    fn push_rts_get(&mut self, ifaces: &mut [Box<dyn Iface>], id: SlabId) -> Step {
+    fn push_rts_get(&mut self, tx: &mut dyn Lanes, id: SlabId) -> Step {
         let Some(Request {
             kind: Kind::Send(s),
             ..
@@ -565,7 +565,7 @@ impl Core {
             (buf.len() as u64).to_le_bytes(),
             (buf.ptr_at(0) as u64).to_le_bytes(),
         );
-        match ifaces[ifi].am_bcopy(uct_ep, AM_RNDV_RTS_GET, &[&t, &r, &l, &a, &packed]) {
+        match tx.am_bcopy(ifi, uct_ep, AM_RNDV_RTS_GET, &[&t, &r, &l, &a, &packed]) {
             Ok((Posted::NoResource, _)) => Step::Blocked,
             Ok(_) => {
                 if let Some(Request {
@@ -584,8 +584,28 @@ impl Core {
         }
     }
 
+    /// Queues a protocol message on endpoint `ep`, behind earlier sends.
+    pub(crate) fn send_ctrl(&mut self, tx: &mut dyn Lanes, ep: SlabId, am_id: AmId, data: Vec<u8>) {
+        let Some(st) = self.eps.get_mut(ep) else {
+            return;
+        };
+        if st.failed.is_some() {
+            return;
+        }
+        let mut req = Request::new(Kind::Ctrl(CtrlState { ep, am_id, data }), Op::new());
+        req.detached = true;
+        let id = self.reqs.insert(req);
+        let idle = self.eps.get(ep).is_some_and(|s| s.queue.is_empty());
+        if let Some(st) = self.eps.get_mut(ep) {
+            st.queue.push_back(id);
+        }
+        if idle {
+            self.resume_ep(tx, ep);
+        }
+    }
+
     /// Sends a queued protocol message.
-    fn push_ctrl(&mut self, ifaces: &mut [Box<dyn Iface>], id: SlabId) -> Step {
+    fn push_ctrl(&mut self, tx: &mut dyn Lanes, id: SlabId) -> Step {
         let Some(Request {
             kind: Kind::Ctrl(c),
             ..
@@ -597,7 +617,7 @@ impl Core {
             self.reqs.remove(id);
             return Step::Failed;
         };
-        let r = ifaces[st.iface].am_bcopy(st.uct_ep, c.am_id, &[&c.data]);
+        let r = tx.am_bcopy(st.iface, st.uct_ep, c.am_id, &[&c.data]);
         match r {
             Ok((Posted::NoResource, _)) => Step::Blocked,
             Ok(_) => {

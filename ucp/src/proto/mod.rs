@@ -1,9 +1,11 @@
 //! Protocols: wire formats and the eager tag protocol.
 
 pub(crate) mod command;
+pub(crate) mod core;
 pub(crate) mod direct;
 pub(crate) mod eager_rx;
 pub(crate) mod eager_tx;
+pub(crate) mod lanes;
 pub(crate) mod probed;
 pub(crate) mod rndv;
 pub(crate) mod rndv_get;

@@ -8,10 +8,10 @@
 //! starts the transfer.
 
 use super::eager_rx::RecvStarted;
+use crate::proto::core::{Core, FragTarget, ProbedMsg};
 use crate::request::buf::RecvBuf;
 use crate::request::{Info, Kind, Op, RecvState, Request};
 use crate::ucs::slab::SlabId;
-use crate::worker::core::{Core, FragTarget, ProbedMsg};
 use crate::{Error, Result};
 
 impl Core {

@@ -11,11 +11,12 @@
 
 use super::wire::{self, AM_RNDV_RTR};
 use crate::proto::command::Command;
+use crate::proto::core::{AckTo, Core, Rts, Unexp};
+use crate::proto::lanes::Lanes;
 use crate::request::{AmPhase, Kind, PutPhase, RndvPhase};
 use crate::ucs::slab::SlabId;
 use crate::ucs::{self, PeerMisbehaved};
-use crate::uct::{Iface, SrcId};
-use crate::worker::core::{AckTo, Core, Rts, Unexp};
+use crate::uct::SrcId;
 use crate::Error;
 
 fn invalid(what: &'static str, detail: String) -> PeerMisbehaved {
@@ -150,12 +151,12 @@ impl Core {
 
     /// Asks the sender `to` for the data of receive `rreq` as active
     /// messages (`RNDV_RTR`), on the endpoint back to it.
-    pub(crate) fn send_rtr(&mut self, ifaces: &mut [Box<dyn Iface>], to: AckTo, rreq: u64) {
+    pub(crate) fn send_rtr(&mut self, tx: &mut dyn Lanes, to: AckTo, rreq: u64) {
         match self.src_eps.get(&(to.iface, to.src)) {
             Some(&ep) => {
                 let mut d = to.sreq.to_le_bytes().to_vec();
                 d.extend_from_slice(&rreq.to_le_bytes());
-                self.send_ctrl(ifaces, ep, AM_RNDV_RTR, d);
+                self.send_ctrl(tx, ep, AM_RNDV_RTR, d);
             }
             None => {
                 let e = ucs::Error::EndpointFailed("no endpoint back to the sender".into());
@@ -166,7 +167,7 @@ impl Core {
 
     /// The receiver asked for the data of send `sreq` (from the wire: may
     /// be stale or forged): queue it on its endpoint.
-    pub(crate) fn data_requested(&mut self, ifaces: &mut [Box<dyn Iface>], sreq: u64, rreq: u64) {
+    pub(crate) fn data_requested(&mut self, tx: &mut dyn Lanes, sreq: u64, rreq: u64) {
         let id = SlabId::from_u64(sreq);
         let ep = match self.reqs.get_mut(id).map(|r| &mut r.kind) {
             Some(Kind::Send(s))
@@ -192,7 +193,7 @@ impl Core {
             st.queue.push_back(id);
         }
         if idle {
-            self.resume_ep(ifaces, ep);
+            self.resume_ep(tx, ep);
         }
     }
 

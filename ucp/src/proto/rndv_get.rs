@@ -24,14 +24,15 @@
 
 use super::wire::{self, AM_RNDV_ATS, AM_RNDV_RTR_SPLIT, RTS_GET_HDR};
 use crate::proto::command::Command;
+use crate::proto::core::{AckTo, Core, GetPlan, RemoteBuf, Rts};
 use crate::proto::eager_rx::RecvStarted;
+use crate::proto::lanes::Lanes;
 use crate::proto::rndv_zcopy::{all_posted, data_lanes, post_segments, split, Dir, Remote};
 use crate::proto::select::ProtocolId;
 use crate::request::{AtsTo, GetPhase, Kind, RndvPhase};
 use crate::ucs::slab::SlabId;
 use crate::ucs::{self, PeerMisbehaved};
-use crate::uct::{Caps, DeviceType, Iface, SrcId, Token};
-use crate::worker::core::{AckTo, Core, GetPlan, RemoteBuf, Rts};
+use crate::uct::{Caps, DeviceType, SrcId, Token};
 use crate::Error;
 
 /// Where a split rendezvous divides a message: a page boundary.
@@ -92,13 +93,7 @@ impl Core {
 
     /// Plans the reads of matched rendezvous-by-get receive `req` over
     /// the data lanes, and posts them.
-    pub(crate) fn start_get(
-        &mut self,
-        ifaces: &mut [Box<dyn Iface>],
-        req: SlabId,
-        to: AckTo,
-        rb: RemoteBuf,
-    ) {
+    pub(crate) fn start_get(&mut self, tx: &mut dyn Lanes, req: SlabId, to: AckTo, rb: RemoteBuf) {
         let Some(&ep) = self.src_eps.get(&(to.iface, to.src)) else {
             let e = ucs::Error::EndpointFailed("no endpoint back to the sender".into());
             self.complete(req, Err(Error::endpoint(e)));
@@ -116,14 +111,14 @@ impl Core {
                 .get(l)
                 .is_some_and(|&(i, _)| self.iface_md.get(i).copied() == md)
         });
-        let head = self.split_tail(ifaces, ep, to, req, &lanes);
+        let head = self.split_tail(tx, ep, to, req, &lanes);
         let segs = split(head, &lanes);
         if let Some(r) = self.recv_state(req) {
             r.received = r.total;
             r.ats_to = Some(AtsTo { ep, sreq: to.sreq });
         }
         self.get_plans.insert(req, GetPlan { ep, rb, segs });
-        self.push_get(ifaces, req);
+        self.push_get(tx, req);
     }
 
     /// For a message of at least `RUCX_RNDV_SPLIT_THRESH` bytes, offers
@@ -133,7 +128,7 @@ impl Core {
     /// message is small, truncated, or the lanes cannot write.
     fn split_tail(
         &mut self,
-        ifaces: &mut [Box<dyn Iface>],
+        tx: &mut dyn Lanes,
         ep: SlabId,
         to: AckTo,
         req: SlabId,
@@ -146,7 +141,7 @@ impl Core {
         };
         // Page-aligned halves: each side pins only its own pages.
         let head = (total / 2) & !(SPLIT_ALIGN - 1);
-        let splits = self.can_split(ifaces, ep, lanes.iter().map(|&(l, _)| l));
+        let splits = self.can_split(tx, ep, lanes.iter().map(|&(l, _)| l));
         if total < self.select.config().rndv_split_thresh || !splits || head == 0 {
             return total;
         }
@@ -159,7 +154,7 @@ impl Core {
                 let tail = (total - head) as u64;
                 let addr = buf.ptr_at(head) as u64;
                 let d = wire::encode_rtr_put([to.sreq, req.to_u64(), addr, tail], &key);
-                self.send_ctrl(ifaces, ep, AM_RNDV_RTR_SPLIT, d);
+                self.send_ctrl(tx, ep, AM_RNDV_RTR_SPLIT, d);
                 head
             }
             Err(e) => {
@@ -176,7 +171,7 @@ impl Core {
     /// only adds messages.
     pub(crate) fn can_split(
         &self,
-        ifaces: &[Box<dyn Iface>],
+        tx: &dyn Lanes,
         ep: SlabId,
         mut lanes: impl Iterator<Item = usize>,
     ) -> bool {
@@ -184,7 +179,7 @@ impl Core {
             lanes.all(|l| {
                 st.lanes.get(l).is_some_and(|&(i, _)| {
                     self.iface_dev.get(i) == Some(&DeviceType::Shm)
-                        && ifaces[i].attr().caps.contains(Caps::PUT_ZCOPY)
+                        && tx.attr(i).is_some_and(|a| a.caps.contains(Caps::PUT_ZCOPY))
                 })
             })
         })
@@ -192,7 +187,7 @@ impl Core {
 
     /// The smallest message a rendezvous by get on endpoint `ep` splits
     /// (by the non-synchronous table), if any.
-    pub(crate) fn split_from(&self, ifaces: &[Box<dyn Iface>], ep: SlabId) -> Option<usize> {
+    pub(crate) fn split_from(&self, tx: &dyn Lanes, ep: SlabId) -> Option<usize> {
         let thresh = self.select.config().rndv_split_thresh.max(2 * SPLIT_ALIGN);
         if thresh == usize::MAX {
             return None;
@@ -202,13 +197,13 @@ impl Core {
             let lanes = c.lanes.iter().map(|(l, _)| l);
             (c.proto == ProtocolId::RndvGetZcopy
                 && c.end >= thresh
-                && self.can_split(ifaces, ep, lanes))
+                && self.can_split(tx, ep, lanes))
             .then(|| c.start.max(thresh))
         })
     }
 
     /// Resumes the reads waiting for room on endpoint `ep`'s lanes.
-    pub(crate) fn resume_gets(&mut self, ifaces: &mut [Box<dyn Iface>], ep: SlabId) -> usize {
+    pub(crate) fn resume_gets(&mut self, tx: &mut dyn Lanes, ep: SlabId) -> usize {
         let ids: Vec<SlabId> = self
             .get_plans
             .iter()
@@ -217,14 +212,14 @@ impl Core {
             .collect();
         let n = ids.len();
         for id in ids {
-            self.push_get(ifaces, id);
+            self.push_get(tx, id);
         }
         n
     }
 
     /// Posts what it can of receive `req`'s reads; finishes the receive
     /// once all are posted and completed.
-    fn push_get(&mut self, ifaces: &mut [Box<dyn Iface>], req: SlabId) {
+    fn push_get(&mut self, tx: &mut dyn Lanes, req: SlabId) {
         let frag = self.select.config().rndv_frag_size;
         let buf = match self.reqs.get(req).map(|r| &r.kind) {
             Some(Kind::Recv(r)) => r.buf,
@@ -238,7 +233,7 @@ impl Core {
         };
         let Some(st) = self.eps.get(plan.ep) else {
             self.get_plans.remove(&req);
-            self.get_done(ifaces, req, Some(Error::InvalidHandle));
+            self.get_done(tx, req, Some(Error::InvalidHandle));
             return;
         };
         let remote = Remote {
@@ -253,7 +248,7 @@ impl Core {
         #[allow(unsafe_code)]
         let posted = unsafe {
             post_segments(
-                ifaces,
+                tx,
                 &st.lanes,
                 &mut plan.segs,
                 Dir::Get,
@@ -279,7 +274,7 @@ impl Core {
             None => return,
         };
         if let Some((ep, (ifi, uct_ep))) = waiting {
-            if let Err(e) = ifaces[ifi].pending_add(uct_ep, Token(ep.to_u64())) {
+            if let Err(e) = tx.pending_add(ifi, uct_ep, Token(ep.to_u64())) {
                 self.get_plans.remove(&req);
                 self.note_read_error(req, Error::endpoint(e));
                 if inflight == 0 {
@@ -289,10 +284,10 @@ impl Core {
             return;
         }
         match posted.failure {
-            Some(e) if inflight == 0 => self.get_done(ifaces, req, Some(e)),
+            Some(e) if inflight == 0 => self.get_done(tx, req, Some(e)),
             // The reads in flight finish it; remember why it failed.
             Some(e) => self.note_read_error(req, e),
-            None if all && inflight == 0 => self.get_done(ifaces, req, None),
+            None if all && inflight == 0 => self.get_done(tx, req, None),
             None => {}
         }
     }
@@ -313,27 +308,27 @@ impl Core {
     }
 
     /// Finishes receive `id`, whose reads all completed.
-    pub(crate) fn reads_done(&mut self, ifaces: &mut [Box<dyn Iface>], id: SlabId) {
+    pub(crate) fn reads_done(&mut self, tx: &mut dyn Lanes, id: SlabId) {
         let err = self.take_read_error(id);
         // A receive whose sender failed meanwhile is over already.
         if self.reqs.get(id).is_none_or(|r| r.result.is_some()) {
             return;
         }
-        self.get_done(ifaces, id, err);
+        self.get_done(tx, id, err);
     }
 
-    fn send_ats(&mut self, ifaces: &mut [Box<dyn Iface>], req: SlabId) {
+    fn send_ats(&mut self, tx: &mut dyn Lanes, req: SlabId) {
         let Some(to) = self.recv_state(req).and_then(|r| r.ats_to.take()) else {
             return;
         };
-        self.send_ctrl(ifaces, to.ep, AM_RNDV_ATS, to.sreq.to_le_bytes().to_vec());
+        self.send_ctrl(tx, to.ep, AM_RNDV_ATS, to.sreq.to_le_bytes().to_vec());
     }
 
     /// The sender's buffer was read (or reading failed): acknowledge, so
     /// the sender can release it, and complete, or for a split
     /// rendezvous wait for the sender's ATP.
-    fn get_done(&mut self, ifaces: &mut [Box<dyn Iface>], req: SlabId, err: Option<Error>) {
-        self.send_ats(ifaces, req);
+    fn get_done(&mut self, tx: &mut dyn Lanes, req: SlabId, err: Option<Error>) {
+        self.send_ats(tx, req);
         if let Some(r) = self.recv_state(req) {
             if r.tail {
                 // The sender still writes the tail; its ATP finishes this.

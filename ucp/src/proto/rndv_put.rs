@@ -21,12 +21,13 @@ use super::eager_tx::Step;
 use super::rndv_zcopy::{all_posted, data_lanes, post_segments, split, Dir, Remote};
 use super::wire::{self, AM_RNDV_ATP, AM_RNDV_RTR_PUT};
 use crate::proto::command::Command;
+use crate::proto::core::{AckTo, Core, PutOffer, PutTarget};
+use crate::proto::lanes::Lanes;
 use crate::proto::select::ProtocolId;
 use crate::request::{GetPhase, Info, Kind, PutPhase, Request, RndvPhase, WritePhase};
 use crate::ucs::slab::SlabId;
 use crate::ucs::{self, PeerMisbehaved, Status};
-use crate::uct::{Access, Iface, SrcId, Token};
-use crate::worker::core::{AckTo, Core, PutOffer, PutTarget};
+use crate::uct::{Access, SrcId, Token};
 use crate::Error;
 
 fn invalid(what: &'static str, detail: String) -> PeerMisbehaved {
@@ -136,7 +137,7 @@ impl Core {
 
     /// Registers receive `req`'s buffer and sends RTR_PUT; on any failure
     /// asks for active-message data instead.
-    pub(crate) fn answer_put(&mut self, ifaces: &mut [Box<dyn Iface>], to: AckTo, req: SlabId) {
+    pub(crate) fn answer_put(&mut self, tx: &mut dyn Lanes, to: AckTo, req: SlabId) {
         let Some(&ep) = self.src_eps.get(&(to.iface, to.src)) else {
             let e = ucs::Error::EndpointFailed("no endpoint back to the sender".into());
             self.complete(req, Err(Error::endpoint(e)));
@@ -155,7 +156,7 @@ impl Core {
                     r.memh = Some(Box::new(reg));
                 }
                 let d = wire::encode_rtr_put([to.sreq, req.to_u64(), addr, len as u64], &key);
-                self.send_ctrl(ifaces, ep, AM_RNDV_RTR_PUT, d);
+                self.send_ctrl(tx, ep, AM_RNDV_RTR_PUT, d);
             }
             Err(e) => {
                 tracing::debug!("rendezvous by put: {e}; asking for fragments");
@@ -175,7 +176,7 @@ impl Core {
         req: SlabId,
         start: usize,
         end: usize,
-    ) -> ucs::Result<(crate::worker::BufReg, Vec<u8>)> {
+    ) -> ucs::Result<(crate::reg::BufReg, Vec<u8>)> {
         let buf = match self.recv_state_ref(req) {
             Some(r) if start < end && end <= r.buf.capacity() => r.buf,
             _ => return Err(ucs::Error::Unsupported("nothing to register".into())),
@@ -211,7 +212,7 @@ impl Core {
 
     /// The receiver of send `id` (from the wire: may be stale or forged)
     /// offered its buffer: plan the writes over the data lanes.
-    pub(crate) fn start_put(&mut self, ifaces: &mut [Box<dyn Iface>], offer: PutOffer) {
+    pub(crate) fn start_put(&mut self, tx: &mut dyn Lanes, offer: PutOffer) {
         let PutOffer {
             sreq,
             rreq,
@@ -293,7 +294,7 @@ impl Core {
                     st.queue.push_back(id);
                 }
                 if idle {
-                    self.resume_ep(ifaces, ep);
+                    self.resume_ep(tx, ep);
                 }
             }
             Err(e) => {
@@ -317,7 +318,7 @@ impl Core {
     }
 
     /// Posts the writes of put send `id` until done or a lane is full.
-    pub(crate) fn push_put(&mut self, ifaces: &mut [Box<dyn Iface>], id: SlabId) -> Step {
+    pub(crate) fn push_put(&mut self, tx: &mut dyn Lanes, id: SlabId) -> Step {
         let (ep, buf) = match self.reqs.get(id).map(|r| &r.kind) {
             Some(Kind::Send(s)) => (s.ep, s.buf),
             _ => return Step::Failed,
@@ -345,7 +346,7 @@ impl Core {
         #[allow(unsafe_code)]
         let posted = unsafe {
             post_segments(
-                ifaces,
+                tx,
                 &st.lanes,
                 &mut pt.segs,
                 Dir::Put,
@@ -384,7 +385,7 @@ impl Core {
             Some(lane) => {
                 // A data lane is full: wait on it, the send stays first.
                 let (ifi, uct_ep) = lanes[lane];
-                match ifaces[ifi].pending_add(uct_ep, Token(ep.to_u64())) {
+                match tx.pending_add(ifi, uct_ep, Token(ep.to_u64())) {
                     Ok(()) => Step::Waiting,
                     Err(_) => Step::Blocked,
                 }
@@ -395,7 +396,7 @@ impl Core {
     /// Every write of put send `id` completed: tell the receiver, then
     /// complete (the tail of a split rendezvous: once the receiver's ATS
     /// says its reads are done too).
-    pub(crate) fn send_atp(&mut self, ifaces: &mut [Box<dyn Iface>], id: SlabId) {
+    pub(crate) fn send_atp(&mut self, tx: &mut dyn Lanes, id: SlabId) {
         let (ep, result) = match self.reqs.get_mut(id).map(|r| &mut r.kind) {
             Some(Kind::Send(s)) if s.rndv.atp_due() => {
                 s.rndv = RndvPhase::No;
@@ -419,7 +420,7 @@ impl Core {
             };
             let mut d = pt.rreq.to_le_bytes().to_vec();
             d.extend_from_slice(&status.to_le_bytes());
-            self.send_ctrl(ifaces, ep, AM_RNDV_ATP, d);
+            self.send_ctrl(tx, ep, AM_RNDV_ATP, d);
         }
         let failed = self.eps.get(ep).and_then(|s| s.failed.clone());
         if let (Some(false), None) = (tail, &failed) {

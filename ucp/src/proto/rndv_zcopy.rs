@@ -2,8 +2,9 @@
 //! lanes: the shares of each lane (see [`split`]), the lanes a transfer
 //! uses, and posting fragments round-robin until done or a lane is full.
 
+use crate::proto::lanes::Lanes;
 use crate::proto::select::{ProtocolId, SelectionTable};
-use crate::uct::{EpId, Iface, IovMut, Posted, RemoteKey, Token};
+use crate::uct::{EpId, IovMut, Posted, RemoteKey, Token};
 use crate::Error;
 
 /// Splits `[0, len)` into consecutive shares, one per `(lane, weight)`:
@@ -92,7 +93,7 @@ pub(crate) struct Remote<'a> {
 /// untouched by anyone else, until each operation posted here completed.
 #[allow(unsafe_code, clippy::too_many_arguments)]
 pub(crate) unsafe fn post_segments(
-    ifaces: &mut [Box<dyn Iface>],
+    tx: &mut dyn Lanes,
     lanes: &[(usize, EpId)],
     segs: &mut [(usize, usize, usize)],
     dir: Dir,
@@ -113,13 +114,13 @@ pub(crate) unsafe fn post_segments(
                 out.failure = Some(Error::InvalidHandle);
                 return out;
             };
-            let Some(iface) = ifaces.get_mut(ifi) else {
+            let Some(attr) = tx.attr(ifi) else {
                 out.failure = Some(Error::InvalidHandle);
                 return out;
             };
             let limit = match dir {
-                Dir::Put => iface.attr().max_put_zcopy,
-                Dir::Get => iface.attr().max_get_zcopy,
+                Dir::Put => attr.max_put_zcopy,
+                Dir::Get => attr.max_get_zcopy,
             }
             .max(1);
             let len = (end - next).min(match frag {
@@ -135,8 +136,10 @@ pub(crate) unsafe fn post_segments(
             // valid (and, for a get, exclusively ours) until completion.
             let posted = unsafe {
                 match dir {
-                    Dir::Put => iface.put_zcopy(uct_ep, &[iov[0].as_iov()], at, remote.rkey, token),
-                    Dir::Get => iface.get_zcopy(uct_ep, &iov, at, remote.rkey, token),
+                    Dir::Put => {
+                        tx.put_zcopy(ifi, uct_ep, &[iov[0].as_iov()], at, remote.rkey, token)
+                    }
+                    Dir::Get => tx.get_zcopy(ifi, uct_ep, &iov, at, remote.rkey, token),
                 }
             };
             match posted {

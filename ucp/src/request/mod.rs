@@ -166,7 +166,7 @@ pub(crate) struct SendState {
     pub(crate) rndv: RndvPhase,
     /// Registration of the buffer for a rendezvous by get: (memory domain,
     /// handle), released when the request completes.
-    pub(crate) memh: Option<Box<crate::worker::BufReg>>,
+    pub(crate) memh: Option<Box<crate::reg::BufReg>>,
 }
 
 /// A send's synchronisation with its receiver (`MPI_Ssend`).
@@ -346,7 +346,7 @@ pub(crate) struct RecvState {
     pub(crate) ats_to: Option<AtsTo>,
     /// Registration of the buffer for a rendezvous by put: (memory domain,
     /// handle), released when the request completes.
-    pub(crate) memh: Option<Box<crate::worker::BufReg>>,
+    pub(crate) memh: Option<Box<crate::reg::BufReg>>,
     /// The sender writes this split rendezvous' tail; its ATP is due.
     pub(crate) tail: bool,
     /// The first failure of a read of the sender's buffer (or of the

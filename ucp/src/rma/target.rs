@@ -12,13 +12,12 @@ use super::mem::RMA_REGS;
 use super::wire::{self, AtomicReq, GetReq, KeyRef, Reply, AM_RMA_REPLY};
 use super::RmaSink;
 use crate::proto::command::Command;
+use crate::proto::core::Core;
+use crate::proto::lanes::Lanes;
 use crate::request::{Info, Kind};
 use crate::ucs::slab::SlabId;
 use crate::ucs::{PeerMisbehaved, Status};
-use crate::uct::{
-    process_nonce, Access, Iface, IovMut, KeyFields, Posted as UctPosted, SrcId, Token,
-};
-use crate::worker::core::Core;
+use crate::uct::{process_nonce, Access, IovMut, KeyFields, Posted as UctPosted, SrcId, Token};
 use crate::Error;
 
 /// Largest read one `RMA_GET` may ask for: the reply travels in one
@@ -300,7 +299,7 @@ impl Core {
 impl Core {
     /// Posts the zero-copy steps of RMA request `id` until the lane refuses
     /// (then it asks to be told when there is room: `resume_rma`).
-    pub(crate) fn push_rma_zcopy(&mut self, ifaces: &mut [Box<dyn Iface>], id: SlabId) {
+    pub(crate) fn push_rma_zcopy(&mut self, tx: &mut dyn Lanes, id: SlabId) {
         let token = Token(id.to_u64());
         loop {
             let Some(req) = self.reqs.get_mut(id) else {
@@ -326,17 +325,14 @@ impl Core {
                 len: n,
             };
             let at = z.remote + z.off as u64;
-            let Some(iface) = ifaces.get_mut(z.iface) else {
-                return;
-            };
             // SAFETY: the operation's caller keeps the buffer valid until
             // the request completes, which waits for every step (each
             // InFlight one is counted and reported back).
             let r = unsafe {
                 if z.put {
-                    iface.put_zcopy(z.uct_ep, &[iov.as_iov()], at, &z.key, token)
+                    tx.put_zcopy(z.iface, z.uct_ep, &[iov.as_iov()], at, &z.key, token)
                 } else {
-                    iface.get_zcopy(z.uct_ep, &[iov], at, &z.key, token)
+                    tx.get_zcopy(z.iface, z.uct_ep, &[iov], at, &z.key, token)
                 }
             };
             match r {
@@ -346,7 +342,7 @@ impl Core {
                     s.pending += 1;
                 }
                 Ok(UctPosted::NoResource) => {
-                    if let Err(e) = iface.pending_add(z.uct_ep, token) {
+                    if let Err(e) = tx.pending_add(z.iface, z.uct_ep, token) {
                         s.error.get_or_insert(Error::endpoint(e));
                         s.zcopy.iter_mut().for_each(|z| z.off = z.len);
                         continue;
@@ -366,7 +362,7 @@ impl Core {
     /// Resumes the zero-copy RMA steps that waited for
     /// room (those of every endpoint: parking is rare, and a step that
     /// still finds no room parks again).
-    pub(crate) fn resume_rma(&mut self, ifaces: &mut [Box<dyn Iface>]) -> usize {
+    pub(crate) fn resume_rma(&mut self, tx: &mut dyn Lanes) -> usize {
         self.rma_parked = 0;
         let ids: Vec<SlabId> = self
             .reqs
@@ -380,7 +376,7 @@ impl Core {
             .collect();
         let n = ids.len();
         for id in ids {
-            self.push_rma_zcopy(ifaces, id);
+            self.push_rma_zcopy(tx, id);
         }
         n
     }

@@ -7,12 +7,12 @@
 //! so that either side can answer the other (acknowledgements, later
 //! rendezvous replies) whoever connected first.
 
-use super::core::{Core, EpConfig, EpState};
+use super::ifaces::Ifaces;
+use crate::proto::core::{Core, EpConfig, EpState};
 use crate::proto::select::{EpLanes, LaneInfo, Op as SelOp};
 use crate::proto::wire::{AM_WIREUP, FIRST_HDR};
-use crate::request::{CtrlState, Kind, Op, Request};
 use crate::ucs::slab::SlabId;
-use crate::uct::{AmId, Caps, Iface};
+use crate::uct::Caps;
 use crate::wireup::address::WorkerAddress;
 use crate::wireup::lanes::select_am_lane;
 use crate::{Error, Result};
@@ -29,7 +29,7 @@ impl Core {
     /// The endpoint to `addr`'s worker: an existing one, or a new one.
     pub(crate) fn wireup_peer(
         &mut self,
-        ifaces: &mut [Box<dyn Iface>],
+        ifaces: &mut Ifaces,
         addr: &WorkerAddress,
     ) -> Result<SlabId> {
         match self.find_ep(addr.uuid) {
@@ -39,11 +39,7 @@ impl Core {
     }
 
     /// Creates an endpoint to `addr`'s worker and queues its wireup.
-    pub(crate) fn connect(
-        &mut self,
-        ifaces: &mut [Box<dyn Iface>],
-        addr: &WorkerAddress,
-    ) -> Result<SlabId> {
+    pub(crate) fn connect(&mut self, ifaces: &mut Ifaces, addr: &WorkerAddress) -> Result<SlabId> {
         let Some(lane) = select_am_lane(ifaces, addr) else {
             let offered: Vec<&str> = addr.ifaces.iter().map(|i| i.tl_name.as_str()).collect();
             let ours: Vec<String> = ifaces
@@ -145,36 +141,10 @@ impl Core {
         Ok(id)
     }
 
-    /// Queues a protocol message on endpoint `ep`, behind earlier sends.
-    pub(crate) fn send_ctrl(
-        &mut self,
-        ifaces: &mut [Box<dyn Iface>],
-        ep: SlabId,
-        am_id: AmId,
-        data: Vec<u8>,
-    ) {
-        let Some(st) = self.eps.get_mut(ep) else {
-            return;
-        };
-        if st.failed.is_some() {
-            return;
-        }
-        let mut req = Request::new(Kind::Ctrl(CtrlState { ep, am_id, data }), Op::new());
-        req.detached = true;
-        let id = self.reqs.insert(req);
-        let idle = self.eps.get(ep).is_some_and(|s| s.queue.is_empty());
-        if let Some(st) = self.eps.get_mut(ep) {
-            st.queue.push_back(id);
-        }
-        if idle {
-            self.resume_ep(ifaces, ep);
-        }
-    }
-
     /// What selection sees of local iface `i`: its attributes, with the
     /// zero-copy operations rendezvous cannot use without registration
     /// removed, and the registration cost of its memory domain.
-    fn lane_info(&self, ifaces: &[Box<dyn Iface>], i: usize) -> LaneInfo {
+    fn lane_info(&self, ifaces: &Ifaces, i: usize) -> LaneInfo {
         let iface = &ifaces[i];
         let name = format!("{}/{}", iface.tl_name(), iface.dev_name());
         let mut info = LaneInfo::from_attr(name, iface.attr());
@@ -199,7 +169,7 @@ impl Core {
     /// in all.
     fn data_lanes(
         &self,
-        ifaces: &[Box<dyn Iface>],
+        ifaces: &Ifaces,
         addr: &WorkerAddress,
         am_iface: usize,
         am_remote: usize,

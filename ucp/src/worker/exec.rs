@@ -1,11 +1,11 @@
 //! The executor: carries out the protocols' [`Command`]s with the ifaces.
 
-use super::core::Core;
+use super::ifaces::Ifaces;
 use crate::proto::command::Command;
+use crate::proto::core::Core;
 use crate::proto::wire::AM_SYNC_ACK;
 use crate::rma::wire::AM_RMA_REPLY;
 use crate::ucs::slab::SlabId;
-use crate::uct::Iface;
 use crate::Error;
 
 impl Core {
@@ -17,7 +17,7 @@ impl Core {
 
     /// Carries out every queued command, in order, including those queued
     /// meanwhile. Returns how many it carried out.
-    pub(crate) fn run_commands(&mut self, ifaces: &mut [Box<dyn Iface>]) -> usize {
+    pub(crate) fn run_commands(&mut self, ifaces: &mut Ifaces) -> usize {
         let mut n = 0;
         while let Some(c) = self.commands.pop_front() {
             n += 1;
@@ -26,7 +26,7 @@ impl Core {
         n
     }
 
-    fn execute(&mut self, ifaces: &mut [Box<dyn Iface>], c: Command) {
+    fn execute(&mut self, ifaces: &mut Ifaces, c: Command) {
         match c {
             Command::Resume { iface, uct_ep } => {
                 let Some(ep) = self.lane_ep(iface, uct_ep) else {

@@ -1,19 +1,16 @@
 //! Workers: ifaces, progress, endpoints and requests of one thread.
 
 mod connect;
-pub(crate) mod core;
 mod exec;
-mod regs;
+mod ifaces;
 mod wakeup;
 
-use self::core::Core;
 use crate::context::Context;
+use crate::proto::core::Core;
 use crate::request::{Completion, Info, Kind, ReqId, Request};
 use crate::uct::{Caps, Iface, IfaceParams, Posted, Token};
 use crate::wireup::address::{IfaceEntry, WorkerAddress};
 use crate::{Ep, Error, Result};
-pub use regs::RcacheMode;
-pub(crate) use regs::{caches_md, BufReg, RegCaches};
 use std::time::Duration;
 pub use wakeup::{Armed, MAX_SLEEP};
 
@@ -25,7 +22,7 @@ pub use wakeup::{Armed, MAX_SLEEP};
 pub struct Worker {
     // Ifaces drop before the protocol state, so that no transport can touch
     // a request's memory after the request is gone.
-    pub(crate) ifaces: Vec<Box<dyn Iface>>,
+    pub(crate) ifaces: ifaces::Ifaces,
     pub(crate) core: Core,
     ctx: Context,
     uuid: u64,
@@ -115,7 +112,7 @@ impl Worker {
             heat.passive = !iface.attr().caps.intersects(am);
         }
         Ok(Worker {
-            ifaces,
+            ifaces: ifaces::Ifaces(ifaces),
             core,
             ctx,
             uuid,

@@ -52,7 +52,7 @@ impl Worker {
             return Ok(Armed::Busy);
         }
         self.wake_set()?;
-        for iface in &mut self.ifaces {
+        for iface in self.ifaces.iter_mut() {
             if iface.arm().map_err(Error::transport)? == Armed::Busy {
                 return Ok(Armed::Busy);
             }
