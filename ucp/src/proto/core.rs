@@ -7,7 +7,8 @@
 //! right after by the executor (`exec.rs`).
 
 use crate::proto::command::Command;
-use crate::proto::select::{SelectCache, SelectConfig, SelectionTable};
+pub(crate) use crate::proto::ep::{EpConfig, EpState};
+use crate::proto::select::{SelectCache, SelectConfig};
 use crate::proto::FragKey;
 use crate::request::{Callback, Completion, Info, Kind, Notify, Request};
 use crate::tag::TagMatcher;
@@ -16,47 +17,6 @@ use crate::ucs::slab::{Slab, SlabId};
 use crate::uct::{AmId, AmSink, EpId, SrcId, Token};
 use crate::{ucs, Error, Result};
 use std::collections::VecDeque;
-use std::sync::Arc;
-
-/// Transport-level settings of an endpoint, from its lane's iface.
-#[derive(Debug, Clone, Copy)]
-pub(crate) struct EpConfig {
-    /// Largest payload sent with `am_short` (after the 8-byte tag).
-    pub(crate) max_short: usize,
-    /// Largest `am_bcopy` total (header + fragment).
-    pub(crate) max_bcopy: usize,
-    /// Largest zero-copy fragment, 0 if the lane has no `am_zcopy`.
-    pub(crate) max_zcopy: usize,
-}
-
-/// A protocol endpoint.
-#[derive(Debug)]
-pub(crate) struct EpState {
-    pub(crate) iface: usize,
-    pub(crate) uct_ep: EpId,
-    /// Every lane as (iface, transport endpoint), in the order of the
-    /// selection's lane indexes; the first is `(iface, uct_ep)`, which
-    /// carries active messages. Further lanes only move rendezvous data.
-    pub(crate) lanes: Vec<(usize, EpId)>,
-    /// Per lane, in the order of `lanes`: the name of the memory domain
-    /// that owns the lane's remote iface (from the peer's address), under
-    /// which the peer's packed remote keys carry the key for the lane.
-    pub(crate) remote_mds: Vec<String>,
-    pub(crate) cfg: EpConfig,
-    /// Sends waiting for transport resources, in posting order.
-    pub(crate) queue: VecDeque<SlabId>,
-    /// A `pending_add` is outstanding on the transport endpoint.
-    pub(crate) waiting: bool,
-    /// Set once the endpoint failed; every later operation fails with it.
-    pub(crate) failed: Option<Error>,
-    /// The remote worker's uuid.
-    pub(crate) remote_uuid: u64,
-    /// Protocol by message size: tag send, synchronous tag send.
-    pub(crate) tables: [Arc<SelectionTable>; 2],
-    /// Tag sends shorter than this go out with eager short
-    /// (`tables[0].short_end`): the fast path needs no lookup.
-    pub(crate) short_end: usize,
-}
 
 /// A message that arrived before a matching receive was posted.
 #[derive(Debug)]
@@ -452,37 +412,6 @@ impl Core {
         if let (Err(e), None) = (result, &self.released_error) {
             self.released_error = Some(e);
         }
-    }
-
-    /// Fails the sends queued on endpoint `ep` and marks it failed.
-    pub(crate) fn fail_ep(&mut self, ep: SlabId, err: Error) {
-        let Some(state) = self.eps.get_mut(ep) else {
-            return;
-        };
-        if state.failed.is_none() {
-            tracing::debug!("endpoint {:?} failed: {err}", ep);
-            state.failed = Some(err.clone());
-        }
-        let queue = std::mem::take(&mut state.queue);
-        for id in queue {
-            self.fail_send(id, err.clone());
-        }
-        // Synchronous sends that left but wait for the receiver's answer.
-        let waiting: Vec<SlabId> = self
-            .reqs
-            .iter()
-            .filter(|(_, r)| {
-                matches!(&r.kind, Kind::Send(s) if s.ep == ep
-                    && ((s.sync == crate::request::SyncState::AwaitAck)
-                        || s.rndv.awaits_peer()))
-            })
-            .map(|(id, _)| id)
-            .collect();
-        for id in waiting {
-            self.fail_send(id, err.clone());
-        }
-        self.fail_rma(ep, &err);
-        self.src_eps.retain(|_, e| *e != ep);
     }
 
     /// Records a send's failure; completes it unless zero-copy fragments

@@ -5,6 +5,7 @@ pub(crate) mod core;
 pub(crate) mod direct;
 pub(crate) mod eager_rx;
 pub(crate) mod eager_tx;
+pub(crate) mod ep;
 pub(crate) mod lanes;
 pub(crate) mod probed;
 pub(crate) mod rndv;
@@ -12,6 +13,10 @@ pub(crate) mod rndv_get;
 pub(crate) mod rndv_put;
 pub(crate) mod rndv_zcopy;
 pub mod select;
+#[cfg(test)]
+pub(crate) mod testing;
+#[cfg(test)]
+mod tests;
 pub mod wire;
 
 /// Identifies a multi-fragment message in reassembly: which iface and

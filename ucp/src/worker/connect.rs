@@ -8,9 +8,9 @@
 //! rendezvous replies) whoever connected first.
 
 use super::ifaces::Ifaces;
-use crate::proto::core::{Core, EpConfig, EpState};
-use crate::proto::select::{EpLanes, LaneInfo, Op as SelOp};
-use crate::proto::wire::{AM_WIREUP, FIRST_HDR};
+use crate::proto::core::{Core, EpConfig};
+use crate::proto::select::LaneInfo;
+use crate::proto::wire::FIRST_HDR;
 use crate::ucs::slab::SlabId;
 use crate::uct::Caps;
 use crate::wireup::address::WorkerAddress;
@@ -18,14 +18,6 @@ use crate::wireup::lanes::select_am_lane;
 use crate::{Error, Result};
 
 impl Core {
-    /// A working endpoint to the worker with `uuid`, if there is one.
-    pub(crate) fn find_ep(&self, uuid: u64) -> Option<SlabId> {
-        self.eps
-            .iter()
-            .find(|(_, e)| e.remote_uuid == uuid && e.failed.is_none())
-            .map(|(id, _)| id)
-    }
-
     /// The endpoint to `addr`'s worker: an existing one, or a new one.
     pub(crate) fn wireup_peer(
         &mut self,
@@ -66,16 +58,7 @@ impl Core {
                 a.max_bcopy
             )));
         }
-        let zcopy = a.caps.contains(Caps::AM_ZCOPY) && a.max_hdr >= FIRST_HDR + 8 && a.max_iov >= 1;
-        let cfg = EpConfig {
-            max_short: if a.caps.contains(Caps::AM_SHORT) {
-                a.max_short
-            } else {
-                0
-            },
-            max_bcopy: a.max_bcopy,
-            max_zcopy: if zcopy { a.max_zcopy } else { 0 },
-        };
+        let cfg = EpConfig::of(&a);
         tracing::debug!(
             "endpoint to worker {:#x}: am lane {}/{}",
             addr.uuid,
@@ -84,82 +67,34 @@ impl Core {
         );
         let mut lanes = vec![(lane.iface, uct_ep)];
         let mut remote_mds = vec![addr.ifaces[lane.remote].md_name.clone()];
-        let mut infos = vec![self.lane_info(ifaces, lane.iface)];
+        let mut infos = vec![self.iface_lane_info(ifaces, lane.iface)];
         for (li, ri) in self.data_lanes(ifaces, addr, lane.iface, lane.remote) {
             let r = &addr.ifaces[ri];
             match ifaces[li].ep_create(&r.dev_addr, &r.iface_addr) {
                 Ok(e) => {
                     lanes.push((li, e));
                     remote_mds.push(r.md_name.clone());
-                    infos.push(self.lane_info(ifaces, li));
+                    infos.push(self.iface_lane_info(ifaces, li));
                 }
                 Err(e) => tracing::debug!("no data lane on iface {li}: {e}"),
             }
         }
-        let lanes_info = EpLanes::new(infos);
-        let lanes_ref = &lanes_info;
-        let table = |core: &mut Core, op| {
-            core.select
-                .get(lanes_ref, op)
-                .map_err(|e| Error::Unsupported(format!("no protocol for some message sizes: {e}")))
-        };
-        let tables = match (table(self, SelOp::TagSend), table(self, SelOp::TagSendSync)) {
-            (Ok(t), Ok(s)) => [t, s],
-            (Err(e), _) | (_, Err(e)) => {
+        match self.add_ep(ifaces, lanes.clone(), remote_mds, infos, cfg, addr.uuid) {
+            Ok(id) => Ok(id),
+            Err(e) => {
                 for &(i, e) in &lanes {
                     ifaces[i].ep_destroy(e);
                 }
-                return Err(e);
-            }
-        };
-        for t in &tables {
-            for note in t.notes() {
-                tracing::info!("protocol selection: {note}");
-            }
-            if self.proto_info {
-                eprintln!("endpoint to worker {:#x}:\n{t}", addr.uuid);
+                Err(e)
             }
         }
-        let id = self.eps.insert(EpState {
-            iface: lane.iface,
-            uct_ep,
-            lanes: lanes.clone(),
-            remote_mds,
-            cfg,
-            queue: Default::default(),
-            waiting: false,
-            failed: None,
-            remote_uuid: addr.uuid,
-            short_end: tables[0].short_end(cfg.max_short),
-            tables,
-        });
-        for &(i, e) in &lanes {
-            self.set_lane_ep(i, e, Some(id));
-        }
-        let me = self.address.clone();
-        self.send_ctrl(ifaces, id, AM_WIREUP, me);
-        Ok(id)
     }
 
-    /// What selection sees of local iface `i`: its attributes, with the
-    /// zero-copy operations rendezvous cannot use without registration
-    /// removed, and the registration cost of its memory domain.
-    fn lane_info(&self, ifaces: &Ifaces, i: usize) -> LaneInfo {
+    /// What selection sees of local iface `i` (see [`Core::lane_info`]).
+    fn iface_lane_info(&self, ifaces: &Ifaces, i: usize) -> LaneInfo {
         let iface = &ifaces[i];
         let name = format!("{}/{}", iface.tl_name(), iface.dev_name());
-        let mut info = LaneInfo::from_attr(name, iface.attr());
-        match self.iface_md.get(i).and_then(|&m| self.ctx.md(m)) {
-            Some(md) if md.can_register() => {
-                let c = md.reg_cost();
-                info.reg_cost = crate::proto::select::Linear { c0: c.c0, c1: c.c1 };
-            }
-            _ => {
-                info.caps.remove(Caps::GET_ZCOPY | Caps::PUT_ZCOPY);
-                info.max_get_zcopy = 0;
-                info.max_put_zcopy = 0;
-            }
-        }
-        info
+        self.lane_info(name, iface.attr(), i)
     }
 
     /// Further lanes for rendezvous data to `addr`: (local iface, remote

@@ -1,0 +1,187 @@
+//! Protocol endpoints: their lanes, selection tables and send queue, and
+//! what happens to their requests when one fails.
+//!
+//! The worker creates the transport endpoints of a new endpoint's lanes
+//! (`worker/connect.rs`) and hands them to [`Core::add_ep`], which builds
+//! the selection tables and queues the `WIREUP` message.
+
+use super::core::Core;
+use super::lanes::Lanes;
+use super::select::{EpLanes, LaneInfo, Op as SelOp, SelectionTable};
+use super::wire::{AM_WIREUP, FIRST_HDR};
+use crate::request::Kind;
+use crate::ucs::slab::SlabId;
+use crate::uct::{Caps, EpId, IfaceAttr};
+use crate::{Error, Result};
+use std::collections::VecDeque;
+use std::sync::Arc;
+
+/// Transport-level settings of an endpoint, from its lane's iface.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct EpConfig {
+    /// Largest payload sent with `am_short` (after the 8-byte tag).
+    pub(crate) max_short: usize,
+    /// Largest `am_bcopy` total (header + fragment).
+    pub(crate) max_bcopy: usize,
+    /// Largest zero-copy fragment, 0 if the lane has no `am_zcopy`.
+    pub(crate) max_zcopy: usize,
+}
+
+impl EpConfig {
+    /// The settings for an endpoint whose active message lane has `a`.
+    pub(crate) fn of(a: &IfaceAttr) -> EpConfig {
+        let zcopy = a.caps.contains(Caps::AM_ZCOPY) && a.max_hdr >= FIRST_HDR + 8 && a.max_iov >= 1;
+        EpConfig {
+            max_short: if a.caps.contains(Caps::AM_SHORT) {
+                a.max_short
+            } else {
+                0
+            },
+            max_bcopy: a.max_bcopy,
+            max_zcopy: if zcopy { a.max_zcopy } else { 0 },
+        }
+    }
+}
+
+/// A protocol endpoint.
+#[derive(Debug)]
+pub(crate) struct EpState {
+    pub(crate) iface: usize,
+    pub(crate) uct_ep: EpId,
+    /// Every lane as (iface, transport endpoint), in the order of the
+    /// selection's lane indexes; the first is `(iface, uct_ep)`, which
+    /// carries active messages. Further lanes only move rendezvous data.
+    pub(crate) lanes: Vec<(usize, EpId)>,
+    /// Per lane, in the order of `lanes`: the name of the memory domain
+    /// that owns the lane's remote iface (from the peer's address), under
+    /// which the peer's packed remote keys carry the key for the lane.
+    pub(crate) remote_mds: Vec<String>,
+    pub(crate) cfg: EpConfig,
+    /// Sends waiting for transport resources, in posting order.
+    pub(crate) queue: VecDeque<SlabId>,
+    /// A `pending_add` is outstanding on the transport endpoint.
+    pub(crate) waiting: bool,
+    /// Set once the endpoint failed; every later operation fails with it.
+    pub(crate) failed: Option<Error>,
+    /// The remote worker's uuid.
+    pub(crate) remote_uuid: u64,
+    /// Protocol by message size: tag send, synchronous tag send.
+    pub(crate) tables: [Arc<SelectionTable>; 2],
+    /// Tag sends shorter than this go out with eager short
+    /// (`tables[0].short_end`): the fast path needs no lookup.
+    pub(crate) short_end: usize,
+}
+
+impl Core {
+    /// A working endpoint to the worker with `uuid`, if there is one.
+    pub(crate) fn find_ep(&self, uuid: u64) -> Option<SlabId> {
+        self.eps
+            .iter()
+            .find(|(_, e)| e.remote_uuid == uuid && e.failed.is_none())
+            .map(|(id, _)| id)
+    }
+
+    /// What selection sees of local iface `i`, named `name`, with `attr`:
+    /// its attributes, with the zero-copy operations rendezvous cannot use
+    /// without registration removed, and the registration cost of its
+    /// memory domain.
+    pub(crate) fn lane_info(&self, name: String, attr: &IfaceAttr, i: usize) -> LaneInfo {
+        let mut info = LaneInfo::from_attr(name, attr);
+        match self.iface_md.get(i).and_then(|&m| self.ctx.md(m)) {
+            Some(md) if md.can_register() => {
+                let c = md.reg_cost();
+                info.reg_cost = super::select::Linear { c0: c.c0, c1: c.c1 };
+            }
+            _ => {
+                info.caps.remove(Caps::GET_ZCOPY | Caps::PUT_ZCOPY);
+                info.max_get_zcopy = 0;
+                info.max_put_zcopy = 0;
+            }
+        }
+        info
+    }
+
+    /// Makes a protocol endpoint over `lanes` (as (iface, transport
+    /// endpoint), the first carrying active messages), described for
+    /// selection by `infos`, to the worker `remote_uuid`, and queues its
+    /// wireup. Fails if selection has no protocol for some message size;
+    /// the caller then destroys the transport endpoints.
+    pub(crate) fn add_ep(
+        &mut self,
+        tx: &mut dyn Lanes,
+        lanes: Vec<(usize, EpId)>,
+        remote_mds: Vec<String>,
+        infos: Vec<LaneInfo>,
+        cfg: EpConfig,
+        remote_uuid: u64,
+    ) -> Result<SlabId> {
+        let Some(&(iface, uct_ep)) = lanes.first() else {
+            return Err(Error::InvalidParam("an endpoint needs a lane".into()));
+        };
+        let lanes_info = EpLanes::new(infos);
+        let mut table = |op| {
+            self.select
+                .get(&lanes_info, op)
+                .map_err(|e| Error::Unsupported(format!("no protocol for some message sizes: {e}")))
+        };
+        let tables = [table(SelOp::TagSend)?, table(SelOp::TagSendSync)?];
+        for t in &tables {
+            for note in t.notes() {
+                tracing::info!("protocol selection: {note}");
+            }
+            if self.proto_info {
+                eprintln!("endpoint to worker {remote_uuid:#x}:\n{t}");
+            }
+        }
+        let id = self.eps.insert(EpState {
+            iface,
+            uct_ep,
+            lanes: lanes.clone(),
+            remote_mds,
+            cfg,
+            queue: Default::default(),
+            waiting: false,
+            failed: None,
+            remote_uuid,
+            short_end: tables[0].short_end(cfg.max_short),
+            tables,
+        });
+        for &(i, e) in &lanes {
+            self.set_lane_ep(i, e, Some(id));
+        }
+        let me = self.address.clone();
+        self.send_ctrl(tx, id, AM_WIREUP, me);
+        Ok(id)
+    }
+
+    /// Fails the sends queued on endpoint `ep` and marks it failed.
+    pub(crate) fn fail_ep(&mut self, ep: SlabId, err: Error) {
+        let Some(state) = self.eps.get_mut(ep) else {
+            return;
+        };
+        if state.failed.is_none() {
+            tracing::debug!("endpoint {:?} failed: {err}", ep);
+            state.failed = Some(err.clone());
+        }
+        let queue = std::mem::take(&mut state.queue);
+        for id in queue {
+            self.fail_send(id, err.clone());
+        }
+        // Synchronous sends that left but wait for the receiver's answer.
+        let waiting: Vec<SlabId> = self
+            .reqs
+            .iter()
+            .filter(|(_, r)| {
+                matches!(&r.kind, Kind::Send(s) if s.ep == ep
+                    && ((s.sync == crate::request::SyncState::AwaitAck)
+                        || s.rndv.awaits_peer()))
+            })
+            .map(|(id, _)| id)
+            .collect();
+        for id in waiting {
+            self.fail_send(id, err.clone());
+        }
+        self.fail_rma(ep, &err);
+        self.src_eps.retain(|_, e| *e != ep);
+    }
+}

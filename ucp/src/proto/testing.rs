@@ -1,0 +1,357 @@
+//! Protocol-level test harness: a [`Core`] with one recorded lane, and a
+//! way to carry what one core posted to another, without a worker or a
+//! transport.
+//!
+//! [`Rec`] implements [`Lanes`]: it records every operation as a
+//! [`Sent`], answers `NoResource` while `full` is set and fails every
+//! operation while `fail` is set. A zero-copy operation is `InFlight`
+//! until the test completes its token ([`Node::complete_all`]). [`Node`]
+//! pairs a core with its recorder and one endpoint; [`deliver`] feeds the
+//! active messages one node sent to the other as arrivals, then carries
+//! out the commands they produced.
+#![allow(unsafe_code)]
+
+use super::core::Core;
+use super::ep::EpConfig;
+use super::lanes::{no_iface, Lanes};
+use super::wire::AM_WIREUP;
+use crate::request::buf::{RecvBuf, SendBuf};
+use crate::request::Op;
+use crate::ucs;
+use crate::ucs::slab::SlabId;
+use crate::uct::{
+    AmId, AmSink, DeviceType, EpId, IfaceAttr, Iov, IovMut, Posted, RemoteKey, SrcId, Token,
+};
+use crate::{Context, UcpConfig};
+
+/// One operation a core posted.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Sent {
+    /// An active message as its receiver's sink sees it (header, then
+    /// payload); `token` for a zero-copy one.
+    Am {
+        ep: EpId,
+        id: AmId,
+        data: Vec<u8>,
+        token: Option<Token>,
+    },
+    /// A zero-copy write of `len` bytes to `remote`.
+    Put {
+        ep: EpId,
+        remote: u64,
+        len: usize,
+        token: Token,
+    },
+    /// A zero-copy read of `len` bytes from `remote`.
+    Get {
+        ep: EpId,
+        remote: u64,
+        len: usize,
+        token: Token,
+    },
+    /// A request to be told when `ep` has room.
+    Pending { ep: EpId, token: Token },
+}
+
+/// A recording [`Lanes`] with one iface (index 0).
+#[derive(Debug)]
+pub(crate) struct Rec {
+    pub(crate) attr: IfaceAttr,
+    pub(crate) sent: Vec<Sent>,
+    /// Every operation but `pending_add` answers `NoResource`.
+    pub(crate) full: bool,
+    /// Every operation fails with this.
+    pub(crate) fail: Option<ucs::Error>,
+    /// Zero-copy operations posted and not yet completed.
+    pub(crate) inflight: Vec<Token>,
+}
+
+impl Rec {
+    fn check(&self, iface: usize) -> ucs::Result<Option<Posted>> {
+        if iface != 0 {
+            return Err(no_iface(iface));
+        }
+        if let Some(e) = &self.fail {
+            return Err(e.duplicate());
+        }
+        Ok(self.full.then_some(Posted::NoResource))
+    }
+
+    /// Records a zero-copy read or write, in flight until completed.
+    fn rma(
+        &mut self,
+        iface: usize,
+        token: Token,
+        op: impl FnOnce(Token) -> Sent,
+    ) -> ucs::Result<Posted> {
+        if let Some(p) = self.check(iface)? {
+            return Ok(p);
+        }
+        self.sent.push(op(token));
+        self.inflight.push(token);
+        Ok(Posted::InFlight)
+    }
+
+    /// The active messages sent so far, as (id, data).
+    pub(crate) fn ams(&self) -> Vec<(AmId, Vec<u8>)> {
+        self.sent
+            .iter()
+            .filter_map(|s| match s {
+                Sent::Am { id, data, .. } => Some((*id, data.clone())),
+                _ => None,
+            })
+            .collect()
+    }
+}
+
+impl Lanes for Rec {
+    fn attr(&self, iface: usize) -> Option<&IfaceAttr> {
+        (iface == 0).then_some(&self.attr)
+    }
+
+    fn am_short(
+        &mut self,
+        iface: usize,
+        ep: EpId,
+        id: AmId,
+        header: u64,
+        payload: &[u8],
+    ) -> ucs::Result<Posted> {
+        if let Some(p) = self.check(iface)? {
+            return Ok(p);
+        }
+        let data = [&header.to_le_bytes()[..], payload].concat();
+        self.sent.push(Sent::Am {
+            ep,
+            id,
+            data,
+            token: None,
+        });
+        Ok(Posted::Done)
+    }
+
+    fn am_bcopy(
+        &mut self,
+        iface: usize,
+        ep: EpId,
+        id: AmId,
+        parts: &[&[u8]],
+    ) -> ucs::Result<(Posted, usize)> {
+        if let Some(p) = self.check(iface)? {
+            return Ok((p, 0));
+        }
+        let data = parts.concat();
+        let n = data.len();
+        self.sent.push(Sent::Am {
+            ep,
+            id,
+            data,
+            token: None,
+        });
+        Ok((Posted::Done, n))
+    }
+
+    unsafe fn am_zcopy(
+        &mut self,
+        iface: usize,
+        ep: EpId,
+        id: AmId,
+        header: &[u8],
+        iov: &[Iov],
+        token: Token,
+    ) -> ucs::Result<Posted> {
+        if let Some(p) = self.check(iface)? {
+            return Ok(p);
+        }
+        let mut data = header.to_vec();
+        for v in iov {
+            if v.len > 0 {
+                // SAFETY: the caller keeps the ranges valid (the contract).
+                data.extend_from_slice(unsafe { std::slice::from_raw_parts(v.ptr, v.len) });
+            }
+        }
+        self.sent.push(Sent::Am {
+            ep,
+            id,
+            data,
+            token: Some(token),
+        });
+        self.inflight.push(token);
+        Ok(Posted::InFlight)
+    }
+
+    unsafe fn put_zcopy(
+        &mut self,
+        iface: usize,
+        ep: EpId,
+        iov: &[Iov],
+        remote_addr: u64,
+        _rkey: &RemoteKey,
+        token: Token,
+    ) -> ucs::Result<Posted> {
+        let len = iov.iter().map(|v| v.len).sum();
+        self.rma(iface, token, |token| Sent::Put {
+            ep,
+            remote: remote_addr,
+            len,
+            token,
+        })
+    }
+
+    unsafe fn get_zcopy(
+        &mut self,
+        iface: usize,
+        ep: EpId,
+        iov: &[IovMut],
+        remote_addr: u64,
+        _rkey: &RemoteKey,
+        token: Token,
+    ) -> ucs::Result<Posted> {
+        let len = iov.iter().map(|v| v.len).sum();
+        self.rma(iface, token, |token| Sent::Get {
+            ep,
+            remote: remote_addr,
+            len,
+            token,
+        })
+    }
+
+    fn pending_add(&mut self, iface: usize, ep: EpId, token: Token) -> ucs::Result<()> {
+        self.check(iface)?;
+        self.sent.push(Sent::Pending { ep, token });
+        Ok(())
+    }
+}
+
+/// The attributes of the virtual transport's ifaces (with `cfg` changes).
+pub(crate) fn virt_attr(change: impl FnOnce(&mut crate::uct::virt::VirtConfig)) -> IfaceAttr {
+    let mut cfg = crate::uct::virt::VirtConfig::default();
+    change(&mut cfg);
+    let net = crate::uct::virt::VirtNet::new(cfg).expect("virtual net");
+    let iface = net.iface("attr").expect("virtual iface");
+    crate::uct::Iface::attr(&iface).clone()
+}
+
+/// A core with one lane (iface 0, transport endpoint 0), a recorder for
+/// it, and the endpoint over that lane.
+#[derive(Debug)]
+pub(crate) struct Node {
+    pub(crate) core: Core,
+    pub(crate) tx: Rec,
+    pub(crate) ep: SlabId,
+}
+
+impl Node {
+    /// A node whose lane has `attr`, under the default configuration.
+    pub(crate) fn new(attr: IfaceAttr) -> Node {
+        Node::with_config(attr, UcpConfig::default())
+    }
+
+    /// A node whose lane has `attr`, under `config`.
+    pub(crate) fn with_config(attr: IfaceAttr, config: UcpConfig) -> Node {
+        let net = crate::uct::virt::VirtNet::with_seed(1);
+        let registry = crate::uct::Registry::new().with(net.component().leak());
+        let ctx = Context::with_registry(config.clone(), &registry).expect("context");
+        let mut core = Core::new(
+            1,
+            b"address".to_vec(),
+            config.select_config(),
+            false,
+            (ctx, vec![0], vec![DeviceType::Net]),
+        );
+        let mut tx = Rec {
+            attr: attr.clone(),
+            sent: Vec::new(),
+            full: false,
+            fail: None,
+            inflight: Vec::new(),
+        };
+        let info = core.lane_info("rec/0".into(), &attr, 0);
+        let ep = core
+            .add_ep(
+                &mut tx,
+                vec![(0, EpId(0))],
+                vec!["virt".into()],
+                vec![info],
+                EpConfig::of(&attr),
+                7,
+            )
+            .expect("endpoint");
+        // The endpoint's first message is its wireup, with this address.
+        assert_eq!(tx.ams(), vec![(AM_WIREUP, b"address".to_vec())]);
+        tx.sent.clear();
+        // Whatever arrives from source 0 is answered on this endpoint.
+        core.src_eps.insert((0, SrcId(0)), ep);
+        Node { core, tx, ep }
+    }
+
+    /// Posts a tag send of `data` (which the test keeps alive until the
+    /// send completes).
+    pub(crate) fn send(
+        &mut self,
+        data: &[u8],
+        tag: u64,
+        op: Op,
+    ) -> crate::Result<super::eager_tx::Started> {
+        // SAFETY: the tests keep `data` alive and unchanged while the
+        // request is open.
+        let buf = unsafe { SendBuf::new(data.as_ptr(), data.len()) };
+        self.core.send_start(&mut self.tx, self.ep, buf, tag, op)
+    }
+
+    /// Posts a tag receive into `buf` (kept alive by the test until it
+    /// completes).
+    pub(crate) fn recv(
+        &mut self,
+        buf: &mut [u8],
+        tag: u64,
+        mask: u64,
+    ) -> crate::Result<super::eager_rx::RecvStarted> {
+        // SAFETY: as for `send`.
+        let b = unsafe { RecvBuf::new(buf.as_mut_ptr(), buf.len()) };
+        self.core.recv_start(b, tag, mask, Op::new())
+    }
+
+    /// Carries out the commands queued so far (wireup is not expected).
+    pub(crate) fn run(&mut self) {
+        while let Some(c) = self.core.commands.pop_front() {
+            self.core.execute(&mut self.tx, c);
+        }
+    }
+
+    /// Reports every zero-copy operation in flight as done with `result`.
+    pub(crate) fn complete_all(&mut self, result: ucs::Result<()>) {
+        for t in std::mem::take(&mut self.tx.inflight) {
+            let r = match &result {
+                Ok(()) => Ok(()),
+                Err(e) => Err(e.duplicate()),
+            };
+            self.core.completed(t, r);
+        }
+        self.run();
+    }
+
+    /// The result of request `id`, once it has one.
+    pub(crate) fn result(&self, id: SlabId) -> Option<crate::Result<crate::Info>> {
+        self.core.reqs.get(id).and_then(|r| r.result.clone())
+    }
+}
+
+/// Feeds the active messages `from` sent (and takes them) to `to` as
+/// arrivals from source 0, then carries out `to`'s commands. Returns how
+/// many it delivered.
+pub(crate) fn deliver(from: &mut Node, to: &mut Node) -> usize {
+    let sent = std::mem::take(&mut from.tx.sent);
+    let mut n = 0;
+    for s in sent {
+        match s {
+            Sent::Am { id, data, .. } => {
+                to.core.am(id, SrcId(0), &data);
+                n += 1;
+            }
+            other => from.tx.sent.push(other),
+        }
+    }
+    to.run();
+    n
+}

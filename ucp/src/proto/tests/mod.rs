@@ -1,0 +1,4 @@
+//! Protocol-level tests: cores fed inputs by hand, their posted operations
+//! and commands checked, without a worker or a transport.
+
+mod eager;
