@@ -15,6 +15,7 @@
 
 use super::wire::{AM_EAGER_ONLY, AM_RNDV_DATA, ONLY_HDR};
 use crate::proto::core::Core;
+use crate::request::RecvPhase;
 use crate::ucs;
 use crate::ucs::slab::SlabId;
 use crate::uct::{AmDest, AmId, SrcId, Token};
@@ -58,10 +59,7 @@ impl Core {
             // A posted entry always names a receive; stay safe.
             return None;
         };
-        r.post = None;
-        r.tag = tag;
-        r.total = len;
-        r.received = 0;
+        r.matched(tag, len, RecvPhase::Matched);
         r.direct = Some(direct);
         Some(r.buf.dest(ONLY_HDR, 0, len, Token(req.to_u64())))
     }
@@ -75,7 +73,7 @@ impl Core {
         let req = SlabId::from_u64(rreq);
         let r = self.recv_state(req)?;
         let offset = usize::try_from(offset).ok()?;
-        if r.rndv_src != Some(from)
+        if r.fed_by() != Some(from)
             || r.direct.is_some()
             || offset.checked_add(len).is_none_or(|end| end > r.total)
         {
@@ -95,7 +93,7 @@ impl Core {
             return;
         };
         if let Err(e) = result {
-            r.rndv_src = None;
+            r.sender_done();
             self.complete(id, Err(Error::endpoint(e)));
             return;
         }
@@ -103,7 +101,7 @@ impl Core {
         if r.received < r.total {
             return;
         }
-        r.rndv_src = None;
+        r.sender_done();
         self.finish_recv(id);
     }
 }

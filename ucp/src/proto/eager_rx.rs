@@ -18,7 +18,7 @@ use super::FragKey;
 use crate::proto::command::Command;
 use crate::proto::core::{AckTo, Core, FragTarget, Unexp};
 use crate::request::buf::RecvBuf;
-use crate::request::{Info, Kind, Notify, Op, RecvState, Request};
+use crate::request::{Info, Kind, Notify, Op, RecvPhase, RecvState, Request};
 use crate::tag::PostOutcome;
 use crate::ucs::slab::SlabId;
 use crate::ucs::PeerMisbehaved;
@@ -191,12 +191,13 @@ impl Core {
         let done = frag.len() == total;
         if let Some(req) = self.matcher.arrive(h.tag) {
             if let Some(r) = self.recv_state(req) {
-                r.post = None;
-                r.tag = h.tag;
-                r.total = total;
+                let phase = match done {
+                    true => RecvPhase::Matched,
+                    false => RecvPhase::Frags(key),
+                };
+                r.matched(h.tag, total, phase);
                 r.buf.write(0, frag);
                 r.received = frag.len();
-                r.frag = (!done).then_some(key);
             }
             self.commands.extend(ack.map(Command::AckSync));
             if done {
@@ -258,7 +259,7 @@ impl Core {
                 r.buf.write(offset, frag);
                 r.received += frag.len();
                 if r.received >= r.total {
-                    r.frag = None;
+                    r.phase = RecvPhase::Matched;
                     self.frags.remove(&key);
                     self.finish_recv(req);
                 }
@@ -362,7 +363,7 @@ impl Core {
             };
             let id = self.reqs.insert_with(|id| {
                 let mut r = RecvState::new(buf);
-                r.post = Some(matcher.post_expected(tag, mask, id));
+                r.phase = RecvPhase::Posted(matcher.post_expected(tag, mask, id));
                 Request::with_notify(Kind::Recv(r), notify, user_data)
             });
             return Ok(RecvStarted::InFlight(id));
@@ -384,7 +385,7 @@ impl Core {
         match self.matcher.post(tag, mask, id) {
             PostOutcome::Queued(post) => {
                 if let Some(r) = self.recv_state(id) {
-                    r.post = Some(post);
+                    r.phase = RecvPhase::Posted(post);
                 }
                 Ok(RecvStarted::InFlight(id))
             }
@@ -434,10 +435,8 @@ impl Core {
         match key {
             Some(key) if received < total => {
                 if let Some(r) = self.recv_state(id) {
-                    r.tag = utag;
-                    r.total = total;
+                    r.matched(utag, total, RecvPhase::Frags(key));
                     r.received = received;
-                    r.frag = Some(key);
                 }
                 self.frags.insert(key, FragTarget::Req(id));
                 Ok(RecvStarted::InFlight(id))
@@ -461,7 +460,7 @@ impl Core {
 
     /// Cancels receive `id` if it has not matched a message yet.
     pub(crate) fn recv_cancel(&mut self, id: SlabId) -> bool {
-        let Some(post) = self.recv_state(id).and_then(|r| r.post.take()) else {
+        let Some(post) = self.recv_state(id).and_then(|r| r.take_post()) else {
             return false;
         };
         self.matcher.cancel(post);

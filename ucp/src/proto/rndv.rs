@@ -13,7 +13,7 @@ use super::wire::{self, AM_RNDV_RTR};
 use crate::proto::command::Command;
 use crate::proto::core::{AckTo, Core, Rts, Unexp};
 use crate::proto::lanes::Lanes;
-use crate::request::{AmPhase, Kind, PutPhase, RndvPhase};
+use crate::request::{AmPhase, Kind, PutPhase, RecvPhase, RndvPhase, RndvRecv};
 use crate::ucs::slab::SlabId;
 use crate::ucs::{self, PeerMisbehaved};
 use crate::uct::SrcId;
@@ -48,7 +48,7 @@ impl Core {
     pub(crate) fn rts_arrived(&mut self, tag: u64, total: usize, to: AckTo, kind: Rts) {
         if let Some(req) = self.matcher.arrive(tag) {
             if let Some(r) = self.recv_state(req) {
-                r.post = None;
+                r.take_post();
             }
             self.rts_matched(req, tag, total, to, kind);
         } else {
@@ -93,10 +93,8 @@ impl Core {
         to: AckTo,
     ) -> crate::proto::eager_rx::RecvStarted {
         if let Some(r) = self.recv_state(req) {
-            r.tag = tag;
-            r.total = total;
-            r.received = 0;
-            r.rndv_src = Some((to.iface, to.src));
+            let (from, by) = ((to.iface, to.src), RndvRecv::Am);
+            r.matched(tag, total, RecvPhase::Rndv { from, by });
         }
         self.commands.push_back(Command::SendRtr {
             to,
@@ -126,7 +124,7 @@ impl Core {
                 format!("{rreq:#x} is not open"),
             ));
         };
-        if r.rndv_src != Some(from) {
+        if r.fed_by() != Some(from) {
             return Err(invalid("rendezvous data", "from a foreign source".into()));
         }
         let offset = usize::try_from(offset)
@@ -143,7 +141,7 @@ impl Core {
         r.buf.write(offset, payload);
         r.received += payload.len();
         if r.received >= r.total {
-            r.rndv_src = None;
+            r.sender_done();
             self.finish_recv(id);
         }
         Ok(())
@@ -213,7 +211,7 @@ impl Core {
             .reqs
             .iter()
             .filter(|(_, r)| {
-                matches!(&r.kind, Kind::Recv(s) if s.rndv_src == from) && r.result.is_none()
+                matches!(&r.kind, Kind::Recv(s) if s.fed_by() == from) && r.result.is_none()
             })
             .map(|(id, _)| id)
             .collect();
@@ -222,10 +220,10 @@ impl Core {
             self.get_plans.remove(&id);
             let reading = match self.recv_state(id) {
                 Some(r) => {
-                    r.rndv_src = None;
-                    // A dead sender writes no more of a split tail.
-                    r.tail = false;
-                    r.get_inflight > 0
+                    // A dead sender writes no more of a split tail; reads
+                    // in flight drain.
+                    r.sender_done();
+                    r.reads() > 0
                 }
                 None => continue,
             };

@@ -29,7 +29,7 @@ use crate::proto::eager_rx::RecvStarted;
 use crate::proto::lanes::Lanes;
 use crate::proto::rndv_zcopy::{all_posted, data_lanes, post_segments, split, Dir, Remote};
 use crate::proto::select::ProtocolId;
-use crate::request::{AtsTo, GetPhase, Kind, RndvPhase};
+use crate::request::{AtsTo, GetPhase, Kind, RecvPhase, RndvPhase, RndvRecv};
 use crate::ucs::slab::SlabId;
 use crate::ucs::{self, PeerMisbehaved};
 use crate::uct::{Caps, DeviceType, SrcId, Token};
@@ -82,10 +82,13 @@ impl Core {
         rb: RemoteBuf,
     ) -> RecvStarted {
         if let Some(r) = self.recv_state(req) {
-            r.tag = tag;
-            r.total = total;
-            r.received = 0;
-            r.rndv_src = Some((to.iface, to.src));
+            let from = (to.iface, to.src);
+            let by = RndvRecv::Get {
+                reads: 0,
+                ats_to: None,
+                tail: false,
+            };
+            r.matched(tag, total, RecvPhase::Rndv { from, by });
         }
         self.commands.push_back(Command::StartGet { req, to, rb });
         RecvStarted::InFlight(req)
@@ -115,7 +118,13 @@ impl Core {
         let segs = split(head, &lanes);
         if let Some(r) = self.recv_state(req) {
             r.received = r.total;
-            r.ats_to = Some(AtsTo { ep, sreq: to.sreq });
+            if let RecvPhase::Rndv {
+                by: RndvRecv::Get { ats_to, .. },
+                ..
+            } = &mut r.phase
+            {
+                *ats_to = Some(AtsTo { ep, sreq: to.sreq });
+            }
         }
         self.get_plans.insert(req, GetPlan { ep, rb, segs });
         self.push_get(tx, req);
@@ -149,7 +158,13 @@ impl Core {
             Ok((reg, key)) => {
                 if let Some(r) = self.recv_state(req) {
                     r.memh = Some(Box::new(reg));
-                    r.tail = true;
+                    if let RecvPhase::Rndv {
+                        by: RndvRecv::Get { tail, .. },
+                        ..
+                    } = &mut r.phase
+                    {
+                        *tail = true;
+                    }
                 }
                 let tail = (total - head) as u64;
                 let addr = buf.ptr_at(head) as u64;
@@ -268,8 +283,8 @@ impl Core {
         }
         let inflight = match self.recv_state(req) {
             Some(r) => {
-                r.get_inflight += posted.inflight;
-                r.get_inflight
+                r.add_reads(posted.inflight);
+                r.reads()
             }
             None => return,
         };
@@ -297,12 +312,12 @@ impl Core {
         let Some(r) = self.recv_state(id) else {
             return;
         };
-        r.get_inflight = r.get_inflight.saturating_sub(1);
+        r.read_done();
         if let Err(e) = result {
             self.note_read_error(id, Error::endpoint(e));
         }
         let posted = !self.get_plans.contains_key(&id);
-        if posted && self.recv_state(id).is_some_and(|r| r.get_inflight == 0) {
+        if posted && self.recv_state(id).is_some_and(|r| r.reads() == 0) {
             self.commands.push_back(Command::ReadsDone(id));
         }
     }
@@ -318,7 +333,13 @@ impl Core {
     }
 
     fn send_ats(&mut self, tx: &mut dyn Lanes, req: SlabId) {
-        let Some(to) = self.recv_state(req).and_then(|r| r.ats_to.take()) else {
+        let Some(to) = self.recv_state(req).and_then(|r| match &mut r.phase {
+            RecvPhase::Rndv {
+                by: RndvRecv::Get { ats_to, .. },
+                ..
+            } => ats_to.take(),
+            _ => None,
+        }) else {
             return;
         };
         self.send_ctrl(tx, to.ep, AM_RNDV_ATS, to.sreq.to_le_bytes().to_vec());
@@ -330,14 +351,14 @@ impl Core {
     fn get_done(&mut self, tx: &mut dyn Lanes, req: SlabId, err: Option<Error>) {
         self.send_ats(tx, req);
         if let Some(r) = self.recv_state(req) {
-            if r.tail {
+            if r.tail_due() {
                 // The sender still writes the tail; its ATP finishes this.
                 if let Some(e) = err {
                     self.note_read_error(req, e);
                 }
                 return;
             }
-            r.rndv_src = None;
+            r.sender_done();
         }
         match err {
             Some(e) => self.complete(req, Err(e)),

@@ -24,7 +24,9 @@ use crate::proto::command::Command;
 use crate::proto::core::{AckTo, Core, PutOffer, PutTarget};
 use crate::proto::lanes::Lanes;
 use crate::proto::select::ProtocolId;
-use crate::request::{GetPhase, Info, Kind, PutPhase, Request, RndvPhase, WritePhase};
+use crate::request::{
+    GetPhase, Info, Kind, PutPhase, RecvPhase, Request, RndvPhase, RndvRecv, WritePhase,
+};
 use crate::ucs::slab::SlabId;
 use crate::ucs::{self, PeerMisbehaved, Status};
 use crate::uct::{Access, SrcId, Token};
@@ -49,10 +51,8 @@ impl Core {
             return self.rndv_matched(req, tag, total, to);
         }
         if let Some(r) = self.recv_state(req) {
-            r.tag = tag;
-            r.total = total;
-            r.received = 0;
-            r.rndv_src = Some((to.iface, to.src));
+            let (from, by) = ((to.iface, to.src), RndvRecv::Put);
+            r.matched(tag, total, RecvPhase::Rndv { from, by });
         }
         self.commands.push_back(Command::OfferBuffer {
             to,
@@ -100,7 +100,7 @@ impl Core {
         let Some(r) = self.recv_state(id) else {
             return Err(invalid("rendezvous ATP", format!("{rreq:#x} is not open")));
         };
-        if r.rndv_src != Some(from) || r.memh.is_none() {
+        if r.fed_by() != Some(from) || r.memh.is_none() {
             return Err(invalid(
                 "rendezvous ATP",
                 "not for a put receive fed by this source".into(),
@@ -115,8 +115,18 @@ impl Core {
                 "the sender could not write: {s:?}"
             )))
         });
-        let tail = std::mem::take(&mut r.tail);
-        if tail && r.ats_to.is_some() {
+        let tail = r.tail_due();
+        let reading = match &mut r.phase {
+            RecvPhase::Rndv {
+                by: RndvRecv::Get { tail, ats_to, .. },
+                ..
+            } => {
+                *tail = false;
+                ats_to.is_some()
+            }
+            _ => false,
+        };
+        if tail && reading {
             // The receiver's own reads of a split rendezvous are still
             // going: they finish it.
             if let Some(e) = written {
@@ -124,7 +134,7 @@ impl Core {
             }
             return Ok(());
         }
-        r.rndv_src = None;
+        r.sender_done();
         r.received = r.total.min(r.buf.capacity());
         // A failed read of a split rendezvous counts first.
         let err = if tail { self.take_read_error(id) } else { None };

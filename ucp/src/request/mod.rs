@@ -8,12 +8,14 @@
 
 pub(crate) mod buf;
 mod owned;
+mod recv;
 
 pub use owned::{IoBuf, IoBufMut};
 
 use crate::api::WorkerMut;
 use crate::{Error, Result};
 use buf::{RecvBuf, SendBuf};
+pub(crate) use recv::{AtsTo, RecvPhase, RecvState, RndvRecv};
 use std::any::Any;
 use ucs::slab::SlabId;
 
@@ -324,81 +326,6 @@ pub(crate) struct CtrlState {
     pub(crate) data: Vec<u8>,
 }
 
-/// State of a tag receive.
-#[derive(Debug)]
-pub(crate) struct RecvState {
-    pub(crate) buf: RecvBuf,
-    /// Posted in the matcher under this id, until matched.
-    pub(crate) post: Option<crate::tag::PostId>,
-    /// Sender's tag, once matched.
-    pub(crate) tag: u64,
-    /// Total length the sender announced, once matched.
-    pub(crate) total: usize,
-    /// Bytes received so far.
-    pub(crate) received: usize,
-    /// Fragment key while more fragments are due.
-    pub(crate) frag: Option<crate::proto::FragKey>,
-    /// A rendezvous receive: the (iface, source) its data comes from.
-    pub(crate) rndv_src: Option<(usize, crate::uct::SrcId)>,
-    /// Reads of the sender's memory still in flight.
-    pub(crate) get_inflight: u32,
-    /// Where to acknowledge a rendezvous by get once read.
-    pub(crate) ats_to: Option<AtsTo>,
-    /// Registration of the buffer for a rendezvous by put: (memory domain,
-    /// handle), released when the request completes.
-    pub(crate) memh: Option<Box<crate::reg::BufReg>>,
-    /// The sender writes this split rendezvous' tail; its ATP is due.
-    pub(crate) tail: bool,
-    /// The first failure of a read of the sender's buffer (or of the
-    /// sender's writes of a split tail); the receive reports it when its
-    /// transfers are over.
-    pub(crate) read_error: Option<Box<Error>>,
-    /// Bytes of one message or fragment a transport is writing straight
-    /// into the buffer (`proto/direct.rs`), until it reports them in.
-    pub(crate) direct: Option<u32>,
-}
-
-impl RecvState {
-    /// The whole message `payload`, tagged `tag`, arrived for this
-    /// matched receive: it is no longer posted, and the bytes that fit are
-    /// in its buffer (the caller reports a truncation).
-    #[inline(always)]
-    pub(crate) fn take_whole(&mut self, tag: u64, payload: &[u8]) {
-        let n = payload.len();
-        self.post = None;
-        self.tag = tag;
-        self.total = n;
-        self.received = n;
-        self.buf.write(0, payload);
-    }
-
-    /// A receive into `buf` that has matched nothing yet.
-    pub(crate) fn new(buf: RecvBuf) -> RecvState {
-        RecvState {
-            buf,
-            post: None,
-            tag: 0,
-            total: 0,
-            received: 0,
-            frag: None,
-            rndv_src: None,
-            get_inflight: 0,
-            ats_to: None,
-            memh: None,
-            tail: false,
-            read_error: None,
-            direct: None,
-        }
-    }
-}
-
-/// Where a receiver acknowledges having read a sender's buffer.
-#[derive(Debug, Clone, Copy)]
-pub(crate) struct AtsTo {
-    pub(crate) ep: SlabId,
-    pub(crate) sreq: u64,
-}
-
 #[derive(Debug)]
 pub(crate) enum Kind {
     Send(SendState),
@@ -427,10 +354,7 @@ pub(crate) struct Request {
 // `Request::owns_nothing` relies on these holding nothing to drop.
 const _: () = assert!(
     !std::mem::needs_drop::<RecvBuf>()
-        && !std::mem::needs_drop::<Option<crate::tag::PostId>>()
-        && !std::mem::needs_drop::<Option<crate::proto::FragKey>>()
-        && !std::mem::needs_drop::<Option<(usize, crate::uct::SrcId)>>()
-        && !std::mem::needs_drop::<Option<AtsTo>>()
+        && !std::mem::needs_drop::<RecvPhase>()
         && !std::mem::needs_drop::<Info>()
         && !std::mem::needs_drop::<Option<u32>>()
 );
@@ -455,16 +379,11 @@ impl Request {
         } = self;
         let Kind::Recv(RecvState {
             buf: _,
-            post: _,
+            phase: _,
             tag: _,
             total: _,
             received: _,
-            frag: _,
-            rndv_src: _,
-            get_inflight: _,
-            ats_to: _,
             memh,
-            tail: _,
             read_error,
             direct: _,
         }) = kind
