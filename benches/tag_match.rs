@@ -9,7 +9,7 @@
 use std::hint::black_box;
 
 use criterion::{criterion_main, BenchmarkId, Criterion};
-use rucx_ucp::tag::{PostOutcome, TagMatcher};
+use rucx::ucp::tag::{PostOutcome, TagMatcher};
 
 const ALL: u64 = u64::MAX;
 /// Source rank in the high 32 bits, user tag in the low 32.

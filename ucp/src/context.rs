@@ -6,25 +6,16 @@ use crate::worker::Worker;
 use crate::{Error, Result};
 use std::sync::Arc;
 
-/// Names in `RUCX_TLS` that stand for several transports, as UCX's aliases
-/// do: `shm` (and `sm`) is the shared-memory FIFO plus cross-memory attach.
-/// `rc` (below) is every RC transport, whatever its provider (`rc_iwarp`,
-/// ...).
-pub(crate) const TL_ALIASES: &[(&str, &[&str])] =
-    &[("shm", &["posix", "cma"]), ("sm", &["posix", "cma"])];
-
-/// Whether `RUCX_TLS` (with aliases expanded) allows transport `tl`.
-pub(crate) fn tls_allows(list: &crate::ucs::config::AllowList, tl: &str) -> bool {
+/// Whether `RUCX_TLS` allows transport `tl`, which its component also
+/// names by `aliases` (`Component::tl_aliases`).
+pub(crate) fn tls_allows(list: &crate::ucs::config::AllowList, tl: &str, aliases: &[&str]) -> bool {
     if list.is_all() {
         return true;
     }
-    let named = list.items().iter().any(|item| {
-        item == tl
-            || (item == "rc" && tl.starts_with("rc_"))
-            || TL_ALIASES
-                .iter()
-                .any(|(alias, members)| item == alias && members.contains(&tl))
-    });
+    let named = list
+        .items()
+        .iter()
+        .any(|item| item == tl || aliases.contains(&item.as_str()));
     named != list.is_negated()
 }
 
@@ -87,7 +78,7 @@ impl Context {
                 let md_index = mds.len();
                 let mut any = false;
                 for r in list {
-                    if !tls_allows(&config.tls, &r.tl_name) {
+                    if !tls_allows(&config.tls, &r.tl_name, comp.tl_aliases(&r.tl_name)) {
                         continue;
                     }
                     if r.dev_type == DeviceType::Net && !config.net_devices.allows(&r.dev_name) {
@@ -204,15 +195,26 @@ mod tests {
     #[test]
     fn tls_aliases_expand() {
         let l = |t: &str| AllowList::parse(t).unwrap();
-        assert!(tls_allows(&l("all"), "tcp"));
-        assert!(tls_allows(&l("shm"), "posix") && tls_allows(&l("shm"), "cma"));
-        assert!(!tls_allows(&l("shm"), "tcp"));
-        assert!(tls_allows(&l("sm,tcp"), "cma") && tls_allows(&l("sm,tcp"), "tcp"));
-        assert!(tls_allows(&l("posix"), "posix") && !tls_allows(&l("posix"), "cma"));
-        assert!(!tls_allows(&l("^shm"), "posix") && !tls_allows(&l("^shm"), "cma"));
-        assert!(tls_allows(&l("^shm"), "tcp"));
-        assert!(tls_allows(&l("^cma"), "posix") && !tls_allows(&l("^cma"), "cma"));
-        assert!(tls_allows(&l("rc"), "rc_iwarp") && !tls_allows(&l("rc"), "tcp"));
-        assert!(tls_allows(&l("rc_iwarp"), "rc_iwarp") && !tls_allows(&l("^rc"), "rc_iwarp"));
+        // As the shared-memory and RC components name their transports.
+        let shm: &[&str] = &["shm", "sm"];
+        let rc: &[&str] = &["rc"];
+        let allows = |list: &str, tl: &str| {
+            let aliases = match tl {
+                "posix" | "cma" => shm,
+                t if t.starts_with("rc_") => rc,
+                _ => &[],
+            };
+            tls_allows(&l(list), tl, aliases)
+        };
+        assert!(allows("all", "tcp"));
+        assert!(allows("shm", "posix") && allows("shm", "cma"));
+        assert!(!allows("shm", "tcp"));
+        assert!(allows("sm,tcp", "cma") && allows("sm,tcp", "tcp"));
+        assert!(allows("posix", "posix") && !allows("posix", "cma"));
+        assert!(!allows("^shm", "posix") && !allows("^shm", "cma"));
+        assert!(allows("^shm", "tcp"));
+        assert!(allows("^cma", "posix") && !allows("^cma", "cma"));
+        assert!(allows("rc", "rc_iwarp") && !allows("rc", "tcp"));
+        assert!(allows("rc_iwarp", "rc_iwarp") && !allows("^rc", "rc_iwarp"));
     }
 }

@@ -144,6 +144,14 @@ pub trait Component: Send + Sync + std::fmt::Debug {
     fn config_tables(&self) -> Vec<&'static ucs::config::ConfigTable> {
         Vec::new()
     }
+
+    /// Further names under which `RUCX_TLS` selects this component's
+    /// transport `tl_name`, as UCX's aliases do (`shm` for both
+    /// shared-memory transports). None by default.
+    fn tl_aliases(&self, tl_name: &str) -> &'static [&'static str] {
+        let _ = tl_name;
+        &[]
+    }
 }
 
 use crate::ucs;

@@ -48,6 +48,11 @@ impl Component for ShmComponent {
         Ok(vec![Box::new(md)])
     }
 
+    /// `shm` and `sm` stand for both transports: the FIFO and CMA.
+    fn tl_aliases(&self, _tl_name: &str) -> &'static [&'static str] {
+        &["shm", "sm"]
+    }
+
     fn config_tables(&self) -> Vec<&'static ConfigTable> {
         vec![&MM_TABLE, &POSIX_TABLE, &CMA_TABLE]
     }

@@ -55,7 +55,13 @@ mod iface;
 mod md;
 mod ops;
 mod progress;
+/// The connection handshake and header codecs: public for fuzz targets
+/// (the `fuzzing` feature, or `--cfg fuzzing`), internal otherwise.
+#[cfg(any(fuzzing, feature = "fuzzing"))]
 pub mod wire;
+#[cfg(not(any(fuzzing, feature = "fuzzing")))]
+#[allow(dead_code, unreachable_pub)]
+pub(crate) mod wire;
 
 pub use config::{RcConfig, RC_TABLE};
 
@@ -94,6 +100,11 @@ impl Component for RcComponent {
             }
         }
         Ok(out)
+    }
+
+    /// `rc` stands for every RC transport, whatever its provider.
+    fn tl_aliases(&self, _tl_name: &str) -> &'static [&'static str] {
+        &["rc"]
     }
 
     fn config_tables(&self) -> Vec<&'static ConfigTable> {

@@ -2,7 +2,7 @@
 //! against a reference model: two vectors scanned linearly in order.
 
 use proptest::prelude::*;
-use rucx_ucp::tag::{PostId, PostOutcome, TagMatcher, UnexpId};
+use rucx::ucp::tag::{PostId, PostOutcome, TagMatcher, UnexpId};
 
 const ALL: u64 = u64::MAX;
 
