@@ -353,6 +353,16 @@ impl Core {
             // result stands.
             return;
         }
+        // A transport may hold a lent range of the buffer only until the
+        // request completes (`request::buf::Lent`).
+        debug_assert!(
+            match &req.kind {
+                Kind::Send(s) => s.zcopy_inflight == 0,
+                Kind::Recv(r) => r.reads() == 0 && r.direct.is_none(),
+                _ => true,
+            },
+            "a request completes while a transport holds its buffer"
+        );
         self.completed = self.completed.wrapping_add(1);
         let memh = match &mut req.kind {
             Kind::Send(s) => s.memh.take(),

@@ -22,8 +22,7 @@ use crate::request::{
     SyncState,
 };
 use crate::ucs::slab::SlabId;
-use crate::uct::Access;
-use crate::uct::{AmId, Iov, Posted, Token};
+use crate::uct::{AmId, Posted, Token};
 use crate::{Error, Result};
 
 /// How far a send got.
@@ -373,15 +372,10 @@ impl Core {
                 None => (AM_EAGER_ONLY, &t),
             };
             let r = if zcopy && len > 0 {
-                let iov = [Iov {
-                    ptr: buf.ptr_at(0),
-                    len,
-                }];
-                // SAFETY: as for the fragments below: the send buffer stays
-                // valid until this request completes, which waits for the
-                // zero-copy completion.
-                #[allow(unsafe_code)]
-                let r = unsafe { tx.am_zcopy(ifi, uct_ep, am_id, hdr, &iov, Token(id.to_u64())) };
+                // The request completes only after the zero-copy
+                // completion (zcopy_inflight counts it).
+                let data = buf.lend(0, len);
+                let r = tx.am_zcopy(ifi, uct_ep, am_id, hdr, data, Token(id.to_u64()));
                 if matches!(r, Ok(Posted::InFlight)) {
                     inflight += 1;
                 }
@@ -435,17 +429,9 @@ impl Core {
                 let remaining = len - offset;
                 let (frag, r) = if zcopy {
                     let frag = remaining.min(cfg.max_zcopy);
-                    let iov = [Iov {
-                        ptr: buf.ptr_at(offset),
-                        len: frag,
-                    }];
-                    // SAFETY: the range lies in the request's send buffer,
-                    // which stays valid until the request completes; the
-                    // request completes only after this fragment's
-                    // completion (zcopy_inflight counts it).
-                    #[allow(unsafe_code)]
-                    let r =
-                        unsafe { tx.am_zcopy(ifi, uct_ep, am_id, hdr, &iov, Token(id.to_u64())) };
+                    // As above: zcopy_inflight counts the fragment.
+                    let data = buf.lend(offset, frag);
+                    let r = tx.am_zcopy(ifi, uct_ep, am_id, hdr, data, Token(id.to_u64()));
                     (frag, r)
                 } else {
                     let frag = remaining.min(cfg.max_bcopy - hdr.len());
@@ -517,19 +503,8 @@ impl Core {
         let memh = match have {
             Some(m) => m,
             None => {
-                // SAFETY: the buffer stays valid and unmodified until the
-                // request completes (its tier's contract), and completing
-                // it releases the registration first (Core::complete);
-                // peers may only read it.
-                #[allow(unsafe_code)]
-                let r = unsafe {
-                    self.ctx.register_buffer(
-                        mdi,
-                        buf.ptr_at(0) as *mut u8,
-                        buf.len(),
-                        Access::REMOTE_READ,
-                    )
-                };
+                // Kept in the request, whose completion releases it.
+                let r = buf.register_for_reads(&self.ctx, mdi);
                 match r {
                     Ok(r) => {
                         let m = r.memh.clone();

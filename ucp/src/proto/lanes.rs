@@ -5,17 +5,19 @@
 //! room) goes through [`Lanes`], addressed by the lane's iface index and
 //! transport endpoint. The worker implements it over its ifaces; protocol
 //! tests implement it with a recorder, so that a protocol runs without a
-//! worker or a transport.
+//! worker or a transport. Zero-copy operations take buffers as
+//! [`Lent`] ranges of a request's buffer, so that protocol code posts them
+//! without `unsafe`.
 
+use crate::request::buf::{Lent, LentMut};
 use crate::ucs;
-use crate::uct::{AmId, EpId, IfaceAttr, Iov, IovMut, Posted, RemoteKey, Token};
+use crate::uct::{AmId, EpId, IfaceAttr, Posted, RemoteKey, Token};
 
 /// Posting operations on the lanes of a worker.
 ///
 /// Each method is the [`crate::uct::Iface`] operation of the same name on
 /// iface `iface`; an index with no iface fails with
 /// [`ucs::Error::InvalidParam`].
-#[allow(unsafe_code)]
 pub(crate) trait Lanes {
     /// Capabilities and limits of iface `iface`, `None` if there is none.
     fn attr(&self, iface: usize) -> Option<&IfaceAttr>;
@@ -39,47 +41,34 @@ pub(crate) trait Lanes {
         parts: &[&[u8]],
     ) -> ucs::Result<(Posted, usize)>;
 
-    /// `am_zcopy` on `(iface, ep)`.
-    ///
-    /// # Safety
-    ///
-    /// As for `Iface::am_zcopy`: when this returns `InFlight`, the ranges
-    /// of `iov` stay valid and unchanged until `token` completes.
-    unsafe fn am_zcopy(
+    /// `am_zcopy` on `(iface, ep)`, of `header` and the lent `data`.
+    fn am_zcopy(
         &mut self,
         iface: usize,
         ep: EpId,
         id: AmId,
         header: &[u8],
-        iov: &[Iov],
+        data: Lent,
         token: Token,
     ) -> ucs::Result<Posted>;
 
-    /// `put_zcopy` on `(iface, ep)`.
-    ///
-    /// # Safety
-    ///
-    /// As for `Iface::put_zcopy`.
-    unsafe fn put_zcopy(
+    /// `put_zcopy` on `(iface, ep)` of the lent `src`.
+    fn put_zcopy(
         &mut self,
         iface: usize,
         ep: EpId,
-        iov: &[Iov],
+        src: Lent,
         remote_addr: u64,
         rkey: &RemoteKey,
         token: Token,
     ) -> ucs::Result<Posted>;
 
-    /// `get_zcopy` on `(iface, ep)`.
-    ///
-    /// # Safety
-    ///
-    /// As for `Iface::get_zcopy`.
-    unsafe fn get_zcopy(
+    /// `get_zcopy` on `(iface, ep)` into the lent `dst`.
+    fn get_zcopy(
         &mut self,
         iface: usize,
         ep: EpId,
-        iov: &[IovMut],
+        dst: LentMut,
         remote_addr: u64,
         rkey: &RemoteKey,
         token: Token,

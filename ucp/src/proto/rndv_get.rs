@@ -27,7 +27,7 @@ use crate::proto::command::Command;
 use crate::proto::core::{AckTo, Core, GetPlan, RemoteBuf, Rts};
 use crate::proto::eager_rx::RecvStarted;
 use crate::proto::lanes::Lanes;
-use crate::proto::rndv_zcopy::{all_posted, data_lanes, post_segments, split, Dir, Remote};
+use crate::proto::rndv_zcopy::{all_posted, data_lanes, post_segments, split, Local, Remote};
 use crate::proto::select::ProtocolId;
 use crate::request::{AtsTo, GetPhase, Kind, RecvPhase, RndvPhase, RndvRecv};
 use crate::ucs::slab::SlabId;
@@ -255,24 +255,18 @@ impl Core {
             addr: plan.rb.addr,
             rkey: &plan.rb.rkey,
         };
-        // SAFETY: the segments lie in the receive's buffer (they split at
-        // most its capacity), which stays valid and exclusively the
-        // request's until it completes; it completes only after these
-        // reads did (get_inflight counts them, and the plan stays until
-        // all are posted).
-        #[allow(unsafe_code)]
-        let posted = unsafe {
-            post_segments(
-                tx,
-                &st.lanes,
-                &mut plan.segs,
-                Dir::Get,
-                frag,
-                buf.ptr_at(0),
-                remote,
-                Token(req.to_u64()),
-            )
-        };
+        // The segments lie in the receive's buffer (they split at most its
+        // capacity); it completes only after these reads did (the phase
+        // counts them, and the plan stays until all are posted).
+        let posted = post_segments(
+            tx,
+            &st.lanes,
+            &mut plan.segs,
+            frag,
+            Local::Recv(buf),
+            remote,
+            Token(req.to_u64()),
+        );
         let all = posted.failure.is_some() || all_posted(&plan.segs);
         let waiting = match (all, posted.blocked) {
             (false, Some(l)) => st.lanes.get(l).copied().map(|lane| (plan.ep, lane)),

@@ -18,7 +18,7 @@
 //! every write against the live registration.
 
 use super::eager_tx::Step;
-use super::rndv_zcopy::{all_posted, data_lanes, post_segments, split, Dir, Remote};
+use super::rndv_zcopy::{all_posted, data_lanes, post_segments, split, Local, Remote};
 use super::wire::{self, AM_RNDV_ATP, AM_RNDV_RTR_PUT};
 use crate::proto::command::Command;
 use crate::proto::core::{AckTo, Core, PutOffer, PutTarget};
@@ -29,7 +29,7 @@ use crate::request::{
 };
 use crate::ucs::slab::SlabId;
 use crate::ucs::{self, PeerMisbehaved, Status};
-use crate::uct::{Access, SrcId, Token};
+use crate::uct::{SrcId, Token};
 use crate::Error;
 
 fn invalid(what: &'static str, detail: String) -> PeerMisbehaved {
@@ -194,20 +194,8 @@ impl Core {
         let mdi = self.iface_md.get(iface).copied();
         match (mdi.and_then(|m| self.ctx.md(m)), mdi) {
             (Some(md), Some(mdi)) if md.can_register() => {
-                // SAFETY: the range lies in the receive's buffer (checked
-                // above), which stays valid and exclusively the request's
-                // until it completes; completing releases the registration
-                // first (Core::complete), so no write of this transfer
-                // reaches it after the user got it back.
-                #[allow(unsafe_code)]
-                let m = unsafe {
-                    self.ctx.register_buffer(
-                        mdi,
-                        buf.ptr_at(start),
-                        end - start,
-                        Access::REMOTE_WRITE,
-                    )
-                }?;
+                // Kept in the request, whose completion releases it.
+                let m = buf.register_for_writes(&self.ctx, mdi, start, end)?;
                 match md.mkey_pack(&m.memh) {
                     Ok(k) => Ok((m, k)),
                     Err(e) => {
@@ -348,24 +336,18 @@ impl Core {
             addr: pt.addr,
             rkey,
         };
-        // SAFETY: the segments lie in the send buffer (they split at most
-        // its length less `base`), which stays valid and unchanged until
-        // the request completes; it completes only after every write did
-        // (zcopy_inflight counts them). A put only reads through the
-        // pointer.
-        #[allow(unsafe_code)]
-        let posted = unsafe {
-            post_segments(
-                tx,
-                &st.lanes,
-                &mut pt.segs,
-                Dir::Put,
-                frag,
-                buf.ptr_at(pt.base).cast_mut(),
-                remote,
-                Token(id.to_u64()),
-            )
-        };
+        // The segments lie in the send buffer (they split at most its
+        // length less `base`); it completes only after every write did
+        // (zcopy_inflight counts them).
+        let posted = post_segments(
+            tx,
+            &st.lanes,
+            &mut pt.segs,
+            frag,
+            Local::Send(buf, pt.base),
+            remote,
+            Token(id.to_u64()),
+        );
         let (inflight, failure, blocked) = (posted.inflight, posted.failure, posted.blocked);
         let done = failure.is_some() || all_posted(&pt.segs);
         if failure.is_some() {

@@ -4,7 +4,8 @@
 
 use crate::proto::lanes::Lanes;
 use crate::proto::select::{ProtocolId, SelectionTable};
-use crate::uct::{EpId, IovMut, Posted, RemoteKey, Token};
+use crate::request::buf::{RecvBuf, SendBuf};
+use crate::uct::{EpId, Posted, RemoteKey, Token};
 use crate::Error;
 
 /// Splits `[0, len)` into consecutive shares, one per `(lane, weight)`:
@@ -62,6 +63,23 @@ pub(crate) enum Dir {
     Get,
 }
 
+/// The local side of a transfer: a send's buffer from offset `.1` on,
+/// written to the peer, or a receive's buffer, read into.
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum Local {
+    Send(SendBuf, usize),
+    Recv(RecvBuf),
+}
+
+impl Local {
+    fn dir(self) -> Dir {
+        match self {
+            Local::Send(..) => Dir::Put,
+            Local::Recv(_) => Dir::Get,
+        }
+    }
+}
+
 /// What one round of posting did.
 #[derive(Debug, Default)]
 pub(crate) struct Posting {
@@ -86,22 +104,19 @@ pub(crate) struct Remote<'a> {
 /// and the lane's limit; offset `o` is local `base + o` and remote
 /// `remote.addr + o`.
 ///
-/// # Safety
-///
-/// For [`Dir::Put`], every range of `base` that the segments name stays
-/// valid for reads and unchanged, and for [`Dir::Get`] valid for writes and
-/// untouched by anyone else, until each operation posted here completed.
-#[allow(unsafe_code, clippy::too_many_arguments)]
-pub(crate) unsafe fn post_segments(
+/// The ranges are lent from the request's buffer (`local`): the caller
+/// keeps the request open until every operation posted here completed
+/// (it counts those `Posting::inflight` reports).
+pub(crate) fn post_segments(
     tx: &mut dyn Lanes,
     lanes: &[(usize, EpId)],
     segs: &mut [(usize, usize, usize)],
-    dir: Dir,
     frag: usize,
-    base: *mut u8,
+    local: Local,
     remote: Remote<'_>,
     token: Token,
 ) -> Posting {
+    let dir = local.dir();
     let mut out = Posting::default();
     loop {
         let mut progressed = false;
@@ -127,19 +142,15 @@ pub(crate) unsafe fn post_segments(
                 0 => limit,
                 f => f.min(limit),
             });
-            let iov = [IovMut {
-                ptr: base.wrapping_add(next),
-                len,
-            }];
             let at = remote.addr.wrapping_add(next as u64);
-            // SAFETY: the range lies in a segment, which the caller keeps
-            // valid (and, for a get, exclusively ours) until completion.
-            let posted = unsafe {
-                match dir {
-                    Dir::Put => {
-                        tx.put_zcopy(ifi, uct_ep, &[iov[0].as_iov()], at, remote.rkey, token)
-                    }
-                    Dir::Get => tx.get_zcopy(ifi, uct_ep, &iov, at, remote.rkey, token),
+            let posted = match local {
+                Local::Send(buf, base) => {
+                    let src = buf.lend(base + next, len);
+                    tx.put_zcopy(ifi, uct_ep, src, at, remote.rkey, token)
+                }
+                Local::Recv(buf) => {
+                    let dst = buf.lend(next, len);
+                    tx.get_zcopy(ifi, uct_ep, dst, at, remote.rkey, token)
                 }
             };
             match posted {

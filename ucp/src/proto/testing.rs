@@ -15,13 +15,11 @@ use super::core::Core;
 use super::ep::EpConfig;
 use super::lanes::{no_iface, Lanes};
 use super::wire::AM_WIREUP;
-use crate::request::buf::{RecvBuf, SendBuf};
+use crate::request::buf::{Lent, LentMut, RecvBuf, SendBuf};
 use crate::request::Op;
 use crate::ucs;
 use crate::ucs::slab::SlabId;
-use crate::uct::{
-    AmId, AmSink, DeviceType, EpId, IfaceAttr, Iov, IovMut, Posted, RemoteKey, SrcId, Token,
-};
+use crate::uct::{AmId, AmSink, DeviceType, EpId, IfaceAttr, Posted, RemoteKey, SrcId, Token};
 use crate::{Context, UcpConfig};
 
 /// One operation a core posted.
@@ -151,25 +149,25 @@ impl Lanes for Rec {
         Ok((Posted::Done, n))
     }
 
-    unsafe fn am_zcopy(
+    fn am_zcopy(
         &mut self,
         iface: usize,
         ep: EpId,
         id: AmId,
         header: &[u8],
-        iov: &[Iov],
+        data: Lent,
         token: Token,
     ) -> ucs::Result<Posted> {
         if let Some(p) = self.check(iface)? {
             return Ok(p);
         }
-        let mut data = header.to_vec();
-        for v in iov {
-            if v.len > 0 {
-                // SAFETY: the caller keeps the ranges valid (the contract).
-                data.extend_from_slice(unsafe { std::slice::from_raw_parts(v.ptr, v.len) });
-            }
+        let mut bytes = header.to_vec();
+        let v = data.iov();
+        if v.len > 0 {
+            // SAFETY: a lent range is valid until its operation completes.
+            bytes.extend_from_slice(unsafe { std::slice::from_raw_parts(v.ptr, v.len) });
         }
+        let data = bytes;
         self.sent.push(Sent::Am {
             ep,
             id,
@@ -180,16 +178,16 @@ impl Lanes for Rec {
         Ok(Posted::InFlight)
     }
 
-    unsafe fn put_zcopy(
+    fn put_zcopy(
         &mut self,
         iface: usize,
         ep: EpId,
-        iov: &[Iov],
+        src: Lent,
         remote_addr: u64,
         _rkey: &RemoteKey,
         token: Token,
     ) -> ucs::Result<Posted> {
-        let len = iov.iter().map(|v| v.len).sum();
+        let len = src.iov().len;
         self.rma(iface, token, |token| Sent::Put {
             ep,
             remote: remote_addr,
@@ -198,16 +196,16 @@ impl Lanes for Rec {
         })
     }
 
-    unsafe fn get_zcopy(
+    fn get_zcopy(
         &mut self,
         iface: usize,
         ep: EpId,
-        iov: &[IovMut],
+        dst: LentMut,
         remote_addr: u64,
         _rkey: &RemoteKey,
         token: Token,
     ) -> ucs::Result<Posted> {
-        let len = iov.iter().map(|v| v.len).sum();
+        let len = dst.iov().len;
         self.rma(iface, token, |token| Sent::Get {
             ep,
             remote: remote_addr,

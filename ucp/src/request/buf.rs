@@ -118,6 +118,135 @@ impl RecvBuf {
     }
 }
 
+/// Bytes of a request's send buffer lent to a transport for a zero-copy
+/// send or write ([`SendBuf::lend`]), or bytes lent by the caller of an
+/// `unsafe` one-sided operation ([`Lent::from_raw`]).
+///
+/// What makes handing it to a transport sound: the range lies in the
+/// buffer, which stays valid and unchanged until its request completes,
+/// and a request does not complete while an operation posted with it is
+/// in flight (the protocols count each one; `Core::complete` checks).
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Lent(crate::uct::Iov);
+
+/// Bytes of a request's receive buffer lent to a transport for a
+/// zero-copy read into it ([`RecvBuf::lend`]); as [`Lent`], and the range
+/// is the request's alone meanwhile.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct LentMut(crate::uct::IovMut);
+
+impl Lent {
+    /// # Safety
+    /// `ptr..ptr+len` stays readable and unchanged until the operations
+    /// posted with the result complete.
+    pub(crate) unsafe fn from_raw(ptr: *const u8, len: usize) -> Lent {
+        Lent(crate::uct::Iov { ptr, len })
+    }
+
+    /// The range, for the transport.
+    pub(crate) fn iov(self) -> crate::uct::Iov {
+        self.0
+    }
+}
+
+impl LentMut {
+    /// # Safety
+    /// `ptr..ptr+len` stays writable, and untouched by anyone else, until
+    /// the operations posted with the result complete.
+    pub(crate) unsafe fn from_raw(ptr: *mut u8, len: usize) -> LentMut {
+        LentMut(crate::uct::IovMut { ptr, len })
+    }
+
+    /// The range, for the transport.
+    pub(crate) fn iov(self) -> crate::uct::IovMut {
+        self.0
+    }
+}
+
+impl SendBuf {
+    /// Lends bytes `offset..offset+len`, clamped to the buffer.
+    pub(crate) fn lend(&self, offset: usize, len: usize) -> Lent {
+        let start = offset.min(self.len);
+        let n = len.min(self.len - start);
+        Lent(crate::uct::Iov {
+            ptr: self.ptr.wrapping_add(start),
+            len: n,
+        })
+    }
+}
+
+impl RecvBuf {
+    /// Lends bytes `offset..offset+len`, clamped to the capacity.
+    pub(crate) fn lend(&self, offset: usize, len: usize) -> LentMut {
+        let start = offset.min(self.cap);
+        let n = len.min(self.cap - start);
+        LentMut(crate::uct::IovMut {
+            ptr: self.ptr.wrapping_add(start),
+            len: n,
+        })
+    }
+}
+
+impl SendBuf {
+    /// Registers the whole buffer with memory domain `md` of `ctx`, for
+    /// peers to read (a rendezvous by get).
+    ///
+    /// The caller keeps the registration in the request, whose completion
+    /// releases it (`Core::complete`) before the buffer goes back to its
+    /// owner: peers read it only while it is valid and unchanged.
+    pub(crate) fn register_for_reads(
+        &self,
+        ctx: &crate::Context,
+        md: usize,
+    ) -> crate::ucs::Result<crate::reg::BufReg> {
+        // SAFETY: valid and unmodified until the request completes (the
+        // constructor's contract), which releases the registration first.
+        unsafe {
+            ctx.register_buffer(
+                md,
+                self.ptr.cast_mut(),
+                self.len,
+                crate::uct::Access::REMOTE_READ,
+            )
+        }
+    }
+}
+
+impl RecvBuf {
+    /// Registers bytes `start..end` of the buffer with memory domain `md`
+    /// of `ctx`, for peers to write (a rendezvous by put, or the tail of a
+    /// split one). Fails if the range is not inside the buffer.
+    ///
+    /// As [`SendBuf::register_for_reads`]: the request keeps the
+    /// registration, and completing it releases the registration before
+    /// the buffer goes back, so no write of the transfer reaches it after.
+    pub(crate) fn register_for_writes(
+        &self,
+        ctx: &crate::Context,
+        md: usize,
+        start: usize,
+        end: usize,
+    ) -> crate::ucs::Result<crate::reg::BufReg> {
+        if start > end || end > self.cap {
+            return Err(crate::ucs::Error::InvalidParam(format!(
+                "registering {start}..{end} of a {}-byte buffer",
+                self.cap
+            )));
+        }
+        // SAFETY: in bounds (checked), and the request's alone until it
+        // completes (the constructor's contract), which releases the
+        // registration first.
+        unsafe {
+            ctx.register_buffer(
+                md,
+                self.ptr.wrapping_add(start),
+                end - start,
+                crate::uct::Access::REMOTE_WRITE,
+            )
+        }
+    }
+}
+
 /// Rebuilds the `&'a mut [u8]` that a scoped receive borrowed.
 ///
 /// # Safety

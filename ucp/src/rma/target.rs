@@ -14,10 +14,11 @@ use super::RmaSink;
 use crate::proto::command::Command;
 use crate::proto::core::Core;
 use crate::proto::lanes::Lanes;
+use crate::request::buf::{Lent, LentMut};
 use crate::request::{Info, Kind};
 use crate::ucs::slab::SlabId;
 use crate::ucs::{PeerMisbehaved, Status};
-use crate::uct::{process_nonce, Access, IovMut, KeyFields, Posted as UctPosted, SrcId, Token};
+use crate::uct::{process_nonce, Access, KeyFields, Posted as UctPosted, SrcId, Token};
 use crate::Error;
 
 /// Largest read one `RMA_GET` may ask for: the reply travels in one
@@ -319,20 +320,19 @@ impl Core {
                 return;
             };
             let n = z.max.min(z.len - z.off);
-            // `off < len`: inside the caller's buffer.
-            let iov = IovMut {
-                ptr: z.ptr.wrapping_add(z.off),
-                len: n,
-            };
             let at = z.remote + z.off as u64;
-            // SAFETY: the operation's caller keeps the buffer valid until
-            // the request completes, which waits for every step (each
-            // InFlight one is counted and reported back).
+            // SAFETY: `off < len`, so `off..off+n` is inside the caller's
+            // buffer, which the operation's caller keeps valid until the
+            // request completes; it waits for every step (each InFlight one
+            // is counted and reported back).
             let r = unsafe {
+                let p = z.ptr.wrapping_add(z.off);
                 if z.put {
-                    tx.put_zcopy(z.iface, z.uct_ep, &[iov.as_iov()], at, &z.key, token)
+                    let src = Lent::from_raw(p, n);
+                    tx.put_zcopy(z.iface, z.uct_ep, src, at, &z.key, token)
                 } else {
-                    tx.get_zcopy(z.iface, z.uct_ep, &[iov], at, &z.key, token)
+                    let dst = LentMut::from_raw(p, n);
+                    tx.get_zcopy(z.iface, z.uct_ep, dst, at, &z.key, token)
                 }
             };
             match r {

@@ -1,8 +1,9 @@
 //! A worker's ifaces, and the protocols' [`Lanes`] over them.
 
 use crate::proto::lanes::{no_iface, Lanes};
+use crate::request::buf::{Lent, LentMut};
 use crate::ucs;
-use crate::uct::{AmId, EpId, Iface, IfaceAttr, Iov, IovMut, Posted, RemoteKey, Token};
+use crate::uct::{AmId, EpId, Iface, IfaceAttr, Posted, RemoteKey, Token};
 use std::ops::{Deref, DerefMut};
 
 /// The ifaces a worker opened, in the order of their indexes.
@@ -32,7 +33,6 @@ impl Ifaces {
     }
 }
 
-#[allow(unsafe_code)]
 impl Lanes for Ifaces {
     fn attr(&self, iface: usize) -> Option<&IfaceAttr> {
         self.0.get(iface).map(|i| i.attr())
@@ -61,51 +61,58 @@ impl Lanes for Ifaces {
         self.get(iface)?.am_bcopy(ep, id, parts)
     }
 
+    // SAFETY (the three zero-copy operations): a lent range lies in a
+    // request's buffer, valid (and, lent for writing, the request's alone)
+    // until the request completes, which waits for the operation's
+    // completion; see `Lent`.
     #[allow(unsafe_code)]
-    unsafe fn am_zcopy(
+    fn am_zcopy(
         &mut self,
         iface: usize,
         ep: EpId,
         id: AmId,
         header: &[u8],
-        iov: &[Iov],
+        data: Lent,
         token: Token,
     ) -> ucs::Result<Posted> {
-        // SAFETY: the caller keeps the contract of `Iface::am_zcopy`.
-        unsafe { self.get(iface)?.am_zcopy(ep, id, header, iov, token) }
+        let iov = [data.iov()];
+        // SAFETY: see above.
+        unsafe { self.get(iface)?.am_zcopy(ep, id, header, &iov, token) }
     }
 
     #[allow(unsafe_code)]
-    unsafe fn put_zcopy(
+    fn put_zcopy(
         &mut self,
         iface: usize,
         ep: EpId,
-        iov: &[Iov],
+        src: Lent,
         remote_addr: u64,
         rkey: &RemoteKey,
         token: Token,
     ) -> ucs::Result<Posted> {
-        // SAFETY: the caller keeps the contract of `Iface::put_zcopy`.
+        let iov = [src.iov()];
+        // SAFETY: see above.
         unsafe {
             self.get(iface)?
-                .put_zcopy(ep, iov, remote_addr, rkey, token)
+                .put_zcopy(ep, &iov, remote_addr, rkey, token)
         }
     }
 
     #[allow(unsafe_code)]
-    unsafe fn get_zcopy(
+    fn get_zcopy(
         &mut self,
         iface: usize,
         ep: EpId,
-        iov: &[IovMut],
+        dst: LentMut,
         remote_addr: u64,
         rkey: &RemoteKey,
         token: Token,
     ) -> ucs::Result<Posted> {
-        // SAFETY: the caller keeps the contract of `Iface::get_zcopy`.
+        let iov = [dst.iov()];
+        // SAFETY: see above.
         unsafe {
             self.get(iface)?
-                .get_zcopy(ep, iov, remote_addr, rkey, token)
+                .get_zcopy(ep, &iov, remote_addr, rkey, token)
         }
     }
 
