@@ -40,23 +40,40 @@
 //!
 //! # Map
 //! * `context.rs`, `config.rs`: resources (from the registry the
-//!   application passes) and settings;
-//! * `worker/`: the worker, its progress loop, protocol state (`core`) and
-//!   the executor that carries out the protocols' commands (`exec`);
+//!   application passes) and settings; `reg.rs`: registration of
+//!   rendezvous buffers, through a registration cache where that pays;
+//! * `worker/`: the worker: its ifaces (`ifaces.rs`, which implement the
+//!   protocols' [`Lanes`](proto) port), the progress loop, endpoint
+//!   creation (`connect.rs`), the executor of the protocols' commands
+//!   (`exec.rs`) and sleeping (`wakeup.rs`). The only code that holds an
+//!   iface;
+//! * `proto/`: the protocols, which touch no iface, socket, clock or
+//!   thread, and hold no `unsafe`: the protocol state (`core.rs`) and
+//!   endpoints (`ep.rs`), the one way to the transports (`lanes.rs`), the
+//!   commands left for the executor and their dispatch (`command.rs`),
+//!   wire formats (`wire.rs`), protocol selection (`select/`), eager send
+//!   and receive (`eager_tx.rs`, `eager_rx.rs`, `direct.rs` for payloads a
+//!   transport writes straight into a receive), rendezvous by active
+//!   messages (`rndv.rs`), get (`rndv_get.rs`, split with a write by the
+//!   sender on one host) and put (`rndv_put.rs`) over one or more lanes
+//!   (`rndv_zcopy.rs`), matched probes (`probed.rs`); protocol-level tests
+//!   over a recording `Lanes` (`testing.rs`, `tests/`);
 //! * `wireup/`: worker addresses and lane selection;
-//! * `proto/`: wire formats, the commands protocols leave for the
-//!   executor (`command.rs`), protocol selection (`select/`), eager send
-//!   and receive, rendezvous by active messages (`rndv.rs`), get
-//!   (`rndv_get.rs`, split with a write by the sender on one host) and put
-//!   (`rndv_put.rs`) over one or more lanes (`rndv_zcopy.rs`), matched
-//!   probes (`probed.rs`);
 //! * `tag/`: the tag matcher (sans-IO);
-//! * `request/`: the request slab and completion reporting;
+//! * `request/`: the request slab, each request's state as phases (a
+//!   receive's in `recv.rs`), completion reporting, and the one module that
+//!   dereferences user buffers and lends them to transports (`buf.rs`);
 //! * `api/`: the four tiers of operations (blocking, scoped, owned, raw);
 //! * `rma/`: one-sided operations: mapped memory (allocated by a memory
 //!   domain that can, else private), remote keys (mapped into this process
 //!   by a domain that can), put, get, atomics, fence (see its
-//!   documentation for how each travels).
+//!   documentation for how each travels); `target.rs` answers the
+//!   emulated ones, reading and writing registered memory.
+//!
+//! With the `fuzzing` feature (or `--cfg fuzzing`), the wire codecs
+//! (`proto::wire`, `rma::wire`), worker addresses (`wireup`) and the tag
+//! matcher (`tag`) are public, for fuzz targets, decoder tests and benches;
+//! they are not a stable API.
 //!
 //! # What it does not do (yet)
 //! Streams and active messages for users; bandwidth-oriented protocol
