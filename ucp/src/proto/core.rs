@@ -136,16 +136,9 @@ pub(crate) struct ProbedMsg {
     pub(crate) error: Option<Error>,
 }
 
-/// The protocol half of a worker.
-pub(crate) struct Core {
-    pub(crate) eps: Slab<EpState>,
-    pub(crate) reqs: Slab<Request>,
-    pub(crate) matcher: TagMatcher<SlabId, Unexp>,
-    pub(crate) frags: FxHashMap<FragKey, FragTarget>,
-    /// Per iface, per transport endpoint index: the protocol endpoint.
-    pub(crate) lane_eps: Vec<Vec<Option<SlabId>>>,
-    /// Per iface: what decides whether progress may skip it.
-    pub(crate) heat: Vec<Heat>,
+/// What completed requests report to the application, until it looks.
+#[derive(Default)]
+pub(crate) struct Reports {
     /// Requests that got their result so far (wrapping); see
     /// `Worker::completed_count`.
     pub(crate) completed: u64,
@@ -154,10 +147,24 @@ pub(crate) struct Core {
     pub(crate) released_done: u64,
     /// The first failure of a released request not yet taken.
     pub(crate) released_error: Option<Error>,
-    /// Progress calls so far.
-    pub(crate) tick: u32,
+    /// The completion queue (`Op::queue`).
     pub(crate) completions: VecDeque<Completion>,
+    /// Callbacks to run once progress returns (`Op::callback`).
     pub(crate) callbacks: Vec<(Callback, Completion)>,
+}
+
+/// The protocol half of a worker.
+pub(crate) struct Core {
+    pub(crate) eps: Slab<EpState>,
+    pub(crate) reqs: Slab<Request>,
+    pub(crate) matcher: TagMatcher<SlabId, Unexp>,
+    pub(crate) frags: FxHashMap<FragKey, FragTarget>,
+    /// Per iface, per transport endpoint index: the protocol endpoint.
+    pub(crate) lane_eps: Vec<Vec<Option<SlabId>>>,
+    /// Per iface: how many entries of `lane_eps` are set.
+    pub(crate) lane_counts: Vec<u32>,
+    /// What completed requests report to the application.
+    pub(crate) done: Reports,
     pub(crate) cur_iface: usize,
     /// Work for the executor, in the order recorded.
     pub(crate) commands: VecDeque<Command>,
@@ -197,54 +204,6 @@ impl std::fmt::Debug for Core {
     }
 }
 
-/// Whether `Worker::progress` may skip an iface (see [`COLD_AFTER`]).
-#[derive(Debug, Clone, Copy, Default)]
-pub(crate) struct Heat {
-    /// Entries of `lane_eps` set for the iface.
-    lanes: u32,
-    /// Progress calls in a row that found nothing.
-    quiet: u32,
-    /// The iface has no active messages, so nothing arrives on it by
-    /// itself (its operations complete as they are posted); its progress
-    /// only hands back pending tokens and failures.
-    pub(crate) passive: bool,
-    /// Cold: polled only on sweep calls (kept from the fields above).
-    pub(crate) cold: bool,
-}
-
-impl Heat {
-    fn update(&mut self) {
-        self.cold = self.quiet >= COLD_AFTER && (self.lanes == 0 || self.passive);
-    }
-
-    /// Polled again from the next progress call on.
-    pub(crate) fn warm(&mut self) {
-        self.quiet = 0;
-        self.cold = false;
-    }
-
-    /// A progress call of the iface found `events`.
-    #[inline]
-    fn polled(&mut self, events: usize) {
-        if events > 0 {
-            self.warm();
-        } else if self.quiet < COLD_AFTER {
-            self.quiet += 1;
-            self.update();
-        }
-    }
-}
-
-/// An iface with no endpoint that found nothing in this many progress calls
-/// in a row is polled only every `COLD_POLL_EVERY` calls: a TCP iface that
-/// only listens must not cost a system call on every progress of a worker
-/// whose traffic goes through shared memory. Anything it finds makes it
-/// hot again; an endpoint on it keeps it hot, unless the iface is passive
-/// (no active messages: CMA), whose quiet progress only delays the report
-/// of a failure or a pending token by at most `COLD_POLL_EVERY` calls.
-const COLD_AFTER: u32 = 256;
-const COLD_POLL_EVERY: u32 = 256;
-
 /// Unexpected buffers kept for reuse, and the largest kept.
 const SPARE_MAX: usize = 64;
 const SPARE_MAX_CAP: usize = 256 * 1024;
@@ -263,13 +222,8 @@ impl Core {
             matcher: TagMatcher::new(),
             frags: FxHashMap::default(),
             lane_eps: vec![Vec::new(); n_ifaces],
-            heat: vec![Heat::default(); n_ifaces],
-            completed: 0,
-            released_done: 0,
-            released_error: None,
-            tick: 0,
-            completions: VecDeque::new(),
-            callbacks: Vec::new(),
+            lane_counts: vec![0; n_ifaces],
+            done: Reports::default(),
             cur_iface: 0,
             commands: VecDeque::new(),
             next_msg_id: 1,
@@ -311,28 +265,13 @@ impl Core {
         if v.len() <= i {
             v.resize(i + 1, None);
         }
-        let heat = &mut self.heat[iface];
+        let n = &mut self.lane_counts[iface];
         match (v[i].is_some(), ep.is_some()) {
-            (false, true) => heat.lanes += 1,
-            (true, false) => heat.lanes = heat.lanes.saturating_sub(1),
+            (false, true) => *n += 1,
+            (true, false) => *n = n.saturating_sub(1),
             _ => {}
         }
-        heat.update();
         v[i] = ep;
-    }
-
-    /// Whether this progress call polls cold ifaces too.
-    #[inline]
-    pub(crate) fn sweep_call(&self) -> bool {
-        self.tick % COLD_POLL_EVERY == 0
-    }
-
-    /// Records what a progress call of iface `i` found.
-    #[inline]
-    pub(crate) fn iface_polled(&mut self, i: usize, events: usize) {
-        if let Some(h) = self.heat.get_mut(i) {
-            h.polled(events);
-        }
     }
 
     pub(crate) fn lane_ep(&self, iface: usize, uct_ep: EpId) -> Option<SlabId> {
@@ -363,7 +302,7 @@ impl Core {
             },
             "a request completes while a transport holds its buffer"
         );
-        self.completed = self.completed.wrapping_add(1);
+        self.done.completed = self.done.completed.wrapping_add(1);
         let memh = match &mut req.kind {
             Kind::Send(s) => s.memh.take(),
             Kind::Recv(r) => r.memh.take(),
@@ -395,7 +334,7 @@ impl Core {
                     user_data,
                     result: result.clone(),
                 };
-                self.completions.push_back(c);
+                self.done.completions.push_back(c);
             }
             Notify::Callback(cb) => {
                 let c = Completion {
@@ -403,7 +342,7 @@ impl Core {
                     user_data,
                     result: result.clone(),
                 };
-                self.callbacks.push((cb, c));
+                self.done.callbacks.push((cb, c));
             }
         }
         // Queue and callback hand the result out; keep the slot only for an
@@ -418,9 +357,9 @@ impl Core {
     /// A released polled request completed with `result`: counted, and a
     /// failure kept if it is the first since the last look.
     pub(crate) fn released(&mut self, result: Result<Info>) {
-        self.released_done = self.released_done.wrapping_add(1);
-        if let (Err(e), None) = (result, &self.released_error) {
-            self.released_error = Some(e);
+        self.done.released_done = self.done.released_done.wrapping_add(1);
+        if let (Err(e), None) = (result, &self.done.released_error) {
+            self.done.released_error = Some(e);
         }
     }
 
@@ -528,37 +467,5 @@ impl AmSink for Core {
         self.src_eps.remove(&(self.cur_iface, src));
         self.rndv_source_failed(src, &error);
         self.source_failed(src, error);
-    }
-}
-
-#[cfg(test)]
-mod heat_tests {
-    use super::*;
-
-    fn quiet_calls(h: &mut Heat, n: u32) {
-        for _ in 0..n {
-            h.polled(0);
-        }
-    }
-
-    #[test]
-    fn ifaces_go_cold_only_without_lanes_or_when_passive() {
-        let mut idle = Heat::default();
-        quiet_calls(&mut idle, COLD_AFTER - 1);
-        assert!(!idle.cold, "not yet");
-        quiet_calls(&mut idle, 1);
-        assert!(idle.cold, "quiet long enough, no lanes");
-        idle.lanes = 1;
-        idle.update();
-        assert!(!idle.cold, "a lane keeps an iface with messages hot");
-        let mut passive = Heat {
-            lanes: 3,
-            passive: true,
-            ..Heat::default()
-        };
-        quiet_calls(&mut passive, COLD_AFTER);
-        assert!(passive.cold, "a passive iface cools down despite its lanes");
-        passive.polled(1);
-        assert!(!passive.cold && passive.quiet == 0, "events warm it up");
     }
 }

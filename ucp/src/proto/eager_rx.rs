@@ -121,10 +121,10 @@ impl Core {
         {
             let (n, cap) = (payload.len(), r.buf.capacity());
             if !*detached || n <= cap {
-                self.completed = self.completed.wrapping_add(1);
+                self.done.completed = self.done.completed.wrapping_add(1);
                 r.take_whole(tag, payload);
                 if *detached {
-                    self.released_done = self.released_done.wrapping_add(1);
+                    self.done.released_done = self.done.released_done.wrapping_add(1);
                     self.reqs
                         .take_map_forget(req, |_| Some(()), Request::owns_nothing);
                     return;

@@ -2,6 +2,7 @@
 
 mod connect;
 mod exec;
+mod heat;
 mod ifaces;
 mod wakeup;
 
@@ -28,6 +29,9 @@ pub struct Worker {
     uuid: u64,
     address: Vec<u8>,
     wake: wakeup::Wakeup,
+    /// Per iface: whether progress may skip it.
+    heat: Vec<heat::Heat>,
+    tick: heat::Tick,
 }
 
 impl std::fmt::Debug for Worker {
@@ -100,7 +104,7 @@ impl Worker {
         }
         .encode()?;
         let cfg = ctx.config();
-        let mut core = Core::new(
+        let core = Core::new(
             ifaces.len(),
             address.clone(),
             cfg.select_config(),
@@ -108,9 +112,10 @@ impl Worker {
             (ctx.clone(), iface_md, iface_dev),
         );
         let am = Caps::AM_SHORT | Caps::AM_BCOPY | Caps::AM_ZCOPY;
-        for (heat, iface) in core.heat.iter_mut().zip(&ifaces) {
-            heat.passive = !iface.attr().caps.intersects(am);
-        }
+        let heat = ifaces
+            .iter()
+            .map(|i| heat::Heat::new(!i.attr().caps.intersects(am)))
+            .collect();
         Ok(Worker {
             ifaces: ifaces::Ifaces(ifaces),
             core,
@@ -118,6 +123,8 @@ impl Worker {
             uuid,
             address,
             wake: wakeup::Wakeup::default(),
+            heat,
+            tick: heat::Tick::default(),
         })
     }
 
@@ -268,22 +275,21 @@ impl Worker {
     /// Returns how many events it handled; never blocks.
     pub fn progress(&mut self) -> usize {
         let mut n = 0;
-        self.core.tick = self.core.tick.wrapping_add(1);
-        let sweep = self.core.sweep_call();
-        for (i, iface) in self.ifaces.iter_mut().enumerate() {
-            if !sweep && self.core.heat.get(i).is_some_and(|h| h.cold) {
+        let sweep = self.tick.next();
+        for ((i, iface), heat) in self.ifaces.iter_mut().enumerate().zip(&mut self.heat) {
+            if !sweep && heat.cold(self.core.lane_counts.get(i).copied().unwrap_or(0)) {
                 continue;
             }
             self.core.cur_iface = i;
             let got = iface.progress(&mut self.core);
-            self.core.iface_polled(i, got);
+            heat.polled(got);
             n += got;
         }
         if self.core.has_commands() {
             n += self.core.run_commands(&mut self.ifaces);
         }
-        if !self.core.callbacks.is_empty() {
-            let cbs = std::mem::take(&mut self.core.callbacks);
+        if !self.core.done.callbacks.is_empty() {
+            let cbs = std::mem::take(&mut self.core.done.callbacks);
             n += cbs.len();
             let mut w = crate::api::WorkerMut::new(self);
             for (cb, c) in cbs {
@@ -296,7 +302,7 @@ impl Worker {
     /// The next entry of the completion queue (operations posted with
     /// [`crate::Op::queue`]).
     pub fn next_completion(&mut self) -> Option<Completion> {
-        self.core.completions.pop_front()
+        self.core.done.completions.pop_front()
     }
 
     /// How many requests have completed since the worker was made (a
@@ -307,7 +313,7 @@ impl Worker {
     /// each after every `progress`.
     #[inline]
     pub fn completed_count(&self) -> u64 {
-        self.core.completed
+        self.core.done.completed
     }
 
     /// The result of request `id` if it completed; the request is then
@@ -378,14 +384,14 @@ impl Worker {
     /// buffers.
     #[inline]
     pub fn released_completed(&self) -> u64 {
-        self.core.released_done
+        self.core.done.released_done
     }
 
     /// The first failure of a released polled request since the last
     /// call, if any: released requests report their results nowhere else.
     #[inline]
     pub fn take_released_error(&mut self) -> Option<Error> {
-        self.core.released_error.take()
+        self.core.done.released_error.take()
     }
 
     /// Cancels a receive that has not matched a message yet, or a send

@@ -45,8 +45,8 @@ impl Worker {
     /// Prepares to sleep: `Busy` if work is already pending (progress
     /// instead of sleeping), `Sleep` if the event fd will signal new work.
     pub fn arm(&mut self) -> Result<Armed> {
-        if !self.core.completions.is_empty()
-            || !self.core.callbacks.is_empty()
+        if !self.core.done.completions.is_empty()
+            || !self.core.done.callbacks.is_empty()
             || self.core.has_commands()
         {
             return Ok(Armed::Busy);
@@ -76,7 +76,7 @@ impl Worker {
         let r = self.wake_set()?.wait(timeout, &mut events);
         self.wake.events = events;
         // Whichever iface woke us, the next progress polls them all.
-        self.core.heat.iter_mut().for_each(|h| h.warm());
+        self.heat.iter_mut().for_each(|h| h.warm());
         r.map_err(Error::transport)?;
         Ok(())
     }
