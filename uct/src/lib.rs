@@ -48,6 +48,7 @@ mod component;
 mod ep_table;
 mod iface;
 pub mod ip_addr;
+pub mod limits;
 mod mem;
 pub mod perf;
 mod registry;

@@ -6,7 +6,7 @@ use std::os::fd::{AsRawFd, OwnedFd};
 use std::time::{Duration, Instant};
 
 use uct::ucs::{Error, Result};
-use uct::{Caps, ConnectMode, EpId, IfaceAttr, IfaceParams, PerfModel, SrcId, Token, AM_ID_MAX};
+use uct::{Caps, ConnectMode, EpId, IfaceAttr, IfaceParams, PerfModel, SrcId, Token};
 
 use crate::config::{Limits, TcpConfig, MAX_HDR, MAX_IOV};
 use crate::conn::Conn;
@@ -288,14 +288,4 @@ impl TcpIface {
 /// The error for an unknown endpoint id.
 pub(crate) fn no_ep(ep: EpId) -> Error {
     Error::InvalidParam(format!("tcp: no endpoint {}", ep.0))
-}
-
-/// Checks an active message id.
-pub(crate) fn check_id(id: uct::AmId) -> Result<()> {
-    if id >= AM_ID_MAX {
-        return Err(Error::InvalidParam(format!(
-            "tcp: active message id {id} >= {AM_ID_MAX}"
-        )));
-    }
-    Ok(())
 }

@@ -3,11 +3,11 @@
 use std::os::fd::RawFd;
 
 use uct::ucs::{Error, Result};
-use uct::{AmId, AmSink, Armed, EpId, Iface, Iov, Posted, RemoteKey, Token};
+use uct::{limits, AmId, AmSink, Armed, EpId, Iface, Iov, Posted, RemoteKey, Token};
 
 use crate::config::MAX_IOV;
 use crate::conn::Waiter;
-use crate::iface::{check_id, no_ep, Ep, GlobalFlush, Notice, TcpIface};
+use crate::iface::{no_ep, Ep, GlobalFlush, Notice, TcpIface};
 use crate::tx::ZcOwner;
 use crate::wire;
 use uct::ip_addr as addr;
@@ -36,7 +36,7 @@ impl TcpIface {
     }
 
     fn copy_send(&mut self, ep: EpId, id: AmId, parts: &[&[u8]], total: usize) -> Result<Posted> {
-        check_id(id)?;
+        limits::check_am_id("tcp", id)?;
         let ci = self.ep_conn(ep)?;
         let Some(c) = self.conns.get_mut(ci) else {
             return Err(no_ep(ep));
@@ -123,25 +123,13 @@ impl Iface for TcpIface {
     }
 
     fn am_short(&mut self, ep: EpId, id: AmId, header: u64, payload: &[u8]) -> Result<Posted> {
-        if payload.len() > self.limits.max_short {
-            return Err(Error::InvalidParam(format!(
-                "tcp: am_short payload of {} bytes > {}",
-                payload.len(),
-                self.limits.max_short
-            )));
-        }
+        limits::check_short("tcp", payload.len(), self.limits.max_short)?;
         let h = header.to_le_bytes();
         self.copy_send(ep, id, &[&h, payload], 8 + payload.len())
     }
 
     fn am_bcopy(&mut self, ep: EpId, id: AmId, parts: &[&[u8]]) -> Result<(Posted, usize)> {
-        let total: usize = parts.iter().map(|p| p.len()).sum();
-        if total > self.limits.max_bcopy {
-            return Err(Error::InvalidParam(format!(
-                "tcp: am_bcopy of {total} bytes > {}",
-                self.limits.max_bcopy
-            )));
-        }
+        let total = limits::bcopy_len("tcp", parts, self.limits.max_bcopy)?;
         self.copy_send(ep, id, parts, total).map(|p| (p, total))
     }
 
@@ -153,20 +141,10 @@ impl Iface for TcpIface {
         iov: &[Iov],
         token: Token,
     ) -> Result<Posted> {
-        let total: usize = iov.iter().map(|r| r.len).sum();
-        if header.len() > self.info.attr.max_hdr
-            || iov.len() > MAX_IOV
-            || total > self.limits.max_zcopy
-        {
-            return Err(Error::InvalidParam(format!(
-                "tcp: am_zcopy header {} bytes, {} iov, {total} bytes: limits are {}, {MAX_IOV}, {}",
-                header.len(),
-                iov.len(),
-                self.info.attr.max_hdr,
-                self.limits.max_zcopy
-            )));
-        }
-        check_id(id)?;
+        let max_hdr = self.info.attr.max_hdr;
+        let total =
+            limits::check_zcopy("tcp", header, iov, max_hdr, MAX_IOV, self.limits.max_zcopy)?;
+        limits::check_am_id("tcp", id)?;
         let ci = self.ep_conn(ep)?;
         let Some(c) = self.conns.get_mut(ci) else {
             return Err(no_ep(ep));

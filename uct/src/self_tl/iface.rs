@@ -3,8 +3,8 @@
 use super::mailbox::{self, Shared};
 use super::{addr, SelfConfig, MAX_BCOPY, MAX_HDR, MAX_IOV, MAX_SHORT, MAX_ZCOPY, PROGRESS_BATCH};
 use crate::{
-    AmId, AmSink, Armed, EpId, Error, Iface, IfaceInfo, Iov, Posted, RemoteKey, Result, SrcId,
-    Token,
+    limits, AmId, AmSink, Armed, EpId, Error, Iface, IfaceInfo, Iov, Posted, RemoteKey, Result,
+    SrcId, Token,
 };
 use std::collections::VecDeque;
 use std::os::fd::RawFd;
@@ -214,12 +214,7 @@ impl Iface for SelfIface {
     }
 
     fn am_short(&mut self, ep: EpId, id: AmId, header: u64, payload: &[u8]) -> Result<Posted> {
-        if payload.len() > MAX_SHORT {
-            return Err(Error::InvalidParam(format!(
-                "self: am_short payload of {} bytes exceeds {MAX_SHORT}",
-                payload.len()
-            )));
-        }
+        limits::check_short("self", payload.len(), MAX_SHORT)?;
         self.send(ep, id, 8 + payload.len(), |b| {
             b.extend_from_slice(&header.to_le_bytes());
             b.extend_from_slice(payload);
@@ -227,13 +222,7 @@ impl Iface for SelfIface {
     }
 
     fn am_bcopy(&mut self, ep: EpId, id: AmId, parts: &[&[u8]]) -> Result<(Posted, usize)> {
-        let total = parts
-            .iter()
-            .try_fold(0usize, |acc, p| acc.checked_add(p.len()))
-            .filter(|&t| t <= MAX_BCOPY)
-            .ok_or_else(|| {
-                Error::InvalidParam(format!("self: am_bcopy exceeds {MAX_BCOPY} bytes"))
-            })?;
+        let total = limits::bcopy_len("self", parts, MAX_BCOPY)?;
         let posted = self.send(ep, id, total, |b| {
             for p in parts {
                 b.extend_from_slice(p);
@@ -256,25 +245,7 @@ impl Iface for SelfIface {
         iov: &[Iov],
         _token: Token,
     ) -> Result<Posted> {
-        if header.len() > MAX_HDR {
-            return Err(Error::InvalidParam(format!(
-                "self: am_zcopy header of {} bytes exceeds {MAX_HDR}",
-                header.len()
-            )));
-        }
-        if iov.len() > MAX_IOV {
-            return Err(Error::InvalidParam(format!(
-                "self: am_zcopy with {} iov entries, at most {MAX_IOV}",
-                iov.len()
-            )));
-        }
-        let data = iov
-            .iter()
-            .try_fold(0usize, |acc, v| acc.checked_add(v.len))
-            .filter(|&t| t <= MAX_ZCOPY)
-            .ok_or_else(|| {
-                Error::InvalidParam(format!("self: am_zcopy exceeds {MAX_ZCOPY} bytes"))
-            })?;
+        let data = limits::check_zcopy("self", header, iov, MAX_HDR, MAX_IOV, MAX_ZCOPY)?;
         self.send(ep, id, header.len() + data, |b| {
             b.extend_from_slice(header);
             for v in iov.iter().filter(|v| v.len > 0) {

@@ -9,10 +9,13 @@ use super::rkey::VirtKey;
 use super::rma::RmaPost;
 use super::VirtNet;
 use crate::{
-    AmId, AmSink, Armed, Caps, ConnectMode, EpId, Error, Iface, IfaceAttr, IfaceInfo, Iov, Posted,
-    RemoteKey, Result, Token,
+    limits, AmId, AmSink, Armed, Caps, ConnectMode, EpId, Error, Iface, IfaceAttr, IfaceInfo, Iov,
+    Posted, RemoteKey, Result, Token,
 };
 use std::os::fd::RawFd;
+
+/// Transport name in errors.
+const TL: &str = super::TL_NAME;
 
 /// An iface on a [`VirtNet`]: sends go on the net's virtual wire and
 /// arrive when the net's clock says so.
@@ -33,10 +36,6 @@ pub struct VirtIface {
 
 /// Device address: the net id, then the device index, little-endian.
 const DEV_ADDR_LEN: usize = 12;
-
-fn too_big(what: &str, len: usize, max: usize) -> Error {
-    Error::InvalidParam(format!("virt: {what} of {len} exceeds {max}"))
-}
 
 impl VirtIface {
     /// Opens a node on device `dev` (the first with `None`) belonging to
@@ -144,18 +143,7 @@ impl VirtIface {
         if !self.info.attr.caps.contains(cap) {
             return Err(Error::Unsupported(format!("virt: {op}")));
         }
-        if iov.len() > self.info.attr.max_iov {
-            return Err(too_big(
-                &format!("{op} iov count"),
-                iov.len(),
-                self.info.attr.max_iov,
-            ));
-        }
-        let total = iov
-            .iter()
-            .try_fold(0usize, |acc, v| acc.checked_add(v.len))
-            .filter(|&t| t <= max)
-            .ok_or_else(|| Error::InvalidParam(format!("virt: {op} exceeds {max} bytes")))?;
+        let total = limits::check_iov(TL, op.name(), iov, self.info.attr.max_iov, max)?;
         if rkey.md_name != super::TL_NAME {
             return Err(Error::InvalidParam(format!(
                 "virt: remote key of memory domain {:?}",
@@ -195,13 +183,7 @@ impl Iface for VirtIface {
     }
 
     fn am_short(&mut self, ep: EpId, id: AmId, header: u64, payload: &[u8]) -> Result<Posted> {
-        if payload.len() > self.info.attr.max_short {
-            return Err(too_big(
-                "am_short payload",
-                payload.len(),
-                self.info.attr.max_short,
-            ));
-        }
+        limits::check_short(TL, payload.len(), self.info.attr.max_short)?;
         let len = 8 + payload.len();
         self.net
             .lock()
@@ -212,12 +194,7 @@ impl Iface for VirtIface {
     }
 
     fn am_bcopy(&mut self, ep: EpId, id: AmId, parts: &[&[u8]]) -> Result<(Posted, usize)> {
-        let max = self.info.attr.max_bcopy;
-        let total = parts
-            .iter()
-            .try_fold(0usize, |acc, p| acc.checked_add(p.len()))
-            .filter(|&t| t <= max)
-            .ok_or_else(|| Error::InvalidParam(format!("virt: am_bcopy exceeds {max} bytes")))?;
+        let total = limits::bcopy_len(TL, parts, self.info.attr.max_bcopy)?;
         let posted = self
             .net
             .lock()
@@ -244,19 +221,7 @@ impl Iface for VirtIface {
         token: Token,
     ) -> Result<Posted> {
         let a = &self.info.attr;
-        if header.len() > a.max_hdr {
-            return Err(too_big("am_zcopy header", header.len(), a.max_hdr));
-        }
-        if iov.len() > a.max_iov {
-            return Err(too_big("am_zcopy iov count", iov.len(), a.max_iov));
-        }
-        let total = iov
-            .iter()
-            .try_fold(0usize, |acc, v| acc.checked_add(v.len))
-            .filter(|&t| t <= a.max_zcopy)
-            .ok_or_else(|| {
-                Error::InvalidParam(format!("virt: am_zcopy exceeds {} bytes", a.max_zcopy))
-            })?;
+        let total = limits::check_zcopy(TL, header, iov, a.max_hdr, a.max_iov, a.max_zcopy)?;
         let len = header.len() + total;
         self.net
             .lock()

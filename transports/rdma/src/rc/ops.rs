@@ -5,7 +5,7 @@ use std::os::fd::RawFd;
 
 use crate::verbs::{Mr, QpId, SendFlags, SendOp, SendWr, Sge};
 use uct::ucs::{Error, Result};
-use uct::{Access, AmId, AmSink, Armed, EpId, Iface, Iov, Posted, RemoteKey, Token, AM_ID_MAX};
+use uct::{limits, Access, AmId, AmSink, Armed, EpId, Iface, Iov, Posted, RemoteKey, Token};
 
 use super::bufs::Owner;
 use super::iface::{no_ep, Group, Notice, Op, RcIface, INLINE_CAP};
@@ -17,15 +17,6 @@ const MAX_SGES: usize = 9;
 /// Steering tag of a zero-length READ (a flush): never 0 on the wire, and
 /// not checked by the responder for zero bytes.
 const FLUSH_STAG: u32 = 1;
-
-fn check_id(id: AmId) -> Result<()> {
-    if id >= AM_ID_MAX {
-        return Err(Error::InvalidParam(format!(
-            "rc: active message id {id} >= {AM_ID_MAX}"
-        )));
-    }
-    Ok(())
-}
 
 impl RcIface {
     /// The queue pair of `ep` if it can take a send now (`credit`: one
@@ -163,14 +154,12 @@ impl RcIface {
     ) -> Result<(u32, usize)> {
         let stag =
             key_stag(rkey).ok_or_else(|| Error::InvalidParam("rc: not an rc remote key".into()))?;
-        let len: usize = iov.iter().map(|v| v.len).sum();
-        if len > max || iov.len() > self.info.attr.max_iov {
-            return Err(Error::InvalidParam(format!(
-                "rc: {len} bytes in {} entries, limits {max} and {}",
-                iov.len(),
-                self.info.attr.max_iov
-            )));
-        }
+        let op = if need.contains(Access::REMOTE_WRITE) {
+            "put_zcopy"
+        } else {
+            "get_zcopy"
+        };
+        let len = limits::check_iov("rc", op, iov, self.info.attr.max_iov, max)?;
         if !rkey.covers(addr, len) || !rkey.access.contains(need) {
             return Err(Error::RemoteAccess(format!(
                 "rc: {len} bytes at {addr:#x} outside the key's range or rights"
@@ -244,14 +233,8 @@ impl Iface for RcIface {
     }
 
     fn am_short(&mut self, ep: EpId, id: AmId, header: u64, payload: &[u8]) -> Result<Posted> {
-        check_id(id)?;
-        if payload.len() > self.info.attr.max_short {
-            return Err(Error::InvalidParam(format!(
-                "rc: am_short of {} bytes > {}",
-                payload.len(),
-                self.info.attr.max_short
-            )));
-        }
+        limits::check_am_id("rc", id)?;
+        limits::check_short("rc", payload.len(), self.info.attr.max_short)?;
         let Some(qp) = self.send_slot(ep, true, 1)? else {
             return Ok(Posted::NoResource);
         };
@@ -288,14 +271,8 @@ impl Iface for RcIface {
     }
 
     fn am_bcopy(&mut self, ep: EpId, id: AmId, parts: &[&[u8]]) -> Result<(Posted, usize)> {
-        check_id(id)?;
-        let total: usize = parts.iter().map(|p| p.len()).sum();
-        if total > self.info.attr.max_bcopy {
-            return Err(Error::InvalidParam(format!(
-                "rc: am_bcopy of {total} bytes > {}",
-                self.info.attr.max_bcopy
-            )));
-        }
+        limits::check_am_id("rc", id)?;
+        let total = limits::bcopy_len("rc", parts, self.info.attr.max_bcopy)?;
         let Some(qp) = self.send_slot(ep, true, 1)? else {
             return Ok((Posted::NoResource, 0));
         };
@@ -344,18 +321,9 @@ impl Iface for RcIface {
         iov: &[Iov],
         token: Token,
     ) -> Result<Posted> {
-        check_id(id)?;
-        let total: usize = iov.iter().map(|v| v.len).sum();
-        if header.len() > self.info.attr.max_hdr
-            || iov.len() > self.info.attr.max_iov
-            || total > self.info.attr.max_zcopy
-        {
-            return Err(Error::InvalidParam(format!(
-                "rc: am_zcopy of {} header bytes, {} entries, {total} bytes",
-                header.len(),
-                iov.len()
-            )));
-        }
+        limits::check_am_id("rc", id)?;
+        let a = &self.info.attr;
+        limits::check_zcopy("rc", header, iov, a.max_hdr, a.max_iov, a.max_zcopy)?;
         let need_reg = self.local_lkey.is_none() && iov.iter().filter(|v| v.len > 0).count() > 0;
         if need_reg {
             // Without a device-wide local key, copy: the message is at most

@@ -6,7 +6,7 @@ use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::{Duration, Instant};
 
 use uct::ucs::{Error, Result};
-use uct::{AmId, AmSink, Armed, EpId, EpTable, Iface, IfaceParams, Iov, Posted, Token};
+use uct::{limits, AmId, AmSink, Armed, EpId, EpTable, Iface, IfaceParams, Iov, Posted, Token};
 
 use super::addr::IfaceAddr;
 use super::peer::Peer;
@@ -277,27 +277,12 @@ impl Iface for PosixIface {
     }
 
     fn am_short(&mut self, ep: EpId, id: AmId, header: u64, payload: &[u8]) -> Result<Posted> {
-        if payload.len() > self.info.attr.max_short {
-            return Err(Error::InvalidParam(format!(
-                "posix: am_short payload of {} bytes exceeds {}",
-                payload.len(),
-                self.info.attr.max_short
-            )));
-        }
+        limits::check_short("posix", payload.len(), self.info.attr.max_short)?;
         self.send_with(ep, |p, wake| p.push_short(wake, id, header, payload))
     }
 
     fn am_bcopy(&mut self, ep: EpId, id: AmId, parts: &[&[u8]]) -> Result<(Posted, usize)> {
-        let total = parts
-            .iter()
-            .try_fold(0usize, |acc, p| acc.checked_add(p.len()))
-            .filter(|&t| t <= self.info.attr.max_bcopy)
-            .ok_or_else(|| {
-                Error::InvalidParam(format!(
-                    "posix: am_bcopy exceeds {} bytes",
-                    self.info.attr.max_bcopy
-                ))
-            })?;
+        let total = limits::bcopy_len("posix", parts, self.info.attr.max_bcopy)?;
         Ok(match self.send(ep, id, parts)? {
             Posted::Done => (Posted::Done, total),
             other => (other, 0),
