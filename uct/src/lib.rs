@@ -50,6 +50,7 @@ mod iface;
 pub mod ip_addr;
 pub mod limits;
 mod mem;
+mod ops;
 pub mod perf;
 mod registry;
 pub mod self_tl;
@@ -67,6 +68,7 @@ pub use mem::{
     process_nonce, Access, KeyFields, KeyLayout, MemAlloc, MemAllocOps, MemHandle, MemOwner,
     RegCost, RegTable, RemoteKey, RkeyMapping, RkeyPtrOps,
 };
+pub use ops::{derive_caps, offered, op_caps, AmOps, AmZcopyOps, GetOps, PutOps};
 pub use perf::PerfModel;
 pub use registry::Registry;
 pub use ucs::{Error, Result, Status};

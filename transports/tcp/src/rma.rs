@@ -20,7 +20,7 @@ use crate::tx::ZcOwner;
 use crate::wire::{self, PutHdr, PutStatus, ACK_LEN, CTRL_PUT, CTRL_PUT_ACK, MAX_PUTS, PUT_HDR};
 
 impl TcpIface {
-    /// `put_zcopy` (see [`uct::Iface::put_zcopy`]).
+    /// `put_zcopy` (see [`uct::PutOps::put_zcopy`]).
     ///
     /// # Safety
     ///

@@ -20,7 +20,7 @@ use crate::request::{
 };
 use crate::ucs::slab::SlabId;
 use crate::uct::Access;
-use crate::uct::{Iface, Iov, Posted, Token};
+use crate::uct::{offered, Iface, Iov, Posted, Token};
 use crate::worker::core::{Core, EpConfig};
 use crate::{Error, Result};
 
@@ -147,11 +147,11 @@ fn send_single(
     data: &[u8],
 ) -> crate::ucs::Result<Posted> {
     if short && data.len() <= cfg.max_short {
-        iface.am_short(uct_ep, AM_EAGER_ONLY, tag, data)
+        offered(iface.am(), "am").and_then(|o| o.am_short(uct_ep, AM_EAGER_ONLY, tag, data))
     } else {
         let t = tag.to_le_bytes();
-        iface
-            .am_bcopy(uct_ep, AM_EAGER_ONLY, &[&t, data])
+        offered(iface.am(), "am")
+            .and_then(|o| o.am_bcopy(uct_ep, AM_EAGER_ONLY, &[&t, data]))
             .map(|(p, _)| p)
     }
 }
@@ -186,7 +186,8 @@ impl Core {
         let len = buf.len();
         if len < st.short_end && !sync && st.failed.is_none() && st.queue.is_empty() {
             // Fast path: eager short, nothing queued ahead of it.
-            let r = ifaces[st.iface].am_short(st.uct_ep, AM_EAGER_ONLY, tag, buf.slice(0, len));
+            let r = offered(ifaces[st.iface].am(), "am")
+                .and_then(|o| o.am_short(st.uct_ep, AM_EAGER_ONLY, tag, buf.slice(0, len)));
             if let Some(done) = single_outcome(r, Info { tag, length: len }) {
                 return done;
             }
@@ -336,7 +337,9 @@ impl Core {
                     id.to_u64().to_le_bytes(),
                     len.to_le_bytes(),
                 );
-                return match iface.am_bcopy(uct_ep, am_id, &[&t, &r, &l]) {
+                return match offered(iface.am(), "am")
+                    .and_then(|o| o.am_bcopy(uct_ep, am_id, &[&t, &r, &l]))
+                {
                     Ok((Posted::NoResource, _)) => Step::Blocked,
                     Ok(_) => {
                         if let Some(Request {
@@ -381,14 +384,17 @@ impl Core {
                 // valid until this request completes, which waits for the
                 // zero-copy completion.
                 #[allow(unsafe_code)]
-                let r = unsafe { iface.am_zcopy(uct_ep, am_id, hdr, &iov, Token(id.to_u64())) };
+                let r = unsafe {
+                    offered(iface.zcopy(), "am_zcopy")
+                        .and_then(|o| o.am_zcopy(uct_ep, am_id, hdr, &iov, Token(id.to_u64())))
+                };
                 if matches!(r, Ok(Posted::InFlight)) {
                     inflight += 1;
                 }
                 r
             } else if sreq.is_some() {
-                iface
-                    .am_bcopy(uct_ep, am_id, &[hdr, buf.slice(0, len)])
+                offered(iface.am(), "am")
+                    .and_then(|o| o.am_bcopy(uct_ep, am_id, &[hdr, buf.slice(0, len)]))
                     .map(|(p, _)| p)
             } else {
                 send_single(
@@ -445,12 +451,15 @@ impl Core {
                     // request completes only after this fragment's
                     // completion (zcopy_inflight counts it).
                     #[allow(unsafe_code)]
-                    let r = unsafe { iface.am_zcopy(uct_ep, am_id, hdr, &iov, Token(id.to_u64())) };
+                    let r = unsafe {
+                        offered(iface.zcopy(), "am_zcopy")
+                            .and_then(|o| o.am_zcopy(uct_ep, am_id, hdr, &iov, Token(id.to_u64())))
+                    };
                     (frag, r)
                 } else {
                     let frag = remaining.min(cfg.max_bcopy - hdr.len());
-                    let r = iface
-                        .am_bcopy(uct_ep, am_id, &[hdr, buf.slice(offset, frag)])
+                    let r = offered(iface.am(), "am")
+                        .and_then(|o| o.am_bcopy(uct_ep, am_id, &[hdr, buf.slice(offset, frag)]))
                         .map(|(p, _)| p);
                     (frag, r)
                 };
@@ -565,7 +574,9 @@ impl Core {
             (buf.len() as u64).to_le_bytes(),
             (buf.ptr_at(0) as u64).to_le_bytes(),
         );
-        match ifaces[ifi].am_bcopy(uct_ep, AM_RNDV_RTS_GET, &[&t, &r, &l, &a, &packed]) {
+        match offered(ifaces[ifi].am(), "am")
+            .and_then(|o| o.am_bcopy(uct_ep, AM_RNDV_RTS_GET, &[&t, &r, &l, &a, &packed]))
+        {
             Ok((Posted::NoResource, _)) => Step::Blocked,
             Ok(_) => {
                 if let Some(Request {
@@ -597,7 +608,8 @@ impl Core {
             self.reqs.remove(id);
             return Step::Failed;
         };
-        let r = ifaces[st.iface].am_bcopy(st.uct_ep, c.am_id, &[&c.data]);
+        let r = offered(ifaces[st.iface].am(), "am")
+            .and_then(|o| o.am_bcopy(st.uct_ep, c.am_id, &[&c.data]));
         match r {
             Ok((Posted::NoResource, _)) => Step::Blocked,
             Ok(_) => {

@@ -3,7 +3,7 @@
 //! uses, and posting fragments round-robin until done or a lane is full.
 
 use crate::proto::select::{ProtocolId, SelectionTable};
-use crate::uct::{EpId, Iface, IovMut, Posted, RemoteKey, Token};
+use crate::uct::{offered, EpId, Iface, IovMut, Posted, RemoteKey, Token};
 use crate::Error;
 
 /// Splits `[0, len)` into consecutive shares, one per `(lane, weight)`:
@@ -135,8 +135,11 @@ pub(crate) unsafe fn post_segments(
             // valid (and, for a get, exclusively ours) until completion.
             let posted = unsafe {
                 match dir {
-                    Dir::Put => iface.put_zcopy(uct_ep, &[iov[0].as_iov()], at, remote.rkey, token),
-                    Dir::Get => iface.get_zcopy(uct_ep, &iov, at, remote.rkey, token),
+                    Dir::Put => offered(iface.put(), "put_zcopy").and_then(|o| {
+                        o.put_zcopy(uct_ep, &[iov[0].as_iov()], at, remote.rkey, token)
+                    }),
+                    Dir::Get => offered(iface.get(), "get_zcopy")
+                        .and_then(|o| o.get_zcopy(uct_ep, &iov, at, remote.rkey, token)),
                 }
             };
             match posted {

@@ -16,7 +16,7 @@ use crate::request::{Info, Kind};
 use crate::ucs::slab::SlabId;
 use crate::ucs::{PeerMisbehaved, Status};
 use crate::uct::{
-    process_nonce, Access, Iface, IovMut, KeyFields, Posted as UctPosted, SrcId, Token,
+    offered, process_nonce, Access, Iface, IovMut, KeyFields, Posted as UctPosted, SrcId, Token,
 };
 use crate::worker::core::Core;
 use crate::Error;
@@ -334,9 +334,11 @@ impl Core {
             // InFlight one is counted and reported back).
             let r = unsafe {
                 if z.put {
-                    iface.put_zcopy(z.uct_ep, &[iov.as_iov()], at, &z.key, token)
+                    offered(iface.put(), "put_zcopy")
+                        .and_then(|o| o.put_zcopy(z.uct_ep, &[iov.as_iov()], at, &z.key, token))
                 } else {
-                    iface.get_zcopy(z.uct_ep, &[iov], at, &z.key, token)
+                    offered(iface.get(), "get_zcopy")
+                        .and_then(|o| o.get_zcopy(z.uct_ep, &[iov], at, &z.key, token))
                 }
             };
             match r {

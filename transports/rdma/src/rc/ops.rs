@@ -5,7 +5,10 @@ use std::os::fd::RawFd;
 
 use crate::verbs::{Mr, QpId, SendFlags, SendOp, SendWr, Sge};
 use uct::ucs::{Error, Result};
-use uct::{limits, Access, AmId, AmSink, Armed, EpId, Iface, Iov, Posted, RemoteKey, Token};
+use uct::{
+    limits, Access, AmId, AmOps, AmSink, AmZcopyOps, Armed, EpId, GetOps, Iface, Iov, Posted,
+    PutOps, RemoteKey, Token,
+};
 
 use super::bufs::Owner;
 use super::iface::{no_ep, Group, Notice, Op, RcIface, INLINE_CAP};
@@ -232,6 +235,96 @@ impl Iface for RcIface {
         self.destroy_ep(ep);
     }
 
+    fn am(&mut self) -> Option<&mut dyn AmOps> {
+        Some(self)
+    }
+
+    fn zcopy(&mut self) -> Option<&mut dyn AmZcopyOps> {
+        Some(self)
+    }
+
+    fn put(&mut self) -> Option<&mut dyn PutOps> {
+        Some(self)
+    }
+
+    fn get(&mut self) -> Option<&mut dyn GetOps> {
+        Some(self)
+    }
+
+    fn pending_add(&mut self, ep: EpId, token: Token) -> Result<()> {
+        let e = self.eps.get_mut(ep).ok_or_else(|| no_ep(ep))?;
+        if let Some(err) = &e.failed {
+            return Err(err.duplicate());
+        }
+        e.pending.push_back(token);
+        self.ready.push(ep);
+        Ok(())
+    }
+
+    fn flush(&mut self, ep: Option<EpId>, token: Token) -> Result<Posted> {
+        let targets: Vec<EpId> = match ep {
+            Some(ep) => vec![ep],
+            None => self
+                .eps
+                .iter()
+                .filter(|(_, e)| e.failed.is_none())
+                .map(|(id, _)| id)
+                .collect(),
+        };
+        for &t in &targets {
+            let e = self.eps.get(t).ok_or_else(|| no_ep(t))?;
+            if let Some(err) = &e.failed {
+                return Err(err.duplicate());
+            }
+            let busy = e.switch_to.is_some() || self.conn(e.conn).is_none_or(|c| c.sq_free == 0);
+            if e.in_flight > 0 && busy {
+                return Ok(Posted::NoResource);
+            }
+        }
+        let group = self.new_group(token, 0);
+        let mut left = 0;
+        for t in targets {
+            match self.flush_ep(t, group) {
+                Ok(true) => left += 1,
+                Ok(false) => {}
+                Err(e) => {
+                    if left == 0 {
+                        self.groups.remove(group);
+                    } else if let Some(g) = self.groups.get_mut(group) {
+                        g.left = left;
+                        g.silent = true;
+                    }
+                    return Err(e);
+                }
+            }
+        }
+        if left == 0 {
+            self.groups.remove(group);
+            return Ok(Posted::Done);
+        }
+        if let Some(g) = self.groups.get_mut(group) {
+            g.left = left;
+        }
+        Ok(Posted::InFlight)
+    }
+
+    fn progress(&mut self, sink: &mut dyn AmSink) -> usize {
+        self.progress_all(sink)
+    }
+
+    fn event_fd(&self) -> Option<RawFd> {
+        self.verbs.event_fd()
+    }
+
+    fn arm(&mut self) -> Result<Armed> {
+        if !self.notices.is_empty() || !self.ready.is_empty() {
+            return Ok(Armed::Busy);
+        }
+        self.verbs.arm()
+    }
+}
+
+impl AmOps for RcIface {
     fn am_short(&mut self, ep: EpId, id: AmId, header: u64, payload: &[u8]) -> Result<Posted> {
         limits::check_am_id("rc", id)?;
         limits::check_short("rc", payload.len(), self.info.attr.max_short)?;
@@ -312,7 +405,9 @@ impl Iface for RcIface {
         }
         Ok((Posted::Done, total))
     }
+}
 
+impl AmZcopyOps for RcIface {
     unsafe fn am_zcopy(
         &mut self,
         ep: EpId,
@@ -375,7 +470,9 @@ impl Iface for RcIface {
         }
         Ok(Posted::InFlight)
     }
+}
 
+impl PutOps for RcIface {
     unsafe fn put_zcopy(
         &mut self,
         ep: EpId,
@@ -442,7 +539,9 @@ impl Iface for RcIface {
         }
         Ok(Posted::InFlight)
     }
+}
 
+impl GetOps for RcIface {
     unsafe fn get_zcopy(
         &mut self,
         ep: EpId,
@@ -506,78 +605,6 @@ impl Iface for RcIface {
             }
             Ok(Posted::InFlight)
         })
-    }
-
-    fn pending_add(&mut self, ep: EpId, token: Token) -> Result<()> {
-        let e = self.eps.get_mut(ep).ok_or_else(|| no_ep(ep))?;
-        if let Some(err) = &e.failed {
-            return Err(err.duplicate());
-        }
-        e.pending.push_back(token);
-        self.ready.push(ep);
-        Ok(())
-    }
-
-    fn flush(&mut self, ep: Option<EpId>, token: Token) -> Result<Posted> {
-        let targets: Vec<EpId> = match ep {
-            Some(ep) => vec![ep],
-            None => self
-                .eps
-                .iter()
-                .filter(|(_, e)| e.failed.is_none())
-                .map(|(id, _)| id)
-                .collect(),
-        };
-        for &t in &targets {
-            let e = self.eps.get(t).ok_or_else(|| no_ep(t))?;
-            if let Some(err) = &e.failed {
-                return Err(err.duplicate());
-            }
-            let busy = e.switch_to.is_some() || self.conn(e.conn).is_none_or(|c| c.sq_free == 0);
-            if e.in_flight > 0 && busy {
-                return Ok(Posted::NoResource);
-            }
-        }
-        let group = self.new_group(token, 0);
-        let mut left = 0;
-        for t in targets {
-            match self.flush_ep(t, group) {
-                Ok(true) => left += 1,
-                Ok(false) => {}
-                Err(e) => {
-                    if left == 0 {
-                        self.groups.remove(group);
-                    } else if let Some(g) = self.groups.get_mut(group) {
-                        g.left = left;
-                        g.silent = true;
-                    }
-                    return Err(e);
-                }
-            }
-        }
-        if left == 0 {
-            self.groups.remove(group);
-            return Ok(Posted::Done);
-        }
-        if let Some(g) = self.groups.get_mut(group) {
-            g.left = left;
-        }
-        Ok(Posted::InFlight)
-    }
-
-    fn progress(&mut self, sink: &mut dyn AmSink) -> usize {
-        self.progress_all(sink)
-    }
-
-    fn event_fd(&self) -> Option<RawFd> {
-        self.verbs.event_fd()
-    }
-
-    fn arm(&mut self) -> Result<Armed> {
-        if !self.notices.is_empty() || !self.ready.is_empty() {
-            return Ok(Armed::Busy);
-        }
-        self.verbs.arm()
     }
 }
 
