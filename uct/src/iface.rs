@@ -1,5 +1,6 @@
 //! Interfaces, endpoints and the operations on them.
 
+use crate::ops::{AmOps, AmZcopyOps, GetOps, PutOps};
 use crate::perf::PerfModel;
 use crate::{Error, Result};
 use std::os::fd::RawFd;
@@ -72,7 +73,7 @@ impl Iov {
 unsafe impl Send for Iov {}
 
 /// A memory range a zero-copy operation writes: the destination of
-/// [`Iface::get_zcopy`].
+/// [`GetOps::get_zcopy`].
 ///
 /// Like [`Iov`], a raw pointer under the operation's contract, but one
 /// that may be written through.
@@ -127,16 +128,18 @@ pub fn with_iovs<R>(iov: &[IovMut], f: impl FnOnce(&[Iov]) -> R) -> R {
 }
 
 bitflags::bitflags! {
-    /// What an iface offers. A bit is set only where the operation works.
+    /// What an iface offers. The operation bits ([`Caps::OPS`]) follow
+    /// from the families the iface implements ([`crate::op_caps`]); the
+    /// others describe properties and are set by the transport.
     #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
     pub struct Caps: u32 {
-        /// `am_short`.
+        /// [`AmOps::am_short`] ([`Iface::am`], `max_short > 0`).
         const AM_SHORT = 1 << 0;
-        /// `am_bcopy`.
+        /// [`AmOps::am_bcopy`] ([`Iface::am`], `max_bcopy > 0`).
         const AM_BCOPY = 1 << 1;
-        /// `am_zcopy`.
+        /// [`AmZcopyOps::am_zcopy`] ([`Iface::zcopy`], `max_zcopy > 0`).
         const AM_ZCOPY = 1 << 2;
-        /// `pending_add` and [`AmSink::pending_ready`].
+        /// [`Iface::pending_add`] and [`AmSink::pending_ready`]: always set.
         const PENDING = 1 << 3;
         /// Endpoints connect to a remote iface address.
         const CONNECT_TO_IFACE = 1 << 4;
@@ -144,9 +147,11 @@ bitflags::bitflags! {
         const PEER_FAILURE = 1 << 5;
         /// [`Iface::event_fd`] and [`Iface::arm`] work.
         const EVENT_FD = 1 << 6;
-        /// `put_zcopy`: write a peer's registered memory.
+        /// [`PutOps::put_zcopy`]: write a peer's registered memory
+        /// ([`Iface::put`], `max_put_zcopy > 0`).
         const PUT_ZCOPY = 1 << 7;
-        /// `get_zcopy`: read a peer's registered memory.
+        /// [`GetOps::get_zcopy`]: read a peer's registered memory
+        /// ([`Iface::get`], `max_get_zcopy > 0`).
         const GET_ZCOPY = 1 << 8;
     }
 }
@@ -173,9 +178,9 @@ pub struct IfaceAttr {
     pub max_hdr: usize,
     /// Most entries in the iov of `am_zcopy`, `put_zcopy` and `get_zcopy`.
     pub max_iov: usize,
-    /// Largest `put_zcopy` (0 without [`Caps::PUT_ZCOPY`]).
+    /// Largest `put_zcopy`; 0 clears [`Caps::PUT_ZCOPY`].
     pub max_put_zcopy: usize,
-    /// Largest `get_zcopy` (0 without [`Caps::GET_ZCOPY`]).
+    /// Largest `get_zcopy`; 0 clears [`Caps::GET_ZCOPY`].
     pub max_get_zcopy: usize,
     /// Latency, overhead and bandwidth estimate.
     pub model: PerfModel,
@@ -373,80 +378,35 @@ pub trait Iface: Send + std::fmt::Debug {
     /// tokens are dropped.
     fn ep_destroy(&mut self, ep: EpId);
 
-    /// Sends `header` (8 bytes, little-endian) and `payload` as one active
-    /// message. `payload.len() <= attr().max_short`. Never `InFlight`.
-    fn am_short(&mut self, ep: EpId, id: AmId, header: u64, payload: &[u8]) -> Result<Posted>;
-
-    /// Copies `parts` into a transport buffer and sends them as one active
-    /// message; returns the number of bytes sent. Their total length must
-    /// not exceed `attr().max_bcopy`. `Done` means the parts may be reused.
-    fn am_bcopy(&mut self, ep: EpId, id: AmId, parts: &[&[u8]]) -> Result<(Posted, usize)>;
-
-    /// Sends `header` (copied) followed by the memory of `iov` (not copied)
-    /// as one active message.
-    ///
-    /// # Safety
-    ///
-    /// When this returns `InFlight`, every range of `iov` must stay valid
-    /// and unchanged until `completed(token, ..)` is reported for it.
-    unsafe fn am_zcopy(
-        &mut self,
-        ep: EpId,
-        id: AmId,
-        header: &[u8],
-        iov: &[Iov],
-        token: Token,
-    ) -> Result<Posted>;
-
-    /// Writes the local ranges of `iov` to `remote_addr` in the peer's
-    /// memory named by `rkey`. The peer checks the key, the range and the
-    /// rights; a refused access fails the operation (and, for transports
-    /// where the peer can only say so by closing, the endpoint).
-    ///
-    /// Without [`Caps::PUT_ZCOPY`] this fails with [`Error::Unsupported`].
-    ///
-    /// # Safety
-    ///
-    /// As for [`Iface::am_zcopy`]: the ranges stay valid and unchanged until
-    /// the operation completes.
-    unsafe fn put_zcopy(
-        &mut self,
-        ep: EpId,
-        iov: &[Iov],
-        remote_addr: u64,
-        rkey: &crate::RemoteKey,
-        token: Token,
-    ) -> Result<Posted> {
-        let _ = (ep, iov, remote_addr, rkey, token);
-        Err(Error::Unsupported(format!("{}: put_zcopy", self.tl_name())))
+    /// Copied active messages (`am_short`, `am_bcopy`), or `None` if the
+    /// iface has none.
+    fn am(&mut self) -> Option<&mut dyn AmOps> {
+        None
     }
 
-    /// Reads `remote_addr` of the peer's memory named by `rkey` into the
-    /// local ranges of `iov`.
-    ///
-    /// Without [`Caps::GET_ZCOPY`] this fails with [`Error::Unsupported`].
-    ///
-    /// # Safety
-    ///
-    /// The ranges of `iov` must stay valid for writes, and untouched by
-    /// anyone else, until the operation completes.
-    unsafe fn get_zcopy(
-        &mut self,
-        ep: EpId,
-        iov: &[IovMut],
-        remote_addr: u64,
-        rkey: &crate::RemoteKey,
-        token: Token,
-    ) -> Result<Posted> {
-        let _ = (ep, iov, remote_addr, rkey, token);
-        Err(Error::Unsupported(format!("{}: get_zcopy", self.tl_name())))
+    /// Zero-copy active messages (`am_zcopy`), or `None` if the iface has
+    /// none.
+    fn zcopy(&mut self) -> Option<&mut dyn AmZcopyOps> {
+        None
+    }
+
+    /// Writes to a peer's registered memory (`put_zcopy`), or `None` if
+    /// the iface cannot.
+    fn put(&mut self) -> Option<&mut dyn PutOps> {
+        None
+    }
+
+    /// Reads from a peer's registered memory (`get_zcopy`), or `None` if
+    /// the iface cannot.
+    fn get(&mut self) -> Option<&mut dyn GetOps> {
+        None
     }
 
     /// Asks to be told, through [`AmSink::pending_ready`] with `token`, when
     /// `ep` can take more work. Tokens come back in the order added. A token
     /// added while the endpoint has resources comes back on the next
-    /// `progress`. Without [`Caps::PENDING`] this fails with
-    /// [`Error::Unsupported`].
+    /// `progress`. Every iface has it ([`Caps::PENDING`] is always set), for
+    /// the refusals of every operation family.
     fn pending_add(&mut self, ep: EpId, token: Token) -> Result<()>;
 
     /// Completes when every operation posted before on `ep` (or on every

@@ -10,21 +10,36 @@
 //! * one or more [`MemoryDomain`]s: each lists its transport resources
 //!   ([`TlResource`]: transport name + device) and opens an [`Iface`] on one;
 //! * the [`Iface`]: it owns every endpoint it creates (endpoints are
-//!   [`EpId`]s into the iface, not separate objects), does the operations
-//!   (`am_short`, `am_bcopy`, `am_zcopy`, `flush`, `pending_add`), and in
+//!   [`EpId`]s into the iface, not separate objects), names itself
+//!   ([`Iface::info`]), connects ([`Iface::is_reachable`],
+//!   [`Iface::ep_create`], [`Iface::ep_destroy`]), queues for resources
+//!   ([`Iface::pending_add`]) and flushes ([`Iface::flush`]), and in
 //!   [`Iface::progress`] delivers what happened to an [`AmSink`]: arrived
-//!   active messages, completions of in-flight operations, endpoints that can
-//!   take more work, endpoints that failed.
+//!   active messages, completions of in-flight operations, endpoints that
+//!   can take more work, endpoints that failed;
+//! * the operation families it offers, each a trait reached through an
+//!   accessor of the iface that is `None` where the family is missing:
+//!   [`AmOps`] (`am_short`, `am_bcopy`) through [`Iface::am`],
+//!   [`AmZcopyOps`] (`am_zcopy`) through [`Iface::zcopy`], [`PutOps`]
+//!   (`put_zcopy`) through [`Iface::put`] and [`GetOps`] (`get_zcopy`)
+//!   through [`Iface::get`]. There is no "unsupported" operation to call.
 //!
 //! Every operation has one of three typed outcomes ([`Posted`]): done at once,
 //! accepted and completing later through the sink with the caller's
 //! [`Token`], or refused for lack of resources (queue with `pending_add`).
-//! Failures are [`Error`]s and are final for that operation.
+//! Failures are [`Error`]s and are final for that operation. The checks
+//! before an operation (sizes against the limits, iov entries, active
+//! message ids) are shared by the transports in [`limits`].
 //!
 //! An iface describes itself in [`IfaceAttr`]: the operations it offers
 //! ([`Caps`]), its size limits and its performance model ([`PerfModel`]).
-//! The protocol layer chooses only from these numbers; a capability bit is
-//! set only where the operation works.
+//! The protocol layer chooses only from these numbers. The operation bits
+//! of [`Caps`] ([`Caps::OPS`]) are not written by hand: a transport stores
+//! [`derive_caps`] of its iface, which sets a family's bits where its
+//! accessor gives an implementation and its limit is above zero
+//! ([`op_caps`]), and the conformance suite checks that what an iface
+//! reports is what it derives; the other bits (peer failure, event fd,
+//! connection mode) are the transport's data.
 //!
 //! A memory domain that registers memory ([`MemoryDomain::can_register`])
 //! packs keys for peers ([`MemoryDomain::mkey_pack`]) and unpacks theirs
@@ -48,7 +63,9 @@ mod component;
 mod ep_table;
 mod iface;
 pub mod ip_addr;
+pub mod limits;
 mod mem;
+mod ops;
 pub mod perf;
 mod registry;
 pub mod self_tl;
@@ -66,6 +83,7 @@ pub use mem::{
     process_nonce, Access, KeyFields, KeyLayout, MemAlloc, MemAllocOps, MemHandle, MemOwner,
     RegCost, RegTable, RemoteKey, RkeyMapping, RkeyPtrOps,
 };
+pub use ops::{derive_caps, offered, op_caps, AmOps, AmZcopyOps, GetOps, PutOps};
 pub use perf::PerfModel;
 pub use registry::Registry;
 pub use ucs::{Error, Result, Status};

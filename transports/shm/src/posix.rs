@@ -109,12 +109,8 @@ impl MmConfig {
 fn iface_attr(fifo: &FifoConfig) -> IfaceAttr {
     let inline = fifo.elem_size - 8;
     IfaceAttr {
-        caps: Caps::AM_SHORT
-            | Caps::AM_BCOPY
-            | Caps::PENDING
-            | Caps::CONNECT_TO_IFACE
-            | Caps::PEER_FAILURE
-            | Caps::EVENT_FD,
+        // The operation bits are derived from the iface's families.
+        caps: Caps::CONNECT_TO_IFACE | Caps::PEER_FAILURE | Caps::EVENT_FD,
         max_short: inline - 8,
         max_bcopy: inline.max(fifo.desc_size),
         max_zcopy: 0,

@@ -6,7 +6,7 @@ use std::os::fd::{AsRawFd, OwnedFd};
 use std::time::{Duration, Instant};
 
 use uct::ucs::{Error, Result};
-use uct::{Caps, ConnectMode, EpId, IfaceAttr, IfaceParams, PerfModel, SrcId, Token, AM_ID_MAX};
+use uct::{Caps, ConnectMode, EpId, IfaceAttr, IfaceParams, PerfModel, SrcId, Token};
 
 use crate::config::{Limits, TcpConfig, MAX_HDR, MAX_IOV};
 use crate::conn::Conn;
@@ -228,14 +228,8 @@ impl TcpIface {
             "tcp iface listening"
         );
         let attr = IfaceAttr {
-            caps: Caps::AM_SHORT
-                | Caps::AM_BCOPY
-                | Caps::AM_ZCOPY
-                | Caps::PENDING
-                | Caps::CONNECT_TO_IFACE
-                | Caps::PEER_FAILURE
-                | Caps::EVENT_FD
-                | Caps::PUT_ZCOPY,
+            // The operation bits are derived from the iface's families.
+            caps: Caps::CONNECT_TO_IFACE | Caps::PEER_FAILURE | Caps::EVENT_FD,
             max_short: limits.max_short,
             max_bcopy: limits.max_bcopy,
             max_zcopy: limits.max_zcopy,
@@ -247,7 +241,7 @@ impl TcpIface {
             connect: ConnectMode::ToIface,
         };
         let listen = SocketAddrV4::new(nif.addr, bound.port());
-        Ok(TcpIface {
+        let mut iface = TcpIface {
             info: uct::IfaceInfo {
                 tl_name: "tcp".into(),
                 dev_name: nif.name.clone(),
@@ -275,7 +269,9 @@ impl TcpIface {
             unopened: 0,
             serial: 0,
             next_timeout_check: Instant::now(),
-        })
+        };
+        iface.info.attr.caps = uct::derive_caps(&mut iface);
+        Ok(iface)
     }
 
     /// Epoll data for a new connection in slot `idx`.
@@ -288,14 +284,4 @@ impl TcpIface {
 /// The error for an unknown endpoint id.
 pub(crate) fn no_ep(ep: EpId) -> Error {
     Error::InvalidParam(format!("tcp: no endpoint {}", ep.0))
-}
-
-/// Checks an active message id.
-pub(crate) fn check_id(id: uct::AmId) -> Result<()> {
-    if id >= AM_ID_MAX {
-        return Err(Error::InvalidParam(format!(
-            "tcp: active message id {id} >= {AM_ID_MAX}"
-        )));
-    }
-    Ok(())
 }

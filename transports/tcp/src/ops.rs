@@ -1,13 +1,17 @@
-//! The [`Iface`] operations of the TCP iface.
+//! The [`Iface`] of the TCP iface and its operation families: [`AmOps`],
+//! [`AmZcopyOps`] and [`PutOps`] (it has no `get_zcopy`).
 
 use std::os::fd::RawFd;
 
 use uct::ucs::{Error, Result};
-use uct::{AmId, AmSink, Armed, EpId, Iface, Iov, Posted, RemoteKey, Token};
+use uct::{
+    limits, AmId, AmOps, AmSink, AmZcopyOps, Armed, EpId, Iface, Iov, Posted, PutOps, RemoteKey,
+    Token,
+};
 
 use crate::config::MAX_IOV;
 use crate::conn::Waiter;
-use crate::iface::{check_id, no_ep, Ep, GlobalFlush, Notice, TcpIface};
+use crate::iface::{no_ep, Ep, GlobalFlush, Notice, TcpIface};
 use crate::tx::ZcOwner;
 use crate::wire;
 use uct::ip_addr as addr;
@@ -36,7 +40,7 @@ impl TcpIface {
     }
 
     fn copy_send(&mut self, ep: EpId, id: AmId, parts: &[&[u8]], total: usize) -> Result<Posted> {
-        check_id(id)?;
+        limits::check_am_id("tcp", id)?;
         let ci = self.ep_conn(ep)?;
         let Some(c) = self.conns.get_mut(ci) else {
             return Err(no_ep(ep));
@@ -122,91 +126,16 @@ impl Iface for TcpIface {
         }
     }
 
-    fn am_short(&mut self, ep: EpId, id: AmId, header: u64, payload: &[u8]) -> Result<Posted> {
-        if payload.len() > self.limits.max_short {
-            return Err(Error::InvalidParam(format!(
-                "tcp: am_short payload of {} bytes > {}",
-                payload.len(),
-                self.limits.max_short
-            )));
-        }
-        let h = header.to_le_bytes();
-        self.copy_send(ep, id, &[&h, payload], 8 + payload.len())
+    fn am(&mut self) -> Option<&mut dyn AmOps> {
+        Some(self)
     }
 
-    fn am_bcopy(&mut self, ep: EpId, id: AmId, parts: &[&[u8]]) -> Result<(Posted, usize)> {
-        let total: usize = parts.iter().map(|p| p.len()).sum();
-        if total > self.limits.max_bcopy {
-            return Err(Error::InvalidParam(format!(
-                "tcp: am_bcopy of {total} bytes > {}",
-                self.limits.max_bcopy
-            )));
-        }
-        self.copy_send(ep, id, parts, total).map(|p| (p, total))
+    fn zcopy(&mut self) -> Option<&mut dyn AmZcopyOps> {
+        Some(self)
     }
 
-    unsafe fn am_zcopy(
-        &mut self,
-        ep: EpId,
-        id: AmId,
-        header: &[u8],
-        iov: &[Iov],
-        token: Token,
-    ) -> Result<Posted> {
-        let total: usize = iov.iter().map(|r| r.len).sum();
-        if header.len() > self.info.attr.max_hdr
-            || iov.len() > MAX_IOV
-            || total > self.limits.max_zcopy
-        {
-            return Err(Error::InvalidParam(format!(
-                "tcp: am_zcopy header {} bytes, {} iov, {total} bytes: limits are {}, {MAX_IOV}, {}",
-                header.len(),
-                iov.len(),
-                self.info.attr.max_hdr,
-                self.limits.max_zcopy
-            )));
-        }
-        check_id(id)?;
-        let ci = self.ep_conn(ep)?;
-        let Some(c) = self.conns.get_mut(ci) else {
-            return Err(no_ep(ep));
-        };
-        let Some(fd) = c.open_fd() else {
-            return Ok(Posted::NoResource);
-        };
-        if !c.pending.is_empty() {
-            return Ok(Posted::NoResource);
-        }
-        let hdr = wire::frame_hdr(id, (header.len() + total) as u32);
-        // SAFETY: the caller of am_zcopy vouches for `iov` until completion;
-        // the iface reports completion exactly when the backlog holding it
-        // drains, or copies it out (ep_destroy) or drops it (failure)
-        // before reporting.
-        match unsafe {
-            c.tx.post_zcopy(fd, &hdr, header, iov, ZcOwner::Am(ep, token))
-        } {
-            Ok(None) => Ok(Posted::NoResource),
-            Ok(Some(false)) => Ok(Posted::Done),
-            Ok(Some(true)) => match c.sync_interest(&self.epoll) {
-                Ok(()) => Ok(Posted::InFlight),
-                Err(e) => self.op_failed(ci, e),
-            },
-            Err(e) => self.op_failed(ci, e),
-        }
-    }
-
-    /// Sends a PUT frame from `iov`; `InFlight` until the target answers
-    /// that the data is in its memory (see `rma.rs`).
-    unsafe fn put_zcopy(
-        &mut self,
-        ep: EpId,
-        iov: &[Iov],
-        remote_addr: u64,
-        rkey: &RemoteKey,
-        token: Token,
-    ) -> Result<Posted> {
-        // SAFETY: the same contract as put_zcopy's.
-        unsafe { self.post_put(ep, iov, remote_addr, rkey, token) }
+    fn put(&mut self) -> Option<&mut dyn PutOps> {
+        Some(self)
     }
 
     fn pending_add(&mut self, ep: EpId, token: Token) -> Result<()> {
@@ -269,5 +198,76 @@ impl Iface for TcpIface {
         } else {
             Ok(Armed::Busy)
         }
+    }
+}
+
+impl AmOps for TcpIface {
+    fn am_short(&mut self, ep: EpId, id: AmId, header: u64, payload: &[u8]) -> Result<Posted> {
+        limits::check_short("tcp", payload.len(), self.limits.max_short)?;
+        let h = header.to_le_bytes();
+        self.copy_send(ep, id, &[&h, payload], 8 + payload.len())
+    }
+
+    fn am_bcopy(&mut self, ep: EpId, id: AmId, parts: &[&[u8]]) -> Result<(Posted, usize)> {
+        let total = limits::bcopy_len("tcp", parts, self.limits.max_bcopy)?;
+        self.copy_send(ep, id, parts, total).map(|p| (p, total))
+    }
+}
+
+impl AmZcopyOps for TcpIface {
+    unsafe fn am_zcopy(
+        &mut self,
+        ep: EpId,
+        id: AmId,
+        header: &[u8],
+        iov: &[Iov],
+        token: Token,
+    ) -> Result<Posted> {
+        let max_hdr = self.info.attr.max_hdr;
+        let total =
+            limits::check_zcopy("tcp", header, iov, max_hdr, MAX_IOV, self.limits.max_zcopy)?;
+        limits::check_am_id("tcp", id)?;
+        let ci = self.ep_conn(ep)?;
+        let Some(c) = self.conns.get_mut(ci) else {
+            return Err(no_ep(ep));
+        };
+        let Some(fd) = c.open_fd() else {
+            return Ok(Posted::NoResource);
+        };
+        if !c.pending.is_empty() {
+            return Ok(Posted::NoResource);
+        }
+        let hdr = wire::frame_hdr(id, (header.len() + total) as u32);
+        // SAFETY: the caller of am_zcopy vouches for `iov` until completion;
+        // the iface reports completion exactly when the backlog holding it
+        // drains, or copies it out (ep_destroy) or drops it (failure)
+        // before reporting.
+        match unsafe {
+            c.tx.post_zcopy(fd, &hdr, header, iov, ZcOwner::Am(ep, token))
+        } {
+            Ok(None) => Ok(Posted::NoResource),
+            Ok(Some(false)) => Ok(Posted::Done),
+            Ok(Some(true)) => match c.sync_interest(&self.epoll) {
+                Ok(()) => Ok(Posted::InFlight),
+                Err(e) => self.op_failed(ci, e),
+            },
+            Err(e) => self.op_failed(ci, e),
+        }
+    }
+}
+
+impl PutOps for TcpIface {
+    /// Sends a PUT frame from `iov`; `InFlight` until the target answers
+    /// that the data is in its memory (see `rma.rs`).
+    unsafe fn put_zcopy(
+        &mut self,
+        ep: EpId,
+        iov: &[Iov],
+        remote_addr: u64,
+        rkey: &RemoteKey,
+        token: Token,
+    ) -> Result<Posted> {
+        // SAFETY: the same contract as put_zcopy's.
+        unsafe { self.post_put(ep, iov, remote_addr, rkey, token) }
     }
 }

@@ -10,7 +10,7 @@
 //! ([`Conn::puts`](crate::conn::Conn)) and an acknowledgement must match
 //! its front.
 
-use uct::ucs::{Error, PeerMisbehaved, Result};
+use uct::ucs::{PeerMisbehaved, Result};
 use uct::{AmSink, EpId, Iov, Posted, RemoteKey, Token};
 
 use crate::config::MAX_IOV;
@@ -20,7 +20,7 @@ use crate::tx::ZcOwner;
 use crate::wire::{self, PutHdr, PutStatus, ACK_LEN, CTRL_PUT, CTRL_PUT_ACK, MAX_PUTS, PUT_HDR};
 
 impl TcpIface {
-    /// `put_zcopy` (see [`uct::Iface::put_zcopy`]).
+    /// `put_zcopy` (see [`uct::PutOps::put_zcopy`]).
     ///
     /// # Safety
     ///
@@ -34,18 +34,7 @@ impl TcpIface {
         rkey: &RemoteKey,
         token: Token,
     ) -> Result<Posted> {
-        let total = iov.iter().try_fold(0usize, |acc, v| acc.checked_add(v.len));
-        let max = self.limits.max_put;
-        let total = match total {
-            Some(t) if t <= max && iov.len() <= MAX_IOV => t,
-            _ => {
-                return Err(Error::InvalidParam(format!(
-                    "tcp: put_zcopy of {} iov entries, {} bytes: limits are {MAX_IOV}, {max}",
-                    iov.len(),
-                    total.map_or_else(|| "too many".to_string(), |t| t.to_string()),
-                )))
-            }
-        };
+        let total = uct::limits::check_iov("tcp", "put_zcopy", iov, MAX_IOV, self.limits.max_put)?;
         let key = crate::mem::put_key(rkey)?;
         let ci = self.ep_conn(ep)?;
         let Some(c) = self.conns.get_mut(ci) else {

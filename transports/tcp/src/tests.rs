@@ -56,7 +56,10 @@ fn drive(
 /// connections settle).
 fn send(i: &mut TcpIface, e: EpId, id: AmId, n: u64) {
     for k in 0..n {
-        assert_eq!(i.am_short(e, id, k, &[]).unwrap(), Posted::Done);
+        assert_eq!(
+            i.am().unwrap().am_short(e, id, k, &[]).unwrap(),
+            Posted::Done
+        );
     }
 }
 

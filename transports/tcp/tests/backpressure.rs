@@ -31,7 +31,7 @@ fn flood_pending_and_order() {
         if !waiting && next < total {
             let mut msg = next.to_le_bytes().to_vec();
             msg.extend_from_slice(&pattern(len, u64::from(next)));
-            match a.am_bcopy(ep, 6, &[&msg]).unwrap() {
+            match a.am().unwrap().am_bcopy(ep, 6, &[&msg]).unwrap() {
                 (Posted::Done, n) => {
                     assert_eq!(n, msg.len());
                     next += 1;
@@ -42,7 +42,10 @@ fn flood_pending_and_order() {
                     a.pending_add(ep, Token(token)).unwrap();
                     waiting = true;
                     // Refused again while the queue is not empty.
-                    assert_eq!(a.am_short(ep, 6, 0, &[]).unwrap(), Posted::NoResource);
+                    assert_eq!(
+                        a.am().unwrap().am_short(ep, 6, 0, &[]).unwrap(),
+                        Posted::NoResource
+                    );
                 }
                 (Posted::InFlight, _) => panic!("bcopy never in flight"),
             }
@@ -105,7 +108,7 @@ fn partial_zcopy_completes_from_progress() {
     let iov: Vec<Iov> = parts.iter().map(|p| Iov::from_slice(p)).collect();
     let posted = loop {
         // SAFETY: `body` lives until the completion is seen below.
-        match unsafe { a.am_zcopy(ep, 7, &header, &iov, Token(42)) }.unwrap() {
+        match unsafe { a.zcopy().unwrap().am_zcopy(ep, 7, &header, &iov, Token(42)) }.unwrap() {
             Posted::NoResource => {
                 a.progress(&mut sa);
             }
@@ -118,7 +121,10 @@ fn partial_zcopy_completes_from_progress() {
         "1 MiB cannot fit 64 KiB socket buffers"
     );
     // While the zero-copy send is in flight, everything else waits.
-    assert_eq!(a.am_short(ep, 7, 1, &[]).unwrap(), Posted::NoResource);
+    assert_eq!(
+        a.am().unwrap().am_short(ep, 7, 1, &[]).unwrap(),
+        Posted::NoResource
+    );
     assert_eq!(a.flush(Some(ep), Token(43)).unwrap(), Posted::InFlight);
     assert_eq!(a.flush(None, Token(44)).unwrap(), Posted::InFlight);
     a.pending_add(ep, Token(45)).unwrap();
@@ -133,7 +139,10 @@ fn partial_zcopy_completes_from_progress() {
     assert_eq!(*id, 7);
     assert!(data[..100] == header[..] && data[100..] == body[..]);
     // Free again.
-    assert_eq!(a.am_short(ep, 7, 1, &[]).unwrap(), Posted::Done);
+    assert_eq!(
+        a.am().unwrap().am_short(ep, 7, 1, &[]).unwrap(),
+        Posted::Done
+    );
 }
 
 #[test]
@@ -148,9 +157,9 @@ fn copy_sends_queue_behind_a_partial_write() {
     // Fill the socket and the endpoint buffer with small and large sends.
     loop {
         let r = if sent % 3 == 0 {
-            a.am_bcopy(ep, 8, &[&big]).unwrap().0
+            a.am().unwrap().am_bcopy(ep, 8, &[&big]).unwrap().0
         } else {
-            a.am_short(ep, 9, sent, b"xy").unwrap()
+            a.am().unwrap().am_short(ep, 9, sent, b"xy").unwrap()
         };
         if r == Posted::NoResource {
             break;

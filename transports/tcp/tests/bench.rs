@@ -83,7 +83,7 @@ fn pair() -> (Box<dyn Iface>, EpId, Box<dyn Iface>, EpId) {
 }
 
 fn send_short(i: &mut dyn Iface, s: &mut Sink, ep: EpId, v: u64) {
-    while i.am_short(ep, 1, v, &[]).unwrap() != Posted::Done {
+    while i.am().unwrap().am_short(ep, 1, v, &[]).unwrap() != Posted::Done {
         i.progress(s);
     }
 }
@@ -163,9 +163,9 @@ fn stream(size: usize, secs: f64) {
         for _ in 0..64 {
             hdr[..8].copy_from_slice(&sent.to_le_bytes());
             let r = if size <= 8 {
-                a.am_short(ab, 1, sent, &[]).unwrap()
+                a.am().unwrap().am_short(ab, 1, sent, &[]).unwrap()
             } else if !zcopy {
-                a.am_bcopy(ab, 1, &[&hdr]).unwrap().0
+                a.am().unwrap().am_bcopy(ab, 1, &[&hdr]).unwrap().0
             } else {
                 // Fragments of at most max_zcopy, as a protocol would send.
                 let mut r = Posted::Done;
@@ -175,7 +175,8 @@ fn stream(size: usize, secs: f64) {
                     loop {
                         // SAFETY: `msg` is never changed and outlives every
                         // completion (flushed below).
-                        r = unsafe { a.am_zcopy(ab, 1, &h, &iov, Token(sent)) }.unwrap();
+                        r = unsafe { a.zcopy().unwrap().am_zcopy(ab, 1, &h, &iov, Token(sent)) }
+                            .unwrap();
                         if r != Posted::NoResource {
                             break;
                         }
@@ -363,7 +364,13 @@ fn put_bandwidth() {
             let iov = [Iov::from_slice(&src)];
             // SAFETY: `src` is not changed and outlives every completion
             // (all are awaited below).
-            match unsafe { a.put_zcopy(ab, &iov, memh.addr as u64, &key, Token(sent)) }.unwrap() {
+            match unsafe {
+                a.put()
+                    .unwrap()
+                    .put_zcopy(ab, &iov, memh.addr as u64, &key, Token(sent))
+            }
+            .unwrap()
+            {
                 Posted::InFlight => sent += 1,
                 _ => {
                     a.progress(&mut s);

@@ -67,7 +67,10 @@ fn still_works(
     ep: uct::EpId,
     n: u64,
 ) {
-    assert_eq!(a.am_short(ep, 0, n, b"ok").unwrap(), Posted::Done);
+    assert_eq!(
+        a.am().unwrap().am_short(ep, 0, n, b"ok").unwrap(),
+        Posted::Done
+    );
     let before = sb.ams.len();
     drive(&mut [(a, sa), (b, sb)], |x| x[1].1.ams.len() > before);
     let (_, _, data) = sb.ams.last().unwrap();
@@ -207,7 +210,7 @@ fn dropped_peer_fails_endpoint() {
     let mut inflight = Vec::new();
     for t in 0..64u64 {
         // SAFETY: `body` outlives the completions awaited below.
-        match unsafe { a.am_zcopy(ep, 1, &[], &iov, Token(t)) }.unwrap() {
+        match unsafe { a.zcopy().unwrap().am_zcopy(ep, 1, &[], &iov, Token(t)) }.unwrap() {
             Posted::InFlight => {
                 inflight.push(Token(t));
                 break;
@@ -234,15 +237,18 @@ fn dropped_peer_fails_endpoint() {
     assert_eq!(failed, vec![inflight[0], Token(101)]);
     assert_eq!(sa.ready, vec![(ep, Token(100))]);
     for r in [
-        a.am_short(ep, 0, 0, &[]).map(drop),
-        a.am_bcopy(ep, 0, &[b"x"]).map(drop),
+        a.am().unwrap().am_short(ep, 0, 0, &[]).map(drop),
+        a.am().unwrap().am_bcopy(ep, 0, &[b"x"]).map(drop),
         a.pending_add(ep, Token(5)),
         a.flush(Some(ep), Token(6)).map(drop),
     ] {
         assert!(matches!(r, Err(Error::EndpointFailed(_))), "{r:?}");
     }
     // The other endpoint is untouched.
-    assert_eq!(a.am_short(ep_other, 0, 0, &[]).unwrap(), Posted::Done);
+    assert_eq!(
+        a.am().unwrap().am_short(ep_other, 0, 0, &[]).unwrap(),
+        Posted::Done
+    );
     settle(&mut [(a.as_mut(), &mut sa)], Duration::from_millis(30));
     assert_eq!(sa.ep_failed.len(), 1, "reported once");
     a.ep_destroy(ep);
@@ -280,7 +286,10 @@ fn raw_peer_talks_back_then_breaks_the_protocol() {
     // Accepted, full duplex: its messages reach us; then it closes.
     let (ep, mut s) = ep_to_raw(a.as_mut(), &mut sa, &l);
     // A message queued before the answer waits for it.
-    assert_eq!(a.am_short(ep, 4, 44, b"early").unwrap(), Posted::Done);
+    assert_eq!(
+        a.am().unwrap().am_short(ep, 4, 44, b"early").unwrap(),
+        Posted::Done
+    );
     let mut bytes = ACCEPT.to_vec();
     bytes.extend(frame(6, b"from raw"));
     s.write_all(&bytes).unwrap();
@@ -297,7 +306,7 @@ fn raw_peer_talks_back_then_breaks_the_protocol() {
         x[0].1.ep_failed.len() == 1
     });
     assert_eq!(sa.ep_failed[0].0, ep);
-    assert!(a.am_short(ep, 0, 0, &[]).is_err());
+    assert!(a.am().unwrap().am_short(ep, 0, 0, &[]).is_err());
     // It closed between messages: its end is reported once, as a source.
     assert_eq!(sa.src_failed.len(), 1);
 
@@ -354,11 +363,11 @@ fn connect_to_closed_port_fails() {
         Err(e) => assert_eq!(e.status(), uct::Status::Unreachable, "{e}"),
         Ok(ep) => {
             // Sends are buffered while connecting, then the failure comes.
-            let _ = a.am_short(ep, 0, 0, b"lost").unwrap();
+            let _ = a.am().unwrap().am_short(ep, 0, 0, b"lost").unwrap();
             drive(&mut [(a.as_mut(), &mut sa)], |x| {
                 !x[0].1.ep_failed.is_empty()
             });
-            assert!(a.am_short(ep, 0, 0, &[]).is_err());
+            assert!(a.am().unwrap().am_short(ep, 0, 0, &[]).is_err());
         }
     }
 }
@@ -375,7 +384,7 @@ fn destroy_cancels_in_flight() {
     for t in 0..64u64 {
         let r = loop {
             // SAFETY: `body` outlives the cancellation awaited below.
-            match unsafe { a.am_zcopy(ep, 1, &[], &iov, Token(t)) }.unwrap() {
+            match unsafe { a.zcopy().unwrap().am_zcopy(ep, 1, &[], &iov, Token(t)) }.unwrap() {
                 Posted::NoResource => {
                     a.progress(&mut sa);
                 }
@@ -397,7 +406,7 @@ fn destroy_cancels_in_flight() {
         .completed
         .iter()
         .any(|(t, r)| *t == token && r.as_ref().unwrap_err() == "canceled"));
-    assert!(a.am_short(ep, 0, 0, &[]).is_err());
+    assert!(a.am().unwrap().am_short(ep, 0, 0, &[]).is_err());
     // The user's memory is no longer needed: the rest of the frame went
     // into a copy, and the connection stays usable for new endpoints.
     drop(body);
@@ -409,7 +418,10 @@ fn destroy_cancels_in_flight() {
         .iter()
         .any(|(t, r)| *t == Token(500) && r.is_ok()));
     let ep2 = connect(a.as_mut(), b.as_ref());
-    assert_eq!(a.am_short(ep2, 2, 7, b"after").unwrap(), Posted::Done);
+    assert_eq!(
+        a.am().unwrap().am_short(ep2, 2, 7, b"after").unwrap(),
+        Posted::Done
+    );
     drive(&mut [(a.as_mut(), &mut sa), (b.as_mut(), &mut sb)], |x| {
         x[1].1.ams.iter().any(|m| m.2[8..] == *b"after")
     });

@@ -46,7 +46,12 @@ impl Two {
         loop {
             // SAFETY: the ranges are in `Mem`s created before the ifaces
             // (dropped after them), and this waits for the completion.
-            match unsafe { self.a.put_zcopy(self.ep, iov, remote, key, t) } {
+            match unsafe {
+                self.a
+                    .put()
+                    .unwrap()
+                    .put_zcopy(self.ep, iov, remote, key, t)
+            } {
                 Ok(Posted::NoResource) => {
                     self.a.progress(&mut self.sa);
                     self.b.progress(&mut self.sb);
@@ -74,7 +79,11 @@ impl Two {
     /// An active message still goes through, after whatever happened.
     fn am_works(&mut self, seq: u64) {
         assert_eq!(
-            self.a.am_short(self.ep, 3, seq, b"am").unwrap(),
+            self.a
+                .am()
+                .unwrap()
+                .am_short(self.ep, 3, seq, b"am")
+                .unwrap(),
             Posted::Done
         );
         let before = self.sb.ams.len();
@@ -127,14 +136,18 @@ fn puts_of_every_size_land_exactly() {
     ] {
         // SAFETY: refused before anything is kept.
         let r = unsafe {
-            t.a.put_zcopy(t.ep, &iov, region.addr(0), region.key(), Token(99))
+            t.a.put()
+                .unwrap()
+                .put_zcopy(t.ep, &iov, region.addr(0), region.key(), Token(99))
         };
         assert_eq!(r.unwrap_err().status(), Status::InvalidParam);
     }
     let many: Vec<Iov> = (0..t.a.attr().max_iov + 1).map(|i| src.iov(i, 1)).collect();
     // SAFETY: as above.
     let r = unsafe {
-        t.a.put_zcopy(t.ep, &many, region.addr(0), region.key(), Token(98))
+        t.a.put()
+            .unwrap()
+            .put_zcopy(t.ep, &many, region.addr(0), region.key(), Token(98))
     };
     assert_eq!(r.unwrap_err().status(), Status::InvalidParam);
     t.am_works(1);
@@ -284,7 +297,7 @@ fn flush_waits_for_acknowledgements() {
     let mut t = Two::open(&TcpConfig::default());
     // SAFETY: `src` outlives the ifaces; the test waits for completion.
     let r = unsafe {
-        t.a.put_zcopy(
+        t.a.put().unwrap().put_zcopy(
             t.ep,
             &[src.iov(0, 64)],
             region.addr(0),
@@ -318,7 +331,7 @@ fn puts_beyond_the_outstanding_limit_wait_for_acknowledgements() {
     let post = |t: &mut Two, token: u64| {
         // SAFETY: `src` outlives the ifaces; the test waits for all puts.
         unsafe {
-            t.a.put_zcopy(
+            t.a.put().unwrap().put_zcopy(
                 t.ep,
                 &[src.iov(0, 1)],
                 region.addr(0),
@@ -354,7 +367,7 @@ fn back_pressure_on_large_puts() {
     while posted < 64 {
         // SAFETY: as above.
         let r = unsafe {
-            t.a.put_zcopy(
+            t.a.put().unwrap().put_zcopy(
                 t.ep,
                 &[src.iov(0, 1 << 20)],
                 region.addr(0),
@@ -389,7 +402,7 @@ fn ep_destroy_cancels_puts_and_the_connection_goes_on() {
     // SAFETY: `src` outlives the ifaces; the put is canceled below, after
     // which the iface no longer reads it (it copied the rest).
     let r = unsafe {
-        t.a.put_zcopy(
+        t.a.put().unwrap().put_zcopy(
             t.ep,
             &[src.iov(0, 1 << 20)],
             region.addr(0),
@@ -423,7 +436,7 @@ fn peer_death_fails_puts_in_flight() {
     for i in 0..8 {
         // SAFETY: `src` outlives the ifaces; the test waits for all.
         let r = unsafe {
-            t.a.put_zcopy(
+            t.a.put().unwrap().put_zcopy(
                 t.ep,
                 &[src.iov(0, 1 << 20)],
                 region.addr(0),
@@ -451,7 +464,7 @@ fn peer_death_fails_puts_in_flight() {
     }
     // SAFETY: refused at once on a failed endpoint.
     let r = unsafe {
-        t.a.put_zcopy(
+        t.a.put().unwrap().put_zcopy(
             t.ep,
             &[src.iov(0, 1)],
             region.addr(0),

@@ -49,7 +49,7 @@ fn short_bcopy_zcopy_round_trip() {
         let header = 0x0102_0304_0506_0700 + i as u64;
         let mut posted;
         loop {
-            posted = a.am_short(ep, 1, header, &payload).unwrap();
+            posted = a.am().unwrap().am_short(ep, 1, header, &payload).unwrap();
             if posted != Posted::NoResource {
                 break;
             }
@@ -67,7 +67,7 @@ fn short_bcopy_zcopy_round_trip() {
         let (p1, rest) = whole.split_at(len / 3);
         let (p2, p3) = rest.split_at(rest.len() / 2);
         loop {
-            match a.am_bcopy(ep, 2, &[p1, p2, p3]).unwrap() {
+            match a.am().unwrap().am_bcopy(ep, 2, &[p1, p2, p3]).unwrap() {
                 (Posted::Done, n) => {
                     assert_eq!(n, len);
                     break;
@@ -93,7 +93,7 @@ fn short_bcopy_zcopy_round_trip() {
         let token = Token(i as u64);
         loop {
             // SAFETY: `bufs` outlives every completion (waited for below).
-            match unsafe { a.am_zcopy(ep, 3, header, &iov, token) }.unwrap() {
+            match unsafe { a.zcopy().unwrap().am_zcopy(ep, 3, header, &iov, token) }.unwrap() {
                 Posted::NoResource => {
                     a.progress(&mut sa);
                     b.progress(&mut sb);
@@ -141,20 +141,42 @@ fn limits_are_enforced_on_the_sender() {
     let ep = connect(a.as_mut(), b.as_ref());
     let attr = a.attr().clone();
     let big = vec![0u8; attr.max_zcopy + 1];
-    assert!(a.am_short(ep, 0, 0, &big[..attr.max_short + 1]).is_err());
-    assert!(a.am_bcopy(ep, 0, &[&big[..attr.max_bcopy + 1]]).is_err());
-    assert!(a.am_short(ep, uct::AM_ID_MAX, 0, &[]).is_err());
+    assert!(a
+        .am()
+        .unwrap()
+        .am_short(ep, 0, 0, &big[..attr.max_short + 1])
+        .is_err());
+    assert!(a
+        .am()
+        .unwrap()
+        .am_bcopy(ep, 0, &[&big[..attr.max_bcopy + 1]])
+        .is_err());
+    assert!(a
+        .am()
+        .unwrap()
+        .am_short(ep, uct::AM_ID_MAX, 0, &[])
+        .is_err());
     let hdr = vec![0u8; attr.max_hdr + 1];
     // SAFETY: each call is refused before touching memory.
     unsafe {
         assert!(a
+            .zcopy()
+            .unwrap()
             .am_zcopy(ep, 0, &[], &[Iov::from_slice(&big)], Token(0))
             .is_err());
-        assert!(a.am_zcopy(ep, 0, &hdr, &[], Token(0)).is_err());
+        assert!(a
+            .zcopy()
+            .unwrap()
+            .am_zcopy(ep, 0, &hdr, &[], Token(0))
+            .is_err());
         let many = vec![Iov::from_slice(&big[..1]); attr.max_iov + 1];
-        assert!(a.am_zcopy(ep, 0, &[], &many, Token(0)).is_err());
+        assert!(a
+            .zcopy()
+            .unwrap()
+            .am_zcopy(ep, 0, &[], &many, Token(0))
+            .is_err());
     }
-    assert!(a.am_short(uct::EpId(999), 0, 0, &[]).is_err());
+    assert!(a.am().unwrap().am_short(uct::EpId(999), 0, 0, &[]).is_err());
     assert!(a.flush(Some(uct::EpId(999)), Token(0)).is_err());
     assert!(a.pending_add(uct::EpId(999), Token(0)).is_err());
     a.ep_destroy(uct::EpId(999));
@@ -186,6 +208,8 @@ fn many_endpoints_per_iface() {
         for k in 0..5u64 {
             loop {
                 match a
+                    .am()
+                    .unwrap()
                     .am_short(ep, 4, (i as u64) << 8 | k, &[i as u8; 3])
                     .unwrap()
                 {
@@ -197,7 +221,10 @@ fn many_endpoints_per_iface() {
             }
         }
     }
-    assert_eq!(b.am_short(back, 5, 77, b"back").unwrap(), Posted::Done);
+    assert_eq!(
+        b.am().unwrap().am_short(back, 5, 77, b"back").unwrap(),
+        Posted::Done
+    );
     drive(
         &mut [
             (a.as_mut(), &mut sa),
@@ -227,7 +254,10 @@ fn many_endpoints_per_iface() {
     assert_eq!(sa.ams[0].2[8..], *b"back");
     // b's endpoint back to a went over a's connection to b (full duplex).
     let b_src_at_a = sa.ams[0].1;
-    assert_eq!(b.am_short(back, 5, 78, b"again").unwrap(), Posted::Done);
+    assert_eq!(
+        b.am().unwrap().am_short(back, 5, 78, b"again").unwrap(),
+        Posted::Done
+    );
     drive(&mut [(a.as_mut(), &mut sa), (b.as_mut(), &mut sb)], |x| {
         x[0].1.ams.len() == 2
     });
@@ -241,7 +271,10 @@ fn endpoint_to_itself() {
     let mut sa = Recorder::default();
     let (dev, addr) = (a.device_addr().to_vec(), a.iface_addr().to_vec());
     let ep = a.ep_create(&dev, &addr).unwrap();
-    assert_eq!(a.am_short(ep, 0, 5, b"self").unwrap(), Posted::Done);
+    assert_eq!(
+        a.am().unwrap().am_short(ep, 0, 5, b"self").unwrap(),
+        Posted::Done
+    );
     drive(&mut [(a.as_mut(), &mut sa)], |x| x[0].1.ams.len() == 1);
     assert_eq!(sa.ams[0].2[8..], *b"self");
 }

@@ -25,7 +25,10 @@ fn event_fd_wakes_on_arrival() {
     let (mut a, mut b) = (lo(&cfg), lo(&cfg));
     let (mut sa, mut sb) = (Recorder::default(), Recorder::default());
     let ep = connect(a.as_mut(), b.as_ref());
-    assert_eq!(a.am_short(ep, 0, 1, b"first").unwrap(), Posted::Done);
+    assert_eq!(
+        a.am().unwrap().am_short(ep, 0, 1, b"first").unwrap(),
+        Posted::Done
+    );
     drive(&mut [(a.as_mut(), &mut sa), (b.as_mut(), &mut sb)], |x| {
         x[1].1.ams.len() == 1
     });
@@ -34,7 +37,10 @@ fn event_fd_wakes_on_arrival() {
     assert_eq!(b.arm().unwrap(), Armed::Sleep);
     assert!(!readable(efd, 0));
     // A message from another thread's point of view: the fd wakes up.
-    assert_eq!(a.am_short(ep, 0, 2, b"second").unwrap(), Posted::Done);
+    assert_eq!(
+        a.am().unwrap().am_short(ep, 0, 2, b"second").unwrap(),
+        Posted::Done
+    );
     assert!(readable(efd, 10_000), "no wake-up within 10 s");
     assert!(b.progress(&mut sb) >= 1);
     assert_eq!(sb.ams[1].2[8..], *b"second");
@@ -51,7 +57,10 @@ fn event_fd_wakes_on_arrival() {
             u64: 7,
         };
         assert_eq!(libc::epoll_ctl(outer, libc::EPOLL_CTL_ADD, efd, &mut ev), 0);
-        assert_eq!(a.am_short(ep, 0, 3, b"third").unwrap(), Posted::Done);
+        assert_eq!(
+            a.am().unwrap().am_short(ep, 0, 3, b"third").unwrap(),
+            Posted::Done
+        );
         let mut out = [libc::epoll_event { events: 0, u64: 0 }; 1];
         let n = libc::epoll_wait(outer, out.as_mut_ptr(), 1, 10_000);
         let data = out[0].u64;

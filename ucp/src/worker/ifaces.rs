@@ -3,7 +3,7 @@
 use crate::proto::lanes::{no_iface, Lanes};
 use crate::request::buf::{Lent, LentMut};
 use crate::ucs;
-use crate::uct::{AmId, EpId, Iface, IfaceAttr, Posted, RemoteKey, Token};
+use crate::uct::{offered, AmId, EpId, Iface, IfaceAttr, Posted, RemoteKey, Token};
 use std::ops::{Deref, DerefMut};
 
 /// The ifaces a worker opened, in the order of their indexes.
@@ -25,7 +25,7 @@ impl DerefMut for Ifaces {
 
 impl Ifaces {
     #[inline]
-    fn get(&mut self, iface: usize) -> ucs::Result<&mut dyn Iface> {
+    fn iface(&mut self, iface: usize) -> ucs::Result<&mut dyn Iface> {
         match self.0.get_mut(iface) {
             Some(i) => Ok(i.as_mut()),
             None => Err(no_iface(iface)),
@@ -47,7 +47,7 @@ impl Lanes for Ifaces {
         header: u64,
         payload: &[u8],
     ) -> ucs::Result<Posted> {
-        self.get(iface)?.am_short(ep, id, header, payload)
+        offered(self.iface(iface)?.am(), "am")?.am_short(ep, id, header, payload)
     }
 
     #[inline]
@@ -58,7 +58,7 @@ impl Lanes for Ifaces {
         id: AmId,
         parts: &[&[u8]],
     ) -> ucs::Result<(Posted, usize)> {
-        self.get(iface)?.am_bcopy(ep, id, parts)
+        offered(self.iface(iface)?.am(), "am")?.am_bcopy(ep, id, parts)
     }
 
     // SAFETY (the three zero-copy operations): a lent range lies in a
@@ -76,8 +76,9 @@ impl Lanes for Ifaces {
         token: Token,
     ) -> ucs::Result<Posted> {
         let iov = [data.iov()];
+        let ops = offered(self.iface(iface)?.zcopy(), "am_zcopy")?;
         // SAFETY: see above.
-        unsafe { self.get(iface)?.am_zcopy(ep, id, header, &iov, token) }
+        unsafe { ops.am_zcopy(ep, id, header, &iov, token) }
     }
 
     #[allow(unsafe_code)]
@@ -91,11 +92,9 @@ impl Lanes for Ifaces {
         token: Token,
     ) -> ucs::Result<Posted> {
         let iov = [src.iov()];
+        let ops = offered(self.iface(iface)?.put(), "put")?;
         // SAFETY: see above.
-        unsafe {
-            self.get(iface)?
-                .put_zcopy(ep, &iov, remote_addr, rkey, token)
-        }
+        unsafe { ops.put_zcopy(ep, &iov, remote_addr, rkey, token) }
     }
 
     #[allow(unsafe_code)]
@@ -109,14 +108,12 @@ impl Lanes for Ifaces {
         token: Token,
     ) -> ucs::Result<Posted> {
         let iov = [dst.iov()];
+        let ops = offered(self.iface(iface)?.get(), "get")?;
         // SAFETY: see above.
-        unsafe {
-            self.get(iface)?
-                .get_zcopy(ep, &iov, remote_addr, rkey, token)
-        }
+        unsafe { ops.get_zcopy(ep, &iov, remote_addr, rkey, token) }
     }
 
     fn pending_add(&mut self, iface: usize, ep: EpId, token: Token) -> ucs::Result<()> {
-        self.get(iface)?.pending_add(ep, token)
+        self.iface(iface)?.pending_add(ep, token)
     }
 }

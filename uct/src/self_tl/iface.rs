@@ -3,8 +3,8 @@
 use super::mailbox::{self, Shared};
 use super::{addr, SelfConfig, MAX_BCOPY, MAX_HDR, MAX_IOV, MAX_SHORT, MAX_ZCOPY, PROGRESS_BATCH};
 use crate::{
-    AmId, AmSink, Armed, EpId, Error, Iface, IfaceInfo, Iov, Posted, RemoteKey, Result, SrcId,
-    Token,
+    limits, AmId, AmOps, AmSink, AmZcopyOps, Armed, EpId, Error, GetOps, Iface, IfaceInfo, Iov,
+    Posted, PutOps, RemoteKey, Result, SrcId, Token,
 };
 use std::collections::VecDeque;
 use std::os::fd::RawFd;
@@ -47,7 +47,7 @@ impl SelfIface {
         let id = addr::next_iface_id();
         let shared = Arc::new(Shared::new(id, cfg)?);
         mailbox::register(&shared);
-        Ok(SelfIface {
+        let mut iface = SelfIface {
             shared,
             info: IfaceInfo {
                 tl_name: "self".into(),
@@ -60,7 +60,9 @@ impl SelfIface {
             free_eps: Vec::new(),
             pending_eps: Vec::new(),
             pending_scratch: Vec::new(),
-        })
+        };
+        iface.info.attr.caps = crate::derive_caps(&mut iface);
+        Ok(iface)
     }
 
     fn ep_mut(&mut self, ep: EpId) -> Result<&mut Ep> {
@@ -213,115 +215,20 @@ impl Iface for SelfIface {
         }
     }
 
-    fn am_short(&mut self, ep: EpId, id: AmId, header: u64, payload: &[u8]) -> Result<Posted> {
-        if payload.len() > MAX_SHORT {
-            return Err(Error::InvalidParam(format!(
-                "self: am_short payload of {} bytes exceeds {MAX_SHORT}",
-                payload.len()
-            )));
-        }
-        self.send(ep, id, 8 + payload.len(), |b| {
-            b.extend_from_slice(&header.to_le_bytes());
-            b.extend_from_slice(payload);
-        })
+    fn am(&mut self) -> Option<&mut dyn AmOps> {
+        Some(self)
     }
 
-    fn am_bcopy(&mut self, ep: EpId, id: AmId, parts: &[&[u8]]) -> Result<(Posted, usize)> {
-        let total = parts
-            .iter()
-            .try_fold(0usize, |acc, p| acc.checked_add(p.len()))
-            .filter(|&t| t <= MAX_BCOPY)
-            .ok_or_else(|| {
-                Error::InvalidParam(format!("self: am_bcopy exceeds {MAX_BCOPY} bytes"))
-            })?;
-        let posted = self.send(ep, id, total, |b| {
-            for p in parts {
-                b.extend_from_slice(p);
-            }
-        })?;
-        Ok(match posted {
-            Posted::Done => (Posted::Done, total),
-            other => (other, 0),
-        })
+    fn zcopy(&mut self) -> Option<&mut dyn AmZcopyOps> {
+        Some(self)
     }
 
-    /// Copies the iov at post time and returns `Done`: within one process
-    /// that is as cheap as any deferred scheme, and the caller may reuse
-    /// its buffers at once, which trivially meets the zero-copy contract.
-    unsafe fn am_zcopy(
-        &mut self,
-        ep: EpId,
-        id: AmId,
-        header: &[u8],
-        iov: &[Iov],
-        _token: Token,
-    ) -> Result<Posted> {
-        if header.len() > MAX_HDR {
-            return Err(Error::InvalidParam(format!(
-                "self: am_zcopy header of {} bytes exceeds {MAX_HDR}",
-                header.len()
-            )));
-        }
-        if iov.len() > MAX_IOV {
-            return Err(Error::InvalidParam(format!(
-                "self: am_zcopy with {} iov entries, at most {MAX_IOV}",
-                iov.len()
-            )));
-        }
-        let data = iov
-            .iter()
-            .try_fold(0usize, |acc, v| acc.checked_add(v.len))
-            .filter(|&t| t <= MAX_ZCOPY)
-            .ok_or_else(|| {
-                Error::InvalidParam(format!("self: am_zcopy exceeds {MAX_ZCOPY} bytes"))
-            })?;
-        self.send(ep, id, header.len() + data, |b| {
-            b.extend_from_slice(header);
-            for v in iov.iter().filter(|v| v.len > 0) {
-                // SAFETY: the caller of `am_zcopy` promises each range is
-                // valid for reads until the operation completes; it
-                // completes (`Done`) before this call returns. Empty ranges
-                // are skipped, so their pointer may be anything.
-                b.extend_from_slice(unsafe { std::slice::from_raw_parts(v.ptr, v.len) });
-            }
-        })
+    fn put(&mut self) -> Option<&mut dyn PutOps> {
+        Some(self)
     }
 
-    /// Checks the key against the live registration and copies at post
-    /// time (see `rma.rs`); `Done` or an error, never `InFlight`.
-    unsafe fn put_zcopy(
-        &mut self,
-        ep: EpId,
-        iov: &[Iov],
-        remote_addr: u64,
-        rkey: &RemoteKey,
-        _token: Token,
-    ) -> Result<Posted> {
-        self.check_live(ep)?;
-        // SAFETY: the caller of `put_zcopy` keeps each range valid for
-        // reads until the operation completes, which is before this
-        // returns.
-        unsafe { super::rma::put(iov, remote_addr, rkey) }?;
-        Ok(Posted::Done)
-    }
-
-    /// As `put_zcopy`, in the other direction.
-    unsafe fn get_zcopy(
-        &mut self,
-        ep: EpId,
-        iov: &[crate::IovMut],
-        remote_addr: u64,
-        rkey: &RemoteKey,
-        _token: Token,
-    ) -> Result<Posted> {
-        crate::with_iovs(iov, |iov| {
-            self.check_live(ep)?;
-            // SAFETY: the caller of `get_zcopy` keeps each range valid for
-            // writes, and untouched by others, until the operation completes,
-            // which is before this returns.
-            unsafe { super::rma::get(iov, remote_addr, rkey) }?;
-            Ok(Posted::Done)
-        })
+    fn get(&mut self) -> Option<&mut dyn GetOps> {
+        Some(self)
     }
 
     fn pending_add(&mut self, ep: EpId, token: Token) -> Result<()> {
@@ -386,5 +293,95 @@ impl Iface for SelfIface {
             }
         }
         Ok(Armed::Sleep)
+    }
+}
+
+impl AmOps for SelfIface {
+    fn am_short(&mut self, ep: EpId, id: AmId, header: u64, payload: &[u8]) -> Result<Posted> {
+        limits::check_short("self", payload.len(), MAX_SHORT)?;
+        self.send(ep, id, 8 + payload.len(), |b| {
+            b.extend_from_slice(&header.to_le_bytes());
+            b.extend_from_slice(payload);
+        })
+    }
+
+    fn am_bcopy(&mut self, ep: EpId, id: AmId, parts: &[&[u8]]) -> Result<(Posted, usize)> {
+        let total = limits::bcopy_len("self", parts, MAX_BCOPY)?;
+        let posted = self.send(ep, id, total, |b| {
+            for p in parts {
+                b.extend_from_slice(p);
+            }
+        })?;
+        Ok(match posted {
+            Posted::Done => (Posted::Done, total),
+            other => (other, 0),
+        })
+    }
+}
+
+impl AmZcopyOps for SelfIface {
+    /// Copies the iov at post time and returns `Done`: within one process
+    /// that is as cheap as any deferred scheme, and the caller may reuse
+    /// its buffers at once, which trivially meets the zero-copy contract.
+    unsafe fn am_zcopy(
+        &mut self,
+        ep: EpId,
+        id: AmId,
+        header: &[u8],
+        iov: &[Iov],
+        _token: Token,
+    ) -> Result<Posted> {
+        let data = limits::check_zcopy("self", header, iov, MAX_HDR, MAX_IOV, MAX_ZCOPY)?;
+        self.send(ep, id, header.len() + data, |b| {
+            b.extend_from_slice(header);
+            for v in iov.iter().filter(|v| v.len > 0) {
+                // SAFETY: the caller of `am_zcopy` promises each range is
+                // valid for reads until the operation completes; it
+                // completes (`Done`) before this call returns. Empty ranges
+                // are skipped, so their pointer may be anything.
+                b.extend_from_slice(unsafe { std::slice::from_raw_parts(v.ptr, v.len) });
+            }
+        })
+    }
+}
+
+impl PutOps for SelfIface {
+    /// Checks the key against the live registration and copies at post
+    /// time (see `rma.rs`); `Done` or an error, never `InFlight`.
+    unsafe fn put_zcopy(
+        &mut self,
+        ep: EpId,
+        iov: &[Iov],
+        remote_addr: u64,
+        rkey: &RemoteKey,
+        _token: Token,
+    ) -> Result<Posted> {
+        self.check_live(ep)?;
+        // SAFETY: the caller of `put_zcopy` keeps each range valid for
+        // reads until the operation completes, which is before this
+        // returns.
+        unsafe { super::rma::put(iov, remote_addr, rkey) }?;
+        Ok(Posted::Done)
+    }
+}
+
+impl GetOps for SelfIface {
+    /// As `put_zcopy`, in the other direction.
+    unsafe fn get_zcopy(
+        &mut self,
+        ep: EpId,
+        iov: &[crate::IovMut],
+        remote_addr: u64,
+        rkey: &RemoteKey,
+        _token: Token,
+    ) -> Result<Posted> {
+        crate::with_iovs(iov, |iov| {
+            self.check_live(ep)?;
+            // SAFETY: the caller of `get_zcopy` keeps each range valid for
+            // writes, and untouched by others, until the operation completes,
+            // which is before this returns.
+            unsafe { super::rma::get(iov, remote_addr, rkey) }?;
+            Ok(Posted::Done)
+        })
     }
 }

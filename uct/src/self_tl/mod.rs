@@ -213,15 +213,8 @@ impl MemoryDomain for SelfMd {
 /// Attributes of every `self` iface.
 fn iface_attr() -> IfaceAttr {
     IfaceAttr {
-        caps: Caps::AM_SHORT
-            | Caps::AM_BCOPY
-            | Caps::AM_ZCOPY
-            | Caps::PENDING
-            | Caps::CONNECT_TO_IFACE
-            | Caps::PEER_FAILURE
-            | Caps::EVENT_FD
-            | Caps::PUT_ZCOPY
-            | Caps::GET_ZCOPY,
+        // The operation bits are derived from the iface's families.
+        caps: Caps::CONNECT_TO_IFACE | Caps::PEER_FAILURE | Caps::EVENT_FD,
         max_short: MAX_SHORT,
         max_bcopy: MAX_BCOPY,
         max_zcopy: MAX_ZCOPY,

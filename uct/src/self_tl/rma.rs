@@ -14,16 +14,7 @@ use crate::{Access, Error, Iov, RemoteKey, Result};
 
 /// Total length of `iov`, checked against the entry count and [`MAX_RMA`].
 fn total_len(op: &str, iov: &[Iov]) -> Result<usize> {
-    if iov.len() > MAX_IOV {
-        return Err(Error::InvalidParam(format!(
-            "self: {op} with {} iov entries, at most {MAX_IOV}",
-            iov.len()
-        )));
-    }
-    iov.iter()
-        .try_fold(0usize, |acc, v| acc.checked_add(v.len))
-        .filter(|&t| t <= MAX_RMA)
-        .ok_or_else(|| Error::InvalidParam(format!("self: {op} exceeds {MAX_RMA} bytes")))
+    crate::limits::check_iov("self", op, iov, MAX_IOV, MAX_RMA)
 }
 
 /// The checked fields of a key given to an operation.

@@ -38,13 +38,15 @@ fn register(md: &dyn MemoryDomain, buf: &mut [u8], access: Access) -> (MemHandle
 fn put(s: &mut Setup, iov: &[Iov], addr: u64, key: &RemoteKey) -> crate::Result<Posted> {
     // SAFETY: the ranges come from buffers the caller holds across the
     // call, and `self` completes before returning.
-    unsafe { s.a.put_zcopy(s.ep, iov, addr, key, Token(1)) }
+    unsafe { s.a.put().unwrap().put_zcopy(s.ep, iov, addr, key, Token(1)) }
 }
 
 fn get(s: &mut Setup, iov: &[Iov], addr: u64, key: &RemoteKey) -> crate::Result<Posted> {
     // SAFETY: as for `put`; the ranges are writable and unshared.
     unsafe {
-        s.a.get_zcopy(s.ep, &crate::testing::writable(iov), addr, key, Token(2))
+        s.a.get()
+            .unwrap()
+            .get_zcopy(s.ep, &crate::testing::writable(iov), addr, key, Token(2))
     }
 }
 

@@ -78,13 +78,19 @@ fn loopback_and_per_endpoint_sources() {
     let to_self = connect(a.as_mut(), &ax);
     let bx = addrs(&*b);
     let (e1, e2) = (connect(a.as_mut(), &bx), connect(a.as_mut(), &bx));
-    assert_eq!(a.am_short(to_self, 3, 11, b"me").unwrap(), Posted::Done);
+    assert_eq!(
+        a.am().unwrap().am_short(to_self, 3, 11, b"me").unwrap(),
+        Posted::Done
+    );
     let mut sink = TestSink::new();
     assert_eq!(a.progress(&mut sink), 1);
     assert_eq!(sink.ams[0].data[8..], *b"me");
 
     for ep in [e1, e2, e1] {
-        assert_eq!(a.am_bcopy(ep, 1, &[b"x"]).unwrap(), (Posted::Done, 1));
+        assert_eq!(
+            a.am().unwrap().am_bcopy(ep, 1, &[b"x"]).unwrap(),
+            (Posted::Done, 1)
+        );
     }
     let mut sink = TestSink::new();
     assert_eq!(b.progress(&mut sink), 3);
@@ -118,7 +124,7 @@ fn dropped_target_fails_endpoint_once_with_pending_tokens() {
     let mut a = open(&TINY);
     let b = open(&TINY);
     let ep = connect(a.as_mut(), &addrs(&*b));
-    while a.am_short(ep, 1, 0, &[]).unwrap() == Posted::Done {}
+    while a.am().unwrap().am_short(ep, 1, 0, &[]).unwrap() == Posted::Done {}
     a.pending_add(ep, Token(1)).unwrap();
     a.pending_add(ep, Token(2)).unwrap();
     assert_eq!(a.arm().unwrap(), Armed::Sleep);
@@ -144,7 +150,7 @@ fn dropped_target_fails_endpoint_once_with_pending_tokens() {
         assert_eq!(a.progress(&mut sink), 0);
     }
     assert_eq!(a.arm().unwrap(), Armed::Sleep);
-    assert!(a.am_short(ep, 1, 0, &[]).is_err());
+    assert!(a.am().unwrap().am_short(ep, 1, 0, &[]).is_err());
     assert!(a.pending_add(ep, Token(3)).is_err());
     assert!(a.flush(Some(ep), Token(4)).is_err());
     assert_eq!(a.flush(None, Token(5)).unwrap(), Posted::Done);
@@ -156,7 +162,11 @@ fn messages_of_a_dropped_sender_still_arrive() {
     let mut b = open(&COMPONENT);
     let ep = connect(a.as_mut(), &addrs(&*b));
     assert_eq!(
-        a.am_bcopy(ep, 2, &[b"last", b" words"]).unwrap().0,
+        a.am()
+            .unwrap()
+            .am_bcopy(ep, 2, &[b"last", b" words"])
+            .unwrap()
+            .0,
         Posted::Done
     );
     drop(a);
@@ -217,7 +227,7 @@ fn threads_sleep_and_wake() {
     let start = Instant::now();
     let mut seq = 0;
     while seq < N {
-        match tx.am_short(ep, 0, seq, &[0; 16]).unwrap() {
+        match tx.am().unwrap().am_short(ep, 0, seq, &[0; 16]).unwrap() {
             Posted::Done => seq += 1,
             Posted::InFlight => unreachable!(),
             Posted::NoResource => {

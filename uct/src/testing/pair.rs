@@ -146,7 +146,7 @@ impl Pair {
         let name = self.name.clone();
         self.retry(
             "am_short",
-            |a| a.am_short(ep, id, header, payload),
+            |a| a.am().unwrap().am_short(ep, id, header, payload),
             |p| *p == Posted::NoResource,
         )
         .unwrap_or_else(|e| panic!("{name}: am_short of {} bytes failed: {e}", payload.len()))
@@ -157,7 +157,7 @@ impl Pair {
         let name = self.name.clone();
         self.retry(
             "am_bcopy",
-            |a| a.am_bcopy(ep, id, parts),
+            |a| a.am().unwrap().am_bcopy(ep, id, parts),
             |p| p.0 == Posted::NoResource,
         )
         .unwrap_or_else(|e| panic!("{name}: am_bcopy failed: {e}"))
@@ -180,7 +180,7 @@ impl Pair {
             // SAFETY: the ranges point into vectors now owned by
             // `self.keep`, whose heap buffers neither move nor change until
             // the pair drops, and the pair drops its ifaces first.
-            |a| unsafe { a.am_zcopy(ep, id, header, &iov, token) },
+            |a| unsafe { a.zcopy().unwrap().am_zcopy(ep, id, header, &iov, token) },
             |p| *p == Posted::NoResource,
         )
     }
@@ -199,7 +199,12 @@ impl Pair {
         self.keep.extend(parts);
         // SAFETY: as in `zcopy`: the buffers live in `self.keep` until the
         // ifaces are gone.
-        unsafe { self.a().am_zcopy(ep, id, header, &iov, token) }
+        unsafe {
+            self.a()
+                .zcopy()
+                .unwrap()
+                .am_zcopy(ep, id, header, &iov, token)
+        }
     }
 }
 

@@ -9,10 +9,13 @@ use super::rkey::VirtKey;
 use super::rma::RmaPost;
 use super::VirtNet;
 use crate::{
-    AmId, AmSink, Armed, Caps, ConnectMode, EpId, Error, Iface, IfaceAttr, IfaceInfo, Iov, Posted,
-    RemoteKey, Result, Token,
+    limits, AmId, AmOps, AmSink, AmZcopyOps, Armed, Caps, ConnectMode, EpId, Error, GetOps, Iface,
+    IfaceAttr, IfaceInfo, Iov, Posted, PutOps, RemoteKey, Result, Token,
 };
 use std::os::fd::RawFd;
+
+/// Transport name in errors.
+const TL: &str = super::TL_NAME;
 
 /// An iface on a [`VirtNet`]: sends go on the net's virtual wire and
 /// arrive when the net's clock says so.
@@ -34,10 +37,6 @@ pub struct VirtIface {
 /// Device address: the net id, then the device index, little-endian.
 const DEV_ADDR_LEN: usize = 12;
 
-fn too_big(what: &str, len: usize, max: usize) -> Error {
-    Error::InvalidParam(format!("virt: {what} of {len} exceeds {max}"))
-}
-
 impl VirtIface {
     /// Opens a node on device `dev` (the first with `None`) belonging to
     /// memory domain `md`.
@@ -50,20 +49,10 @@ impl VirtIface {
         let node = n.add_node(name, dev, md)?;
         let cfg = &n.cfg;
         let device = &cfg.devices[dev];
-        let mut caps = Caps::AM_SHORT
-            | Caps::AM_BCOPY
-            | Caps::AM_ZCOPY
-            | Caps::PENDING
-            | Caps::CONNECT_TO_IFACE
-            | Caps::PEER_FAILURE;
+        // The operation bits are derived below.
+        let mut caps = Caps::CONNECT_TO_IFACE | Caps::PEER_FAILURE;
         if cfg.event_fd {
             caps |= Caps::EVENT_FD;
-        }
-        if cfg.max_put_zcopy > 0 {
-            caps |= Caps::PUT_ZCOPY;
-        }
-        if cfg.max_get_zcopy > 0 {
-            caps |= Caps::GET_ZCOPY;
         }
         let attr = IfaceAttr {
             caps,
@@ -81,7 +70,7 @@ impl VirtIface {
         dev_addr[..8].copy_from_slice(&n.id.to_le_bytes());
         // Fits: the configuration has at most u32::MAX devices.
         dev_addr[8..].copy_from_slice(&(dev as u32).to_le_bytes());
-        Ok(VirtIface {
+        let mut iface = VirtIface {
             info: IfaceInfo {
                 tl_name: super::TL_NAME.into(),
                 dev_name: device.name.clone(),
@@ -97,7 +86,10 @@ impl VirtIface {
             node,
             net: net.clone(),
             out: Vec::new(),
-        })
+        };
+        drop(n);
+        iface.info.attr.caps = crate::derive_caps(&mut iface);
+        Ok(iface)
     }
 
     /// This iface's id on its net.
@@ -137,25 +129,11 @@ impl VirtIface {
 impl VirtIface {
     /// Checks an RMA request: offered, iov within limits, key of this net.
     fn rma_check(&self, op: Op, iov: &[Iov], rkey: &RemoteKey) -> Result<(usize, VirtKey)> {
-        let (cap, max) = match op {
-            Op::Put => (Caps::PUT_ZCOPY, self.info.attr.max_put_zcopy),
-            _ => (Caps::GET_ZCOPY, self.info.attr.max_get_zcopy),
+        let max = match op {
+            Op::Put => self.info.attr.max_put_zcopy,
+            _ => self.info.attr.max_get_zcopy,
         };
-        if !self.info.attr.caps.contains(cap) {
-            return Err(Error::Unsupported(format!("virt: {op}")));
-        }
-        if iov.len() > self.info.attr.max_iov {
-            return Err(too_big(
-                &format!("{op} iov count"),
-                iov.len(),
-                self.info.attr.max_iov,
-            ));
-        }
-        let total = iov
-            .iter()
-            .try_fold(0usize, |acc, v| acc.checked_add(v.len))
-            .filter(|&t| t <= max)
-            .ok_or_else(|| Error::InvalidParam(format!("virt: {op} exceeds {max} bytes")))?;
+        let total = limits::check_iov(TL, op.name(), iov, self.info.attr.max_iov, max)?;
         if rkey.md_name != super::TL_NAME {
             return Err(Error::InvalidParam(format!(
                 "virt: remote key of memory domain {:?}",
@@ -194,135 +172,22 @@ impl Iface for VirtIface {
         self.net.lock().ep_destroy(self.node, ep);
     }
 
-    fn am_short(&mut self, ep: EpId, id: AmId, header: u64, payload: &[u8]) -> Result<Posted> {
-        if payload.len() > self.info.attr.max_short {
-            return Err(too_big(
-                "am_short payload",
-                payload.len(),
-                self.info.attr.max_short,
-            ));
-        }
-        let len = 8 + payload.len();
-        self.net
-            .lock()
-            .post(self.node, ep, Op::Short, id, len, None, |b| {
-                b.extend_from_slice(&header.to_le_bytes());
-                b.extend_from_slice(payload);
-            })
+    fn am(&mut self) -> Option<&mut dyn AmOps> {
+        Some(self)
     }
 
-    fn am_bcopy(&mut self, ep: EpId, id: AmId, parts: &[&[u8]]) -> Result<(Posted, usize)> {
-        let max = self.info.attr.max_bcopy;
-        let total = parts
-            .iter()
-            .try_fold(0usize, |acc, p| acc.checked_add(p.len()))
-            .filter(|&t| t <= max)
-            .ok_or_else(|| Error::InvalidParam(format!("virt: am_bcopy exceeds {max} bytes")))?;
-        let posted = self
-            .net
-            .lock()
-            .post(self.node, ep, Op::Bcopy, id, total, None, |b| {
-                for p in parts {
-                    b.extend_from_slice(p);
-                }
-            })?;
-        Ok(match posted {
-            Posted::Done => (Posted::Done, total),
-            other => (other, 0),
-        })
+    fn zcopy(&mut self) -> Option<&mut dyn AmZcopyOps> {
+        Some(self)
     }
 
-    /// Copies header and iov when accepted and returns `InFlight`; the
-    /// completion comes when the message arrives on the virtual wire (or
-    /// with an error if its endpoint or the peer goes first).
-    unsafe fn am_zcopy(
-        &mut self,
-        ep: EpId,
-        id: AmId,
-        header: &[u8],
-        iov: &[Iov],
-        token: Token,
-    ) -> Result<Posted> {
-        let a = &self.info.attr;
-        if header.len() > a.max_hdr {
-            return Err(too_big("am_zcopy header", header.len(), a.max_hdr));
-        }
-        if iov.len() > a.max_iov {
-            return Err(too_big("am_zcopy iov count", iov.len(), a.max_iov));
-        }
-        let total = iov
-            .iter()
-            .try_fold(0usize, |acc, v| acc.checked_add(v.len))
-            .filter(|&t| t <= a.max_zcopy)
-            .ok_or_else(|| {
-                Error::InvalidParam(format!("virt: am_zcopy exceeds {} bytes", a.max_zcopy))
-            })?;
-        let len = header.len() + total;
-        self.net
-            .lock()
-            .post(self.node, ep, Op::Zcopy, id, len, Some(token), |b| {
-                b.extend_from_slice(header);
-                for v in iov.iter().filter(|v| v.len > 0) {
-                    // SAFETY: the caller of `am_zcopy` promises each range
-                    // is valid for reads until the operation completes,
-                    // which is after this call. Empty ranges are skipped,
-                    // so their pointer may be anything.
-                    b.extend_from_slice(unsafe { std::slice::from_raw_parts(v.ptr, v.len) });
-                }
-            })
+    /// Offered unless the net's `max_put_zcopy` is 0.
+    fn put(&mut self) -> Option<&mut dyn PutOps> {
+        (self.info.attr.max_put_zcopy > 0).then_some(self as &mut dyn PutOps)
     }
 
-    /// Copies the data into the request and returns `InFlight`; the
-    /// completion comes with the target's acknowledgement (see `rma.rs`).
-    unsafe fn put_zcopy(
-        &mut self,
-        ep: EpId,
-        iov: &[Iov],
-        remote_addr: u64,
-        rkey: &RemoteKey,
-        token: Token,
-    ) -> Result<Posted> {
-        let (len, key) = self.rma_check(Op::Put, iov, rkey)?;
-        let req = RmaPost {
-            key,
-            addr: remote_addr,
-            len,
-            token,
-        };
-        self.net.lock().put(self.node, ep, req, |b| {
-            for v in iov.iter().filter(|v| v.len > 0) {
-                // SAFETY: the caller of `put_zcopy` promises each range is
-                // valid for reads until the operation completes, which is
-                // after this call. Empty ranges are skipped, so their
-                // pointer may be anything.
-                b.extend_from_slice(unsafe { std::slice::from_raw_parts(v.ptr, v.len) });
-            }
-        })
-    }
-
-    /// Sends a request and returns `InFlight`; the reply's data is written
-    /// into `iov` when it arrives, then the completion comes (see
-    /// `rma.rs`).
-    unsafe fn get_zcopy(
-        &mut self,
-        ep: EpId,
-        iov: &[crate::IovMut],
-        remote_addr: u64,
-        rkey: &RemoteKey,
-        token: Token,
-    ) -> Result<Posted> {
-        crate::with_iovs(iov, |iov| {
-            let (len, key) = self.rma_check(Op::Get, iov, rkey)?;
-            let req = RmaPost {
-                key,
-                addr: remote_addr,
-                len,
-                token,
-            };
-            // The ranges are written later, under the caller's promise that
-            // they stay valid and unshared until the completion.
-            self.net.lock().get(self.node, ep, req, iov.to_vec())
-        })
+    /// Offered unless the net's `max_get_zcopy` is 0.
+    fn get(&mut self) -> Option<&mut dyn GetOps> {
+        (self.info.attr.max_get_zcopy > 0).then_some(self as &mut dyn GetOps)
     }
 
     fn pending_add(&mut self, ep: EpId, token: Token) -> Result<()> {
@@ -355,5 +220,121 @@ impl Iface for VirtIface {
 
     fn arm(&mut self) -> Result<Armed> {
         self.net.lock().arm(self.node)
+    }
+}
+
+impl AmOps for VirtIface {
+    fn am_short(&mut self, ep: EpId, id: AmId, header: u64, payload: &[u8]) -> Result<Posted> {
+        limits::check_short(TL, payload.len(), self.info.attr.max_short)?;
+        let len = 8 + payload.len();
+        self.net
+            .lock()
+            .post(self.node, ep, Op::Short, id, len, None, |b| {
+                b.extend_from_slice(&header.to_le_bytes());
+                b.extend_from_slice(payload);
+            })
+    }
+
+    fn am_bcopy(&mut self, ep: EpId, id: AmId, parts: &[&[u8]]) -> Result<(Posted, usize)> {
+        let total = limits::bcopy_len(TL, parts, self.info.attr.max_bcopy)?;
+        let posted = self
+            .net
+            .lock()
+            .post(self.node, ep, Op::Bcopy, id, total, None, |b| {
+                for p in parts {
+                    b.extend_from_slice(p);
+                }
+            })?;
+        Ok(match posted {
+            Posted::Done => (Posted::Done, total),
+            other => (other, 0),
+        })
+    }
+}
+
+impl AmZcopyOps for VirtIface {
+    /// Copies header and iov when accepted and returns `InFlight`; the
+    /// completion comes when the message arrives on the virtual wire (or
+    /// with an error if its endpoint or the peer goes first).
+    unsafe fn am_zcopy(
+        &mut self,
+        ep: EpId,
+        id: AmId,
+        header: &[u8],
+        iov: &[Iov],
+        token: Token,
+    ) -> Result<Posted> {
+        let a = &self.info.attr;
+        let total = limits::check_zcopy(TL, header, iov, a.max_hdr, a.max_iov, a.max_zcopy)?;
+        let len = header.len() + total;
+        self.net
+            .lock()
+            .post(self.node, ep, Op::Zcopy, id, len, Some(token), |b| {
+                b.extend_from_slice(header);
+                for v in iov.iter().filter(|v| v.len > 0) {
+                    // SAFETY: the caller of `am_zcopy` promises each range
+                    // is valid for reads until the operation completes,
+                    // which is after this call. Empty ranges are skipped,
+                    // so their pointer may be anything.
+                    b.extend_from_slice(unsafe { std::slice::from_raw_parts(v.ptr, v.len) });
+                }
+            })
+    }
+}
+
+impl PutOps for VirtIface {
+    /// Copies the data into the request and returns `InFlight`; the
+    /// completion comes with the target's acknowledgement (see `rma.rs`).
+    unsafe fn put_zcopy(
+        &mut self,
+        ep: EpId,
+        iov: &[Iov],
+        remote_addr: u64,
+        rkey: &RemoteKey,
+        token: Token,
+    ) -> Result<Posted> {
+        let (len, key) = self.rma_check(Op::Put, iov, rkey)?;
+        let req = RmaPost {
+            key,
+            addr: remote_addr,
+            len,
+            token,
+        };
+        self.net.lock().put(self.node, ep, req, |b| {
+            for v in iov.iter().filter(|v| v.len > 0) {
+                // SAFETY: the caller of `put_zcopy` promises each range is
+                // valid for reads until the operation completes, which is
+                // after this call. Empty ranges are skipped, so their
+                // pointer may be anything.
+                b.extend_from_slice(unsafe { std::slice::from_raw_parts(v.ptr, v.len) });
+            }
+        })
+    }
+}
+
+impl GetOps for VirtIface {
+    /// Sends a request and returns `InFlight`; the reply's data is written
+    /// into `iov` when it arrives, then the completion comes (see
+    /// `rma.rs`).
+    unsafe fn get_zcopy(
+        &mut self,
+        ep: EpId,
+        iov: &[crate::IovMut],
+        remote_addr: u64,
+        rkey: &RemoteKey,
+        token: Token,
+    ) -> Result<Posted> {
+        crate::with_iovs(iov, |iov| {
+            let (len, key) = self.rma_check(Op::Get, iov, rkey)?;
+            let req = RmaPost {
+                key,
+                addr: remote_addr,
+                len,
+                token,
+            };
+            // The ranges are written later, under the caller's promise that
+            // they stay valid and unshared until the completion.
+            self.net.lock().get(self.node, ep, req, iov.to_vec())
+        })
     }
 }

@@ -213,19 +213,10 @@ impl RcIface {
         let max_short = max_inline.min(limits.seg).saturating_sub(HDR + 8);
         let max_iov = (dattr.max_sge as usize).saturating_sub(1).clamp(1, 8);
         let max_zcopy = limits.max_zcopy.min(dattr.max_msg_size as usize);
-        let mut caps = Caps::AM_BCOPY
-            | Caps::AM_ZCOPY
-            | Caps::PENDING
-            | Caps::CONNECT_TO_IFACE
-            | Caps::PEER_FAILURE
-            | Caps::EVENT_FD
-            | Caps::PUT_ZCOPY
-            | Caps::GET_ZCOPY;
-        if max_short > 0 {
-            caps |= Caps::AM_SHORT;
-        }
         let attr = IfaceAttr {
-            caps,
+            // The operation bits are derived from the iface's families (no
+            // AM_SHORT where the inline limit leaves no payload).
+            caps: Caps::CONNECT_TO_IFACE | Caps::PEER_FAILURE | Caps::EVENT_FD,
             max_short,
             max_bcopy: limits.seg - HDR,
             max_zcopy: limits.seg.saturating_sub(HDR + 128),
@@ -238,7 +229,7 @@ impl RcIface {
         };
         tracing::debug!(dev = %dattr.name, %bound, "rc iface listening");
         let max_bufs = (limits.tx_bufs as usize) + 64 * (limits.rx_queue as usize);
-        Ok(RcIface {
+        let mut iface = RcIface {
             bufs: Bufs::new(md.device.clone(), md.pd, limits.seg, max_bufs),
             verbs,
             device: md.device.clone(),
@@ -272,7 +263,9 @@ impl RcIface {
             closing: Vec::new(),
             local_lkey: dattr.local_lkey,
             max_inline,
-        })
+        };
+        iface.info.attr.caps = uct::derive_caps(&mut iface);
+        Ok(iface)
     }
 
     pub(crate) fn set_conn(&mut self, qp: QpId, conn: Option<Conn>) {

@@ -5,7 +5,10 @@ use std::os::fd::RawFd;
 
 use crate::verbs::{Mr, QpId, SendFlags, SendOp, SendWr, Sge};
 use uct::ucs::{Error, Result};
-use uct::{Access, AmId, AmSink, Armed, EpId, Iface, Iov, Posted, RemoteKey, Token, AM_ID_MAX};
+use uct::{
+    limits, Access, AmId, AmOps, AmSink, AmZcopyOps, Armed, EpId, GetOps, Iface, Iov, Posted,
+    PutOps, RemoteKey, Token,
+};
 
 use super::bufs::Owner;
 use super::iface::{no_ep, Group, Notice, Op, RcIface, INLINE_CAP};
@@ -17,15 +20,6 @@ const MAX_SGES: usize = 9;
 /// Steering tag of a zero-length READ (a flush): never 0 on the wire, and
 /// not checked by the responder for zero bytes.
 const FLUSH_STAG: u32 = 1;
-
-fn check_id(id: AmId) -> Result<()> {
-    if id >= AM_ID_MAX {
-        return Err(Error::InvalidParam(format!(
-            "rc: active message id {id} >= {AM_ID_MAX}"
-        )));
-    }
-    Ok(())
-}
 
 impl RcIface {
     /// The queue pair of `ep` if it can take a send now (`credit`: one
@@ -163,14 +157,12 @@ impl RcIface {
     ) -> Result<(u32, usize)> {
         let stag =
             key_stag(rkey).ok_or_else(|| Error::InvalidParam("rc: not an rc remote key".into()))?;
-        let len: usize = iov.iter().map(|v| v.len).sum();
-        if len > max || iov.len() > self.info.attr.max_iov {
-            return Err(Error::InvalidParam(format!(
-                "rc: {len} bytes in {} entries, limits {max} and {}",
-                iov.len(),
-                self.info.attr.max_iov
-            )));
-        }
+        let op = if need.contains(Access::REMOTE_WRITE) {
+            "put_zcopy"
+        } else {
+            "get_zcopy"
+        };
+        let len = limits::check_iov("rc", op, iov, self.info.attr.max_iov, max)?;
         if !rkey.covers(addr, len) || !rkey.access.contains(need) {
             return Err(Error::RemoteAccess(format!(
                 "rc: {len} bytes at {addr:#x} outside the key's range or rights"
@@ -243,301 +235,20 @@ impl Iface for RcIface {
         self.destroy_ep(ep);
     }
 
-    fn am_short(&mut self, ep: EpId, id: AmId, header: u64, payload: &[u8]) -> Result<Posted> {
-        check_id(id)?;
-        if payload.len() > self.info.attr.max_short {
-            return Err(Error::InvalidParam(format!(
-                "rc: am_short of {} bytes > {}",
-                payload.len(),
-                self.info.attr.max_short
-            )));
-        }
-        let Some(qp) = self.send_slot(ep, true, 1)? else {
-            return Ok(Posted::NoResource);
-        };
-        let mut msg = [0u8; INLINE_CAP];
-        let hdr = self.am_header(qp, id);
-        msg[..HDR].copy_from_slice(&hdr);
-        msg[HDR..HDR + 8].copy_from_slice(&header.to_le_bytes());
-        msg[HDR + 8..HDR + 8 + payload.len()].copy_from_slice(payload);
-        let sge = [Sge {
-            addr: msg.as_ptr() as u64,
-            len: (HDR + 8 + payload.len()) as u32,
-            lkey: 0,
-        }];
-        let wr = SendWr {
-            wr_id: 0,
-            op: SendOp::Send,
-            sges: &sge,
-            flags: SendFlags::INLINE | SendFlags::SIGNALED,
-        };
-        let op = Op {
-            qp,
-            ep: Some(ep),
-            switch: false,
-            buf: None,
-            mr: None,
-            group: None,
-        };
-        // SAFETY: an inline send copies `msg` before returning.
-        if let Err(e) = unsafe { self.post_op(qp, wr, op, true) } {
-            self.unsent_header(qp, &hdr);
-            return Err(e);
-        }
-        Ok(Posted::Done)
+    fn am(&mut self) -> Option<&mut dyn AmOps> {
+        Some(self)
     }
 
-    fn am_bcopy(&mut self, ep: EpId, id: AmId, parts: &[&[u8]]) -> Result<(Posted, usize)> {
-        check_id(id)?;
-        let total: usize = parts.iter().map(|p| p.len()).sum();
-        if total > self.info.attr.max_bcopy {
-            return Err(Error::InvalidParam(format!(
-                "rc: am_bcopy of {total} bytes > {}",
-                self.info.attr.max_bcopy
-            )));
-        }
-        let Some(qp) = self.send_slot(ep, true, 1)? else {
-            return Ok((Posted::NoResource, 0));
-        };
-        let Some(buf) = self.bufs.take(Owner::Tx(qp)) else {
-            return Ok((Posted::NoResource, 0));
-        };
-        let mut all: [&[u8]; 17] = [&[]; 17];
-        if parts.len() > 16 {
-            self.bufs.give(buf);
-            return Err(Error::InvalidParam(
-                "rc: am_bcopy of more than 16 parts".into(),
-            ));
-        }
-        let hdr = self.am_header(qp, id);
-        all[0] = &hdr;
-        all[1..=parts.len()].copy_from_slice(parts);
-        let len = self.bufs.fill(buf, &all[..=parts.len()]).unwrap_or(0);
-        let sge = [self.bufs.sge(buf, len)];
-        let wr = SendWr {
-            wr_id: 0,
-            op: SendOp::Send,
-            sges: &sge,
-            flags: SendFlags::SIGNALED,
-        };
-        let op = Op {
-            qp,
-            ep: Some(ep),
-            switch: false,
-            buf: Some(buf),
-            mr: None,
-            group: None,
-        };
-        // SAFETY: the buffer is the pool's, held by the operation.
-        if let Err(e) = unsafe { self.post_op(qp, wr, op, true) } {
-            self.unsent_header(qp, &hdr);
-            return Err(e);
-        }
-        Ok((Posted::Done, total))
+    fn zcopy(&mut self) -> Option<&mut dyn AmZcopyOps> {
+        Some(self)
     }
 
-    unsafe fn am_zcopy(
-        &mut self,
-        ep: EpId,
-        id: AmId,
-        header: &[u8],
-        iov: &[Iov],
-        token: Token,
-    ) -> Result<Posted> {
-        check_id(id)?;
-        let total: usize = iov.iter().map(|v| v.len).sum();
-        if header.len() > self.info.attr.max_hdr
-            || iov.len() > self.info.attr.max_iov
-            || total > self.info.attr.max_zcopy
-        {
-            return Err(Error::InvalidParam(format!(
-                "rc: am_zcopy of {} header bytes, {} entries, {total} bytes",
-                header.len(),
-                iov.len()
-            )));
-        }
-        let need_reg = self.local_lkey.is_none() && iov.iter().filter(|v| v.len > 0).count() > 0;
-        if need_reg {
-            // Without a device-wide local key, copy: the message is at most
-            // one receive buffer.
-            let parts: Vec<&[u8]> = std::iter::once(header)
-                .chain(iov.iter().map(|v| {
-                    // SAFETY: the caller's contract: each range is valid.
-                    unsafe { std::slice::from_raw_parts(v.ptr, v.len) }
-                }))
-                .collect();
-            return self.am_bcopy(ep, id, &parts).map(|(p, _)| p);
-        }
-        let Some(qp) = self.send_slot(ep, true, 1)? else {
-            return Ok(Posted::NoResource);
-        };
-        let Some(buf) = self.bufs.take(Owner::Tx(qp)) else {
-            return Ok(Posted::NoResource);
-        };
-        let hdr = self.am_header(qp, id);
-        let len = self.bufs.fill(buf, &[&hdr, header]).unwrap_or(0);
-        let mut sges = [Sge::default(); MAX_SGES];
-        sges[0] = self.bufs.sge(buf, len);
-        let mut n = 1;
-        for v in iov.iter().filter(|v| v.len > 0) {
-            let (sge, _) = self.local_sge(v.ptr, v.len, Access::empty())?;
-            sges[n] = sge;
-            n += 1;
-        }
-        let group = self.new_group(token, 1);
-        let wr = SendWr {
-            wr_id: 0,
-            op: SendOp::Send,
-            sges: &sges[..n],
-            flags: SendFlags::SIGNALED,
-        };
-        let op = Op {
-            qp,
-            ep: Some(ep),
-            switch: false,
-            buf: Some(buf),
-            mr: None,
-            group: Some(group),
-        };
-        // SAFETY: the iov stays valid until completion (caller's contract).
-        if let Err(e) = unsafe { self.post_op(qp, wr, op, true) } {
-            self.groups.remove(group);
-            self.unsent_header(qp, &hdr);
-            return Err(e);
-        }
-        Ok(Posted::InFlight)
+    fn put(&mut self) -> Option<&mut dyn PutOps> {
+        Some(self)
     }
 
-    unsafe fn put_zcopy(
-        &mut self,
-        ep: EpId,
-        iov: &[Iov],
-        remote_addr: u64,
-        rkey: &RemoteKey,
-        token: Token,
-    ) -> Result<Posted> {
-        let max = self.info.attr.max_put_zcopy;
-        let (stag, total) = self.check_remote(rkey, remote_addr, iov, Access::REMOTE_WRITE, max)?;
-        if total == 0 {
-            return Ok(Posted::Done);
-        }
-        let Some(qp) = self.send_slot(ep, false, 2)? else {
-            return Ok(Posted::NoResource);
-        };
-        let mut sges = [Sge::default(); MAX_SGES];
-        let mut n = 0;
-        let mut mr = None;
-        for v in iov.iter().filter(|v| v.len > 0) {
-            let (sge, m) = self.local_sge(v.ptr, v.len, Access::empty())?;
-            if m.is_some() && mr.is_some() {
-                return Err(Error::Unsupported(
-                    "rc: put_zcopy of several entries without a local key".into(),
-                ));
-            }
-            mr = mr.or(m);
-            sges[n] = sge;
-            n += 1;
-        }
-        // The WRITE, then a zero-length READ that completes only once the
-        // WRITE was placed (or fails when the target refused it): the put
-        // completes with the READ, so a completed put is in the target's
-        // memory and a refused one fails, as the uct contract says.
-        let group = self.new_group(token, 2);
-        let wr = SendWr {
-            wr_id: 0,
-            op: SendOp::Write {
-                remote_addr,
-                rkey: stag,
-            },
-            sges: &sges[..n],
-            flags: SendFlags::SIGNALED,
-        };
-        let op = Op {
-            qp,
-            ep: Some(ep),
-            switch: false,
-            buf: None,
-            mr,
-            group: Some(group),
-        };
-        // SAFETY: the iov stays valid until completion (caller's contract).
-        if let Err(e) = unsafe { self.post_op(qp, wr, op, false) } {
-            self.groups.remove(group);
-            return Err(e);
-        }
-        if let Err(e) = self.post_flush_read(qp, Some(ep), Some(group), false) {
-            if let Some(g) = self.groups.get_mut(group) {
-                g.left = 1;
-                g.silent = true;
-            }
-            return Err(e);
-        }
-        Ok(Posted::InFlight)
-    }
-
-    unsafe fn get_zcopy(
-        &mut self,
-        ep: EpId,
-        iov: &[uct::IovMut],
-        remote_addr: u64,
-        rkey: &RemoteKey,
-        token: Token,
-    ) -> Result<Posted> {
-        uct::with_iovs(iov, |iov| {
-            let max = self.info.attr.max_get_zcopy;
-            let (stag, _) = self.check_remote(rkey, remote_addr, iov, Access::REMOTE_READ, max)?;
-            let n = iov.iter().filter(|v| v.len > 0).count() as u32;
-            if n == 0 {
-                return Ok(Posted::Done);
-            }
-            let Some(qp) = self.send_slot(ep, false, n)? else {
-                return Ok(Posted::NoResource);
-            };
-            let group = self.new_group(token, n);
-            let mut at = remote_addr;
-            for (posted, v) in iov.iter().filter(|v| v.len > 0).enumerate() {
-                let posted = posted as u32;
-                // iWARP: a READ's sink is written by the peer's Read Response,
-                // so it is registered with remote write rights, for this READ
-                // only.
-                let access = Access::LOCAL_WRITE | Access::REMOTE_WRITE;
-                let step = self.local_sge(v.ptr, v.len, access).and_then(|(sge, mr)| {
-                    let wr = SendWr {
-                        wr_id: 0,
-                        op: SendOp::Read {
-                            remote_addr: at,
-                            rkey: stag,
-                        },
-                        sges: &[sge],
-                        flags: SendFlags::SIGNALED,
-                    };
-                    let op = Op {
-                        qp,
-                        ep: Some(ep),
-                        switch: false,
-                        buf: None,
-                        mr,
-                        group: Some(group),
-                    };
-                    // SAFETY: the sink stays valid until completion (caller's
-                    // contract).
-                    unsafe { self.post_op(qp, wr, op, false) }
-                });
-                if let Err(e) = step {
-                    if posted == 0 {
-                        self.groups.remove(group);
-                    } else if let Some(g) = self.groups.get_mut(group) {
-                        // The READs already posted complete into a group whose
-                        // caller was told of the failure: nobody is told again.
-                        g.left = posted;
-                        g.silent = true;
-                    }
-                    return Err(e);
-                }
-                at += v.len as u64;
-            }
-            Ok(Posted::InFlight)
-        })
+    fn get(&mut self) -> Option<&mut dyn GetOps> {
+        Some(self)
     }
 
     fn pending_add(&mut self, ep: EpId, token: Token) -> Result<()> {
@@ -610,6 +321,290 @@ impl Iface for RcIface {
             return Ok(Armed::Busy);
         }
         self.verbs.arm()
+    }
+}
+
+impl AmOps for RcIface {
+    fn am_short(&mut self, ep: EpId, id: AmId, header: u64, payload: &[u8]) -> Result<Posted> {
+        limits::check_am_id("rc", id)?;
+        limits::check_short("rc", payload.len(), self.info.attr.max_short)?;
+        let Some(qp) = self.send_slot(ep, true, 1)? else {
+            return Ok(Posted::NoResource);
+        };
+        let mut msg = [0u8; INLINE_CAP];
+        let hdr = self.am_header(qp, id);
+        msg[..HDR].copy_from_slice(&hdr);
+        msg[HDR..HDR + 8].copy_from_slice(&header.to_le_bytes());
+        msg[HDR + 8..HDR + 8 + payload.len()].copy_from_slice(payload);
+        let sge = [Sge {
+            addr: msg.as_ptr() as u64,
+            len: (HDR + 8 + payload.len()) as u32,
+            lkey: 0,
+        }];
+        let wr = SendWr {
+            wr_id: 0,
+            op: SendOp::Send,
+            sges: &sge,
+            flags: SendFlags::INLINE | SendFlags::SIGNALED,
+        };
+        let op = Op {
+            qp,
+            ep: Some(ep),
+            switch: false,
+            buf: None,
+            mr: None,
+            group: None,
+        };
+        // SAFETY: an inline send copies `msg` before returning.
+        if let Err(e) = unsafe { self.post_op(qp, wr, op, true) } {
+            self.unsent_header(qp, &hdr);
+            return Err(e);
+        }
+        Ok(Posted::Done)
+    }
+
+    fn am_bcopy(&mut self, ep: EpId, id: AmId, parts: &[&[u8]]) -> Result<(Posted, usize)> {
+        limits::check_am_id("rc", id)?;
+        let total = limits::bcopy_len("rc", parts, self.info.attr.max_bcopy)?;
+        let Some(qp) = self.send_slot(ep, true, 1)? else {
+            return Ok((Posted::NoResource, 0));
+        };
+        let Some(buf) = self.bufs.take(Owner::Tx(qp)) else {
+            return Ok((Posted::NoResource, 0));
+        };
+        let mut all: [&[u8]; 17] = [&[]; 17];
+        if parts.len() > 16 {
+            self.bufs.give(buf);
+            return Err(Error::InvalidParam(
+                "rc: am_bcopy of more than 16 parts".into(),
+            ));
+        }
+        let hdr = self.am_header(qp, id);
+        all[0] = &hdr;
+        all[1..=parts.len()].copy_from_slice(parts);
+        let len = self.bufs.fill(buf, &all[..=parts.len()]).unwrap_or(0);
+        let sge = [self.bufs.sge(buf, len)];
+        let wr = SendWr {
+            wr_id: 0,
+            op: SendOp::Send,
+            sges: &sge,
+            flags: SendFlags::SIGNALED,
+        };
+        let op = Op {
+            qp,
+            ep: Some(ep),
+            switch: false,
+            buf: Some(buf),
+            mr: None,
+            group: None,
+        };
+        // SAFETY: the buffer is the pool's, held by the operation.
+        if let Err(e) = unsafe { self.post_op(qp, wr, op, true) } {
+            self.unsent_header(qp, &hdr);
+            return Err(e);
+        }
+        Ok((Posted::Done, total))
+    }
+}
+
+impl AmZcopyOps for RcIface {
+    unsafe fn am_zcopy(
+        &mut self,
+        ep: EpId,
+        id: AmId,
+        header: &[u8],
+        iov: &[Iov],
+        token: Token,
+    ) -> Result<Posted> {
+        limits::check_am_id("rc", id)?;
+        let a = &self.info.attr;
+        limits::check_zcopy("rc", header, iov, a.max_hdr, a.max_iov, a.max_zcopy)?;
+        let need_reg = self.local_lkey.is_none() && iov.iter().filter(|v| v.len > 0).count() > 0;
+        if need_reg {
+            // Without a device-wide local key, copy: the message is at most
+            // one receive buffer.
+            let parts: Vec<&[u8]> = std::iter::once(header)
+                .chain(iov.iter().map(|v| {
+                    // SAFETY: the caller's contract: each range is valid.
+                    unsafe { std::slice::from_raw_parts(v.ptr, v.len) }
+                }))
+                .collect();
+            return self.am_bcopy(ep, id, &parts).map(|(p, _)| p);
+        }
+        let Some(qp) = self.send_slot(ep, true, 1)? else {
+            return Ok(Posted::NoResource);
+        };
+        let Some(buf) = self.bufs.take(Owner::Tx(qp)) else {
+            return Ok(Posted::NoResource);
+        };
+        let hdr = self.am_header(qp, id);
+        let len = self.bufs.fill(buf, &[&hdr, header]).unwrap_or(0);
+        let mut sges = [Sge::default(); MAX_SGES];
+        sges[0] = self.bufs.sge(buf, len);
+        let mut n = 1;
+        for v in iov.iter().filter(|v| v.len > 0) {
+            let (sge, _) = self.local_sge(v.ptr, v.len, Access::empty())?;
+            sges[n] = sge;
+            n += 1;
+        }
+        let group = self.new_group(token, 1);
+        let wr = SendWr {
+            wr_id: 0,
+            op: SendOp::Send,
+            sges: &sges[..n],
+            flags: SendFlags::SIGNALED,
+        };
+        let op = Op {
+            qp,
+            ep: Some(ep),
+            switch: false,
+            buf: Some(buf),
+            mr: None,
+            group: Some(group),
+        };
+        // SAFETY: the iov stays valid until completion (caller's contract).
+        if let Err(e) = unsafe { self.post_op(qp, wr, op, true) } {
+            self.groups.remove(group);
+            self.unsent_header(qp, &hdr);
+            return Err(e);
+        }
+        Ok(Posted::InFlight)
+    }
+}
+
+impl PutOps for RcIface {
+    unsafe fn put_zcopy(
+        &mut self,
+        ep: EpId,
+        iov: &[Iov],
+        remote_addr: u64,
+        rkey: &RemoteKey,
+        token: Token,
+    ) -> Result<Posted> {
+        let max = self.info.attr.max_put_zcopy;
+        let (stag, total) = self.check_remote(rkey, remote_addr, iov, Access::REMOTE_WRITE, max)?;
+        if total == 0 {
+            return Ok(Posted::Done);
+        }
+        let Some(qp) = self.send_slot(ep, false, 2)? else {
+            return Ok(Posted::NoResource);
+        };
+        let mut sges = [Sge::default(); MAX_SGES];
+        let mut n = 0;
+        let mut mr = None;
+        for v in iov.iter().filter(|v| v.len > 0) {
+            let (sge, m) = self.local_sge(v.ptr, v.len, Access::empty())?;
+            if m.is_some() && mr.is_some() {
+                return Err(Error::Unsupported(
+                    "rc: put_zcopy of several entries without a local key".into(),
+                ));
+            }
+            mr = mr.or(m);
+            sges[n] = sge;
+            n += 1;
+        }
+        // The WRITE, then a zero-length READ that completes only once the
+        // WRITE was placed (or fails when the target refused it): the put
+        // completes with the READ, so a completed put is in the target's
+        // memory and a refused one fails, as the uct contract says.
+        let group = self.new_group(token, 2);
+        let wr = SendWr {
+            wr_id: 0,
+            op: SendOp::Write {
+                remote_addr,
+                rkey: stag,
+            },
+            sges: &sges[..n],
+            flags: SendFlags::SIGNALED,
+        };
+        let op = Op {
+            qp,
+            ep: Some(ep),
+            switch: false,
+            buf: None,
+            mr,
+            group: Some(group),
+        };
+        // SAFETY: the iov stays valid until completion (caller's contract).
+        if let Err(e) = unsafe { self.post_op(qp, wr, op, false) } {
+            self.groups.remove(group);
+            return Err(e);
+        }
+        if let Err(e) = self.post_flush_read(qp, Some(ep), Some(group), false) {
+            if let Some(g) = self.groups.get_mut(group) {
+                g.left = 1;
+                g.silent = true;
+            }
+            return Err(e);
+        }
+        Ok(Posted::InFlight)
+    }
+}
+
+impl GetOps for RcIface {
+    unsafe fn get_zcopy(
+        &mut self,
+        ep: EpId,
+        iov: &[uct::IovMut],
+        remote_addr: u64,
+        rkey: &RemoteKey,
+        token: Token,
+    ) -> Result<Posted> {
+        uct::with_iovs(iov, |iov| {
+            let max = self.info.attr.max_get_zcopy;
+            let (stag, _) = self.check_remote(rkey, remote_addr, iov, Access::REMOTE_READ, max)?;
+            let n = iov.iter().filter(|v| v.len > 0).count() as u32;
+            if n == 0 {
+                return Ok(Posted::Done);
+            }
+            let Some(qp) = self.send_slot(ep, false, n)? else {
+                return Ok(Posted::NoResource);
+            };
+            let group = self.new_group(token, n);
+            let mut at = remote_addr;
+            for (posted, v) in iov.iter().filter(|v| v.len > 0).enumerate() {
+                let posted = posted as u32;
+                // iWARP: a READ's sink is written by the peer's Read Response,
+                // so it is registered with remote write rights, for this READ
+                // only.
+                let access = Access::LOCAL_WRITE | Access::REMOTE_WRITE;
+                let step = self.local_sge(v.ptr, v.len, access).and_then(|(sge, mr)| {
+                    let wr = SendWr {
+                        wr_id: 0,
+                        op: SendOp::Read {
+                            remote_addr: at,
+                            rkey: stag,
+                        },
+                        sges: &[sge],
+                        flags: SendFlags::SIGNALED,
+                    };
+                    let op = Op {
+                        qp,
+                        ep: Some(ep),
+                        switch: false,
+                        buf: None,
+                        mr,
+                        group: Some(group),
+                    };
+                    // SAFETY: the sink stays valid until completion (caller's
+                    // contract).
+                    unsafe { self.post_op(qp, wr, op, false) }
+                });
+                if let Err(e) = step {
+                    if posted == 0 {
+                        self.groups.remove(group);
+                    } else if let Some(g) = self.groups.get_mut(group) {
+                        // The READs already posted complete into a group whose
+                        // caller was told of the failure: nobody is told again.
+                        g.left = posted;
+                        g.silent = true;
+                    }
+                    return Err(e);
+                }
+                at += v.len as u64;
+            }
+            Ok(Posted::InFlight)
+        })
     }
 }
 

@@ -7,8 +7,8 @@ use std::time::{Duration, Instant};
 
 use uct::ucs::{Error, Result};
 use uct::{
-    AmId, AmSink, Armed, Caps, ConnectMode, EpId, EpTable, Iface, IfaceAttr, IfaceParams, Iov,
-    PerfModel, Posted, RemoteKey, Token,
+    AmSink, Armed, Caps, ConnectMode, EpId, EpTable, GetOps, Iface, IfaceAttr, IfaceParams, Iov,
+    PerfModel, Posted, PutOps, RemoteKey, Token,
 };
 
 use super::config::Limits;
@@ -91,18 +91,15 @@ impl CmaIface {
             max_iov = limits.max_iov,
             "cma: iface open"
         );
-        Ok(CmaIface {
+        let mut iface = CmaIface {
             info: uct::IfaceInfo {
                 tl_name: TL_NAME.into(),
                 dev_name: DEV_NAME.into(),
                 device_addr: host.as_bytes().to_vec(),
                 iface_addr: me.encode().to_vec(),
                 attr: IfaceAttr {
-                    caps: Caps::PUT_ZCOPY
-                        | Caps::GET_ZCOPY
-                        | Caps::PENDING
-                        | Caps::CONNECT_TO_IFACE
-                        | Caps::PEER_FAILURE,
+                    // The operation bits are derived from the families.
+                    caps: Caps::CONNECT_TO_IFACE | Caps::PEER_FAILURE,
                     max_short: 0,
                     max_bcopy: 0,
                     max_zcopy: 0,
@@ -126,7 +123,9 @@ impl CmaIface {
             last_sweep: Instant::now(),
             calls: 0,
             scratch: Scratch::default(),
-        })
+        };
+        iface.info.attr.caps = uct::derive_caps(&mut iface);
+        Ok(iface)
     }
 
     /// The peer process of an iface address: exactly an encoded
@@ -200,12 +199,6 @@ pub(super) fn exited(pid: u32) -> String {
     format!("cma: peer process {pid} exited")
 }
 
-fn no_am(op: &str) -> Error {
-    Error::Unsupported(format!(
-        "cma: {op}: no active messages, only put_zcopy and get_zcopy"
-    ))
-}
-
 impl Iface for CmaIface {
     fn info(&self) -> &uct::IfaceInfo {
         &self.info
@@ -253,58 +246,12 @@ impl Iface for CmaIface {
         }
     }
 
-    fn am_short(&mut self, _ep: EpId, _id: AmId, _header: u64, _payload: &[u8]) -> Result<Posted> {
-        Err(no_am("am_short"))
+    fn put(&mut self) -> Option<&mut dyn PutOps> {
+        Some(self)
     }
 
-    fn am_bcopy(&mut self, _ep: EpId, _id: AmId, _parts: &[&[u8]]) -> Result<(Posted, usize)> {
-        Err(no_am("am_bcopy"))
-    }
-
-    unsafe fn am_zcopy(
-        &mut self,
-        _ep: EpId,
-        _id: AmId,
-        _header: &[u8],
-        _iov: &[Iov],
-        _token: Token,
-    ) -> Result<Posted> {
-        Err(no_am("am_zcopy"))
-    }
-
-    /// Writes the local ranges to the peer with `process_vm_writev`, after
-    /// checking the key (see the module doc); returns `Done` once every
-    /// byte is written.
-    unsafe fn put_zcopy(
-        &mut self,
-        ep: EpId,
-        iov: &[Iov],
-        remote_addr: u64,
-        rkey: &RemoteKey,
-        _token: Token,
-    ) -> Result<Posted> {
-        // SAFETY: the caller keeps the ranges of `iov` valid for reads
-        // until the operation completes, which is before this returns.
-        unsafe { self.rma(ep, Dir::Write, iov, remote_addr, rkey) }
-    }
-
-    /// Reads the peer's range into the local ranges with
-    /// `process_vm_readv`, after checking the key; returns `Done` once
-    /// every byte is read.
-    unsafe fn get_zcopy(
-        &mut self,
-        ep: EpId,
-        iov: &[uct::IovMut],
-        remote_addr: u64,
-        rkey: &RemoteKey,
-        _token: Token,
-    ) -> Result<Posted> {
-        uct::with_iovs(iov, |iov| {
-            // SAFETY: the caller keeps the ranges of `iov` valid for writes,
-            // and untouched, until the operation completes, which is before
-            // this returns.
-            unsafe { self.rma(ep, Dir::Read, iov, remote_addr, rkey) }
-        })
+    fn get(&mut self) -> Option<&mut dyn GetOps> {
+        Some(self)
     }
 
     /// Operations never run out of resources, so `token` comes back on the
@@ -374,5 +321,44 @@ impl Iface for CmaIface {
         } else {
             Ok(Armed::Busy)
         }
+    }
+}
+
+impl PutOps for CmaIface {
+    /// Writes the local ranges to the peer with `process_vm_writev`, after
+    /// checking the key (see the module doc); returns `Done` once every
+    /// byte is written.
+    unsafe fn put_zcopy(
+        &mut self,
+        ep: EpId,
+        iov: &[Iov],
+        remote_addr: u64,
+        rkey: &RemoteKey,
+        _token: Token,
+    ) -> Result<Posted> {
+        // SAFETY: the caller keeps the ranges of `iov` valid for reads
+        // until the operation completes, which is before this returns.
+        unsafe { self.rma(ep, Dir::Write, iov, remote_addr, rkey) }
+    }
+}
+
+impl GetOps for CmaIface {
+    /// Reads the peer's range into the local ranges with
+    /// `process_vm_readv`, after checking the key; returns `Done` once
+    /// every byte is read.
+    unsafe fn get_zcopy(
+        &mut self,
+        ep: EpId,
+        iov: &[uct::IovMut],
+        remote_addr: u64,
+        rkey: &RemoteKey,
+        _token: Token,
+    ) -> Result<Posted> {
+        uct::with_iovs(iov, |iov| {
+            // SAFETY: the caller keeps the ranges of `iov` valid for writes,
+            // and untouched, until the operation completes, which is before
+            // this returns.
+            unsafe { self.rma(ep, Dir::Read, iov, remote_addr, rkey) }
+        })
     }
 }

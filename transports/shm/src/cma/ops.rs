@@ -99,19 +99,7 @@ impl CmaIface {
         let e = self.ep_mut(ep)?;
         let (peer, pid, seen) = (e.peer, e.pid, e.seen);
         let name = op_name(dir);
-        if iov.len() > max_iov {
-            return Err(Error::InvalidParam(format!(
-                "cma: {name} with {} iov entries, at most {max_iov}",
-                iov.len()
-            )));
-        }
-        let total = iov
-            .iter()
-            .try_fold(0usize, |t, v| t.checked_add(v.len))
-            .filter(|&t| t <= MAX_RMA)
-            .ok_or_else(|| {
-                Error::InvalidParam(format!("cma: {name} of more than {MAX_RMA} bytes"))
-            })?;
+        let total = uct::limits::check_iov("cma", name, iov, max_iov, MAX_RMA)?;
         let need = right(dir);
         let fields = check_key(rkey, &peer, remote_addr, total, need)?;
         let now = Instant::now();

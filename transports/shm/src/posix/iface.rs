@@ -6,7 +6,7 @@ use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::{Duration, Instant};
 
 use uct::ucs::{Error, Result};
-use uct::{AmId, AmSink, Armed, EpId, EpTable, Iface, IfaceParams, Iov, Posted, Token};
+use uct::{limits, AmId, AmOps, AmSink, Armed, EpId, EpTable, Iface, IfaceParams, Posted, Token};
 
 use super::addr::IfaceAddr;
 use super::peer::Peer;
@@ -72,7 +72,7 @@ impl PosixIface {
             fifo,
             iface_id,
         };
-        Ok(PosixIface {
+        let mut iface = PosixIface {
             info: uct::IfaceInfo {
                 tl_name: TL_NAME.into(),
                 dev_name: DEV_NAME.into(),
@@ -92,7 +92,9 @@ impl PosixIface {
             rx,
             calls: 0,
             last_check: Instant::now(),
-        })
+        };
+        iface.info.attr.caps = uct::derive_caps(&mut iface);
+        Ok(iface)
     }
 
     fn ep(&self, ep: EpId) -> Result<&Ep> {
@@ -276,43 +278,8 @@ impl Iface for PosixIface {
         }
     }
 
-    fn am_short(&mut self, ep: EpId, id: AmId, header: u64, payload: &[u8]) -> Result<Posted> {
-        if payload.len() > self.info.attr.max_short {
-            return Err(Error::InvalidParam(format!(
-                "posix: am_short payload of {} bytes exceeds {}",
-                payload.len(),
-                self.info.attr.max_short
-            )));
-        }
-        self.send_with(ep, |p, wake| p.push_short(wake, id, header, payload))
-    }
-
-    fn am_bcopy(&mut self, ep: EpId, id: AmId, parts: &[&[u8]]) -> Result<(Posted, usize)> {
-        let total = parts
-            .iter()
-            .try_fold(0usize, |acc, p| acc.checked_add(p.len()))
-            .filter(|&t| t <= self.info.attr.max_bcopy)
-            .ok_or_else(|| {
-                Error::InvalidParam(format!(
-                    "posix: am_bcopy exceeds {} bytes",
-                    self.info.attr.max_bcopy
-                ))
-            })?;
-        Ok(match self.send(ep, id, parts)? {
-            Posted::Done => (Posted::Done, total),
-            other => (other, 0),
-        })
-    }
-
-    unsafe fn am_zcopy(
-        &mut self,
-        _ep: EpId,
-        _id: AmId,
-        _header: &[u8],
-        _iov: &[Iov],
-        _token: Token,
-    ) -> Result<Posted> {
-        Err(Error::Unsupported("posix: am_zcopy".into()))
+    fn am(&mut self) -> Option<&mut dyn AmOps> {
+        Some(self)
     }
 
     fn pending_add(&mut self, ep: EpId, token: Token) -> Result<()> {
@@ -369,5 +336,20 @@ impl Iface for PosixIface {
             return Ok(Armed::Busy);
         }
         Ok(Armed::Sleep)
+    }
+}
+
+impl AmOps for PosixIface {
+    fn am_short(&mut self, ep: EpId, id: AmId, header: u64, payload: &[u8]) -> Result<Posted> {
+        limits::check_short("posix", payload.len(), self.info.attr.max_short)?;
+        self.send_with(ep, |p, wake| p.push_short(wake, id, header, payload))
+    }
+
+    fn am_bcopy(&mut self, ep: EpId, id: AmId, parts: &[&[u8]]) -> Result<(Posted, usize)> {
+        let total = limits::bcopy_len("posix", parts, self.info.attr.max_bcopy)?;
+        Ok(match self.send(ep, id, parts)? {
+            Posted::Done => (Posted::Done, total),
+            other => (other, 0),
+        })
     }
 }

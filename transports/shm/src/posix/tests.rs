@@ -66,14 +66,23 @@ fn short_and_bcopy_arrive_in_order_with_one_source() {
     let mut b = open();
     let ep = connect(&mut a, &b);
     let big: Vec<u8> = (0..8192u32).map(|i| (i * 7) as u8).collect();
-    assert_eq!(a.am_short(ep, 3, 0x1122, b"hi").unwrap(), Posted::Done);
     assert_eq!(
-        a.am_bcopy(ep, 4, &[&big[..100], &big[100..]]).unwrap(),
+        a.am().unwrap().am_short(ep, 3, 0x1122, b"hi").unwrap(),
+        Posted::Done
+    );
+    assert_eq!(
+        a.am()
+            .unwrap()
+            .am_bcopy(ep, 4, &[&big[..100], &big[100..]])
+            .unwrap(),
         (Posted::Done, 8192)
     );
-    assert_eq!(a.am_bcopy(ep, 5, &[]).unwrap(), (Posted::Done, 0));
-    assert!(a.am_short(ep, 3, 0, &[0; 113]).is_err());
-    assert!(a.am_bcopy(ep, 3, &[&big, b"x"]).is_err());
+    assert_eq!(
+        a.am().unwrap().am_bcopy(ep, 5, &[]).unwrap(),
+        (Posted::Done, 0)
+    );
+    assert!(a.am().unwrap().am_short(ep, 3, 0, &[0; 113]).is_err());
+    assert!(a.am().unwrap().am_bcopy(ep, 3, &[&big, b"x"]).is_err());
     let mut sink = TestSink::new();
     drive(&mut b, &mut sink, |s| s.ams.len() == 3);
     let mut short = 0x1122u64.to_le_bytes().to_vec();
@@ -94,7 +103,7 @@ fn full_fifo_refuses_then_pending_comes_back() {
     let mut b = open_with(&mm);
     let ep = connect(&mut a, &b);
     let mut sent = 0;
-    while a.am_short(ep, 1, sent, &[]).unwrap() == Posted::Done {
+    while a.am().unwrap().am_short(ep, 1, sent, &[]).unwrap() == Posted::Done {
         sent += 1;
     }
     assert_eq!(sent, 4);
@@ -106,7 +115,10 @@ fn full_fifo_refuses_then_pending_comes_back() {
     drive(&mut b, &mut sb, |s| s.ams.len() == 4);
     // The receiver releases in batches (half the FIFO), so room is back.
     drive(&mut a, &mut sa, |s| s.pending_tokens(ep) == [Token(9)]);
-    assert_eq!(a.am_short(ep, 1, 99, &[]).unwrap(), Posted::Done);
+    assert_eq!(
+        a.am().unwrap().am_short(ep, 1, 99, &[]).unwrap(),
+        Posted::Done
+    );
 }
 
 #[test]
@@ -126,7 +138,10 @@ fn arming_and_wake_up_through_the_event_fd() {
         unsafe { libc::poll(&mut pfd, 1, timeout_ms) == 1 }
     };
     assert!(!readable(0));
-    assert_eq!(a.am_short(ep, 1, 7, &[]).unwrap(), Posted::Done);
+    assert_eq!(
+        a.am().unwrap().am_short(ep, 1, 7, &[]).unwrap(),
+        Posted::Done
+    );
     assert!(readable(5000), "the sender woke the armed receiver");
     assert_eq!(b.arm().unwrap(), Armed::Busy, "a message waits");
     let mut sink = TestSink::new();
@@ -141,7 +156,10 @@ fn closing_the_sender_fails_its_source_after_its_messages() {
     let mut b = open();
     let ep = connect(&mut a, &b);
     for i in 0..3 {
-        assert_eq!(a.am_short(ep, 1, i, &[]).unwrap(), Posted::Done);
+        assert_eq!(
+            a.am().unwrap().am_short(ep, 1, i, &[]).unwrap(),
+            Posted::Done
+        );
     }
     a.ep_destroy(ep);
     let mut sink = TestSink::new();
@@ -153,7 +171,10 @@ fn closing_the_sender_fails_its_source_after_its_messages() {
     assert_eq!(sink.ams.len(), 3, "messages first, then the failure");
     // The slot is reused with another source id.
     let ep2 = connect(&mut a, &b);
-    assert_eq!(a.am_short(ep2, 1, 0, &[]).unwrap(), Posted::Done);
+    assert_eq!(
+        a.am().unwrap().am_short(ep2, 1, 0, &[]).unwrap(),
+        Posted::Done
+    );
     drive(&mut b, &mut sink, |s| s.ams.len() == 4);
     assert_ne!(sink.ams[3].src, sink.ams[0].src);
 }
@@ -168,7 +189,7 @@ fn a_closed_receiver_fails_the_endpoint() {
     let mut sink = TestSink::new();
     drive(&mut a, &mut sink, |s| s.ep_failures(ep) == 1);
     assert!(sink.pending_tokens(ep).contains(&Token(1)));
-    assert!(a.am_short(ep, 1, 0, &[]).is_err());
+    assert!(a.am().unwrap().am_short(ep, 1, 0, &[]).is_err());
     assert!(a.flush(Some(ep), Token(2)).is_err());
 }
 
@@ -182,5 +203,5 @@ fn unreachable_and_malformed_addresses() {
     assert!(a.ep_create(&other_host, b.iface_addr()).is_err());
     assert!(!a.is_reachable(b.device_addr(), &[1, 2, 3]));
     assert!(a.ep_create(b.device_addr(), &[0; 44]).is_err());
-    assert!(a.am_short(EpId(77), 1, 0, &[]).is_err());
+    assert!(a.am().unwrap().am_short(EpId(77), 1, 0, &[]).is_err());
 }

@@ -152,7 +152,10 @@ pub(crate) fn connect_ready(
     let ep = connect(a, b);
     let before = sb.ams.len();
     assert_eq!(
-        a.am_short(ep, 31, u64::MAX, b"probe").unwrap(),
+        a.am()
+            .unwrap()
+            .am_short(ep, 31, u64::MAX, b"probe")
+            .unwrap(),
         uct::Posted::Done
     );
     drive(&mut [(a, sa), (b, sb)], |x| x[1].1.ams.len() > before);

@@ -342,7 +342,11 @@ impl Target {
         self.seq += 1;
         let seq = self.seq;
         let before = self.sa.ams.len();
-        let posted = self.b.am_short(self.ep, 7, seq, b"still here");
+        let posted = self
+            .b
+            .am()
+            .unwrap()
+            .am_short(self.ep, 7, seq, b"still here");
         assert!(
             matches!(posted, Ok(Posted::Done)),
             "good endpoint refused a send: {posted:?}"

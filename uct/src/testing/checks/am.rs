@@ -156,7 +156,7 @@ pub fn limits(f: &dyn Fixture) {
         expect_invalid(
             &name,
             "am_short over max_short",
-            p.a().am_short(ep, 1, 0, &payload),
+            p.a().am().unwrap().am_short(ep, 1, 0, &payload),
         );
     }
     if caps.contains(Caps::AM_BCOPY) && attr.max_bcopy < 1 << 30 {
@@ -165,7 +165,7 @@ pub fn limits(f: &dyn Fixture) {
         expect_invalid(
             &name,
             "am_bcopy over max_bcopy",
-            p.a().am_bcopy(ep, 1, &[x, y]),
+            p.a().am().unwrap().am_bcopy(ep, 1, &[x, y]),
         );
     }
     if caps.contains(Caps::AM_ZCOPY) {
@@ -188,19 +188,24 @@ pub fn limits(f: &dyn Fixture) {
     }
 
     let nobody = EpId(u32::MAX - 7);
-    assert!(
-        p.a().am_short(nobody, 1, 0, &[]).is_err(),
-        "{name}: am_short on no endpoint"
-    );
-    assert!(
-        p.a().am_bcopy(nobody, 1, &[]).is_err(),
-        "{name}: am_bcopy on no endpoint"
-    );
+    if let Some(am) = p.a().am() {
+        assert!(
+            am.am_short(nobody, 1, 0, &[]).is_err(),
+            "{name}: am_short on no endpoint"
+        );
+        assert!(
+            am.am_bcopy(nobody, 1, &[]).is_err(),
+            "{name}: am_bcopy on no endpoint"
+        );
+    }
     let buf = [0u8; 4];
     let iov = [Iov::from_slice(&buf)];
-    // SAFETY: `buf` outlives the call, which must fail without keeping it.
-    let r = unsafe { p.a().am_zcopy(nobody, 1, &[], &iov, Token(4)) };
-    assert!(r.is_err(), "{name}: am_zcopy on no endpoint");
+    if let Some(zc) = p.a().zcopy() {
+        // SAFETY: `buf` outlives the call, which must fail without keeping
+        // it.
+        let r = unsafe { zc.am_zcopy(nobody, 1, &[], &iov, Token(4)) };
+        assert!(r.is_err(), "{name}: am_zcopy on no endpoint");
+    }
     assert!(
         p.a().flush(Some(nobody), Token(5)).is_err(),
         "{name}: flush of no endpoint"

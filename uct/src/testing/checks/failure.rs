@@ -142,13 +142,13 @@ pub fn peer_failure(f: &dyn Fixture) {
 
     if caps.contains(Caps::AM_SHORT) {
         assert!(
-            p.a().am_short(ep, 1, 0, &[1]).is_err(),
+            p.a().am().unwrap().am_short(ep, 1, 0, &[1]).is_err(),
             "{name}: am_short on a failed ep"
         );
     }
     if caps.contains(Caps::AM_BCOPY) {
         assert!(
-            p.a().am_bcopy(ep, 1, &[&[1]]).is_err(),
+            p.a().am().unwrap().am_bcopy(ep, 1, &[&[1]]).is_err(),
             "{name}: am_bcopy on a failed ep"
         );
     }
@@ -156,7 +156,7 @@ pub fn peer_failure(f: &dyn Fixture) {
         let buf = [1u8; 8];
         let iov = [Iov::from_slice(&buf)];
         // SAFETY: `buf` outlives the call, which must fail without keeping it.
-        let r = unsafe { p.a().am_zcopy(ep, 1, &[], &iov, Token(78)) };
+        let r = unsafe { p.a().zcopy().unwrap().am_zcopy(ep, 1, &[], &iov, Token(78)) };
         assert!(r.is_err(), "{name}: am_zcopy on a failed ep");
     }
     assert!(
@@ -208,7 +208,7 @@ pub fn ep_destroy_in_flight(f: &dyn Fixture) {
         }
     }
     assert!(
-        p.a().am_bcopy(doomed, 1, &[&[1]]).is_err(),
+        p.a().am().unwrap().am_bcopy(doomed, 1, &[&[1]]).is_err(),
         "{name}: send on a destroyed ep"
     );
     p.a().ep_destroy(doomed);

@@ -101,7 +101,7 @@ fn send(
     let (posted, data) = match kind {
         Kind::Short => {
             let payload = pattern(seq, len.min(attr.max_short));
-            let op = |a: &mut dyn crate::Iface| a.am_short(ep, id, seq, &payload);
+            let op = |a: &mut dyn crate::Iface| a.am().unwrap().am_short(ep, id, seq, &payload);
             let posted = if once {
                 op(p.a())
             } else {
@@ -121,7 +121,7 @@ fn send(
             let data = pattern(seq, len.min(attr.max_bcopy));
             let (x, y) = data.split_at(data.len() / 3);
             let parts: [&[u8]; 2] = [x, y];
-            let op = |a: &mut dyn crate::Iface| a.am_bcopy(ep, id, &parts);
+            let op = |a: &mut dyn crate::Iface| a.am().unwrap().am_bcopy(ep, id, &parts);
             let (posted, n) = if once {
                 op(p.a())
             } else {

@@ -131,7 +131,7 @@ fn bytes_are_counted_per_device() {
     let (_, key) = mem.register(&md, Access::REMOTE_READ | Access::REMOTE_WRITE);
     assert_eq!(net.bytes_sent("fast").unwrap(), 0);
     a.send(ab, &[1; 100]);
-    let r = a.iface.am_short(ab, 1, 7, &[0; 10]).unwrap();
+    let r = a.iface.am().unwrap().am_short(ab, 1, 7, &[0; 10]).unwrap();
     assert_eq!(r, Posted::Done);
     let r = c.put(cd, &[mem.iov(0, 1000)], mem.addr(1000), &key, Token(1));
     assert_eq!(r.unwrap(), Posted::InFlight);
@@ -227,7 +227,11 @@ fn the_component_lists_every_device_and_opens_new_domains() {
             .ep_create(target.device_addr(), target.iface_addr())
             .unwrap();
         // SAFETY: `local` and `mem` outlive the ifaces.
-        let r = unsafe { x.put_zcopy(ep, &[local.iov(0, 4)], mem.addr(0), &key, Token(t)) };
+        let r = unsafe {
+            x.put()
+                .unwrap()
+                .put_zcopy(ep, &[local.iov(0, 4)], mem.addr(0), &key, Token(t))
+        };
         assert_eq!(r.unwrap(), Posted::InFlight);
         net.drive(|| x.progress(&mut sink)).unwrap();
         assert_eq!(sink.0.last(), Some(&Ev::Done(Token(t), want)));

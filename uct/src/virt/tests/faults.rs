@@ -202,9 +202,18 @@ fn window_refuses_then_pending_token_comes_back() {
     let net = net_with(small, |_| {});
     let (mut a, mut b) = (node(&net, "a"), node(&net, "b"));
     let ep = a.connect(&b);
-    assert_eq!(a.iface.am_short(ep, 1, 1, &[]).unwrap(), Posted::Done);
-    assert_eq!(a.iface.am_short(ep, 1, 2, &[]).unwrap(), Posted::Done);
-    assert_eq!(a.iface.am_short(ep, 1, 3, &[]).unwrap(), Posted::NoResource);
+    assert_eq!(
+        a.iface.am().unwrap().am_short(ep, 1, 1, &[]).unwrap(),
+        Posted::Done
+    );
+    assert_eq!(
+        a.iface.am().unwrap().am_short(ep, 1, 2, &[]).unwrap(),
+        Posted::Done
+    );
+    assert_eq!(
+        a.iface.am().unwrap().am_short(ep, 1, 3, &[]).unwrap(),
+        Posted::NoResource
+    );
     assert_eq!(a.zcopy(ep, b"z", Token(5)).unwrap(), Posted::NoResource);
     a.iface.pending_add(ep, Token(7)).unwrap();
     a.iface.pending_add(ep, Token(8)).unwrap();
@@ -212,7 +221,10 @@ fn window_refuses_then_pending_token_comes_back() {
     assert_eq!(b.progress(), 2);
     assert_eq!(a.progress(), 2);
     assert_eq!(a.log.0, [Ev::Ready(ep, Token(7)), Ev::Ready(ep, Token(8))]);
-    assert_eq!(a.iface.am_short(ep, 1, 3, &[]).unwrap(), Posted::Done);
+    assert_eq!(
+        a.iface.am().unwrap().am_short(ep, 1, 3, &[]).unwrap(),
+        Posted::Done
+    );
     assert_eq!(a.progress(), 0, "each token comes back once");
 
     // A token added while there is room comes back on the next progress.
@@ -231,7 +243,7 @@ fn byte_window_lets_one_message_overshoot() {
     let (mut a, mut b) = (node(&net, "a"), node(&net, "b"));
     let ep = a.connect(&b);
     a.send(ep, &[0; 500]);
-    let r = a.iface.am_bcopy(ep, 1, &[&[1]]).unwrap();
+    let r = a.iface.am().unwrap().am_bcopy(ep, 1, &[&[1]]).unwrap();
     assert_eq!(r, (Posted::NoResource, 0));
     b.progress();
     a.send(ep, &[1]);

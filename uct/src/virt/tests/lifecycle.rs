@@ -55,11 +55,11 @@ fn kill_fails_both_sides_exactly_once_in_order() {
     drive(&net, &mut [&mut a, &mut b]);
     assert_eq!(a.log.0.len(), 7);
     assert_eq!(b.log.0.len(), 2);
-    assert!(a.iface.am_short(ab, 1, 0, &[]).is_err());
+    assert!(a.iface.am().unwrap().am_short(ab, 1, 0, &[]).is_err());
     assert!(a.zcopy(ab, b"z", Token(9)).is_err());
     assert!(a.iface.flush(Some(ab), Token(9)).is_err());
     assert!(a.iface.pending_add(ab, Token(9)).is_err());
-    assert!(b.iface.am_bcopy(ba, 1, &[b"x"]).is_err());
+    assert!(b.iface.am().unwrap().am_bcopy(ba, 1, &[b"x"]).is_err());
     assert!(b.iface.flush(None, Token(9)).is_err());
     let (d, i) = (
         b.iface.device_addr().to_vec(),
@@ -129,7 +129,7 @@ fn ep_destroy_cancels_what_is_on_the_wire() {
         e => panic!("{e:?}"),
     };
     assert_eq!(b.log.0[1..], [Ev::SrcFailed(src)]);
-    assert!(a.iface.am_short(ep, 1, 0, &[]).is_err());
+    assert!(a.iface.am().unwrap().am_short(ep, 1, 0, &[]).is_err());
 }
 
 #[test]

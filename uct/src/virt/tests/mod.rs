@@ -83,7 +83,12 @@ impl Node {
 
     /// `am_bcopy` of `data` with id 1, expecting `Done`.
     fn send(&mut self, ep: EpId, data: &[u8]) {
-        let r = self.iface.am_bcopy(ep, 1, &[data]).expect("am_bcopy");
+        let r = self
+            .iface
+            .am()
+            .unwrap()
+            .am_bcopy(ep, 1, &[data])
+            .expect("am_bcopy");
         assert_eq!(r, (Posted::Done, data.len()));
     }
 
@@ -92,7 +97,7 @@ impl Node {
         // SAFETY: the tests' ranges lie in `Mem`s that outlive the ifaces
         // (created first, dropped last) and are read only between
         // operations.
-        unsafe { self.iface.put_zcopy(ep, iov, addr, key, t) }
+        unsafe { self.iface.put().unwrap().put_zcopy(ep, iov, addr, key, t) }
     }
 
     /// `get_zcopy` into `iov` from `addr` with `key`.
@@ -100,6 +105,8 @@ impl Node {
         // SAFETY: as for `put`; nothing else writes the ranges meanwhile.
         unsafe {
             self.iface
+                .get()
+                .unwrap()
                 .get_zcopy(ep, &crate::testing::writable(iov), addr, key, t)
         }
     }
@@ -108,7 +115,12 @@ impl Node {
     fn zcopy(&mut self, ep: EpId, data: &[u8], token: Token) -> crate::Result<Posted> {
         let iov = [Iov::from_slice(data)];
         // SAFETY: the virtual transport copies the range during the call.
-        unsafe { self.iface.am_zcopy(ep, 2, &[], &iov, token) }
+        unsafe {
+            self.iface
+                .zcopy()
+                .unwrap()
+                .am_zcopy(ep, 2, &[], &iov, token)
+        }
     }
 }
 

@@ -267,11 +267,13 @@ pub(super) fn run(
             // SAFETY: the ranges lie in buffers that outlive the pair (the
             // caller's side of this function's contract), and this function
             // returns only once the operation completed.
-            Op::Put => unsafe { a.put_zcopy(ep, iov, remote, key, token) },
+            Op::Put => unsafe { a.put().unwrap().put_zcopy(ep, iov, remote, key, token) },
             // SAFETY: as above; the ranges are written only by the
             // operation until it completes.
             Op::Get => unsafe {
-                a.get_zcopy(ep, &crate::testing::writable(iov), remote, key, token)
+                a.get()
+                    .unwrap()
+                    .get_zcopy(ep, &crate::testing::writable(iov), remote, key, token)
             },
         },
         |r| *r == Posted::NoResource,
