@@ -64,32 +64,47 @@ pub(crate) struct Rec {
     pub(crate) fail: Option<ucs::Error>,
     /// Zero-copy operations posted and not yet completed.
     pub(crate) inflight: Vec<Token>,
+    /// If set, how many more operations the lane takes before it is full.
+    pub(crate) room_for: Option<usize>,
 }
 
 impl Rec {
-    fn check(&self, iface: usize) -> ucs::Result<Option<Posted>> {
+    fn check(&mut self, iface: usize) -> ucs::Result<Option<Posted>> {
         if iface != 0 {
             return Err(no_iface(iface));
         }
         if let Some(e) = &self.fail {
             return Err(e.duplicate());
         }
+        if let Some(n) = &mut self.room_for {
+            if *n == 0 {
+                self.full = true;
+            } else {
+                *n -= 1;
+            }
+        }
         Ok(self.full.then_some(Posted::NoResource))
     }
 
-    /// Records a zero-copy read or write, in flight until completed.
-    fn rma(
-        &mut self,
-        iface: usize,
-        token: Token,
-        op: impl FnOnce(Token) -> Sent,
-    ) -> ucs::Result<Posted> {
-        if let Some(p) = self.check(iface)? {
-            return Ok(p);
-        }
+    /// Records a zero-copy read or write (that `check` let through), in
+    /// flight until completed.
+    fn rma(&mut self, token: Token, op: impl FnOnce(Token) -> Sent) -> ucs::Result<Posted> {
         self.sent.push(op(token));
         self.inflight.push(token);
         Ok(Posted::InFlight)
+    }
+
+    /// The data of the active messages with id `id` sent so far.
+    pub(crate) fn ams_of(&self, id: AmId) -> Vec<Vec<u8>> {
+        self.ams()
+            .into_iter()
+            .filter_map(|(i, d)| (i == id).then_some(d))
+            .collect()
+    }
+
+    /// The ids of the active messages sent so far.
+    pub(crate) fn am_ids(&self) -> Vec<AmId> {
+        self.ams().into_iter().map(|(i, _)| i).collect()
     }
 
     /// The active messages sent so far, as (id, data).
@@ -186,11 +201,24 @@ impl Lanes for Rec {
         ep: EpId,
         iov: &[Iov],
         remote_addr: u64,
-        _rkey: &RemoteKey,
+        rkey: &RemoteKey,
         token: Token,
     ) -> ucs::Result<Posted> {
         let len = iov.iter().map(|v| v.len).sum();
-        self.rma(iface, token, |token| Sent::Put {
+        if let Some(p) = self.check(iface)? {
+            return Ok(p);
+        }
+        {
+            let mut at = remote_addr;
+            for v in iov {
+                // SAFETY: both nodes of a test live in this process: the
+                // key's range is the peer's buffer, which its test keeps
+                // alive, and `iov` is valid by the caller's contract.
+                unsafe { copy_checked(rkey, at, v.ptr, at as *mut u8, v.len) };
+                at += v.len as u64;
+            }
+        }
+        self.rma(token, |token| Sent::Put {
             ep,
             remote: remote_addr,
             len,
@@ -204,11 +232,22 @@ impl Lanes for Rec {
         ep: EpId,
         iov: &[IovMut],
         remote_addr: u64,
-        _rkey: &RemoteKey,
+        rkey: &RemoteKey,
         token: Token,
     ) -> ucs::Result<Posted> {
         let len = iov.iter().map(|v| v.len).sum();
-        self.rma(iface, token, |token| Sent::Get {
+        if let Some(p) = self.check(iface)? {
+            return Ok(p);
+        }
+        {
+            let mut at = remote_addr;
+            for v in iov {
+                // SAFETY: as for `put_zcopy`.
+                unsafe { copy_checked(rkey, at, at as *const u8, v.ptr, v.len) };
+                at += v.len as u64;
+            }
+        }
+        self.rma(token, |token| Sent::Get {
             ep,
             remote: remote_addr,
             len,
@@ -217,9 +256,32 @@ impl Lanes for Rec {
     }
 
     fn pending_add(&mut self, iface: usize, ep: EpId, token: Token) -> ucs::Result<()> {
-        self.check(iface)?;
+        if iface != 0 {
+            return Err(no_iface(iface));
+        }
+        if let Some(e) = &self.fail {
+            return Err(e.duplicate());
+        }
         self.sent.push(Sent::Pending { ep, token });
         Ok(())
+    }
+}
+
+/// Copies `len` bytes from `from` to `to` for a one-sided operation,
+/// after checking that its remote side, `len` bytes at `remote`, lies in
+/// the range `rkey` declares.
+///
+/// # Safety
+///
+/// Both ranges are valid for the copy.
+unsafe fn copy_checked(rkey: &RemoteKey, remote: u64, from: *const u8, to: *mut u8, len: usize) {
+    assert!(
+        rkey.covers(remote, len),
+        "a one-sided access of {len} bytes outside its key's range"
+    );
+    if len > 0 {
+        // SAFETY: the caller's contract.
+        unsafe { std::ptr::copy(from, to, len) };
     }
 }
 
@@ -249,7 +311,19 @@ impl Node {
 
     /// A node whose lane has `attr`, under `config`.
     pub(crate) fn with_config(attr: IfaceAttr, config: UcpConfig) -> Node {
+        Node::on(&crate::uct::virt::VirtNet::with_seed(1), attr, config)
+    }
+
+    /// Two nodes whose lanes have `attr`, under `config`, with memory
+    /// domains of one virtual net: keys one packs, the other unpacks.
+    pub(crate) fn pair(attr: IfaceAttr, config: UcpConfig) -> (Node, Node) {
         let net = crate::uct::virt::VirtNet::with_seed(1);
+        let a = Node::on(&net, attr.clone(), config.clone());
+        (a, Node::on(&net, attr, config))
+    }
+
+    /// A node over the memory domains of `net`.
+    fn on(net: &crate::uct::virt::VirtNet, attr: IfaceAttr, config: UcpConfig) -> Node {
         let registry = crate::uct::Registry::new().with(net.component().leak());
         let ctx = Context::with_registry(config.clone(), &registry).expect("context");
         let mut core = Core::new(
@@ -265,6 +339,7 @@ impl Node {
             full: false,
             fail: None,
             inflight: Vec::new(),
+            room_for: None,
         };
         let info = core.lane_info("rec/0".into(), &attr, 0);
         let ep = core
@@ -319,6 +394,63 @@ impl Node {
         }
     }
 
+    /// Posts a synchronous tag send of `data` (as [`Node::send`]).
+    pub(crate) fn ssend(&mut self, data: &[u8], tag: u64) -> super::eager_tx::Started {
+        self.send(data, tag, Op::new().sync())
+            .expect("synchronous send")
+    }
+
+    /// Posts a tag send of `data` that does not finish at once.
+    pub(crate) fn send_pending(&mut self, data: &[u8], tag: u64) -> SlabId {
+        match self.send(data, tag, Op::new()).expect("send") {
+            super::eager_tx::Started::InFlight(id) => id,
+            other => panic!("a send expected in flight finished: {other:?}"),
+        }
+    }
+
+    /// Posts a tag receive (exact tag) that does not finish at once.
+    pub(crate) fn recv_pending(&mut self, buf: &mut [u8], tag: u64) -> SlabId {
+        match self.recv(buf, tag, !0).expect("receive") {
+            super::eager_rx::RecvStarted::InFlight(id) => id,
+            other => panic!("a receive expected in flight finished: {other:?}"),
+        }
+    }
+
+    /// Feeds one active message to this node as an arrival from source 0,
+    /// then carries out its commands.
+    pub(crate) fn arrive(&mut self, id: AmId, data: &[u8]) {
+        self.core.am(id, SrcId(0), data);
+        self.run();
+    }
+
+    /// The length of request `id`'s successful result (`None` while open).
+    /// Panics on a failure.
+    pub(crate) fn done_len(&self, id: SlabId) -> Option<usize> {
+        self.result(id).map(|r| match r {
+            Ok(i) => i.length,
+            Err(e) => panic!("request failed: {e}"),
+        })
+    }
+
+    /// Reports zero-copy operation `token` (in flight) as done with
+    /// `result`, then carries out the commands that produced.
+    pub(crate) fn complete(&mut self, token: Token, result: ucs::Result<()>) {
+        let at = self.tx.inflight.iter().position(|&t| t == token);
+        let at = at.expect("no such operation in flight");
+        self.tx.inflight.remove(at);
+        self.core.completed(token, result);
+        self.run();
+    }
+
+    /// Tells the node its lane has room again (`pending_ready` with the
+    /// token of its last `Pending`), and runs what that resumes.
+    pub(crate) fn room(&mut self) {
+        self.tx.full = false;
+        self.tx.room_for = None;
+        self.core.pending_ready(EpId(0), Token(self.ep.to_u64()));
+        self.run();
+    }
+
     /// Reports every zero-copy operation in flight as done with `result`.
     pub(crate) fn complete_all(&mut self, result: ucs::Result<()>) {
         for t in std::mem::take(&mut self.tx.inflight) {
@@ -334,6 +466,39 @@ impl Node {
     /// The result of request `id`, once it has one.
     pub(crate) fn result(&self, id: SlabId) -> Option<crate::Result<crate::Info>> {
         self.core.reqs.get(id).and_then(|r| r.result.clone())
+    }
+}
+
+/// Delivers between `a` and `b` both ways until neither sends anything;
+/// returns how many messages went. Panics after 1000 rounds (a loop).
+pub(crate) fn exchange(a: &mut Node, b: &mut Node) -> usize {
+    let mut n = 0;
+    for _ in 0..1000 {
+        let m = deliver(a, b) + deliver(b, a);
+        if m == 0 {
+            return n;
+        }
+        n += m;
+    }
+    panic!("the nodes keep sending");
+}
+
+/// Little-endian `u64`s one after another: a wire header.
+pub(crate) fn le(v: &[u64]) -> Vec<u8> {
+    v.iter().flat_map(|x| x.to_le_bytes()).collect()
+}
+
+/// A test pattern of `n` bytes.
+pub(crate) fn pattern(n: usize) -> Vec<u8> {
+    (0..n).map(|i| (i * 7 + 3) as u8).collect()
+}
+
+/// A configuration with rendezvous from `thresh` bytes on, by `scheme`.
+pub(crate) fn rndv_config(scheme: crate::proto::select::RndvScheme, thresh: u64) -> UcpConfig {
+    UcpConfig {
+        rndv_thresh: crate::ucs::config::MemUnits::Bytes(thresh),
+        rndv_scheme: scheme,
+        ..UcpConfig::default()
     }
 }
 

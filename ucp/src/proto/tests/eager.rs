@@ -2,15 +2,11 @@
 
 use crate::proto::eager_rx::RecvStarted;
 use crate::proto::eager_tx::Started;
-use crate::proto::testing::{deliver, virt_attr, Node, Sent};
+use crate::proto::testing::{deliver, pattern, virt_attr, Node, Sent};
 use crate::proto::wire::{AM_EAGER_FIRST, AM_EAGER_MIDDLE, AM_EAGER_ONLY};
 use crate::request::Op;
 use crate::uct::{AmSink, EpId, SrcId, Token};
 use crate::{Error, UcpConfig};
-
-fn pattern(n: usize) -> Vec<u8> {
-    (0..n).map(|i| (i * 7 + 3) as u8).collect()
-}
 
 #[test]
 fn a_short_message_is_one_active_message_and_completes_at_once() {

@@ -2,3 +2,6 @@
 //! and commands checked, without a worker or a transport.
 
 mod eager;
+mod rndv_am;
+mod rndv_get;
+mod sync;
