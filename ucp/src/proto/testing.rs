@@ -102,6 +102,23 @@ impl Rec {
             .collect()
     }
 
+    /// The zero-copy reads (`get`) or writes (not `get`) posted so far, as
+    /// (remote address, length, token).
+    pub(crate) fn rmas(&self, get: bool) -> Vec<(u64, usize, Token)> {
+        self.sent
+            .iter()
+            .filter_map(|s| match *s {
+                Sent::Get {
+                    remote, len, token, ..
+                } if get => Some((remote, len, token)),
+                Sent::Put {
+                    remote, len, token, ..
+                } if !get => Some((remote, len, token)),
+                _ => None,
+            })
+            .collect()
+    }
+
     /// The ids of the active messages sent so far.
     pub(crate) fn am_ids(&self) -> Vec<AmId> {
         self.ams().into_iter().map(|(i, _)| i).collect()
@@ -483,6 +500,25 @@ pub(crate) fn exchange(a: &mut Node, b: &mut Node) -> usize {
     panic!("the nodes keep sending");
 }
 
+/// Sends `data` with `tag` from `a` (in flight) and delivers it to `b`,
+/// which has no receive for it and must not answer yet; then posts the
+/// receive of `buf` at `b` and carries out what matching started. Returns
+/// (send, receive).
+pub(crate) fn unexpected_then_recv(
+    a: &mut Node,
+    b: &mut Node,
+    data: &[u8],
+    buf: &mut [u8],
+    tag: u64,
+) -> (SlabId, SlabId) {
+    let sid = a.send_pending(data, tag);
+    deliver(a, b);
+    assert!(b.tx.sent.is_empty(), "an answer before a receive matched");
+    let rid = b.recv_pending(buf, tag);
+    b.run();
+    (sid, rid)
+}
+
 /// Little-endian `u64`s one after another: a wire header.
 pub(crate) fn le(v: &[u64]) -> Vec<u8> {
     v.iter().flat_map(|x| x.to_le_bytes()).collect()
@@ -500,6 +536,19 @@ pub(crate) fn rndv_config(scheme: crate::proto::select::RndvScheme, thresh: u64)
         rndv_scheme: scheme,
         ..UcpConfig::default()
     }
+}
+
+/// Two nodes over one net ([`Node::pair`]) whose lanes can read and
+/// write, doing rendezvous by `scheme` from 1 KiB on, in zero-copy
+/// operations of at most `frag` bytes.
+pub(crate) fn rndv_pair(scheme: crate::proto::select::RndvScheme, frag: u64) -> (Node, Node) {
+    let mut cfg = rndv_config(scheme, 1024);
+    cfg.rndv_frag_size = crate::ucs::config::MemUnits::Bytes(frag);
+    let attr = virt_attr(|_| {});
+    assert!(attr
+        .caps
+        .contains(crate::uct::Caps::GET_ZCOPY | crate::uct::Caps::PUT_ZCOPY));
+    Node::pair(attr, cfg)
 }
 
 /// Feeds the active messages `from` sent (and takes them) to `to` as

@@ -4,4 +4,5 @@
 mod eager;
 mod rndv_am;
 mod rndv_get;
+mod rndv_put;
 mod sync;

@@ -5,7 +5,9 @@
 //! failure at each step.
 
 use crate::proto::select::RndvScheme;
-use crate::proto::testing::{deliver, exchange, le, pattern, rndv_config, virt_attr, Node, Sent};
+use crate::proto::testing::{
+    deliver, exchange, le, pattern, rndv_config, unexpected_then_recv, virt_attr, Node, Sent,
+};
 use crate::proto::wire::{
     AM_RNDV_ATP, AM_RNDV_ATS, AM_RNDV_DATA, AM_RNDV_RTR, AM_RNDV_RTR_PUT, AM_RNDV_RTS,
 };
@@ -75,12 +77,8 @@ fn receive_posted_before_the_rts() {
 fn receive_posted_after_the_rts() {
     let (mut a, mut b) = nodes();
     let data = pattern(LEN);
-    let sid = a.send_pending(&data, 5);
-    deliver(&mut a, &mut b);
-    assert!(b.tx.sent.is_empty(), "no receive yet: no answer");
     let mut buf = vec![0u8; LEN];
-    let rid = b.recv_pending(&mut buf, 5);
-    b.run();
+    let (sid, rid) = unexpected_then_recv(&mut a, &mut b, &data, &mut buf, 5);
     assert_eq!(
         b.tx.ams_of(AM_RNDV_RTR),
         vec![le(&[sid.to_u64(), rid.to_u64()])]

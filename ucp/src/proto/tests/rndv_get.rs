@@ -5,9 +5,11 @@
 //! a full lane, stray answers and truncation.
 
 use crate::proto::select::RndvScheme;
-use crate::proto::testing::{deliver, exchange, le, pattern, rndv_config, virt_attr, Node, Sent};
+use crate::proto::testing::{
+    deliver, exchange, le, pattern, rndv_config, rndv_pair, unexpected_then_recv, virt_attr, Node,
+    Sent,
+};
 use crate::proto::wire::{AM_RNDV_ATS, AM_RNDV_RTR, AM_RNDV_RTS_GET, RTS_GET_HDR};
-use crate::ucs::config::MemUnits;
 use crate::uct::{AmSink, EpId, Token};
 use crate::Error;
 
@@ -16,24 +18,12 @@ const LEN: usize = 20_000;
 const FRAG: usize = 4096;
 
 fn nodes() -> (Node, Node) {
-    let mut cfg = rndv_config(RndvScheme::GetZcopy, 1024);
-    cfg.rndv_frag_size = MemUnits::Bytes(FRAG as u64);
-    let attr = virt_attr(|_| {});
-    assert!(attr.caps.contains(crate::uct::Caps::GET_ZCOPY));
-    Node::pair(attr, cfg)
+    rndv_pair(RndvScheme::GetZcopy, FRAG as u64)
 }
 
 /// The reads `n` posted, as (remote address, length, token).
 fn gets(n: &Node) -> Vec<(u64, usize, Token)> {
-    n.tx.sent
-        .iter()
-        .filter_map(|s| match *s {
-            Sent::Get {
-                remote, len, token, ..
-            } => Some((remote, len, token)),
-            _ => None,
-        })
-        .collect()
+    n.tx.rmas(true)
 }
 
 #[test]
@@ -78,12 +68,8 @@ fn the_receiver_reads_the_whole_buffer_then_both_complete() {
 fn an_unexpected_rts_is_read_once_a_receive_matches() {
     let (mut a, mut b) = nodes();
     let data = pattern(LEN);
-    let sid = a.send_pending(&data, 4);
-    deliver(&mut a, &mut b);
-    assert!(b.tx.sent.is_empty());
     let mut buf = vec![0u8; LEN];
-    let rid = b.recv_pending(&mut buf, 4);
-    b.run();
+    let (sid, rid) = unexpected_then_recv(&mut a, &mut b, &data, &mut buf, 4);
     assert_eq!(gets(&b).len(), LEN.div_ceil(FRAG));
     b.complete_all(Ok(()));
     exchange(&mut a, &mut b);
