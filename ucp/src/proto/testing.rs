@@ -404,6 +404,20 @@ impl Node {
         self.core.recv_start(b, tag, mask, Op::new())
     }
 
+    /// Receives message `pid` that a probe removed into `buf` (kept alive
+    /// by the test until it completes), then runs what that started.
+    pub(crate) fn msg_recv(
+        &mut self,
+        pid: SlabId,
+        buf: &mut [u8],
+    ) -> crate::Result<super::eager_rx::RecvStarted> {
+        // SAFETY: as for `send`.
+        let b = unsafe { RecvBuf::new(buf.as_mut_ptr(), buf.len()) };
+        let r = self.core.msg_recv_start(pid, b, Op::new());
+        self.run();
+        r
+    }
+
     /// Carries out the commands queued so far (wireup is not expected).
     pub(crate) fn run(&mut self) {
         while let Some(c) = self.core.commands.pop_front() {

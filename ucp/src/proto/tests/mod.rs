@@ -2,6 +2,7 @@
 //! and commands checked, without a worker or a transport.
 
 mod eager;
+mod matching;
 mod rndv_am;
 mod rndv_get;
 mod rndv_put;

@@ -43,6 +43,16 @@ fn data_sent(n: &Node, rreq: SlabId) -> (Vec<u64>, Vec<u8>) {
     (offsets, bytes)
 }
 
+/// Checks that `b` answered send `sid` with an RTR naming receive `rid`,
+/// then exchanges messages until both completed whole.
+fn answered_then_done(a: &mut Node, b: &mut Node, (sid, rid): (SlabId, SlabId)) {
+    let rtr = le(&[sid.to_u64(), rid.to_u64()]);
+    assert_eq!(b.tx.ams_of(AM_RNDV_RTR), vec![rtr]);
+    exchange(a, b);
+    assert_eq!(a.done_len(sid), Some(LEN));
+    assert_eq!(b.done_len(rid), Some(LEN));
+}
+
 #[test]
 fn receive_posted_before_the_rts() {
     let (mut a, mut b) = nodes();
@@ -79,13 +89,7 @@ fn receive_posted_after_the_rts() {
     let data = pattern(LEN);
     let mut buf = vec![0u8; LEN];
     let (sid, rid) = unexpected_then_recv(&mut a, &mut b, &data, &mut buf, 5);
-    assert_eq!(
-        b.tx.ams_of(AM_RNDV_RTR),
-        vec![le(&[sid.to_u64(), rid.to_u64()])]
-    );
-    exchange(&mut a, &mut b);
-    assert_eq!(a.done_len(sid), Some(LEN));
-    assert_eq!(b.done_len(rid), Some(LEN));
+    answered_then_done(&mut a, &mut b, (sid, rid));
     assert_eq!(buf, data);
 }
 
@@ -271,4 +275,21 @@ fn a_send_failed_while_awaiting_the_rtr_sends_nothing_when_it_comes() {
         a.tx.ams_of(AM_RNDV_DATA).is_empty(),
         "data read from a completed send"
     );
+}
+
+#[test]
+fn a_probed_rts_starts_the_transfer_when_received() {
+    let (mut a, mut b) = nodes();
+    let data = pattern(LEN);
+    let sid = a.send_pending(&data, 9);
+    deliver(&mut a, &mut b);
+    let (pid, info) = b.core.probe_remove(9, !0).expect("announced");
+    assert_eq!((info.tag, info.length), (9, LEN));
+    assert!(b.tx.sent.is_empty(), "a probe asks for nothing");
+    let mut buf = vec![0u8; LEN];
+    let Ok(crate::proto::eager_rx::RecvStarted::InFlight(rid)) = b.msg_recv(pid, &mut buf) else {
+        panic!("the data is still with the sender");
+    };
+    answered_then_done(&mut a, &mut b, (sid, rid));
+    assert_eq!(buf, data);
 }
