@@ -311,6 +311,12 @@ pub(crate) fn virt_attr(change: impl FnOnce(&mut crate::uct::virt::VirtConfig)) 
     crate::uct::Iface::attr(&iface).clone()
 }
 
+/// A context under `config` whose only transport is `net`.
+pub(crate) fn context_on(net: &crate::uct::virt::VirtNet, config: &UcpConfig) -> Context {
+    let registry = crate::uct::Registry::new().with(net.component().leak());
+    Context::with_registry(config.clone(), &registry).expect("context")
+}
+
 /// A core with one lane (iface 0, transport endpoint 0), a recorder for
 /// it, and the endpoint over that lane.
 #[derive(Debug)]
@@ -341,8 +347,7 @@ impl Node {
 
     /// A node over the memory domains of `net`.
     fn on(net: &crate::uct::virt::VirtNet, attr: IfaceAttr, config: UcpConfig) -> Node {
-        let registry = crate::uct::Registry::new().with(net.component().leak());
-        let ctx = Context::with_registry(config.clone(), &registry).expect("context");
+        let ctx = context_on(net, &config);
         let mut core = Core::new(
             1,
             b"address".to_vec(),

@@ -3,6 +3,7 @@
 
 mod eager;
 mod matching;
+mod rma_target;
 mod rndv_am;
 mod rndv_get;
 mod rndv_put;
