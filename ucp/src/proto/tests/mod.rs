@@ -1,10 +1,12 @@
 //! Protocol-level tests: cores fed inputs by hand, their posted operations
 //! and commands checked, without a worker or a transport.
 
+mod ctrl;
 mod eager;
 mod matching;
 mod rma_target;
 mod rndv_am;
 mod rndv_get;
+mod rndv_misc;
 mod rndv_put;
 mod sync;
