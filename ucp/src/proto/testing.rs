@@ -119,6 +119,20 @@ impl Rec {
             .collect()
     }
 
+    /// Takes the active messages with id `id` out of those sent (so that
+    /// they are not delivered), returning their data.
+    pub(crate) fn take_ams_of(&mut self, id: AmId) -> Vec<Vec<u8>> {
+        let mut out = Vec::new();
+        self.sent.retain(|s| match s {
+            Sent::Am { id: i, data, .. } if *i == id => {
+                out.push(data.clone());
+                false
+            }
+            _ => true,
+        });
+        out
+    }
+
     /// The ids of the active messages sent so far.
     pub(crate) fn am_ids(&self) -> Vec<AmId> {
         self.ams().into_iter().map(|(i, _)| i).collect()
@@ -334,26 +348,39 @@ impl Node {
 
     /// A node whose lane has `attr`, under `config`.
     pub(crate) fn with_config(attr: IfaceAttr, config: UcpConfig) -> Node {
-        Node::on(&crate::uct::virt::VirtNet::with_seed(1), attr, config)
+        let net = crate::uct::virt::VirtNet::with_seed(1);
+        Node::on(&net, attr, config, DeviceType::Net)
     }
 
     /// Two nodes whose lanes have `attr`, under `config`, with memory
     /// domains of one virtual net: keys one packs, the other unpacks.
     pub(crate) fn pair(attr: IfaceAttr, config: UcpConfig) -> (Node, Node) {
-        let net = crate::uct::virt::VirtNet::with_seed(1);
-        let a = Node::on(&net, attr.clone(), config.clone());
-        (a, Node::on(&net, attr, config))
+        Node::pair_on(attr, config, DeviceType::Net)
     }
 
-    /// A node over the memory domains of `net`.
-    fn on(net: &crate::uct::virt::VirtNet, attr: IfaceAttr, config: UcpConfig) -> Node {
+    /// As [`Node::pair`], the lanes' device being of kind `dev` (`Shm`:
+    /// within the host, where a rendezvous by get may be split).
+    pub(crate) fn pair_on(attr: IfaceAttr, config: UcpConfig, dev: DeviceType) -> (Node, Node) {
+        let net = crate::uct::virt::VirtNet::with_seed(1);
+        let a = Node::on(&net, attr.clone(), config.clone(), dev);
+        (a, Node::on(&net, attr, config, dev))
+    }
+
+    /// A node over the memory domains of `net`, its lane on a device of
+    /// kind `dev`.
+    fn on(
+        net: &crate::uct::virt::VirtNet,
+        attr: IfaceAttr,
+        config: UcpConfig,
+        dev: DeviceType,
+    ) -> Node {
         let ctx = context_on(net, &config);
         let mut core = Core::new(
             1,
             b"address".to_vec(),
             config.select_config(),
             false,
-            (ctx, vec![0], vec![DeviceType::Net]),
+            (ctx, vec![0], vec![dev]),
         );
         let mut tx = Rec {
             attr: attr.clone(),
@@ -531,6 +558,16 @@ pub(crate) fn settle(a: &mut Node, b: &mut Node) {
         b.complete_all(Ok(()));
     }
     panic!("the nodes keep working");
+}
+
+/// Completes the reads in flight at `b` (the receiver of a rendezvous by
+/// get), checks that receive `rid` finished with `len` bytes, then
+/// carries `b`'s answer to `a` and checks that send `sid` finished too.
+pub(crate) fn finish_reads(a: &mut Node, b: &mut Node, (sid, rid): (SlabId, SlabId), len: usize) {
+    b.complete_all(Ok(()));
+    assert_eq!(b.done_len(rid), Some(len));
+    deliver(b, a);
+    assert_eq!(a.done_len(sid), Some(len));
 }
 
 /// Sends `data` with `tag` from `a` (in flight) and delivers it to `b`,

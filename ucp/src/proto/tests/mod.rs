@@ -9,4 +9,5 @@ mod rndv_am;
 mod rndv_get;
 mod rndv_misc;
 mod rndv_put;
+mod rndv_split;
 mod sync;

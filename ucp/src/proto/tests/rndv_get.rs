@@ -6,8 +6,8 @@
 
 use crate::proto::select::RndvScheme;
 use crate::proto::testing::{
-    deliver, exchange, le, pattern, rndv_config, rndv_pair, unexpected_then_recv, virt_attr, Node,
-    Sent,
+    deliver, exchange, finish_reads, le, pattern, rndv_config, rndv_pair, unexpected_then_recv,
+    virt_attr, Node, Sent,
 };
 use crate::proto::wire::{AM_RNDV_ATS, AM_RNDV_RTR, AM_RNDV_RTS_GET, RTS_GET_HDR};
 use crate::uct::{AmSink, EpId, Token};
@@ -116,11 +116,8 @@ fn a_full_lane_holds_the_reads_until_it_has_room() {
     assert!(b.tx.ams_of(AM_RNDV_ATS).is_empty());
     b.room();
     assert_eq!(gets(&b).len(), LEN.div_ceil(FRAG));
-    b.complete_all(Ok(()));
-    assert_eq!(b.done_len(rid), Some(LEN));
+    finish_reads(&mut a, &mut b, (sid, rid), LEN);
     assert_eq!(buf, data);
-    deliver(&mut b, &mut a);
-    assert_eq!(a.done_len(sid), Some(LEN));
 }
 
 #[test]
