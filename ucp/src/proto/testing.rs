@@ -599,6 +599,23 @@ pub(crate) fn pattern(n: usize) -> Vec<u8> {
     (0..n).map(|i| (i * 7 + 3) as u8).collect()
 }
 
+/// An attribute set that forces fragments: small bcopy, no zero-copy.
+pub(crate) fn fragmenting() -> IfaceAttr {
+    let mut a = virt_attr(|_| {});
+    a.max_bcopy = 256;
+    a.max_short = 32;
+    a.caps.remove(crate::uct::Caps::AM_ZCOPY);
+    a
+}
+
+/// The default configuration without rendezvous.
+pub(crate) fn no_rndv() -> UcpConfig {
+    UcpConfig {
+        rndv_thresh: crate::ucs::config::MemUnits::Inf,
+        ..UcpConfig::default()
+    }
+}
+
 /// A configuration with rendezvous from `thresh` bytes on, by `scheme`.
 pub(crate) fn rndv_config(scheme: crate::proto::select::RndvScheme, thresh: u64) -> UcpConfig {
     UcpConfig {

@@ -1,12 +1,13 @@
 //! Synchronous sends: the sender completes only once the receiver's
 //! `SYNC_ACK` says a receive matched the message; stray, stale and
 //! repeated acknowledgements change nothing, and an endpoint that fails
-//! while the send waits fails it.
+//! while the send waits fails it. Fragmented, zero-copy and probed
+//! synchronous messages.
 
 use crate::proto::eager_rx::RecvStarted;
 use crate::proto::eager_tx::Started;
-use crate::proto::testing::{deliver, le, pattern, virt_attr, Node};
-use crate::proto::wire::{AM_EAGER_SYNC_ONLY, AM_SYNC_ACK};
+use crate::proto::testing::{deliver, fragmenting, le, no_rndv, pattern, virt_attr, Node};
+use crate::proto::wire::{AM_EAGER_SYNC_FIRST, AM_EAGER_SYNC_ONLY, AM_SYNC_ACK};
 use crate::uct::{AmSink, EpId};
 use crate::Error;
 
@@ -116,4 +117,72 @@ fn a_truncated_ack_header_completes_nothing() {
     let id = ssend(&mut a, &pattern(8), 7);
     a.arrive(AM_SYNC_ACK, &id.to_u64().to_le_bytes()[..7]);
     assert!(a.result(id).is_none());
+}
+
+/// Nodes whose lanes send a 2000-byte message in copied fragments.
+fn fragmenting_nodes() -> (Node, Node) {
+    (
+        Node::with_config(fragmenting(), no_rndv()),
+        Node::with_config(fragmenting(), no_rndv()),
+    )
+}
+
+#[test]
+fn a_fragmented_message_is_acknowledged_when_matched_not_when_whole() {
+    let (mut a, mut b) = fragmenting_nodes();
+    let data = pattern(2000);
+    let id = ssend(&mut a, &data, 8);
+    let first = a.tx.ams_of(AM_EAGER_SYNC_FIRST);
+    assert_eq!(first.len(), 1);
+    // Tag, length, message id, then the sender's request.
+    assert_eq!(&first[0][24..32], &le(&[id.to_u64()])[..]);
+    // Only the first fragment arrives before the receive is posted.
+    let mut sent = std::mem::take(&mut a.tx.sent);
+    let rest = sent.split_off(1);
+    a.tx.sent = sent;
+    deliver(&mut a, &mut b);
+    let mut buf = vec![0u8; 2000];
+    let rid = b.recv_pending(&mut buf, 8);
+    b.run();
+    assert_eq!(b.tx.ams_of(AM_SYNC_ACK), vec![le(&[id.to_u64()])]);
+    assert!(b.result(rid).is_none(), "the rest is still to come");
+    a.tx.sent = rest;
+    deliver(&mut a, &mut b);
+    assert_eq!(b.done_len(rid), Some(2000));
+    assert_eq!(buf, data);
+    deliver(&mut b, &mut a);
+    assert_eq!(a.done_len(id), Some(2000));
+}
+
+#[test]
+fn a_zero_copy_failure_completes_a_synchronous_send_without_its_ack() {
+    let mut a = Node::with_config(
+        virt_attr(|_| {}),
+        crate::UcpConfig {
+            zcopy_thresh: crate::ucs::config::MemUnits::Bytes(64),
+            ..no_rndv()
+        },
+    );
+    let id = ssend(&mut a, &pattern(4000), 9);
+    assert!(!a.tx.inflight.is_empty(), "sent zero-copy");
+    a.complete_all(Err(crate::ucs::Error::EndpointFailed("lost".into())));
+    assert!(matches!(a.result(id), Some(Err(Error::Endpoint(_)))));
+}
+
+#[test]
+fn a_probed_message_is_acknowledged_when_received_not_when_probed() {
+    let (mut a, mut b) = nodes();
+    let id = ssend(&mut a, &pattern(30), 10);
+    deliver(&mut a, &mut b);
+    let (pid, _) = b.core.probe_remove(10, !0).expect("arrived");
+    b.run();
+    assert!(b.tx.ams().is_empty(), "acknowledged by a probe");
+    let mut buf = vec![0u8; 30];
+    assert!(matches!(
+        b.msg_recv(pid, &mut buf),
+        Ok(RecvStarted::Done(_))
+    ));
+    assert_eq!(b.tx.ams_of(AM_SYNC_ACK), vec![le(&[id.to_u64()])]);
+    deliver(&mut b, &mut a);
+    assert_eq!(a.done_len(id), Some(30));
 }
