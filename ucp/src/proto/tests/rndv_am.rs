@@ -293,3 +293,18 @@ fn a_probed_rts_starts_the_transfer_when_received() {
     answered_then_done(&mut a, &mut b, (sid, rid));
     assert_eq!(buf, data);
 }
+
+#[test]
+fn data_from_another_source_is_refused() {
+    let (mut a, mut b) = nodes();
+    let mut buf = vec![0u8; LEN];
+    let rid = b.recv_pending(&mut buf, 11);
+    a.send_pending(&pattern(LEN), 11);
+    exchange_rts_rtr(&mut a, &mut b);
+    let mut d = le(&[rid.to_u64(), 0]);
+    d.extend_from_slice(&[0xee; 16]);
+    b.core.am(AM_RNDV_DATA, SrcId(1), &d);
+    b.run();
+    assert!(buf.iter().all(|&x| x == 0), "written by a stranger");
+    assert!(b.result(rid).is_none());
+}

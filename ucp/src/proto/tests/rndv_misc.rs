@@ -1,14 +1,15 @@
 //! Rendezvous cases common to every scheme (active messages, get, put):
 //! synchronous sends, a one-byte message, a request to send that waits for
 //! room on the lane, and canceling a send whose request to send has not
-//! left.
+//! left, and a request to send whose sender failed before a receive
+//! matched it.
 
 use crate::proto::eager_tx::Started;
 use crate::proto::select::RndvScheme;
 use crate::proto::testing::{pattern, rndv_config, settle, virt_attr, Node};
 use crate::proto::wire::{AM_RNDV_RTS, AM_RNDV_RTS_GET, AM_RNDV_RTS_PUT};
 use crate::ucs::slab::SlabId;
-use crate::uct::AmId;
+use crate::uct::{AmId, AmSink};
 use crate::Error;
 
 const LEN: usize = 20_000;
@@ -94,5 +95,27 @@ fn a_send_whose_request_to_send_has_not_left_can_be_canceled() {
         let sid = a.send_pending(&pattern(LEN), 5);
         assert!(!a.core.send_cancel(sid), "{scheme:?}");
         assert!(a.result(sid).is_none());
+    }
+}
+
+#[test]
+fn a_request_to_send_whose_sender_failed_fails_the_receive_that_matches_it() {
+    for (scheme, _) in SCHEMES {
+        let (mut a, mut b) = nodes(scheme, 1024);
+        a.send_pending(&pattern(LEN), 6);
+        crate::proto::testing::deliver(&mut a, &mut b);
+        b.core.src_failed(
+            crate::uct::SrcId(0),
+            crate::ucs::Error::EndpointFailed("gone".into()),
+        );
+        let mut buf = vec![0u8; LEN];
+        let rid = b.recv_pending(&mut buf, 6);
+        b.run();
+        assert!(
+            matches!(b.result(rid), Some(Err(Error::Endpoint(_)))),
+            "{scheme:?}: {:?}",
+            b.result(rid)
+        );
+        assert!(b.tx.sent.is_empty(), "{scheme:?}: answered a dead sender");
     }
 }

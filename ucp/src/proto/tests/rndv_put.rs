@@ -236,3 +236,17 @@ fn endpoint_failure_mid_writes_waits_for_them_then_fails() {
     a.complete_all(Err(crate::ucs::Error::Canceled));
     assert!(matches!(a.result(sid), Some(Err(Error::Endpoint(_)))));
 }
+
+#[test]
+fn an_atp_from_another_source_is_refused() {
+    let (mut a, mut b) = nodes();
+    let mut buf = vec![0u8; LEN];
+    let (_, rid) = offered(&mut a, &mut b, &pattern(LEN), &mut buf, 10);
+    b.core
+        .am(AM_RNDV_ATP, crate::uct::SrcId(1), &le(&[rid.to_u64(), 0]));
+    b.run();
+    assert!(b.result(rid).is_none(), "completed by a stranger");
+    a.complete_all(Ok(()));
+    deliver(&mut a, &mut b);
+    assert_eq!(b.done_len(rid), Some(LEN));
+}
