@@ -69,6 +69,11 @@ pub(crate) fn le(v: &[u64]) -> Vec<u8> {
     v.iter().flat_map(|x| x.to_le_bytes()).collect()
 }
 
+/// An `EAGER_ONLY` message with `tag` and `payload`.
+pub(crate) fn only(tag: u64, payload: &[u8]) -> Vec<u8> {
+    [&le(&[tag])[..], payload].concat()
+}
+
 /// A test pattern of `n` bytes.
 pub(crate) fn pattern(n: usize) -> Vec<u8> {
     (0..n).map(|i| (i * 7 + 3) as u8).collect()

@@ -182,6 +182,22 @@ impl Node {
         self.run();
     }
 
+    /// Offers message `msg` from `src` to the core for writing straight
+    /// into a receive buffer, as a transport that receives into its own
+    /// buffer does (`am_begin` with the first `AM_HEAD_MIN` bytes). If the
+    /// core names a destination, writes the rest of the message there (what
+    /// fits) and returns the token to end it with ([`AmSink::am_end`]);
+    /// else the message is still to be delivered.
+    pub(crate) fn direct(&mut self, id: AmId, src: SrcId, msg: &[u8]) -> Option<Token> {
+        let head = &msg[..msg.len().min(crate::uct::AM_HEAD_MIN)];
+        let dest = self.core.am_begin(id, src, head, msg.len())?;
+        let rest = &msg[dest.hdr().min(msg.len())..];
+        let n = rest.len().min(dest.len());
+        // SAFETY: the core vouches for the destination until `am_end`.
+        unsafe { std::ptr::copy_nonoverlapping(rest.as_ptr(), dest.ptr(), n) };
+        Some(dest.token())
+    }
+
     /// The length of request `id`'s successful result (`None` while open).
     /// Panics on a failure.
     pub(crate) fn done_len(&self, id: SlabId) -> Option<usize> {

@@ -4,7 +4,7 @@
 //! messages taken out by a probe and received afterwards.
 
 use crate::proto::eager_rx::RecvStarted;
-use crate::proto::testing::{deliver, le, pattern, virt_attr, Node};
+use crate::proto::testing::{deliver, le, only, pattern, virt_attr, Node};
 use crate::proto::wire::{AM_EAGER_FIRST, AM_EAGER_MIDDLE, AM_EAGER_ONLY, AM_SYNC_ACK};
 use crate::request::Op;
 use crate::uct::{AmSink, SrcId};
@@ -12,11 +12,6 @@ use crate::Error;
 
 fn node() -> Node {
     Node::new(virt_attr(|_| {}))
-}
-
-/// An `EAGER_ONLY` message with `tag` and `payload`.
-fn only(tag: u64, payload: &[u8]) -> Vec<u8> {
-    [&le(&[tag])[..], payload].concat()
 }
 
 /// The first fragment of message `msg_id` (`total` bytes) with `frag`.

@@ -2,6 +2,7 @@
 //! and commands checked, without a worker or a transport.
 
 mod ctrl;
+mod direct;
 mod eager;
 mod matching;
 mod rma_target;
