@@ -219,3 +219,24 @@ fn a_standard_send_posts_no_synchronous_header() {
     assert!(matches!(r, crate::proto::eager_tx::Started::Done(_)));
     assert_eq!(a.tx.ams_of(AM_EAGER_ONLY), vec![only(5, b"xyz")]);
 }
+
+#[test]
+fn a_sender_failing_mid_message_fails_its_receive_and_drops_its_unexpected_message() {
+    let mut b = node();
+    let data = pattern(300);
+    let mut buf = vec![0u8; 300];
+    let rid = b.recv_pending(&mut buf, 1);
+    b.arrive(AM_EAGER_FIRST, &first(1, 300, 1, &data[..100]));
+    b.arrive(AM_EAGER_FIRST, &first(2, 300, 2, &data[..100]));
+    assert_eq!(b.core.probe(2, !0).map(|i| i.length), Some(300));
+    b.core
+        .src_failed(SrcId(0), crate::ucs::Error::EndpointFailed("gone".into()));
+    assert!(matches!(b.result(rid), Some(Err(Error::Endpoint(_)))));
+    assert!(
+        b.core.probe(2, !0).is_none(),
+        "a message that cannot finish"
+    );
+    // A fragment of it that was still on its way finds nothing.
+    b.arrive(AM_EAGER_MIDDLE, &middle(1, 100, &data[100..]));
+    assert!(buf[100..].iter().all(|&x| x == 0));
+}

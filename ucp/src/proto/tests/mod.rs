@@ -6,6 +6,7 @@ mod direct;
 mod eager;
 mod matching;
 mod rma_target;
+mod rma_zcopy;
 mod rndv_am;
 mod rndv_get;
 mod rndv_misc;

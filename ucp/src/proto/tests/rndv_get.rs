@@ -181,3 +181,26 @@ fn a_key_from_another_net_is_refused() {
     assert!(gets(&c).is_empty(), "nothing read through a foreign key");
     assert!(c.result(rid).is_none());
 }
+
+#[test]
+fn an_endpoint_failing_while_reads_wait_for_room_fails_the_receive() {
+    let (mut a, mut b) = nodes();
+    let mut buf = vec![0u8; LEN];
+    let rid = b.recv_pending(&mut buf, 11);
+    a.send_pending(&pattern(LEN), 11);
+    b.tx.room_for = Some(2);
+    deliver(&mut a, &mut b);
+    assert_eq!(gets(&b).len(), 2);
+    // The transport fails the endpoint: its operations in flight end with
+    // an error, and the pending request comes back.
+    let e = || crate::ucs::Error::EndpointFailed("gone".into());
+    b.tx.fail = Some(e());
+    b.core.ep_failed(EpId(0), e());
+    b.run();
+    b.complete_all(Err(e()));
+    assert!(b.result(rid).is_none(), "the pending request is still out");
+    b.core.pending_ready(EpId(0), Token(b.ep.to_u64()));
+    b.run();
+    assert!(matches!(b.result(rid), Some(Err(Error::Endpoint(_)))));
+    assert_eq!(gets(&b).len(), 2, "nothing posted on a failed endpoint");
+}
