@@ -250,3 +250,24 @@ fn an_atp_from_another_source_is_refused() {
     deliver(&mut a, &mut b);
     assert_eq!(b.done_len(rid), Some(LEN));
 }
+
+#[test]
+fn an_offer_with_a_key_that_does_not_unpack_fails_the_send_and_says_so() {
+    let (mut a, mut b) = nodes();
+    let mut buf = vec![0u8; LEN];
+    let rid = b.recv_pending(&mut buf, 12);
+    let sid = a.send_pending(&pattern(LEN), 12);
+    deliver(&mut a, &mut b);
+    let mut offer = b.tx.take_ams_of(AM_RNDV_RTR_PUT).remove(0);
+    offer.truncate(crate::proto::wire::RTR_PUT_HDR);
+    offer.extend_from_slice(b"garbage key");
+    a.arrive(AM_RNDV_RTR_PUT, &offer);
+    assert!(puts(&a).is_empty());
+    assert!(matches!(a.result(sid), Some(Err(Error::Transport(_)))));
+    let atp = a.tx.ams_of(AM_RNDV_ATP);
+    assert_eq!(atp.len(), 1);
+    assert_ne!(&atp[0][8..], &le(&[0])[..], "the receiver is told");
+    deliver(&mut a, &mut b);
+    assert!(matches!(b.result(rid), Some(Err(Error::Endpoint(_)))));
+    assert!(buf.iter().all(|&x| x == 0));
+}
