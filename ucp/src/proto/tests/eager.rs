@@ -2,15 +2,11 @@
 
 use crate::proto::eager_rx::RecvStarted;
 use crate::proto::eager_tx::Started;
-use crate::proto::testing::{deliver, virt_attr, Node, Sent};
+use crate::proto::testing::{deliver, fragmenting, no_rndv, pattern, virt_attr, Node, Sent};
 use crate::proto::wire::{AM_EAGER_FIRST, AM_EAGER_MIDDLE, AM_EAGER_ONLY};
 use crate::request::Op;
 use crate::uct::{AmSink, EpId, SrcId, Token};
-use crate::{Error, UcpConfig};
-
-fn pattern(n: usize) -> Vec<u8> {
-    (0..n).map(|i| (i * 7 + 3) as u8).collect()
-}
+use crate::Error;
 
 #[test]
 fn a_short_message_is_one_active_message_and_completes_at_once() {
@@ -75,22 +71,6 @@ fn a_full_lane_queues_the_send_until_the_endpoint_has_room() {
         RecvStarted::Done(_)
     ));
     assert_eq!(buf, data);
-}
-
-/// An attribute set that forces fragments: small bcopy, no zero-copy.
-fn fragmenting() -> crate::uct::IfaceAttr {
-    let mut a = virt_attr(|_| {});
-    a.max_bcopy = 256;
-    a.max_short = 32;
-    a.caps.remove(crate::uct::Caps::AM_ZCOPY);
-    a
-}
-
-fn no_rndv() -> UcpConfig {
-    UcpConfig {
-        rndv_thresh: crate::ucs::config::MemUnits::Inf,
-        ..UcpConfig::default()
-    }
 }
 
 #[test]

@@ -1,4 +1,15 @@
 //! Protocol-level tests: cores fed inputs by hand, their posted operations
 //! and commands checked, without a worker or a transport.
 
+mod ctrl;
+mod direct;
 mod eager;
+mod matching;
+mod rma_target;
+mod rma_zcopy;
+mod rndv_am;
+mod rndv_get;
+mod rndv_misc;
+mod rndv_put;
+mod rndv_split;
+mod sync;
