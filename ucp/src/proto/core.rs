@@ -292,12 +292,20 @@ impl Core {
             // result stands.
             return;
         }
+        if matches!(req.kind, Kind::Ctrl(_)) {
+            // The core's own message (an acknowledgement, a rendezvous
+            // answer), dropped with its endpoint: no application request,
+            // nothing to report.
+            self.reqs.remove(id);
+            return;
+        }
         // A transport may hold a lent range of the buffer only until the
         // request completes (`request::buf::Lent`).
         debug_assert!(
             match &req.kind {
                 Kind::Send(s) => s.zcopy_inflight == 0,
                 Kind::Recv(r) => r.reads() == 0 && r.direct.is_none(),
+                Kind::Rma(s) => s.zcopy_inflight == 0,
                 _ => true,
             },
             "a request completes while a transport holds its buffer"

@@ -704,7 +704,7 @@ impl Core {
             }
             Kind::Ctrl(_) => return,
             Kind::Rma(_) => {
-                self.rma_step_done(id, result.map_err(crate::rma::transport_error));
+                self.rma_zcopy_done(id, result.map_err(crate::rma::transport_error));
                 return;
             }
         };

@@ -368,7 +368,7 @@ impl Core {
         }) = self.reqs.get_mut(id)
         {
             match s.rndv {
-                RndvPhase::Get(GetPhase::AwaitAts) => {
+                RndvPhase::Get(GetPhase::AwaitAts | GetPhase::TailWritten) => {
                     s.rndv = RndvPhase::No;
                     s.offset = s.buf.len();
                     s.sync.ack();

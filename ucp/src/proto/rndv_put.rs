@@ -233,8 +233,12 @@ impl Core {
                 ProtocolId::RndvPutZcopy,
             )
         };
-        let (ep, size, sync) = match self.reqs.get(id).map(|r| &r.kind) {
-            Some(Kind::Send(s)) if s.rndv == phase => (s.ep, s.buf.len(), s.sync.is_sync()),
+        // A send that failed meanwhile (its endpoint did) writes nothing:
+        // its buffer may be back with the user.
+        let (ep, size, sync) = match self.reqs.get(id).map(|r| (&r.kind, r.result.is_none())) {
+            Some((Kind::Send(s), true)) if s.rndv == phase && s.error.is_none() => {
+                (s.ep, s.buf.len(), s.sync.is_sync())
+            }
             _ => {
                 tracing::warn!("dropping a put offer for unknown send {:#x}", id.to_u64());
                 return;
@@ -317,8 +321,8 @@ impl Core {
 
     /// Posts the writes of put send `id` until done or a lane is full.
     pub(crate) fn push_put(&mut self, tx: &mut dyn Lanes, id: SlabId) -> Step {
-        let (ep, buf) = match self.reqs.get(id).map(|r| &r.kind) {
-            Some(Kind::Send(s)) => (s.ep, s.buf),
+        let (ep, buf) = match self.reqs.get(id).map(|r| (&r.kind, r.result.is_none())) {
+            Some((Kind::Send(s), true)) if s.error.is_none() => (s.ep, s.buf),
             _ => return Step::Failed,
         };
         let Some(st) = self.eps.get(ep) else {
@@ -423,7 +427,7 @@ impl Core {
                 ..
             }) = self.reqs.get_mut(id)
             {
-                s.rndv = RndvPhase::Get(GetPhase::AwaitAts);
+                s.rndv = RndvPhase::Get(GetPhase::TailWritten);
                 s.error = result.err();
             }
             return;

@@ -239,6 +239,9 @@ pub(crate) enum GetPhase {
     Rts,
     /// Waiting for the receiver to have read it (`RNDV_ATS`).
     AwaitAts,
+    /// The receiver's ATS still to come after this side wrote the tail of
+    /// a split rendezvous and sent its ATP: no second offer is taken.
+    TailWritten,
     /// The receiver asked this side to write the tail (`RNDV_RTR_SPLIT`);
     /// `Core::puts` holds where, and whether its ATS came already.
     Tail(WritePhase),
@@ -314,6 +317,7 @@ impl RndvPhase {
             RndvPhase::Am(AmPhase::AwaitRtr)
                 | RndvPhase::Put(PutPhase::AwaitOffer)
                 | RndvPhase::Get(GetPhase::AwaitAts)
+                | RndvPhase::Get(GetPhase::TailWritten)
         ) || self.writing()
     }
 }
@@ -442,6 +446,7 @@ mod tests {
             R::Am(AmPhase::AwaitRtr),
             R::Put(PutPhase::AwaitOffer),
             R::Get(GetPhase::AwaitAts),
+            R::Get(GetPhase::TailWritten),
         ] {
             assert!(p.awaits_peer() && !p.not_started());
         }

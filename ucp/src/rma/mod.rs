@@ -111,6 +111,10 @@ pub(crate) struct RmaState {
     /// Zero-copy steps, one plan per local range, posted as the lane
     /// takes them.
     pub(crate) zcopy: Vec<ZcopyPlan>,
+    /// Zero-copy steps with the transport (counted in `pending` too): the
+    /// request does not complete before they do, even if its endpoint
+    /// fails.
+    pub(crate) zcopy_inflight: u32,
 }
 
 /// The zero-copy steps of a put or get, posted as the lane takes them.

@@ -356,6 +356,7 @@ impl Worker {
             error: None,
             sink,
             zcopy: Vec::new(),
+            zcopy_inflight: 0,
         };
         self.core.reqs.insert(Request::new(Kind::Rma(st), op))
     }

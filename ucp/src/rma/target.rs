@@ -15,7 +15,7 @@ use crate::proto::command::Command;
 use crate::proto::core::Core;
 use crate::proto::lanes::Lanes;
 use crate::request::buf::{Lent, LentMut};
-use crate::request::{Info, Kind};
+use crate::request::{Info, Kind, Request};
 use crate::ucs::slab::SlabId;
 use crate::ucs::{PeerMisbehaved, Status};
 use crate::uct::{process_nonce, Access, KeyFields, Posted as UctPosted, SrcId, Token};
@@ -285,8 +285,33 @@ impl Core {
             .map(|(id, _)| id)
             .collect();
         for id in ids {
+            if let Some(Request {
+                kind: Kind::Rma(s), ..
+            }) = self.reqs.get_mut(id)
+            {
+                // Nothing more is posted, and no reply will come; what the
+                // transport holds still finishes first.
+                s.error.get_or_insert_with(|| err.clone());
+                s.zcopy.iter_mut().for_each(|z| z.off = z.len);
+                if s.zcopy_inflight > 0 {
+                    s.pending = s.zcopy_inflight;
+                    continue;
+                }
+            }
             self.complete(id, Err(err.clone()));
         }
+    }
+
+    /// A zero-copy step of RMA request `id` completed (from the
+    /// transport).
+    pub(crate) fn rma_zcopy_done(&mut self, id: SlabId, result: crate::Result<()>) {
+        if let Some(Request {
+            kind: Kind::Rma(s), ..
+        }) = self.reqs.get_mut(id)
+        {
+            s.zcopy_inflight = s.zcopy_inflight.saturating_sub(1);
+        }
+        self.rma_step_done(id, result);
     }
 
     /// Whether RMA requests of `ep` (or of any endpoint) are still waiting.
@@ -340,6 +365,7 @@ impl Core {
                 Ok(UctPosted::InFlight) => {
                     z.off += n;
                     s.pending += 1;
+                    s.zcopy_inflight += 1;
                 }
                 Ok(UctPosted::NoResource) => {
                     if let Err(e) = tx.pending_add(z.iface, z.uct_ep, token) {

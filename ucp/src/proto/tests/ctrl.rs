@@ -38,9 +38,6 @@ fn queued_answers_go_in_order_when_the_lane_has_room() {
 }
 
 #[test]
-#[ignore = "bug: fail_ep fails the queued protocol messages (detached Ctrl requests) through \
-            complete(), which counts them in released_done and keeps their error as \
-            released_error, as if they were requests the user released"]
 fn answers_dropped_by_a_failed_endpoint_are_not_user_requests() {
     let (mut b, _bufs) = answers_queued();
     let (done, err) = (

@@ -158,9 +158,6 @@ fn offers_of_a_tail_the_sender_did_not_expect_are_refused() {
 }
 
 #[test]
-#[ignore = "bug: once the tail is written and the ATP sent, the send returns to \
-            Get(AwaitAts), so a repeated RNDV_RTR_SPLIT is accepted again and the tail \
-            written a second time, into a receive that may have completed"]
 fn a_repeated_offer_after_the_atp_writes_nothing() {
     let (mut a, mut b) = nodes();
     let data = pattern(LEN);
