@@ -38,8 +38,9 @@ pub mod perf;
 pub use context::{config_tables, registry, Context};
 pub use rucx_ucp as ucp;
 pub use rucx_ucp::{
-    Access, AtomicOp, AtomicValue, Completion, Ep, Error, Info, MemMap, Message, Op, OpError,
-    Pending, Posted, ReqId, Result, Rkey, Scope, Worker, WorkerMut, TAG_MASK_ALL, TAG_MASK_ANY,
+    Access, AccessDenied, AtomicOp, AtomicValue, Completion, Ep, Error, Info, MemMap, Message, Op,
+    OpError, Pending, Posted, ReqId, Result, Rkey, Scope, Worker, WorkerMut, TAG_MASK_ALL,
+    TAG_MASK_ANY,
 };
 
 /// The README's examples, compiled and run as doctests.

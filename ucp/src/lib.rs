@@ -80,6 +80,7 @@ pub use context::Context;
 pub use error::{Error, Result};
 pub use request::{Callback, Completion, Info, IoBuf, IoBufMut, Op, Posted, ReqId};
 pub use rma::{AtomicOp, AtomicValue, MemMap, Rkey};
+pub use uct::ucs::AccessDenied;
 pub use uct::Access;
 pub use worker::{Armed, RcacheMode, Worker, DROP_WRITES_TIMEOUT, MAX_SLEEP};
 

@@ -287,7 +287,10 @@ impl TcpIface {
 
 /// The error for an unknown endpoint id.
 pub(crate) fn no_ep(ep: EpId) -> Error {
-    Error::InvalidParam(format!("tcp: no endpoint {}", ep.0))
+    Error::UnknownEndpoint {
+        transport: "tcp".into(),
+        ep: ep.0.into(),
+    }
 }
 
 /// Checks an active message id.

@@ -2,7 +2,7 @@
 
 use std::os::fd::RawFd;
 
-use uct::ucs::{Error, Result};
+use uct::ucs::{EndpointCause, Error, Result};
 use uct::{AmId, AmSink, Armed, EpId, Iface, Iov, Posted, RemoteKey, Token};
 
 use crate::config::MAX_IOV;
@@ -18,8 +18,14 @@ impl TcpIface {
         let e = self.eps.get(ep.0).ok_or_else(|| no_ep(ep))?;
         match (&e.failed, e.conn) {
             (None, Some(c)) => Ok(c),
-            (Some(err), _) => Err(Error::EndpointFailed(format!("{}: {err}", e.peer))),
-            (None, None) => Err(Error::EndpointFailed(format!("{}", e.peer))),
+            (Some(err), _) => Err(Error::endpoint_failed(
+                format!("tcp {}", e.peer),
+                EndpointCause::Earlier(err.duplicate().into()),
+            )),
+            (None, None) => Err(Error::endpoint_failed(
+                format!("tcp {}", e.peer),
+                EndpointCause::ConnectionLost,
+            )),
         }
     }
 

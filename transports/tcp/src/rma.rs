@@ -34,16 +34,19 @@ impl TcpIface {
         rkey: &RemoteKey,
         token: Token,
     ) -> Result<Posted> {
+        if iov.len() > MAX_IOV {
+            return Err(Error::limit("put_zcopy iov entries", iov.len(), MAX_IOV));
+        }
         let total = iov.iter().try_fold(0usize, |acc, v| acc.checked_add(v.len));
         let max = self.limits.max_put;
         let total = match total {
-            Some(t) if t <= max && iov.len() <= MAX_IOV => t,
-            _ => {
-                return Err(Error::InvalidParam(format!(
-                    "tcp: put_zcopy of {} iov entries, {} bytes: limits are {MAX_IOV}, {max}",
-                    iov.len(),
-                    total.map_or_else(|| "too many".to_string(), |t| t.to_string()),
-                )))
+            Some(t) if t <= max => t,
+            t => {
+                return Err(Error::limit(
+                    "put_zcopy length",
+                    t.unwrap_or(usize::MAX),
+                    max,
+                ))
             }
         };
         let key = crate::mem::put_key(rkey)?;

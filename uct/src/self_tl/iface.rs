@@ -35,11 +35,14 @@ pub(super) struct SelfIface {
 }
 
 fn no_ep(ep: EpId) -> Error {
-    Error::InvalidParam(format!("self: no endpoint {}", ep.0))
+    Error::UnknownEndpoint {
+        transport: "self".into(),
+        ep: ep.0.into(),
+    }
 }
 
 fn failed() -> Error {
-    Error::EndpointFailed("self: target iface closed".into())
+    Error::endpoint_failed("self", crate::ucs::EndpointCause::PeerGone)
 }
 
 impl SelfIface {

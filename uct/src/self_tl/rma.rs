@@ -13,17 +13,20 @@ use super::{rkey, MAX_IOV, MAX_RMA};
 use crate::{Access, Error, Iov, RemoteKey, Result};
 
 /// Total length of `iov`, checked against the entry count and [`MAX_RMA`].
-fn total_len(op: &str, iov: &[Iov]) -> Result<usize> {
+///
+/// `op` names the operation's length, `op_iov` its entry count.
+fn total_len(op: &'static str, op_iov: &'static str, iov: &[Iov]) -> Result<usize> {
     if iov.len() > MAX_IOV {
-        return Err(Error::InvalidParam(format!(
-            "self: {op} with {} iov entries, at most {MAX_IOV}",
-            iov.len()
-        )));
+        return Err(Error::limit(op_iov, iov.len(), MAX_IOV));
     }
-    iov.iter()
+    let total = iov
+        .iter()
         .try_fold(0usize, |acc, v| acc.checked_add(v.len))
-        .filter(|&t| t <= MAX_RMA)
-        .ok_or_else(|| Error::InvalidParam(format!("self: {op} exceeds {MAX_RMA} bytes")))
+        .unwrap_or(usize::MAX);
+    match total <= MAX_RMA {
+        true => Ok(total),
+        false => Err(Error::limit(op, total, MAX_RMA)),
+    }
 }
 
 /// The checked fields of a key given to an operation.
@@ -43,7 +46,7 @@ fn key_fields(rkey: &RemoteKey) -> Result<crate::KeyFields> {
 ///
 /// Each range of `iov` is valid for reads during the call.
 pub(super) unsafe fn put(iov: &[Iov], remote_addr: u64, rkey: &RemoteKey) -> Result<()> {
-    let total = total_len("put_zcopy", iov)?;
+    let total = total_len("put_zcopy length", "put_zcopy iov entries", iov)?;
     let key = key_fields(rkey)?;
     super::REGS.with_range(&key, remote_addr, total, Access::REMOTE_WRITE, |dst| {
         let mut at = 0;
@@ -69,7 +72,7 @@ pub(super) unsafe fn put(iov: &[Iov], remote_addr: u64, rkey: &RemoteKey) -> Res
 /// Each range of `iov` is valid for writes during the call, and not
 /// accessed by anyone else meanwhile.
 pub(super) unsafe fn get(iov: &[Iov], remote_addr: u64, rkey: &RemoteKey) -> Result<()> {
-    let total = total_len("get_zcopy", iov)?;
+    let total = total_len("get_zcopy length", "get_zcopy iov entries", iov)?;
     let key = key_fields(rkey)?;
     super::REGS.with_range(&key, remote_addr, total, Access::REMOTE_READ, |src| {
         let mut at = 0;

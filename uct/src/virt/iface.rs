@@ -142,7 +142,11 @@ impl VirtIface {
             _ => (Caps::GET_ZCOPY, self.info.attr.max_get_zcopy),
         };
         if !self.info.attr.caps.contains(cap) {
-            return Err(Error::Unsupported(format!("virt: {op}")));
+            let name = match op {
+                Op::Put => "put_zcopy",
+                _ => "get_zcopy",
+            };
+            return Err(Error::op_unsupported("virt", name));
         }
         if iov.len() > self.info.attr.max_iov {
             return Err(too_big(

@@ -4,7 +4,7 @@
 use std::os::fd::RawFd;
 
 use crate::verbs::{Mr, QpId, SendFlags, SendOp, SendWr, Sge};
-use uct::ucs::{Error, Result};
+use uct::ucs::{AccessDenied, EndpointCause, Error, Result};
 use uct::{Access, AmId, AmSink, Armed, EpId, Iface, Iov, Posted, RemoteKey, Token, AM_ID_MAX};
 
 use super::bufs::Owner;
@@ -45,10 +45,10 @@ impl RcIface {
         match self.conn(qp) {
             Some(c) if (credit && c.credits == 0) || c.sq_free < sq => Ok(None),
             Some(_) => Ok(Some(qp)),
-            None => Err(Error::EndpointFailed(format!(
-                "{}: connection gone",
-                self.info.tl_name
-            ))),
+            None => Err(Error::endpoint_failed(
+                self.info.tl_name.clone(),
+                EndpointCause::ConnectionLost,
+            )),
         }
     }
 
@@ -171,10 +171,25 @@ impl RcIface {
                 self.info.attr.max_iov
             )));
         }
-        if !rkey.covers(addr, len) || !rkey.access.contains(need) {
-            return Err(Error::RemoteAccess(format!(
-                "rc: {len} bytes at {addr:#x} outside the key's range or rights"
-            )));
+        if !rkey.covers(addr, len) {
+            return Err(Error::remote_access(
+                self.info.tl_name.clone(),
+                AccessDenied::OutOfRange {
+                    addr,
+                    len,
+                    reg_addr: rkey.addr,
+                    reg_len: usize::try_from(rkey.len).unwrap_or(usize::MAX),
+                },
+            ));
+        }
+        if !rkey.access.contains(need) {
+            return Err(Error::remote_access(
+                self.info.tl_name.clone(),
+                AccessDenied::Rights {
+                    granted: format!("{:?}", rkey.access),
+                    needed: format!("{need:?}"),
+                },
+            ));
         }
         Ok((stag, len))
     }

@@ -16,7 +16,7 @@
 
 use std::time::Instant;
 
-use uct::ucs::{Error, Result};
+use uct::ucs::{AccessDenied, Error, Result};
 use uct::{Access, EpId, Iov, KeyFields, Posted, RemoteKey};
 
 use super::iface::{exited, CmaIface, LIVENESS_PERIOD, MAX_RMA};
@@ -39,6 +39,22 @@ fn op_name(dir: Dir) -> &'static str {
     }
 }
 
+/// What [`Error::Limit`] names for a direction's entry count.
+fn iov_op(dir: Dir) -> &'static str {
+    match dir {
+        Dir::Read => "get_zcopy iov entries",
+        Dir::Write => "put_zcopy iov entries",
+    }
+}
+
+/// What [`Error::Limit`] names for a direction's length.
+fn len_op(dir: Dir) -> &'static str {
+    match dir {
+        Dir::Read => "get_zcopy length",
+        Dir::Write => "put_zcopy length",
+    }
+}
+
 /// Checks at the initiator that `rkey` allows `need` on `[remote_addr,
 /// remote_addr + len)` of process `peer`, from the key's packed bytes:
 /// `InvalidParam` for a key of another memory domain or a malformed one,
@@ -53,17 +69,26 @@ pub(super) fn check_key(
 ) -> Result<KeyFields> {
     let (owner, f) = md_keys::key_owner(rkey)?;
     if owner != *peer {
-        return Err(Error::RemoteAccess(format!(
-            "cma: the key belongs to process {} (start {}), not to the endpoint's peer {} \
-             (start {})",
-            owner.pid, owner.start_time, peer.pid, peer.start_time
-        )));
+        return Err(Error::remote_access(
+            "cma",
+            AccessDenied::InvalidKey(
+                format!(
+                    "it belongs to process {} (start {}), not to the endpoint's peer {} \
+                     (start {})",
+                    owner.pid, owner.start_time, peer.pid, peer.start_time
+                )
+                .into(),
+            ),
+        ));
     }
     if !f.access.contains(need) {
-        return Err(Error::RemoteAccess(format!(
-            "cma: the key grants {:?}, not {need:?}",
-            f.access
-        )));
+        return Err(Error::remote_access(
+            "cma",
+            AccessDenied::Rights {
+                granted: format!("{:?}", f.access),
+                needed: format!("{need:?}"),
+            },
+        ));
     }
     // The key's range does not wrap (checked when decoding).
     let key_end = f.addr.saturating_add(f.len);
@@ -72,10 +97,15 @@ pub(super) fn check_key(
             .checked_add(len as u64)
             .is_some_and(|end| end <= key_end);
     if !inside {
-        return Err(Error::RemoteAccess(format!(
-            "cma: {len} bytes at {remote_addr:#x} are outside the key's {} bytes at {:#x}",
-            f.len, f.addr
-        )));
+        return Err(Error::remote_access(
+            "cma",
+            AccessDenied::OutOfRange {
+                addr: remote_addr,
+                len,
+                reg_addr: f.addr,
+                reg_len: f.len as usize,
+            },
+        ));
     }
     Ok(f)
 }
@@ -98,20 +128,16 @@ impl CmaIface {
         let max_iov = self.limits.max_iov;
         let e = self.ep_mut(ep)?;
         let (peer, pid, seen) = (e.peer, e.pid, e.seen);
-        let name = op_name(dir);
         if iov.len() > max_iov {
-            return Err(Error::InvalidParam(format!(
-                "cma: {name} with {} iov entries, at most {max_iov}",
-                iov.len()
-            )));
+            return Err(Error::limit(iov_op(dir), iov.len(), max_iov));
         }
         let total = iov
             .iter()
             .try_fold(0usize, |t, v| t.checked_add(v.len))
-            .filter(|&t| t <= MAX_RMA)
-            .ok_or_else(|| {
-                Error::InvalidParam(format!("cma: {name} of more than {MAX_RMA} bytes"))
-            })?;
+            .unwrap_or(usize::MAX);
+        if total > MAX_RMA {
+            return Err(Error::limit(len_op(dir), total, MAX_RMA));
+        }
         let need = right(dir);
         let fields = check_key(rkey, &peer, remote_addr, total, need)?;
         let now = Instant::now();
@@ -155,21 +181,34 @@ impl CmaIface {
         s: Stopped,
     ) -> Error {
         let name = op_name(dir);
-        let what = format!(
-            "cma: {name} of {total} bytes at {remote_addr:#x} in process {pid} \
+        let detail = format!(
+            "{name} of {total} bytes at {remote_addr:#x} in process {pid} \
              (after {} bytes moved)",
             s.moved
         );
+        let what = format!("cma: {detail}");
         match s.errno {
             libc::ESRCH => self.fail_ep(ep, exited(pid)),
-            libc::EFAULT => Error::RemoteAccess(format!(
-                "{what}: bad address (the range is not mapped in the peer, or a local range \
-                 is not)"
-            )),
-            libc::EPERM => Error::RemoteAccess(format!(
-                "{what}: the kernel refused to attach (EPERM: another user, the Yama ptrace \
-                 policy, or a peer that is not dumpable)"
-            )),
+            libc::EFAULT => Error::remote_access(
+                "cma",
+                AccessDenied::Refused(
+                    format!(
+                        "{detail}: bad address (the range is not mapped in the peer, or a \
+                         local range is not)"
+                    )
+                    .into(),
+                ),
+            ),
+            libc::EPERM => Error::remote_access(
+                "cma",
+                AccessDenied::Refused(
+                    format!(
+                        "{detail}: the kernel refused to attach (EPERM: another user, the \
+                         Yama ptrace policy, or a peer that is not dumpable)"
+                    )
+                    .into(),
+                ),
+            ),
             libc::ENOMEM => Error::NoMemory(what),
             errno => Error::io(what, std::io::Error::from_raw_os_error(errno)),
         }

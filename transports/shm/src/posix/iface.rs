@@ -5,7 +5,7 @@ use std::os::fd::RawFd;
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::{Duration, Instant};
 
-use uct::ucs::{Error, Result};
+use uct::ucs::{EndpointCause, Error, Result};
 use uct::{AmId, AmSink, Armed, EpId, EpTable, Iface, IfaceParams, Iov, Posted, Token};
 
 use super::addr::IfaceAddr;
@@ -54,7 +54,15 @@ pub(crate) struct PosixIface {
 }
 
 fn no_ep(ep: EpId) -> Error {
-    Error::InvalidParam(format!("posix: no endpoint {}", ep.0))
+    Error::UnknownEndpoint {
+        transport: "posix".into(),
+        ep: ep.0.into(),
+    }
+}
+
+/// The error of an endpoint whose peer failed for `why`.
+fn peer_failed(why: &str) -> Error {
+    Error::endpoint_failed("posix", EndpointCause::Other(why.to_string().into()))
 }
 
 impl PosixIface {
@@ -109,8 +117,8 @@ impl PosixIface {
             .and_then(Option::as_mut)
             .ok_or_else(|| no_ep(ep))?;
         match (&peer.failed, failed) {
-            (Some(why), _) => Err(Error::EndpointFailed(format!("posix: {why}"))),
-            (None, true) => Err(Error::EndpointFailed("posix: endpoint failed".into())),
+            (Some(why), _) => Err(peer_failed(why)),
+            (None, true) => Err(Error::endpoint_failed("posix", EndpointCause::PeerGone)),
             (None, false) => Ok(peer),
         }
     }
@@ -153,8 +161,7 @@ impl PosixIface {
             for (id, e) in self.eps.iter_mut() {
                 if e.peer == pi && !e.failed {
                     e.failed = true;
-                    self.failed
-                        .push_back((id, Error::EndpointFailed(format!("posix: {why}"))));
+                    self.failed.push_back((id, peer_failed(&why)));
                 }
             }
         }
@@ -312,7 +319,7 @@ impl Iface for PosixIface {
         _iov: &[Iov],
         _token: Token,
     ) -> Result<Posted> {
-        Err(Error::Unsupported("posix: am_zcopy".into()))
+        Err(Error::op_unsupported("posix", "am_zcopy"))
     }
 
     fn pending_add(&mut self, ep: EpId, token: Token) -> Result<()> {
