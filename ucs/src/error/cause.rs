@@ -3,10 +3,12 @@
 
 use std::borrow::Cow;
 use std::fmt;
-use std::io;
 use std::sync::Arc;
 
 /// Why an endpoint failed.
+///
+/// An OS error is an [`Earlier`](EndpointCause::Earlier) error of the
+/// connection: [`Error::Io`](super::Error::Io) with its `errno`.
 ///
 /// A transport with its own typed report of the failure (an iWARP
 /// Terminate, an RDMA completion status) puts it in [`Transport`]; a
@@ -21,8 +23,6 @@ pub enum EndpointCause {
     PeerGone,
     /// The connection under the endpoint ended.
     ConnectionLost,
-    /// A system call on the endpoint's connection failed.
-    Os(Arc<io::Error>),
     /// The transport's own report of the failure.
     Transport(Arc<dyn std::error::Error + Send + Sync>),
     /// An earlier failure of the connection, which all its endpoints share.
@@ -43,7 +43,6 @@ impl fmt::Display for EndpointCause {
         match self {
             EndpointCause::PeerGone => f.write_str("the peer is gone"),
             EndpointCause::ConnectionLost => f.write_str("connection lost"),
-            EndpointCause::Os(e) => write!(f, "{e}"),
             EndpointCause::Transport(e) => write!(f, "{e}"),
             EndpointCause::Earlier(e) => write!(f, "{e}"),
             EndpointCause::Other(s) => f.write_str(s),
@@ -54,7 +53,6 @@ impl fmt::Display for EndpointCause {
 impl std::error::Error for EndpointCause {
     fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
         match self {
-            EndpointCause::Os(e) => Some(&**e),
             EndpointCause::Transport(e) => Some(&**e),
             EndpointCause::Earlier(e) => Some(&**e),
             _ => None,
