@@ -36,6 +36,34 @@ mod context;
 pub mod perf;
 
 pub use context::{config_tables, registry, Context};
+
+/// Why an endpoint failed or a remote access was refused, as typed values.
+///
+/// [`Error::EndpointFailed`] has the transport's error as its source, and
+/// that error an [`EndpointCause`](cause::EndpointCause); a transport's own
+/// report (an iWARP [`TerminateCause`](cause::TerminateCause), an RDMA
+/// [`WcStatus`](cause::WcStatus)) is the source of that, found with
+/// `downcast_ref`:
+///
+/// ```
+/// use std::error::Error as _;
+///
+/// fn terminate(e: &rucx::Error) -> Option<rucx::cause::TerminateCause> {
+///     let mut next = e.source();
+///     while let Some(s) = next {
+///         if let Some(t) = s.downcast_ref::<rucx::cause::TerminateCause>() {
+///             return Some(*t);
+///         }
+///         next = s.source();
+///     }
+///     None
+/// }
+/// # let _ = terminate;
+/// ```
+pub mod cause {
+    pub use rucx_rdma::{TerminateCause, WcStatus};
+    pub use rucx_ucp::ucs::{AccessDenied, EndpointCause};
+}
 pub use rucx_ucp as ucp;
 pub use rucx_ucp::{
     Access, AccessDenied, AtomicOp, AtomicValue, Completion, Ep, Error, Info, MemMap, Message, Op,
