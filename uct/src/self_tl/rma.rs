@@ -23,10 +23,10 @@ fn total_len(op: &'static str, op_iov: &'static str, iov: &[Iov]) -> Result<usiz
         .iter()
         .try_fold(0usize, |acc, v| acc.checked_add(v.len))
         .unwrap_or(usize::MAX);
-    match total <= MAX_RMA {
-        true => Ok(total),
-        false => Err(Error::limit(op, total, MAX_RMA)),
+    if total > MAX_RMA {
+        return Err(Error::limit(op, total, MAX_RMA));
     }
+    Ok(total)
 }
 
 /// The checked fields of a key given to an operation.
