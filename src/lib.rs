@@ -36,10 +36,39 @@ mod context;
 pub mod perf;
 
 pub use context::{config_tables, registry, Context};
+
+/// Why an endpoint failed or a remote access was refused, as typed values.
+///
+/// [`Error::EndpointFailed`] has the transport's error as its source, and
+/// that error an [`EndpointCause`](cause::EndpointCause); a transport's own
+/// report (an iWARP [`TerminateCause`](cause::TerminateCause), an RDMA
+/// [`WcStatus`](cause::WcStatus)) is the source of that, found with
+/// `downcast_ref`:
+///
+/// ```
+/// use std::error::Error as _;
+///
+/// fn terminate(e: &rucx::Error) -> Option<rucx::cause::TerminateCause> {
+///     let mut next = e.source();
+///     while let Some(s) = next {
+///         if let Some(t) = s.downcast_ref::<rucx::cause::TerminateCause>() {
+///             return Some(*t);
+///         }
+///         next = s.source();
+///     }
+///     None
+/// }
+/// # let _ = terminate;
+/// ```
+pub mod cause {
+    pub use rucx_rdma::{TerminateCause, WcStatus};
+    pub use rucx_ucp::ucs::{AccessDenied, EndpointCause};
+}
 pub use rucx_ucp as ucp;
 pub use rucx_ucp::{
-    Access, AtomicOp, AtomicValue, Completion, Ep, Error, Info, MemMap, Message, Op, OpError,
-    Pending, Posted, ReqId, Result, Rkey, Scope, Worker, WorkerMut, TAG_MASK_ALL, TAG_MASK_ANY,
+    Access, AccessDenied, AtomicOp, AtomicValue, Completion, Ep, Error, Info, MemMap, Message, Op,
+    OpError, Pending, Posted, ReqId, Result, Rkey, Scope, Worker, WorkerMut, TAG_MASK_ALL,
+    TAG_MASK_ANY,
 };
 
 /// The README's examples, compiled and run as doctests.

@@ -6,7 +6,9 @@
 mod common;
 
 use common::*;
-use rucx::{Access, AtomicOp, AtomicValue, Ep, Error, MemMap, Op, Posted, Rkey, Worker};
+use rucx::{
+    Access, AccessDenied, AtomicOp, AtomicValue, Ep, Error, MemMap, Op, Posted, Rkey, Worker,
+};
 
 const ALL: Access = Access::REMOTE_READ
     .union(Access::REMOTE_WRITE)
@@ -243,7 +245,27 @@ fn atomics_every_op_and_width() {
 }
 
 fn refused<T>(r: rucx::Result<T>) -> bool {
-    matches!(r, Err(Error::RemoteAccess(_)))
+    matches!(r, Err(Error::RemoteAccess { .. }))
+}
+
+/// Refused for lack of rights.
+fn no_right<T>(r: rucx::Result<T>) -> bool {
+    matches!(
+        r,
+        Err(Error::RemoteAccess {
+            reason: AccessDenied::Rights { .. }
+        })
+    )
+}
+
+/// Refused as outside the registration.
+fn outside<T>(r: rucx::Result<T>) -> bool {
+    matches!(
+        r,
+        Err(Error::RemoteAccess {
+            reason: AccessDenied::OutOfRange { .. }
+        })
+    )
 }
 
 #[test]
@@ -253,20 +275,20 @@ fn initiator_refuses_what_the_key_does_not_allow() {
         let (m, k) = p.map(4096, Access::REMOTE_READ);
         m.write(0, &[9; 16]).unwrap();
         assert!(
-            refused(p.put(&[1; 8], m.addr(), &k)),
+            no_right(p.put(&[1; 8], m.addr(), &k)),
             "{tls}: put without write rights"
         );
         let mut buf = [0u8; 8];
         assert!(
-            refused(p.get(&mut buf, m.addr() + 4090, &k)),
+            outside(p.get(&mut buf, m.addr() + 4090, &k)),
             "{tls}: get past the end"
         );
         assert!(
-            refused(p.get(&mut buf, m.addr() - 1, &k)),
+            outside(p.get(&mut buf, m.addr() - 1, &k)),
             "{tls}: get before the start"
         );
         assert!(
-            refused(p.fetch(AtomicOp::Add, AtomicValue::U64(1), 0, m.addr(), &k)),
+            no_right(p.fetch(AtomicOp::Add, AtomicValue::U64(1), 0, m.addr(), &k)),
             "{tls}: atomic without rights"
         );
         let (_m2, k2) = p.map(64, ALL);

@@ -78,7 +78,7 @@ fn target(ep: Option<Ep>, remote: &Option<Remote>) -> Result<(Ep, &Remote)> {
 /// failure of the operation.
 fn op_error(op: &'static str, e: rucx_ucp::Error) -> PerfError {
     match e {
-        rucx_ucp::Error::Endpoint(cause) => PerfError::PeerGone(format!("{op}: {cause}")),
+        rucx_ucp::Error::EndpointFailed { cause } => PerfError::PeerGone(format!("{op}: {cause}")),
         e => PerfError::transport(op, e),
     }
 }

@@ -256,7 +256,10 @@ impl Victim {
                 }
                 Some(Err(e)) => {
                     assert!(
-                        matches!(e.error, Error::Truncated { .. } | Error::Endpoint(_)),
+                        matches!(
+                            e.error,
+                            Error::Truncated { .. } | Error::EndpointFailed { .. }
+                        ),
                         "{e:?}"
                     );
                     report.failed += 1;

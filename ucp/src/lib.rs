@@ -114,6 +114,7 @@ pub use error::{Error, Result};
 pub use reg::RcacheMode;
 pub use request::{Callback, Completion, Info, IoBuf, IoBufMut, Op, Posted, ReqId};
 pub use rma::{AtomicOp, AtomicValue, MemMap, Rkey};
+pub use uct::ucs::AccessDenied;
 pub use uct::Access;
 pub use worker::{Armed, Worker, DROP_WRITES_TIMEOUT, MAX_SLEEP};
 

@@ -1,7 +1,14 @@
 //! The error type shared by ucs, uct and the transports.
 
 use crate::status::Status;
+use std::borrow::Cow;
 use std::io;
+
+mod cause;
+#[cfg(test)]
+mod tests;
+
+pub use cause::{AccessDenied, EndpointCause};
 
 /// A protocol violation by a peer: the bytes it sent cannot be valid.
 ///
@@ -45,6 +52,9 @@ pub enum PeerMisbehaved {
 }
 
 /// A failure in rucx's lower layers.
+///
+/// Clone-free by design (`io::Error` is not `Clone`); [`Error::duplicate`]
+/// copies one for fanning a failure out.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum Error {
@@ -80,19 +90,59 @@ pub enum Error {
     /// The address bytes cannot be decoded.
     #[error("invalid address: {0}")]
     InvalidAddr(String),
-    /// An argument is out of its documented range.
+    /// An argument is out of its documented range, in words (a
+    /// configuration value, a handle of the wrong owner, ...).
     #[error("invalid parameter: {0}")]
     InvalidParam(String),
-    /// The operation is not offered here.
+    /// A length or count is larger than the operation allows.
+    #[error("{op}: {len} exceeds the maximum of {max}")]
+    Limit {
+        /// What was too large, e.g. `"am_short payload"`.
+        op: &'static str,
+        /// The length or count given.
+        len: usize,
+        /// The largest allowed.
+        max: usize,
+    },
+    /// An endpoint id that names no endpoint of the iface.
+    #[error("{transport}: no endpoint {ep}")]
+    UnknownEndpoint {
+        /// The transport.
+        transport: Cow<'static, str>,
+        /// The id given.
+        ep: u64,
+    },
+    /// Something the operation needs is not available here, in words
+    /// (e.g. a shared memory directory that is missing).
     #[error("unsupported: {0}")]
     Unsupported(String),
+    /// The transport does not offer the operation.
+    #[error("{transport}: {op} is not supported")]
+    OpUnsupported {
+        /// The transport or memory domain.
+        transport: Cow<'static, str>,
+        /// The operation, e.g. `"am_zcopy"`.
+        op: &'static str,
+    },
     /// A peer's memory refused the access: outside the registration,
     /// without the right, or deregistered (a forged or stale key).
-    #[error("remote access denied: {0}")]
-    RemoteAccess(String),
+    #[error("{transport}: remote access denied: {reason}")]
+    RemoteAccess {
+        /// The transport or memory domain that refused.
+        transport: Cow<'static, str>,
+        /// Why.
+        #[source]
+        reason: AccessDenied,
+    },
     /// The endpoint failed earlier; operations on it fail with this.
-    #[error("endpoint failed: {0}")]
-    EndpointFailed(String),
+    #[error("{transport}: endpoint failed: {cause}")]
+    EndpointFailed {
+        /// The transport (with the peer, where it knows one).
+        transport: Cow<'static, str>,
+        /// Why; a transport's typed cause is on its source chain.
+        #[source]
+        cause: EndpointCause,
+    },
     /// The operation was canceled.
     #[error("canceled")]
     Canceled,
@@ -121,6 +171,35 @@ impl Error {
         Error::io(op, io::Error::last_os_error())
     }
 
+    /// `len` is over `max` for `op`.
+    pub fn limit(op: &'static str, len: usize, max: usize) -> Error {
+        Error::Limit { op, len, max }
+    }
+
+    /// `transport` does not offer `op`.
+    pub fn op_unsupported(transport: impl Into<Cow<'static, str>>, op: &'static str) -> Error {
+        Error::OpUnsupported {
+            transport: transport.into(),
+            op,
+        }
+    }
+
+    /// `transport` refused a remote access for `reason`.
+    pub fn remote_access(transport: impl Into<Cow<'static, str>>, reason: AccessDenied) -> Error {
+        Error::RemoteAccess {
+            transport: transport.into(),
+            reason,
+        }
+    }
+
+    /// An endpoint of `transport` failed with `cause`.
+    pub fn endpoint_failed(transport: impl Into<Cow<'static, str>>, cause: EndpointCause) -> Error {
+        Error::EndpointFailed {
+            transport: transport.into(),
+            cause,
+        }
+    }
+
     /// The UCX status code that best describes this error.
     pub fn status(&self) -> Status {
         match self {
@@ -138,9 +217,12 @@ impl Error {
             Error::Unreachable(_) => Status::Unreachable,
             Error::InvalidAddr(_) => Status::InvalidAddr,
             Error::InvalidParam(_) => Status::InvalidParam,
+            Error::Limit { .. } => Status::InvalidParam,
+            Error::UnknownEndpoint { .. } => Status::InvalidParam,
             Error::Unsupported(_) => Status::Unsupported,
-            Error::RemoteAccess(_) => Status::Rejected,
-            Error::EndpointFailed(_) => Status::ConnectionReset,
+            Error::OpUnsupported { .. } => Status::Unsupported,
+            Error::RemoteAccess { .. } => Status::Rejected,
+            Error::EndpointFailed { .. } => Status::ConnectionReset,
             Error::Canceled => Status::Canceled,
             Error::TimedOut(_) => Status::TimedOut,
             Error::NoMemory(_) => Status::NoMemory,
@@ -168,9 +250,19 @@ impl Error {
             Error::Unreachable(s) => Error::Unreachable(s.clone()),
             Error::InvalidAddr(s) => Error::InvalidAddr(s.clone()),
             Error::InvalidParam(s) => Error::InvalidParam(s.clone()),
+            Error::Limit { op, len, max } => Error::limit(op, *len, *max),
+            Error::UnknownEndpoint { transport, ep } => Error::UnknownEndpoint {
+                transport: transport.clone(),
+                ep: *ep,
+            },
             Error::Unsupported(s) => Error::Unsupported(s.clone()),
-            Error::RemoteAccess(s) => Error::RemoteAccess(s.clone()),
-            Error::EndpointFailed(s) => Error::EndpointFailed(s.clone()),
+            Error::OpUnsupported { transport, op } => Error::op_unsupported(transport.clone(), op),
+            Error::RemoteAccess { transport, reason } => {
+                Error::remote_access(transport.clone(), reason.clone())
+            }
+            Error::EndpointFailed { transport, cause } => {
+                Error::endpoint_failed(transport.clone(), cause.clone())
+            }
             Error::Canceled => Error::Canceled,
             Error::TimedOut(s) => Error::TimedOut(s.clone()),
             Error::NoMemory(s) => Error::NoMemory(s.clone()),

@@ -30,5 +30,5 @@ pub mod sock;
 pub mod status;
 pub mod sys;
 
-pub use error::{Error, PeerMisbehaved, Result};
+pub use error::{AccessDenied, EndpointCause, Error, PeerMisbehaved, Result};
 pub use status::Status;

@@ -84,37 +84,37 @@ pub trait MemoryDomain: Send + Sync + std::fmt::Debug {
     /// Registering 0 bytes is allowed.
     unsafe fn mem_reg(&self, addr: *mut u8, len: usize, access: Access) -> Result<MemHandle> {
         let _ = (addr, len, access);
-        Err(crate::Error::Unsupported(format!(
-            "{}: mem_reg",
-            self.name()
-        )))
+        Err(crate::Error::op_unsupported(
+            self.name().to_string(),
+            "mem_reg",
+        ))
     }
 
     /// Ends a registration: later accesses through its keys fail.
     fn mem_dereg(&self, memh: &MemHandle) -> Result<()> {
         let _ = memh;
-        Err(crate::Error::Unsupported(format!(
-            "{}: mem_dereg",
-            self.name()
-        )))
+        Err(crate::Error::op_unsupported(
+            self.name().to_string(),
+            "mem_dereg",
+        ))
     }
 
     /// Bytes a peer turns into a [`RemoteKey`] with `rkey_unpack`.
     fn mkey_pack(&self, memh: &MemHandle) -> Result<Vec<u8>> {
         let _ = memh;
-        Err(crate::Error::Unsupported(format!(
-            "{}: mkey_pack",
-            self.name()
-        )))
+        Err(crate::Error::op_unsupported(
+            self.name().to_string(),
+            "mkey_pack",
+        ))
     }
 
     /// Validates and unpacks a key packed by a peer's domain of this kind.
     fn rkey_unpack(&self, packed: &[u8]) -> Result<RemoteKey> {
         let _ = packed;
-        Err(crate::Error::Unsupported(format!(
-            "{}: rkey_unpack",
-            self.name()
-        )))
+        Err(crate::Error::op_unsupported(
+            self.name().to_string(),
+            "rkey_unpack",
+        ))
     }
 
     /// The domain's allocation of memory that peers on its host can map

@@ -136,12 +136,12 @@ pub fn derive_caps(iface: &mut dyn Iface) -> Caps {
 }
 
 /// The operations an accessor gave (`ops`), or, where the iface has no
-/// such family, the error for asking: [`Error::Unsupported`] naming
+/// such family, the error for asking: [`Error::OpUnsupported`] naming
 /// `family`. For callers that chose the iface by its [`Caps`] and treat a
 /// missing family as a failed operation, e.g.
 /// `offered(iface.am(), "am").and_then(|am| am.am_short(..))`.
-pub fn offered<'a, T: ?Sized>(ops: Option<&'a mut T>, family: &str) -> Result<&'a mut T> {
-    ops.ok_or_else(|| Error::Unsupported(format!("no {family} operations on this iface")))
+pub fn offered<'a, T: ?Sized>(ops: Option<&'a mut T>, family: &'static str) -> Result<&'a mut T> {
+    ops.ok_or_else(|| Error::op_unsupported("this iface", family))
 }
 
 #[cfg(test)]

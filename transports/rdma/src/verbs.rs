@@ -6,7 +6,10 @@
 //! flag words that can disagree.
 
 use std::net::SocketAddr;
-use uct::ucs::Error;
+use uct::ucs::{AccessDenied, EndpointCause, Error};
+
+mod cause;
+pub use cause::TerminateCause;
 
 pub use uct::Access;
 
@@ -243,11 +246,14 @@ impl WcStatus {
     pub fn to_error(self, what: &str) -> Option<Error> {
         Some(match self {
             WcStatus::Success => return None,
-            WcStatus::RemAccessErr => Error::RemoteAccess(format!("{what}: remote access error")),
+            WcStatus::RemAccessErr => Error::remote_access(
+                what.to_string(),
+                AccessDenied::Refused("the peer reported a remote access error".into()),
+            ),
             WcStatus::LocProtErr => Error::InvalidParam(format!("{what}: local protection error")),
             WcStatus::LocLenErr => Error::InvalidParam(format!("{what}: local length error")),
             WcStatus::WrFlushErr => Error::Canceled,
-            s => Error::EndpointFailed(format!("{what}: {s:?}")),
+            s => Error::endpoint_failed(what.to_string(), EndpointCause::transport(s)),
         })
     }
 }
@@ -403,4 +409,6 @@ pub struct AsyncEvent {
     /// What happened, for logs and errors (e.g. the Terminate's layer,
     /// type and code).
     pub detail: String,
+    /// The Terminate sent or received, when one ended the queue pair.
+    pub terminate: Option<TerminateCause>,
 }

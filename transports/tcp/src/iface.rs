@@ -283,5 +283,8 @@ impl TcpIface {
 
 /// The error for an unknown endpoint id.
 pub(crate) fn no_ep(ep: EpId) -> Error {
-    Error::InvalidParam(format!("tcp: no endpoint {}", ep.0))
+    Error::UnknownEndpoint {
+        transport: "tcp".into(),
+        ep: ep.0.into(),
+    }
 }

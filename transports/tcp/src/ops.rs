@@ -3,7 +3,7 @@
 
 use std::os::fd::RawFd;
 
-use uct::ucs::{Error, Result};
+use uct::ucs::{EndpointCause, Error, Result};
 use uct::{
     limits, AmId, AmOps, AmSink, AmZcopyOps, Armed, EpId, Iface, Iov, Posted, PutOps, RemoteKey,
     Token,
@@ -22,8 +22,14 @@ impl TcpIface {
         let e = self.eps.get(ep.0).ok_or_else(|| no_ep(ep))?;
         match (&e.failed, e.conn) {
             (None, Some(c)) => Ok(c),
-            (Some(err), _) => Err(Error::EndpointFailed(format!("{}: {err}", e.peer))),
-            (None, None) => Err(Error::EndpointFailed(format!("{}", e.peer))),
+            (Some(err), _) => Err(Error::endpoint_failed(
+                format!("tcp {}", e.peer),
+                EndpointCause::Earlier(err.duplicate().into()),
+            )),
+            (None, None) => Err(Error::endpoint_failed(
+                format!("tcp {}", e.peer),
+                EndpointCause::ConnectionLost,
+            )),
         }
     }
 
@@ -40,7 +46,7 @@ impl TcpIface {
     }
 
     fn copy_send(&mut self, ep: EpId, id: AmId, parts: &[&[u8]], total: usize) -> Result<Posted> {
-        limits::check_am_id("tcp", id)?;
+        limits::check_am_id(id)?;
         let ci = self.ep_conn(ep)?;
         let Some(c) = self.conns.get_mut(ci) else {
             return Err(no_ep(ep));
@@ -203,13 +209,13 @@ impl Iface for TcpIface {
 
 impl AmOps for TcpIface {
     fn am_short(&mut self, ep: EpId, id: AmId, header: u64, payload: &[u8]) -> Result<Posted> {
-        limits::check_short("tcp", payload.len(), self.limits.max_short)?;
+        limits::check_short(payload.len(), self.limits.max_short)?;
         let h = header.to_le_bytes();
         self.copy_send(ep, id, &[&h, payload], 8 + payload.len())
     }
 
     fn am_bcopy(&mut self, ep: EpId, id: AmId, parts: &[&[u8]]) -> Result<(Posted, usize)> {
-        let total = limits::bcopy_len("tcp", parts, self.limits.max_bcopy)?;
+        let total = limits::bcopy_len(parts, self.limits.max_bcopy)?;
         self.copy_send(ep, id, parts, total).map(|p| (p, total))
     }
 }
@@ -224,9 +230,8 @@ impl AmZcopyOps for TcpIface {
         token: Token,
     ) -> Result<Posted> {
         let max_hdr = self.info.attr.max_hdr;
-        let total =
-            limits::check_zcopy("tcp", header, iov, max_hdr, MAX_IOV, self.limits.max_zcopy)?;
-        limits::check_am_id("tcp", id)?;
+        let total = limits::check_zcopy(header, iov, max_hdr, MAX_IOV, self.limits.max_zcopy)?;
+        limits::check_am_id(id)?;
         let ci = self.ep_conn(ep)?;
         let Some(c) = self.conns.get_mut(ci) else {
             return Err(no_ep(ep));

@@ -34,7 +34,7 @@ impl TcpIface {
         rkey: &RemoteKey,
         token: Token,
     ) -> Result<Posted> {
-        let total = uct::limits::check_iov("tcp", "put_zcopy", iov, MAX_IOV, self.limits.max_put)?;
+        let total = uct::limits::check_iov("put_zcopy", iov, MAX_IOV, self.limits.max_put)?;
         let key = crate::mem::put_key(rkey)?;
         let ci = self.ep_conn(ep)?;
         let Some(c) = self.conns.get_mut(ci) else {

@@ -157,7 +157,7 @@ impl Core {
                 self.send_ctrl(tx, ep, AM_RNDV_RTR, d);
             }
             None => {
-                let e = ucs::Error::EndpointFailed("no endpoint back to the sender".into());
+                let e = crate::error::peer_failed("no endpoint back to the sender".into());
                 self.complete(SlabId::from_u64(rreq), Err(Error::endpoint(e)));
             }
         }

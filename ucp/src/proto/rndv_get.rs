@@ -98,7 +98,7 @@ impl Core {
     /// the data lanes, and posts them.
     pub(crate) fn start_get(&mut self, tx: &mut dyn Lanes, req: SlabId, to: AckTo, rb: RemoteBuf) {
         let Some(&ep) = self.src_eps.get(&(to.iface, to.src)) else {
-            let e = ucs::Error::EndpointFailed("no endpoint back to the sender".into());
+            let e = crate::error::peer_failed("no endpoint back to the sender".into());
             self.complete(req, Err(Error::endpoint(e)));
             return;
         };

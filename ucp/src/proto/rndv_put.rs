@@ -111,7 +111,7 @@ impl Core {
                 .ok()
                 .and_then(Status::from_code)
                 .unwrap_or(Status::IoError);
-            Error::endpoint(ucs::Error::EndpointFailed(format!(
+            Error::endpoint(crate::error::peer_failed(format!(
                 "the sender could not write: {s:?}"
             )))
         });
@@ -149,7 +149,7 @@ impl Core {
     /// asks for active-message data instead.
     pub(crate) fn answer_put(&mut self, tx: &mut dyn Lanes, to: AckTo, req: SlabId) {
         let Some(&ep) = self.src_eps.get(&(to.iface, to.src)) else {
-            let e = ucs::Error::EndpointFailed("no endpoint back to the sender".into());
+            let e = crate::error::peer_failed("no endpoint back to the sender".into());
             self.complete(req, Err(Error::endpoint(e)));
             return;
         };

@@ -137,11 +137,17 @@ pub(crate) struct ZcopyPlan {
 #[allow(unsafe_code)]
 unsafe impl Send for ZcopyPlan {}
 
+/// The target refused an operation, or answered it in a way that cannot be
+/// right, for `why`.
+pub(crate) fn refused(why: String) -> Error {
+    Error::remote_access(crate::ucs::AccessDenied::Refused(why.into()))
+}
+
 /// A transport's error on a one-sided step: a refused access stays a
 /// refusal (the endpoint is fine); anything else is the endpoint's error.
 pub(crate) fn transport_error(e: crate::ucs::Error) -> Error {
     match e {
-        crate::ucs::Error::RemoteAccess(m) => Error::RemoteAccess(m),
+        crate::ucs::Error::RemoteAccess { reason, .. } => Error::remote_access(reason),
         e => Error::endpoint(e),
     }
 }

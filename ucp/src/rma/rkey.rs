@@ -3,6 +3,7 @@
 use super::mem::{decode_packed, PackedKey};
 use super::wire::KeyRef;
 use crate::ucs::slab::SlabId;
+use crate::ucs::AccessDenied;
 use crate::uct::{Access, RemoteKey, RkeyMapping};
 use crate::{Ep, Error, Result, Worker};
 use std::sync::Arc;
@@ -105,15 +106,17 @@ impl Rkey {
             return Error::InvalidParam("the remote key was unpacked on another endpoint".into());
         }
         if !self.access.contains(need) {
-            return Error::RemoteAccess(format!(
-                "the remote memory grants {:?}, not {need:?}",
-                self.access
-            ));
+            return Error::remote_access(AccessDenied::Rights {
+                granted: format!("{:?}", self.access),
+                needed: format!("{need:?}"),
+            });
         }
-        Error::RemoteAccess(format!(
-            "{len} bytes at {addr:#x} are outside the remote range of {} bytes at {:#x}",
-            self.len, self.addr
-        ))
+        Error::remote_access(AccessDenied::OutOfRange {
+            addr,
+            len,
+            reg_addr: self.addr,
+            reg_len: usize::try_from(self.len).unwrap_or(usize::MAX),
+        })
     }
 }
 

@@ -189,8 +189,8 @@ impl Core {
         }
         let result = if r.status != 0 {
             let st = i8::try_from(r.status).ok().and_then(Status::from_code);
-            Err(Error::RemoteAccess(format!(
-                "the target refused: {}",
+            Err(super::refused(format!(
+                "the target answered {}",
                 st.map_or_else(|| format!("status {}", r.status), |s| s.to_string())
             )))
         } else {
@@ -221,7 +221,7 @@ impl Core {
                             };
                             Ok(())
                         }
-                        None => Err(Error::RemoteAccess(format!(
+                        None => Err(super::refused(format!(
                             "the target answered {} bytes at offset {} of a {len}-byte read",
                             data.len(),
                             r.offset
@@ -236,10 +236,7 @@ impl Core {
                             unsafe { ptr.write_unaligned(v.as_u64()) };
                             Ok(())
                         }
-                        _ => Err(Error::RemoteAccess(format!(
-                            "bad atomic result {:#x}",
-                            r.value
-                        ))),
+                        _ => Err(super::refused(format!("bad atomic result {:#x}", r.value))),
                     }
                 }
             }

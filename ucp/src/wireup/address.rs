@@ -65,8 +65,11 @@ pub struct WorkerAddress {
 }
 
 fn put_bytes(out: &mut Vec<u8>, b: &[u8]) -> Result<()> {
-    let len = u8::try_from(b.len())
-        .map_err(|_| Error::InvalidParam(format!("address field of {} bytes", b.len())))?;
+    let len = u8::try_from(b.len()).map_err(|_| Error::Limit {
+        op: "address field length",
+        len: b.len(),
+        max: u8::MAX.into(),
+    })?;
     out.push(len);
     out.extend_from_slice(b);
     Ok(())
@@ -88,8 +91,11 @@ impl WorkerAddress {
     pub fn encode(&self) -> Result<Vec<u8>> {
         let mut out = vec![VERSION];
         out.extend_from_slice(&self.uuid.to_le_bytes());
-        let n = u8::try_from(self.ifaces.len())
-            .map_err(|_| Error::InvalidParam("more than 255 ifaces".into()))?;
+        let n = u8::try_from(self.ifaces.len()).map_err(|_| Error::Limit {
+            op: "worker address ifaces",
+            len: self.ifaces.len(),
+            max: u8::MAX.into(),
+        })?;
         out.push(n);
         for i in &self.ifaces {
             put_name(&mut out, "transport name", &i.tl_name, MAX_TL_NAME)?;
@@ -291,5 +297,37 @@ mod tests {
             forged.extend_from_slice(rest);
             assert!(WorkerAddress::decode(&forged).is_err(), "{name:?}");
         }
+    }
+
+    #[test]
+    fn fields_and_iface_counts_past_a_byte_are_limits() {
+        let mut a = sample();
+        a.ifaces[0].dev_addr = vec![0; 300];
+        assert!(matches!(
+            a.encode(),
+            Err(Error::Limit {
+                op: "address field length",
+                len: 300,
+                max: 255
+            })
+        ));
+        let mut a = sample();
+        a.ifaces = vec![a.ifaces[0].clone(); 256];
+        let e = a.encode().unwrap_err();
+        assert!(
+            matches!(
+                e,
+                Error::Limit {
+                    len: 256,
+                    max: 255,
+                    ..
+                }
+            ),
+            "{e:?}"
+        );
+        assert_eq!(
+            e.to_string(),
+            "worker address ifaces: 256 exceeds the maximum of 255"
+        );
     }
 }

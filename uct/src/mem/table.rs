@@ -29,6 +29,7 @@
 //! returned. The lock is taken once per operation, not per byte or per
 //! iov entry.
 
+use crate::ucs::AccessDenied;
 use crate::{Access, Error, MemHandle, Result};
 use parking_lot::RwLock;
 use std::collections::hash_map::RandomState;
@@ -333,17 +334,24 @@ impl RegTable {
             .and_then(|off| Some((off, off.checked_add(len as u64)?)))
             .filter(|&(_, end)| end <= e.len as u64);
         let Some((off, _)) = inside else {
-            return Err(Error::RemoteAccess(format!(
-                "{}: {len} bytes at {remote_addr:#x} are outside \
-             the registration of {} bytes at {start:#x}",
-                self.owner, e.len
-            )));
+            return Err(Error::remote_access(
+                self.owner.to_string(),
+                AccessDenied::OutOfRange {
+                    addr: remote_addr,
+                    len,
+                    reg_addr: start,
+                    reg_len: e.len,
+                },
+            ));
         };
         if !e.access.contains(need) {
-            return Err(Error::RemoteAccess(format!(
-                "{}: the registration grants {:?}, not {need:?}",
-                self.owner, e.access
-            )));
+            return Err(Error::remote_access(
+                self.owner.to_string(),
+                AccessDenied::Rights {
+                    granted: format!("{:?}", e.access),
+                    needed: format!("{need:?}"),
+                },
+            ));
         }
         // `off <= e.len`, so it fits in usize and stays within the registered
         // range; `wrapping_add` keeps the registered pointer's provenance.

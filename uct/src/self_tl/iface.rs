@@ -35,11 +35,14 @@ pub(super) struct SelfIface {
 }
 
 fn no_ep(ep: EpId) -> Error {
-    Error::InvalidParam(format!("self: no endpoint {}", ep.0))
+    Error::UnknownEndpoint {
+        transport: "self".into(),
+        ep: ep.0.into(),
+    }
 }
 
 fn failed() -> Error {
-    Error::EndpointFailed("self: target iface closed".into())
+    Error::endpoint_failed("self", crate::ucs::EndpointCause::PeerGone)
 }
 
 impl SelfIface {
@@ -298,7 +301,7 @@ impl Iface for SelfIface {
 
 impl AmOps for SelfIface {
     fn am_short(&mut self, ep: EpId, id: AmId, header: u64, payload: &[u8]) -> Result<Posted> {
-        limits::check_short("self", payload.len(), MAX_SHORT)?;
+        limits::check_short(payload.len(), MAX_SHORT)?;
         self.send(ep, id, 8 + payload.len(), |b| {
             b.extend_from_slice(&header.to_le_bytes());
             b.extend_from_slice(payload);
@@ -306,7 +309,7 @@ impl AmOps for SelfIface {
     }
 
     fn am_bcopy(&mut self, ep: EpId, id: AmId, parts: &[&[u8]]) -> Result<(Posted, usize)> {
-        let total = limits::bcopy_len("self", parts, MAX_BCOPY)?;
+        let total = limits::bcopy_len(parts, MAX_BCOPY)?;
         let posted = self.send(ep, id, total, |b| {
             for p in parts {
                 b.extend_from_slice(p);
@@ -331,7 +334,7 @@ impl AmZcopyOps for SelfIface {
         iov: &[Iov],
         _token: Token,
     ) -> Result<Posted> {
-        let data = limits::check_zcopy("self", header, iov, MAX_HDR, MAX_IOV, MAX_ZCOPY)?;
+        let data = limits::check_zcopy(header, iov, MAX_HDR, MAX_IOV, MAX_ZCOPY)?;
         self.send(ep, id, header.len() + data, |b| {
             b.extend_from_slice(header);
             for v in iov.iter().filter(|v| v.len > 0) {

@@ -111,7 +111,10 @@ impl Shared {
         fill: impl FnOnce(&mut Vec<u8>),
     ) -> Result<Posted> {
         if self.closed.load(Ordering::Relaxed) {
-            return Err(Error::EndpointFailed("self: target iface closed".into()));
+            return Err(Error::endpoint_failed(
+                "self",
+                crate::ucs::EndpointCause::PeerGone,
+            ));
         }
         if self.queue.is_full() {
             return Ok(Posted::NoResource);

@@ -13,8 +13,8 @@ use super::{rkey, MAX_IOV, MAX_RMA};
 use crate::{Access, Error, Iov, RemoteKey, Result};
 
 /// Total length of `iov`, checked against the entry count and [`MAX_RMA`].
-fn total_len(op: &str, iov: &[Iov]) -> Result<usize> {
-    crate::limits::check_iov("self", op, iov, MAX_IOV, MAX_RMA)
+fn total_len(op: &'static str, iov: &[Iov]) -> Result<usize> {
+    crate::limits::check_iov(op, iov, MAX_IOV, MAX_RMA)
 }
 
 /// The checked fields of a key given to an operation.

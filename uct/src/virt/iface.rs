@@ -14,9 +14,6 @@ use crate::{
 };
 use std::os::fd::RawFd;
 
-/// Transport name in errors.
-const TL: &str = super::TL_NAME;
-
 /// An iface on a [`VirtNet`]: sends go on the net's virtual wire and
 /// arrive when the net's clock says so.
 ///
@@ -133,7 +130,7 @@ impl VirtIface {
             Op::Put => self.info.attr.max_put_zcopy,
             _ => self.info.attr.max_get_zcopy,
         };
-        let total = limits::check_iov(TL, op.name(), iov, self.info.attr.max_iov, max)?;
+        let total = limits::check_iov(op.name(), iov, self.info.attr.max_iov, max)?;
         if rkey.md_name != super::TL_NAME {
             return Err(Error::InvalidParam(format!(
                 "virt: remote key of memory domain {:?}",
@@ -225,7 +222,7 @@ impl Iface for VirtIface {
 
 impl AmOps for VirtIface {
     fn am_short(&mut self, ep: EpId, id: AmId, header: u64, payload: &[u8]) -> Result<Posted> {
-        limits::check_short(TL, payload.len(), self.info.attr.max_short)?;
+        limits::check_short(payload.len(), self.info.attr.max_short)?;
         let len = 8 + payload.len();
         self.net
             .lock()
@@ -236,7 +233,7 @@ impl AmOps for VirtIface {
     }
 
     fn am_bcopy(&mut self, ep: EpId, id: AmId, parts: &[&[u8]]) -> Result<(Posted, usize)> {
-        let total = limits::bcopy_len(TL, parts, self.info.attr.max_bcopy)?;
+        let total = limits::bcopy_len(parts, self.info.attr.max_bcopy)?;
         let posted = self
             .net
             .lock()
@@ -265,7 +262,7 @@ impl AmZcopyOps for VirtIface {
         token: Token,
     ) -> Result<Posted> {
         let a = &self.info.attr;
-        let total = limits::check_zcopy(TL, header, iov, a.max_hdr, a.max_iov, a.max_zcopy)?;
+        let total = limits::check_zcopy(header, iov, a.max_hdr, a.max_iov, a.max_zcopy)?;
         let len = header.len() + total;
         self.net
             .lock()

@@ -177,7 +177,10 @@ impl std::fmt::Debug for Net {
 }
 
 pub(super) fn no_ep(ep: EpId) -> Error {
-    Error::InvalidParam(format!("virt: no endpoint {}", ep.0))
+    Error::UnknownEndpoint {
+        transport: "virt".into(),
+        ep: ep.0.into(),
+    }
 }
 
 impl Net {

@@ -36,6 +36,7 @@ use super::net::{Body, Net, Packet, Report, State};
 use super::packet::{Fate, Op};
 use super::rkey::VirtKey;
 use super::send::Slot;
+use crate::ucs::AccessDenied;
 use crate::{Access, EpId, Error, Iov, Posted, Result, Token};
 use std::sync::Arc;
 
@@ -277,10 +278,12 @@ impl Net {
     ) -> Result<Vec<u8>> {
         let md = self.nodes[target].md;
         if key.md != md {
-            return Err(Error::RemoteAccess(format!(
-                "virt: key of memory domain {}, the target belongs to {md}",
-                key.md
-            )));
+            return Err(Error::remote_access(
+                "virt",
+                AccessDenied::InvalidKey(
+                    format!("a key of memory domain {}, the target's is {md}", key.md).into(),
+                ),
+            ));
         }
         let table = Arc::clone(&self.mds[md as usize]);
         table.with_range(&key.fields, addr, len, need, op)

@@ -7,7 +7,7 @@ use super::packet::{Op, PacketInfo, Verdict};
 use crate::{AmId, EpId, Error, Posted, Result, SrcId, Token};
 
 pub(super) fn failed_ep() -> Error {
-    Error::EndpointFailed("virt: endpoint failed".into())
+    Error::endpoint_failed("virt", crate::ucs::EndpointCause::PeerGone)
 }
 
 /// When and whether a packet arrives, as [`Net::transmit`] decided.

@@ -3,7 +3,7 @@
 
 use std::collections::VecDeque;
 
-use rucx_rdma::{AsyncEvent, AsyncEventKind, CmEvent, CqId, QpId, Wc};
+use rucx_rdma::{AsyncEvent, AsyncEventKind, CmEvent, CqId, QpId, TerminateCause, Wc};
 
 use super::table::Table;
 
@@ -44,8 +44,24 @@ impl Outputs {
     }
 
     pub(crate) fn event(&mut self, qp: QpId, kind: AsyncEventKind, detail: String) {
+        self.event_with(qp, kind, detail, None);
+    }
+
+    /// An event of a queue pair that a Terminate ended.
+    pub(crate) fn event_with(
+        &mut self,
+        qp: QpId,
+        kind: AsyncEventKind,
+        detail: String,
+        terminate: Option<TerminateCause>,
+    ) {
         tracing::debug!(qp = qp.0, ?kind, "iwarp: {detail}");
-        self.asyncs.push_back(AsyncEvent { qp, kind, detail });
+        self.asyncs.push_back(AsyncEvent {
+            qp,
+            kind,
+            detail,
+            terminate,
+        });
     }
 
     pub(crate) fn cm(&mut self, ev: CmEvent) {

@@ -95,7 +95,7 @@ fn bad(what: &str) -> Error {
 fn v4(addr: SocketAddr) -> Result<SocketAddrV4> {
     match addr {
         SocketAddr::V4(a) => Ok(a),
-        SocketAddr::V6(_) => Err(Error::Unsupported("iwarp: IPv6 addresses".into())),
+        SocketAddr::V6(_) => Err(Error::op_unsupported("iwarp", "IPv6 addresses")),
     }
 }
 
@@ -548,7 +548,7 @@ impl Verbs for Context {
             .ok_or_else(|| bad("unknown queue pair"))?;
         let (send_cq, pd) = (q.init.send_cq, q.init.pd);
         if matches!(wr.op, SendOp::FetchAdd { .. } | SendOp::CmpSwap { .. }) {
-            return Err(Error::Unsupported("iwarp: atomics".into()));
+            return Err(Error::op_unsupported("iwarp", "atomics"));
         }
         let is_read = matches!(wr.op, SendOp::Read { .. });
         if wr.sges.len() > q.init.max_send_sge.max(1) as usize

@@ -316,15 +316,17 @@ impl Qp {
         match &why {
             Failure::Terminate(t) => {
                 let kind = access_kind(&t.cause);
+                let text = format!("sent Terminate: {}", t.cause.describe());
                 env.out
-                    .event(id, kind, format!("sent Terminate: {}", t.cause.describe()));
+                    .event_with(id, kind, text, Some(t.cause.to_verbs(false)));
             }
             Failure::Terminated(cause) => {
                 let kind = access_kind(cause);
-                env.out.event(
+                env.out.event_with(
                     id,
                     kind,
                     format!("peer sent Terminate: {}", cause.describe()),
+                    Some(cause.to_verbs(true)),
                 );
                 if cause.is_access_error() {
                     self.fail_oldest_read(env.out, WcStatus::RemAccessErr);

@@ -201,6 +201,17 @@ impl TermCause {
         )
     }
 
+    /// The cause as the verbs layer reports it; `from_peer` if the peer
+    /// sent the Terminate.
+    pub fn to_verbs(&self, from_peer: bool) -> rucx_rdma::TerminateCause {
+        rucx_rdma::TerminateCause {
+            layer: self.layer as u8,
+            etype: self.etype,
+            code: self.code,
+            from_peer,
+        }
+    }
+
     /// Whether the peer refused access to memory: an RDMAP remote
     /// protection error or a DDP tagged buffer error other than a bad
     /// version. These become access errors in completions, where other

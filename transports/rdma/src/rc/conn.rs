@@ -13,7 +13,7 @@
 use std::net::SocketAddrV4;
 
 use crate::verbs::{ConnParam, ConnReqId, QpId, QpInit};
-use uct::ucs::{Error, Result};
+use uct::ucs::{EndpointCause, Error, Result};
 use uct::EpId;
 
 use super::bufs::Owner;
@@ -198,7 +198,8 @@ impl RcIface {
         let (conn, ok) = (e.conn, e.failed.is_none());
         let failed = self.conn(conn).is_none_or(|c| c.failed);
         if failed && ok {
-            let err = Error::EndpointFailed(format!("{}: connection lost", self.info.tl_name));
+            let err =
+                Error::endpoint_failed(self.info.tl_name.clone(), EndpointCause::ConnectionLost);
             self.fail_ep(ep, err);
         }
         self.ready.push(ep);

@@ -333,5 +333,8 @@ impl RcIface {
 
 /// The error for an unknown endpoint id.
 pub(crate) fn no_ep(ep: EpId) -> Error {
-    Error::InvalidParam(format!("rc: no endpoint {}", ep.0))
+    Error::UnknownEndpoint {
+        transport: "rc".into(),
+        ep: ep.0.into(),
+    }
 }

@@ -4,7 +4,7 @@
 use std::os::fd::RawFd;
 
 use crate::verbs::{Mr, QpId, SendFlags, SendOp, SendWr, Sge};
-use uct::ucs::{Error, Result};
+use uct::ucs::{AccessDenied, EndpointCause, Error, Result};
 use uct::{
     limits, Access, AmId, AmOps, AmSink, AmZcopyOps, Armed, EpId, GetOps, Iface, Iov, Posted,
     PutOps, RemoteKey, Token,
@@ -39,10 +39,10 @@ impl RcIface {
         match self.conn(qp) {
             Some(c) if (credit && c.credits == 0) || c.sq_free < sq => Ok(None),
             Some(_) => Ok(Some(qp)),
-            None => Err(Error::EndpointFailed(format!(
-                "{}: connection gone",
-                self.info.tl_name
-            ))),
+            None => Err(Error::endpoint_failed(
+                self.info.tl_name.clone(),
+                EndpointCause::ConnectionLost,
+            )),
         }
     }
 
@@ -162,11 +162,26 @@ impl RcIface {
         } else {
             "get_zcopy"
         };
-        let len = limits::check_iov("rc", op, iov, self.info.attr.max_iov, max)?;
-        if !rkey.covers(addr, len) || !rkey.access.contains(need) {
-            return Err(Error::RemoteAccess(format!(
-                "rc: {len} bytes at {addr:#x} outside the key's range or rights"
-            )));
+        let len = limits::check_iov(op, iov, self.info.attr.max_iov, max)?;
+        if !rkey.covers(addr, len) {
+            return Err(Error::remote_access(
+                self.info.tl_name.clone(),
+                AccessDenied::OutOfRange {
+                    addr,
+                    len,
+                    reg_addr: rkey.addr,
+                    reg_len: usize::try_from(rkey.len).unwrap_or(usize::MAX),
+                },
+            ));
+        }
+        if !rkey.access.contains(need) {
+            return Err(Error::remote_access(
+                self.info.tl_name.clone(),
+                AccessDenied::Rights {
+                    granted: format!("{:?}", rkey.access),
+                    needed: format!("{need:?}"),
+                },
+            ));
         }
         Ok((stag, len))
     }
@@ -326,8 +341,8 @@ impl Iface for RcIface {
 
 impl AmOps for RcIface {
     fn am_short(&mut self, ep: EpId, id: AmId, header: u64, payload: &[u8]) -> Result<Posted> {
-        limits::check_am_id("rc", id)?;
-        limits::check_short("rc", payload.len(), self.info.attr.max_short)?;
+        limits::check_am_id(id)?;
+        limits::check_short(payload.len(), self.info.attr.max_short)?;
         let Some(qp) = self.send_slot(ep, true, 1)? else {
             return Ok(Posted::NoResource);
         };
@@ -364,8 +379,8 @@ impl AmOps for RcIface {
     }
 
     fn am_bcopy(&mut self, ep: EpId, id: AmId, parts: &[&[u8]]) -> Result<(Posted, usize)> {
-        limits::check_am_id("rc", id)?;
-        let total = limits::bcopy_len("rc", parts, self.info.attr.max_bcopy)?;
+        limits::check_am_id(id)?;
+        let total = limits::bcopy_len(parts, self.info.attr.max_bcopy)?;
         let Some(qp) = self.send_slot(ep, true, 1)? else {
             return Ok((Posted::NoResource, 0));
         };
@@ -416,9 +431,9 @@ impl AmZcopyOps for RcIface {
         iov: &[Iov],
         token: Token,
     ) -> Result<Posted> {
-        limits::check_am_id("rc", id)?;
+        limits::check_am_id(id)?;
         let a = &self.info.attr;
-        limits::check_zcopy("rc", header, iov, a.max_hdr, a.max_iov, a.max_zcopy)?;
+        limits::check_zcopy(header, iov, a.max_hdr, a.max_iov, a.max_zcopy)?;
         let need_reg = self.local_lkey.is_none() && iov.iter().filter(|v| v.len > 0).count() > 0;
         if need_reg {
             // Without a device-wide local key, copy: the message is at most

@@ -1,7 +1,7 @@
 //! Progress of the RC iface: completions, connection events, credits.
 
 use crate::verbs::{CmEvent, QpId, SendFlags, SendOp, SendWr, Sge, Wc, WcStatus};
-use uct::ucs::{Error, PeerMisbehaved};
+use uct::ucs::{EndpointCause, Error, PeerMisbehaved};
 use uct::{AmSink, AM_ID_MAX};
 
 use super::bufs::Owner;
@@ -20,9 +20,29 @@ fn misbehaved(detail: String) -> Error {
 }
 
 impl RcIface {
+    /// Handles the provider's asynchronous events; returns how many.
+    ///
+    /// Runs before completions and connection events are handled, and
+    /// again before an error completion fails a connection: the Terminate
+    /// that ended a queue pair names the cause better than the error
+    /// completions and the disconnection that follow it.
+    fn drain_async(&mut self) -> usize {
+        let mut n = 0;
+        while let Some(ev) = self.verbs.poll_async() {
+            n += 1;
+            tracing::debug!(qp = ev.qp.0, kind = ?ev.kind, detail = %ev.detail, "rc: async event");
+            if let Some(t) = ev.terminate {
+                let cause = EndpointCause::transport(t);
+                let e = Error::endpoint_failed(self.info.tl_name.clone(), cause);
+                self.fail_conn(ev.qp, e);
+            }
+        }
+        n
+    }
+
     /// Everything `Iface::progress` does.
     pub(crate) fn progress_all(&mut self, sink: &mut dyn AmSink) -> usize {
-        let mut n = 0;
+        let mut n = self.drain_async();
         loop {
             let mut wcs = std::mem::take(&mut self.wcs);
             let k = self.verbs.poll_cq(self.cq, &mut wcs);
@@ -38,10 +58,6 @@ impl RcIface {
         while let Some(ev) = self.verbs.poll_cm() {
             n += 1;
             self.handle_cm(ev);
-        }
-        while let Some(ev) = self.verbs.poll_async() {
-            n += 1;
-            tracing::debug!(qp = ev.qp.0, kind = ?ev.kind, detail = %ev.detail, "rc: async event");
         }
         if !self.closing.is_empty() {
             self.reap_conns();
@@ -139,6 +155,7 @@ impl RcIface {
                 err = Some(f);
             } else if wc.status != WcStatus::WrFlushErr {
                 let e = err.as_ref().map_or(Error::Canceled, Error::duplicate);
+                self.drain_async();
                 self.fail_conn(op.qp, e);
             }
         }
@@ -161,6 +178,7 @@ impl RcIface {
                     .status
                     .to_error(&self.info.tl_name)
                     .unwrap_or(Error::Canceled);
+                self.drain_async();
                 self.fail_conn(qp, e);
             }
             return;

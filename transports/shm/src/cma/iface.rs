@@ -5,7 +5,7 @@ use std::collections::VecDeque;
 use std::os::fd::RawFd;
 use std::time::{Duration, Instant};
 
-use uct::ucs::{Error, Result};
+use uct::ucs::{EndpointCause, Error, Result};
 use uct::{
     AmSink, Armed, Caps, ConnectMode, EpId, EpTable, GetOps, Iface, IfaceAttr, IfaceParams, Iov,
     PerfModel, Posted, PutOps, RemoteKey, Token,
@@ -142,12 +142,12 @@ impl CmaIface {
     /// The live endpoint `ep`: `InvalidParam` if there is none,
     /// `EndpointFailed` if it failed.
     pub(super) fn ep_mut(&mut self, ep: EpId) -> Result<&mut Ep> {
-        let e = self
-            .eps
-            .get_mut(ep)
-            .ok_or_else(|| Error::InvalidParam(format!("cma: no endpoint {}", ep.0)))?;
+        let e = self.eps.get_mut(ep).ok_or(Error::UnknownEndpoint {
+            transport: "cma".into(),
+            ep: ep.0.into(),
+        })?;
         match &e.failed {
-            Some(why) => Err(Error::EndpointFailed(why.clone())),
+            Some(why) => Err(failed(why.clone())),
             None => Ok(e),
         }
     }
@@ -162,7 +162,7 @@ impl CmaIface {
                 self.unreported.push(ep);
             }
         }
-        Error::EndpointFailed(why)
+        failed(why)
     }
 
     /// Fails the endpoints whose peer no longer runs.
@@ -196,7 +196,12 @@ impl CmaIface {
 
 /// Why an endpoint failed when its peer exited.
 pub(super) fn exited(pid: u32) -> String {
-    format!("cma: peer process {pid} exited")
+    format!("peer process {pid} exited")
+}
+
+/// The error of an endpoint that failed for `why`.
+fn failed(why: String) -> Error {
+    Error::endpoint_failed("cma", EndpointCause::Other(why.into()))
 }
 
 impl Iface for CmaIface {
@@ -293,7 +298,7 @@ impl Iface for CmaIface {
                 failed: Some(why), ..
             }) = self.eps.get(ep)
             {
-                sink.ep_failed(ep, Error::EndpointFailed(why.clone()));
+                sink.ep_failed(ep, failed(why.clone()));
                 n += 1;
             }
         }

@@ -16,7 +16,7 @@
 
 use std::time::Instant;
 
-use uct::ucs::{Error, Result};
+use uct::ucs::{AccessDenied, Error, Result};
 use uct::{Access, EpId, Iov, KeyFields, Posted, RemoteKey};
 
 use super::iface::{exited, CmaIface, LIVENESS_PERIOD, MAX_RMA};
@@ -53,17 +53,26 @@ pub(super) fn check_key(
 ) -> Result<KeyFields> {
     let (owner, f) = md_keys::key_owner(rkey)?;
     if owner != *peer {
-        return Err(Error::RemoteAccess(format!(
-            "cma: the key belongs to process {} (start {}), not to the endpoint's peer {} \
-             (start {})",
-            owner.pid, owner.start_time, peer.pid, peer.start_time
-        )));
+        return Err(Error::remote_access(
+            "cma",
+            AccessDenied::InvalidKey(
+                format!(
+                    "it belongs to process {} (start {}), not to the endpoint's peer {} \
+                     (start {})",
+                    owner.pid, owner.start_time, peer.pid, peer.start_time
+                )
+                .into(),
+            ),
+        ));
     }
     if !f.access.contains(need) {
-        return Err(Error::RemoteAccess(format!(
-            "cma: the key grants {:?}, not {need:?}",
-            f.access
-        )));
+        return Err(Error::remote_access(
+            "cma",
+            AccessDenied::Rights {
+                granted: format!("{:?}", f.access),
+                needed: format!("{need:?}"),
+            },
+        ));
     }
     // The key's range does not wrap (checked when decoding).
     let key_end = f.addr.saturating_add(f.len);
@@ -72,10 +81,15 @@ pub(super) fn check_key(
             .checked_add(len as u64)
             .is_some_and(|end| end <= key_end);
     if !inside {
-        return Err(Error::RemoteAccess(format!(
-            "cma: {len} bytes at {remote_addr:#x} are outside the key's {} bytes at {:#x}",
-            f.len, f.addr
-        )));
+        return Err(Error::remote_access(
+            "cma",
+            AccessDenied::OutOfRange {
+                addr: remote_addr,
+                len,
+                reg_addr: f.addr,
+                reg_len: f.len as usize,
+            },
+        ));
     }
     Ok(f)
 }
@@ -99,7 +113,7 @@ impl CmaIface {
         let e = self.ep_mut(ep)?;
         let (peer, pid, seen) = (e.peer, e.pid, e.seen);
         let name = op_name(dir);
-        let total = uct::limits::check_iov("cma", name, iov, max_iov, MAX_RMA)?;
+        let total = uct::limits::check_iov(name, iov, max_iov, MAX_RMA)?;
         let need = right(dir);
         let fields = check_key(rkey, &peer, remote_addr, total, need)?;
         let now = Instant::now();
@@ -143,21 +157,34 @@ impl CmaIface {
         s: Stopped,
     ) -> Error {
         let name = op_name(dir);
-        let what = format!(
-            "cma: {name} of {total} bytes at {remote_addr:#x} in process {pid} \
+        let detail = format!(
+            "{name} of {total} bytes at {remote_addr:#x} in process {pid} \
              (after {} bytes moved)",
             s.moved
         );
+        let what = format!("cma: {detail}");
         match s.errno {
             libc::ESRCH => self.fail_ep(ep, exited(pid)),
-            libc::EFAULT => Error::RemoteAccess(format!(
-                "{what}: bad address (the range is not mapped in the peer, or a local range \
-                 is not)"
-            )),
-            libc::EPERM => Error::RemoteAccess(format!(
-                "{what}: the kernel refused to attach (EPERM: another user, the Yama ptrace \
-                 policy, or a peer that is not dumpable)"
-            )),
+            libc::EFAULT => Error::remote_access(
+                "cma",
+                AccessDenied::Refused(
+                    format!(
+                        "{detail}: bad address (the range is not mapped in the peer, or a \
+                         local range is not)"
+                    )
+                    .into(),
+                ),
+            ),
+            libc::EPERM => Error::remote_access(
+                "cma",
+                AccessDenied::Refused(
+                    format!(
+                        "{detail}: the kernel refused to attach (EPERM: another user, the \
+                         Yama ptrace policy, or a peer that is not dumpable)"
+                    )
+                    .into(),
+                ),
+            ),
             libc::ENOMEM => Error::NoMemory(what),
             errno => Error::io(what, std::io::Error::from_raw_os_error(errno)),
         }

@@ -5,7 +5,7 @@ use std::os::fd::RawFd;
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::{Duration, Instant};
 
-use uct::ucs::{Error, Result};
+use uct::ucs::{EndpointCause, Error, Result};
 use uct::{limits, AmId, AmOps, AmSink, Armed, EpId, EpTable, Iface, IfaceParams, Posted, Token};
 
 use super::addr::IfaceAddr;
@@ -54,7 +54,15 @@ pub(crate) struct PosixIface {
 }
 
 fn no_ep(ep: EpId) -> Error {
-    Error::InvalidParam(format!("posix: no endpoint {}", ep.0))
+    Error::UnknownEndpoint {
+        transport: "posix".into(),
+        ep: ep.0.into(),
+    }
+}
+
+/// The error of an endpoint whose peer failed for `why`.
+fn peer_failed(why: &str) -> Error {
+    Error::endpoint_failed("posix", EndpointCause::Other(why.to_string().into()))
 }
 
 impl PosixIface {
@@ -111,8 +119,8 @@ impl PosixIface {
             .and_then(Option::as_mut)
             .ok_or_else(|| no_ep(ep))?;
         match (&peer.failed, failed) {
-            (Some(why), _) => Err(Error::EndpointFailed(format!("posix: {why}"))),
-            (None, true) => Err(Error::EndpointFailed("posix: endpoint failed".into())),
+            (Some(why), _) => Err(peer_failed(why)),
+            (None, true) => Err(Error::endpoint_failed("posix", EndpointCause::PeerGone)),
             (None, false) => Ok(peer),
         }
     }
@@ -155,8 +163,7 @@ impl PosixIface {
             for (id, e) in self.eps.iter_mut() {
                 if e.peer == pi && !e.failed {
                     e.failed = true;
-                    self.failed
-                        .push_back((id, Error::EndpointFailed(format!("posix: {why}"))));
+                    self.failed.push_back((id, peer_failed(&why)));
                 }
             }
         }
@@ -341,12 +348,12 @@ impl Iface for PosixIface {
 
 impl AmOps for PosixIface {
     fn am_short(&mut self, ep: EpId, id: AmId, header: u64, payload: &[u8]) -> Result<Posted> {
-        limits::check_short("posix", payload.len(), self.info.attr.max_short)?;
+        limits::check_short(payload.len(), self.info.attr.max_short)?;
         self.send_with(ep, |p, wake| p.push_short(wake, id, header, payload))
     }
 
     fn am_bcopy(&mut self, ep: EpId, id: AmId, parts: &[&[u8]]) -> Result<(Posted, usize)> {
-        let total = limits::bcopy_len("posix", parts, self.info.attr.max_bcopy)?;
+        let total = limits::bcopy_len(parts, self.info.attr.max_bcopy)?;
         Ok(match self.send(ep, id, parts)? {
             Posted::Done => (Posted::Done, total),
             other => (other, 0),

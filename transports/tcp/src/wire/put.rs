@@ -1,6 +1,6 @@
 //! The payloads of PUT and PUT_ACK frames (layout in the parent module).
 
-use uct::ucs::{Error, PeerMisbehaved, Result, Status};
+use uct::ucs::{AccessDenied, Error, PeerMisbehaved, Result, Status};
 
 #[cfg(test)]
 use super::{frame_hdr, CTRL_PUT_ACK, FRAME_HDR};
@@ -112,10 +112,16 @@ impl PutStatus {
             PutStatus::Foreign => Err(Error::InvalidParam(format!(
                 "tcp: put to {peer}: the remote key was not packed by the target process"
             ))),
-            PutStatus::Access => Err(Error::RemoteAccess(format!(
-                "tcp: put to {peer}: the range is outside the registration \
-                 or the registration grants no remote write"
-            ))),
+            PutStatus::Access => Err(Error::remote_access(
+                "tcp",
+                AccessDenied::Refused(
+                    format!(
+                        "put to {peer}: the range is outside the registration \
+                         or the registration grants no remote write"
+                    )
+                    .into(),
+                ),
+            )),
         }
     }
 }
@@ -283,7 +289,7 @@ mod tests {
         assert_eq!(st(PutStatus::Access), Status::Rejected);
         let gone = Error::InvalidParam("gone".into());
         assert_eq!(PutStatus::of_refusal(&gone), PutStatus::NoRegistration);
-        let out = Error::RemoteAccess("out".into());
+        let out = Error::remote_access("tcp", AccessDenied::Refused("out".into()));
         assert_eq!(PutStatus::of_refusal(&out), PutStatus::Access);
     }
 

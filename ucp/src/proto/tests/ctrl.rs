@@ -45,7 +45,7 @@ fn answers_dropped_by_a_failed_endpoint_are_not_user_requests() {
         b.core.done.released_error.is_some(),
     );
     b.core
-        .ep_failed(EpId(0), crate::ucs::Error::EndpointFailed("gone".into()));
+        .ep_failed(EpId(0), crate::error::peer_failed("gone".into()));
     b.run();
     assert!(b.tx.ams().is_empty());
     assert_eq!(b.core.done.released_done, done, "internal messages counted");

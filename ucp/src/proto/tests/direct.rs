@@ -94,9 +94,12 @@ fn a_transport_giving_up_fails_the_receive() {
     let mut buf = vec![0u8; 500];
     let rid = b.recv_pending(&mut buf, 1);
     let t = b.direct(AM_EAGER_ONLY, SrcId(0), &only(1, &pattern(500)));
-    let err = crate::ucs::Error::EndpointFailed("reset".into());
+    let err = crate::error::peer_failed("reset".into());
     end(&mut b, t.expect("taken"), Err(err));
-    assert!(matches!(b.result(rid), Some(Err(Error::Endpoint(_)))));
+    assert!(matches!(
+        b.result(rid),
+        Some(Err(Error::EndpointFailed { .. }))
+    ));
 }
 
 #[test]

@@ -108,12 +108,15 @@ fn a_lane_failing_mid_message_fails_the_send_and_the_endpoint() {
     };
     a.core.ep_failed(EpId(0), crate::ucs::Error::Canceled);
     a.run();
-    assert!(matches!(a.result(id), Some(Err(Error::Endpoint(_)))));
+    assert!(matches!(
+        a.result(id),
+        Some(Err(Error::EndpointFailed { .. }))
+    ));
     // Later sends fail at once with the endpoint's error.
     a.tx.full = false;
     assert!(matches!(
         a.send(&data, 4, Op::new()),
-        Err(Error::Endpoint(_))
+        Err(Error::EndpointFailed { .. })
     ));
 }
 

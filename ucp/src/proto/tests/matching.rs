@@ -206,9 +206,12 @@ fn a_probed_message_whose_sender_failed_cannot_be_received() {
     b.arrive(AM_EAGER_FIRST, &first(2, 300, 4, &pattern(100)));
     let (pid, _) = b.core.probe_remove(2, !0).unwrap();
     b.core
-        .src_failed(SrcId(0), crate::ucs::Error::EndpointFailed("gone".into()));
+        .src_failed(SrcId(0), crate::error::peer_failed("gone".into()));
     let mut buf = vec![0u8; 300];
-    assert!(matches!(b.msg_recv(pid, &mut buf), Err(Error::Endpoint(_))));
+    assert!(matches!(
+        b.msg_recv(pid, &mut buf),
+        Err(Error::EndpointFailed { .. })
+    ));
 }
 
 #[test]
@@ -230,8 +233,11 @@ fn a_sender_failing_mid_message_fails_its_receive_and_drops_its_unexpected_messa
     b.arrive(AM_EAGER_FIRST, &first(2, 300, 2, &data[..100]));
     assert_eq!(b.core.probe(2, !0).map(|i| i.length), Some(300));
     b.core
-        .src_failed(SrcId(0), crate::ucs::Error::EndpointFailed("gone".into()));
-    assert!(matches!(b.result(rid), Some(Err(Error::Endpoint(_)))));
+        .src_failed(SrcId(0), crate::error::peer_failed("gone".into()));
+    assert!(matches!(
+        b.result(rid),
+        Some(Err(Error::EndpointFailed { .. }))
+    ));
     assert!(
         b.core.probe(2, !0).is_none(),
         "a message that cannot finish"

@@ -93,9 +93,12 @@ fn an_endpoint_failing_mid_get_completes_it_after_the_reads() {
     let mut local = vec![0u8; 10_000];
     let id = get(&mut n, &mut local, &remote, 4096);
     n.core
-        .ep_failed(EpId(0), crate::ucs::Error::EndpointFailed("gone".into()));
+        .ep_failed(EpId(0), crate::error::peer_failed("gone".into()));
     n.run();
     assert!(n.result(id).is_none(), "completed with reads in flight");
     n.complete_all(Err(crate::ucs::Error::Canceled));
-    assert!(matches!(n.result(id), Some(Err(Error::Endpoint(_)))));
+    assert!(matches!(
+        n.result(id),
+        Some(Err(Error::EndpointFailed { .. }))
+    ));
 }

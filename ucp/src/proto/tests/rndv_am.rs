@@ -180,9 +180,9 @@ fn answers_of_other_schemes_do_not_start_the_data() {
 #[test]
 fn a_lane_failing_before_the_rts_fails_the_send_at_once() {
     let (mut a, _) = nodes();
-    a.tx.fail = Some(crate::ucs::Error::EndpointFailed("down".into()));
+    a.tx.fail = Some(crate::error::peer_failed("down".into()));
     let r = a.send(&pattern(LEN), 1, crate::request::Op::new());
-    assert!(matches!(r, Err(Error::Endpoint(_))), "{r:?}");
+    assert!(matches!(r, Err(Error::EndpointFailed { .. })), "{r:?}");
     assert!(a.tx.sent.is_empty());
 }
 
@@ -194,14 +194,20 @@ fn endpoint_failure_after_the_rts_fails_both_sides() {
     let sid = a.send_pending(&pattern(LEN), 3);
     deliver(&mut a, &mut b);
     a.core
-        .ep_failed(EpId(0), crate::ucs::Error::EndpointFailed("gone".into()));
+        .ep_failed(EpId(0), crate::error::peer_failed("gone".into()));
     a.run();
-    assert!(matches!(a.result(sid), Some(Err(Error::Endpoint(_)))));
+    assert!(matches!(
+        a.result(sid),
+        Some(Err(Error::EndpointFailed { .. }))
+    ));
     // The receiver learns its sender is gone.
     b.core
-        .src_failed(SrcId(0), crate::ucs::Error::EndpointFailed("gone".into()));
+        .src_failed(SrcId(0), crate::error::peer_failed("gone".into()));
     b.run();
-    assert!(matches!(b.result(rid), Some(Err(Error::Endpoint(_)))));
+    assert!(matches!(
+        b.result(rid),
+        Some(Err(Error::EndpointFailed { .. }))
+    ));
 }
 
 #[test]
@@ -224,13 +230,19 @@ fn a_lane_failing_mid_data_fails_the_send_and_the_receive() {
     // When it has room again, the lane fails.
     a.tx.full = false;
     a.tx.room_for = None;
-    a.tx.fail = Some(crate::ucs::Error::EndpointFailed("cut".into()));
+    a.tx.fail = Some(crate::error::peer_failed("cut".into()));
     a.core.pending_ready(EpId(0), Token(a.ep.to_u64()));
     a.run();
-    assert!(matches!(a.result(sid), Some(Err(Error::Endpoint(_)))));
+    assert!(matches!(
+        a.result(sid),
+        Some(Err(Error::EndpointFailed { .. }))
+    ));
     b.core
-        .src_failed(SrcId(0), crate::ucs::Error::EndpointFailed("cut".into()));
-    assert!(matches!(b.result(rid), Some(Err(Error::Endpoint(_)))));
+        .src_failed(SrcId(0), crate::error::peer_failed("cut".into()));
+    assert!(matches!(
+        b.result(rid),
+        Some(Err(Error::EndpointFailed { .. }))
+    ));
 }
 
 /// Carries the RTS to `b` and leaves `b`'s RTR undelivered.
@@ -266,9 +278,12 @@ fn a_send_failed_while_awaiting_the_rtr_sends_nothing_when_it_comes() {
     let sid = a.send_pending(&pattern(LEN), 7);
     exchange_rts_rtr(&mut a, &mut b);
     a.core
-        .ep_failed(EpId(0), crate::ucs::Error::EndpointFailed("gone".into()));
+        .ep_failed(EpId(0), crate::error::peer_failed("gone".into()));
     a.run();
-    assert!(matches!(a.result(sid), Some(Err(Error::Endpoint(_)))));
+    assert!(matches!(
+        a.result(sid),
+        Some(Err(Error::EndpointFailed { .. }))
+    ));
     // The user may reuse the buffer now: a late answer must not read it.
     deliver(&mut b, &mut a);
     assert!(

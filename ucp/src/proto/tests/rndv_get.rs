@@ -86,10 +86,19 @@ fn a_failed_read_fails_the_receive_and_still_frees_the_sender() {
     let sid = a.send_pending(&pattern(LEN), 5);
     deliver(&mut a, &mut b);
     let first = gets(&b)[0].2;
-    b.complete(first, Err(crate::ucs::Error::RemoteAccess("read".into())));
+    b.complete(
+        first,
+        Err(crate::ucs::Error::remote_access(
+            "rec",
+            crate::ucs::AccessDenied::Refused("read".into()),
+        )),
+    );
     assert!(b.result(rid).is_none(), "other reads are still in flight");
     b.complete_all(Ok(()));
-    assert!(matches!(b.result(rid), Some(Err(Error::Endpoint(_)))));
+    assert!(matches!(
+        b.result(rid),
+        Some(Err(Error::EndpointFailed { .. }))
+    ));
     // The sender's buffer is no longer needed: the ATS says so.
     deliver(&mut b, &mut a);
     assert_eq!(a.done_len(sid), Some(LEN));
@@ -163,11 +172,17 @@ fn endpoint_failure_while_awaiting_the_ats_fails_the_send() {
     let (mut a, _) = nodes();
     let sid = a.send_pending(&pattern(LEN), 9);
     a.core
-        .ep_failed(EpId(0), crate::ucs::Error::EndpointFailed("gone".into()));
+        .ep_failed(EpId(0), crate::error::peer_failed("gone".into()));
     a.run();
-    assert!(matches!(a.result(sid), Some(Err(Error::Endpoint(_)))));
+    assert!(matches!(
+        a.result(sid),
+        Some(Err(Error::EndpointFailed { .. }))
+    ));
     a.arrive(AM_RNDV_ATS, &le(&[sid.to_u64()]));
-    assert!(matches!(a.result(sid), Some(Err(Error::Endpoint(_)))));
+    assert!(matches!(
+        a.result(sid),
+        Some(Err(Error::EndpointFailed { .. }))
+    ));
 }
 
 #[test]
@@ -193,7 +208,7 @@ fn an_endpoint_failing_while_reads_wait_for_room_fails_the_receive() {
     assert_eq!(gets(&b).len(), 2);
     // The transport fails the endpoint: its operations in flight end with
     // an error, and the pending request comes back.
-    let e = || crate::ucs::Error::EndpointFailed("gone".into());
+    let e = || crate::error::peer_failed("gone".into());
     b.tx.fail = Some(e());
     b.core.ep_failed(EpId(0), e());
     b.run();
@@ -201,6 +216,9 @@ fn an_endpoint_failing_while_reads_wait_for_room_fails_the_receive() {
     assert!(b.result(rid).is_none(), "the pending request is still out");
     b.core.pending_ready(EpId(0), Token(b.ep.to_u64()));
     b.run();
-    assert!(matches!(b.result(rid), Some(Err(Error::Endpoint(_)))));
+    assert!(matches!(
+        b.result(rid),
+        Some(Err(Error::EndpointFailed { .. }))
+    ));
     assert_eq!(gets(&b).len(), 2, "nothing posted on a failed endpoint");
 }

@@ -106,13 +106,13 @@ fn a_request_to_send_whose_sender_failed_fails_the_receive_that_matches_it() {
         crate::proto::testing::deliver(&mut a, &mut b);
         b.core.src_failed(
             crate::uct::SrcId(0),
-            crate::ucs::Error::EndpointFailed("gone".into()),
+            crate::error::peer_failed("gone".into()),
         );
         let mut buf = vec![0u8; LEN];
         let rid = b.recv_pending(&mut buf, 6);
         b.run();
         assert!(
-            matches!(b.result(rid), Some(Err(Error::Endpoint(_)))),
+            matches!(b.result(rid), Some(Err(Error::EndpointFailed { .. }))),
             "{scheme:?}: {:?}",
             b.result(rid)
         );

@@ -96,7 +96,13 @@ fn a_failed_write_fails_both_sides_through_the_atp() {
     let mut buf = vec![0u8; LEN];
     let (sid, rid) = offered(&mut a, &mut b, &pattern(LEN), &mut buf, 3);
     let first = puts(&a)[0].2;
-    a.complete(first, Err(crate::ucs::Error::RemoteAccess("write".into())));
+    a.complete(
+        first,
+        Err(crate::ucs::Error::remote_access(
+            "rec",
+            crate::ucs::AccessDenied::Refused("write".into()),
+        )),
+    );
     assert!(
         a.tx.ams_of(AM_RNDV_ATP).is_empty(),
         "writes still in flight"
@@ -106,9 +112,15 @@ fn a_failed_write_fails_both_sides_through_the_atp() {
     assert_eq!(atp.len(), 1);
     assert_eq!(&atp[0][..8], &le(&[rid.to_u64()])[..]);
     assert_ne!(&atp[0][8..], &le(&[0])[..], "the status says it failed");
-    assert!(matches!(a.result(sid), Some(Err(Error::Endpoint(_)))));
+    assert!(matches!(
+        a.result(sid),
+        Some(Err(Error::EndpointFailed { .. }))
+    ));
     deliver(&mut a, &mut b);
-    assert!(matches!(b.result(rid), Some(Err(Error::Endpoint(_)))));
+    assert!(matches!(
+        b.result(rid),
+        Some(Err(Error::EndpointFailed { .. }))
+    ));
 }
 
 #[test]
@@ -212,9 +224,12 @@ fn endpoint_failure_while_awaiting_the_offer_fails_the_send() {
     let sid = a.send_pending(&pattern(LEN), 8);
     deliver(&mut a, &mut b);
     a.core
-        .ep_failed(EpId(0), crate::ucs::Error::EndpointFailed("gone".into()));
+        .ep_failed(EpId(0), crate::error::peer_failed("gone".into()));
     a.run();
-    assert!(matches!(a.result(sid), Some(Err(Error::Endpoint(_)))));
+    assert!(matches!(
+        a.result(sid),
+        Some(Err(Error::EndpointFailed { .. }))
+    ));
     // The user may reuse the buffer now: a late offer must not write it.
     deliver(&mut b, &mut a);
     assert!(puts(&a).is_empty(), "wrote from a completed send");
@@ -227,12 +242,15 @@ fn endpoint_failure_mid_writes_waits_for_them_then_fails() {
     let (sid, _) = offered(&mut a, &mut b, &pattern(LEN), &mut buf, 9);
     assert!(!a.tx.inflight.is_empty());
     a.core
-        .ep_failed(EpId(0), crate::ucs::Error::EndpointFailed("gone".into()));
+        .ep_failed(EpId(0), crate::error::peer_failed("gone".into()));
     a.run();
     // The writes still own the buffer: no completion before they end.
     assert!(a.result(sid).is_none());
     a.complete_all(Err(crate::ucs::Error::Canceled));
-    assert!(matches!(a.result(sid), Some(Err(Error::Endpoint(_)))));
+    assert!(matches!(
+        a.result(sid),
+        Some(Err(Error::EndpointFailed { .. }))
+    ));
 }
 
 #[test]
@@ -261,11 +279,14 @@ fn an_offer_with_a_key_that_does_not_unpack_fails_the_send_and_says_so() {
     offer.extend_from_slice(b"garbage key");
     a.arrive(AM_RNDV_RTR_PUT, &offer);
     assert!(puts(&a).is_empty());
-    assert!(matches!(a.result(sid), Some(Err(Error::Transport(_)))));
+    assert!(matches!(a.result(sid), Some(Err(Error::Transport { .. }))));
     let atp = a.tx.ams_of(AM_RNDV_ATP);
     assert_eq!(atp.len(), 1);
     assert_ne!(&atp[0][8..], &le(&[0])[..], "the receiver is told");
     deliver(&mut a, &mut b);
-    assert!(matches!(b.result(rid), Some(Err(Error::Endpoint(_)))));
+    assert!(matches!(
+        b.result(rid),
+        Some(Err(Error::EndpointFailed { .. }))
+    ));
     assert!(buf.iter().all(|&x| x == 0));
 }

@@ -88,16 +88,28 @@ fn a_failed_tail_write_fails_both_sides() {
     let (sid, rid) = split(&mut a, &mut b, &pattern(LEN), &mut buf);
     deliver(&mut b, &mut a);
     let first = a.tx.rmas(false)[0].2;
-    a.complete(first, Err(crate::ucs::Error::RemoteAccess("write".into())));
+    a.complete(
+        first,
+        Err(crate::ucs::Error::remote_access(
+            "rec",
+            crate::ucs::AccessDenied::Refused("write".into()),
+        )),
+    );
     a.complete_all(Ok(()));
     let atp = a.tx.ams_of(AM_RNDV_ATP);
     assert_eq!(atp.len(), 1);
     assert_ne!(&atp[0][8..], &le(&[0])[..]);
     deliver(&mut a, &mut b);
     b.complete_all(Ok(()));
-    assert!(matches!(b.result(rid), Some(Err(Error::Endpoint(_)))));
+    assert!(matches!(
+        b.result(rid),
+        Some(Err(Error::EndpointFailed { .. }))
+    ));
     deliver(&mut b, &mut a);
-    assert!(matches!(a.result(sid), Some(Err(Error::Endpoint(_)))));
+    assert!(matches!(
+        a.result(sid),
+        Some(Err(Error::EndpointFailed { .. }))
+    ));
 }
 
 #[test]
@@ -106,7 +118,13 @@ fn a_failed_head_read_fails_the_receive_once_the_tail_is_written() {
     let mut buf = vec![0u8; LEN];
     let (sid, rid) = split(&mut a, &mut b, &pattern(LEN), &mut buf);
     let first = b.tx.rmas(true)[0].2;
-    b.complete(first, Err(crate::ucs::Error::RemoteAccess("read".into())));
+    b.complete(
+        first,
+        Err(crate::ucs::Error::remote_access(
+            "rec",
+            crate::ucs::AccessDenied::Refused("read".into()),
+        )),
+    );
     b.complete_all(Ok(()));
     assert!(
         b.result(rid).is_none(),
@@ -116,7 +134,10 @@ fn a_failed_head_read_fails_the_receive_once_the_tail_is_written() {
     a.complete_all(Ok(()));
     assert_eq!(a.done_len(sid), Some(LEN));
     deliver(&mut a, &mut b);
-    assert!(matches!(b.result(rid), Some(Err(Error::Endpoint(_)))));
+    assert!(matches!(
+        b.result(rid),
+        Some(Err(Error::EndpointFailed { .. }))
+    ));
 }
 
 #[test]
@@ -125,11 +146,14 @@ fn the_sender_failing_while_reading_fails_the_receive_after_the_reads() {
     let mut buf = vec![0u8; LEN];
     let (_, rid) = split(&mut a, &mut b, &pattern(LEN), &mut buf);
     b.core
-        .src_failed(SrcId(0), crate::ucs::Error::EndpointFailed("gone".into()));
+        .src_failed(SrcId(0), crate::error::peer_failed("gone".into()));
     b.run();
     assert!(b.result(rid).is_none(), "reads still own the buffer");
     b.complete_all(Ok(()));
-    assert!(matches!(b.result(rid), Some(Err(Error::Endpoint(_)))));
+    assert!(matches!(
+        b.result(rid),
+        Some(Err(Error::EndpointFailed { .. }))
+    ));
 }
 
 #[test]

@@ -105,10 +105,16 @@ fn endpoint_failure_while_awaiting_the_ack_fails_the_send() {
     let id = ssend(&mut a, &pattern(8), 6);
     a.core.ep_failed(EpId(0), crate::ucs::Error::Canceled);
     a.run();
-    assert!(matches!(a.result(id), Some(Err(Error::Endpoint(_)))));
+    assert!(matches!(
+        a.result(id),
+        Some(Err(Error::EndpointFailed { .. }))
+    ));
     // A late ack does not overwrite the failure.
     a.arrive(AM_SYNC_ACK, &le(&[id.to_u64()]));
-    assert!(matches!(a.result(id), Some(Err(Error::Endpoint(_)))));
+    assert!(matches!(
+        a.result(id),
+        Some(Err(Error::EndpointFailed { .. }))
+    ));
 }
 
 #[test]
@@ -165,8 +171,11 @@ fn a_zero_copy_failure_completes_a_synchronous_send_without_its_ack() {
     );
     let id = ssend(&mut a, &pattern(4000), 9);
     assert!(!a.tx.inflight.is_empty(), "sent zero-copy");
-    a.complete_all(Err(crate::ucs::Error::EndpointFailed("lost".into())));
-    assert!(matches!(a.result(id), Some(Err(Error::Endpoint(_)))));
+    a.complete_all(Err(crate::error::peer_failed("lost".into())));
+    assert!(matches!(
+        a.result(id),
+        Some(Err(Error::EndpointFailed { .. }))
+    ));
 }
 
 #[test]

@@ -2,7 +2,7 @@
 //! leaves both sides' memory as it was.
 
 use uct::testing::checks::pattern;
-use uct::ucs::Status;
+use uct::ucs::{AccessDenied, Error, Status};
 use uct::{Access, KeyFields, RemoteKey};
 
 use super::super::ops::check_key;
@@ -56,10 +56,34 @@ fn range_rights_and_owner() {
         let e = ok(addr, len, Access::REMOTE_READ).unwrap_err();
         assert_eq!(e.status(), Status::Rejected, "{addr:#x}+{len}: {e}");
         assert!(e.to_string().contains("outside"), "{e}");
+        assert!(
+            matches!(
+                e,
+                Error::RemoteAccess {
+                    reason: AccessDenied::OutOfRange {
+                        reg_addr: 0x1000,
+                        reg_len: 0x100,
+                        ..
+                    },
+                    ..
+                }
+            ),
+            "{e:?}"
+        );
     }
     let ro = key_of(&PEER, &fields(0x1000, 0x100, Access::REMOTE_READ));
     let e = check_key(&ro, &PEER, 0x1000, 1, Access::REMOTE_WRITE).unwrap_err();
     assert_eq!(e.status(), Status::Rejected);
+    assert!(
+        matches!(
+            e,
+            Error::RemoteAccess {
+                reason: AccessDenied::Rights { .. },
+                ..
+            }
+        ),
+        "{e:?}"
+    );
     let wo = key_of(&PEER, &fields(0x1000, 0x100, Access::REMOTE_WRITE));
     assert!(check_key(&wo, &PEER, 0x1000, 1, Access::REMOTE_READ).is_err());
     let local = key_of(&PEER, &fields(0x1000, 0x100, Access::LOCAL_WRITE));
@@ -77,6 +101,16 @@ fn range_rights_and_owner() {
         let e = check_key(&k, &other, 0x1000, 1, Access::REMOTE_READ).unwrap_err();
         assert_eq!(e.status(), Status::Rejected);
         assert!(e.to_string().contains("not to the endpoint's peer"), "{e}");
+        assert!(
+            matches!(
+                e,
+                Error::RemoteAccess {
+                    reason: AccessDenied::InvalidKey(_),
+                    ..
+                }
+            ),
+            "{e:?}"
+        );
     }
 }
 
