@@ -119,8 +119,7 @@ impl RecvBuf {
 }
 
 /// Bytes of a request's send buffer lent to a transport for a zero-copy
-/// send or write ([`SendBuf::lend`]), or bytes lent by the caller of an
-/// `unsafe` one-sided operation ([`Lent::from_raw`]).
+/// send or write ([`SendBuf::lend`]).
 ///
 /// What makes handing it to a transport sound: the range lies in the
 /// buffer, which stays valid and unchanged until its request completes,
@@ -136,13 +135,6 @@ pub(crate) struct Lent(crate::uct::Iov);
 pub(crate) struct LentMut(crate::uct::IovMut);
 
 impl Lent {
-    /// # Safety
-    /// `ptr..ptr+len` stays readable and unchanged until the operations
-    /// posted with the result complete.
-    pub(crate) unsafe fn from_raw(ptr: *const u8, len: usize) -> Lent {
-        Lent(crate::uct::Iov { ptr, len })
-    }
-
     /// The range, for the transport.
     pub(crate) fn iov(self) -> crate::uct::Iov {
         self.0
@@ -150,13 +142,6 @@ impl Lent {
 }
 
 impl LentMut {
-    /// # Safety
-    /// `ptr..ptr+len` stays writable, and untouched by anyone else, until
-    /// the operations posted with the result complete.
-    pub(crate) unsafe fn from_raw(ptr: *mut u8, len: usize) -> LentMut {
-        LentMut(crate::uct::IovMut { ptr, len })
-    }
-
     /// The range, for the transport.
     pub(crate) fn iov(self) -> crate::uct::IovMut {
         self.0
@@ -244,6 +229,31 @@ impl RecvBuf {
                 crate::uct::Access::REMOTE_WRITE,
             )
         }
+    }
+}
+
+/// Where a fetching one-sided atomic's result goes: a 64-bit word of the
+/// caller's, written when the answer arrives.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct ResultWord(*mut u64);
+
+// SAFETY: written only from the thread that owns the worker; the caller of
+// the operation keeps the word valid until completion.
+unsafe impl Send for ResultWord {}
+
+impl ResultWord {
+    /// # Safety
+    /// The 8 bytes at `ptr` (any alignment) stay writable, and untouched
+    /// by anyone else, until the request holding this completes.
+    pub(crate) unsafe fn new(ptr: *mut u64) -> ResultWord {
+        ResultWord(ptr)
+    }
+
+    /// Stores `v` (the request has not completed: the caller checks).
+    pub(crate) fn write(self, v: u64) {
+        // SAFETY: valid and the request's until it completes (the
+        // constructor's contract).
+        unsafe { self.0.write_unaligned(v) }
     }
 }
 

@@ -11,6 +11,69 @@ use std::alloc::Layout;
 /// transports' own tables.
 pub(crate) static RMA_REGS: RegTable = RegTable::new("ucp");
 
+/// Copies `data` to `addr` in the registration of [`RMA_REGS`] that `key`
+/// names, if it is live, holds the whole range and grants remote writes
+/// (else nothing is touched): an emulated put at its target.
+pub(crate) fn remote_write(
+    key: &crate::uct::KeyFields,
+    addr: u64,
+    data: &[u8],
+) -> crate::ucs::Result<()> {
+    RMA_REGS.with_range(key, addr, data.len(), Access::REMOTE_WRITE, |p| {
+        // SAFETY: every registration of `RMA_REGS` is of memory that
+        // stays valid until it ends (`Context::mem_map`'s contract, or
+        // memory a `MemMap` owns); `with_range` checked the range lies
+        // in a live one with remote-write rights and keeps it from
+        // ending meanwhile; `data` is the message, not registered
+        // memory.
+        unsafe { std::ptr::copy_nonoverlapping(data.as_ptr(), p, data.len()) }
+    })
+}
+
+/// The `len` bytes at `addr` in the registration `key` names, checked as
+/// for [`remote_write`] with remote-read rights: an emulated get.
+pub(crate) fn remote_read(
+    key: &crate::uct::KeyFields,
+    addr: u64,
+    len: usize,
+) -> crate::ucs::Result<Vec<u8>> {
+    RMA_REGS.with_range(key, addr, len, Access::REMOTE_READ, |p| {
+        let mut out = Vec::with_capacity(len);
+        // SAFETY: as in `remote_write`, for reads; `out` has room for
+        // `len` bytes.
+        unsafe {
+            std::ptr::copy_nonoverlapping(p, out.as_mut_ptr(), len);
+            out.set_len(len);
+        }
+        out
+    })
+}
+
+/// Applies `op` to the word at `addr` (aligned to its width) in the
+/// registration `key` names, checked as for [`remote_write`] with atomic
+/// rights; returns the word's old value: an atomic at its target.
+pub(crate) fn remote_atomic(
+    key: &crate::uct::KeyFields,
+    addr: u64,
+    op: super::AtomicOp,
+    value: super::AtomicValue,
+    compare: u64,
+) -> crate::ucs::Result<super::AtomicValue> {
+    let width = value.width();
+    if addr % width as u64 != 0 {
+        return Err(crate::ucs::Error::InvalidAddr(format!(
+            "atomic on {addr:#x}: not aligned to {width} bytes"
+        )));
+    }
+    RMA_REGS.with_range(key, addr, width, Access::REMOTE_ATOMIC, |p| {
+        // SAFETY: `width` bytes inside a live registration with atomic
+        // rights (checked, held by the lock), aligned (the registered
+        // pointer and the address agree, and the address is aligned),
+        // and peers reach such words only through atomics.
+        unsafe { super::atomic::apply(p, op, value, compare) }
+    })
+}
+
 /// Rights a domain registration may carry (atomics are executed by the
 /// protocol layer, never by a domain).
 const MD_ACCESS: Access = Access::LOCAL_WRITE

@@ -85,16 +85,15 @@ pub(crate) enum RmaSink {
     /// Nothing comes back (put, atomic post).
     None,
     /// A get's local ranges, in the order the remote data fills them.
-    Get { segs: Box<[(*mut u8, usize)]> },
+    Get {
+        segs: Box<[crate::request::buf::RecvBuf]>,
+    },
     /// A fetching atomic's result word (written as 64 bits).
-    Fetch { ptr: *mut u64, width: usize },
+    Fetch {
+        word: crate::request::buf::ResultWord,
+        width: usize,
+    },
 }
-
-// SAFETY: the pointers name caller memory that the unsafe operation's
-// contract keeps valid until the request completes; they are only used by
-// the worker that owns the request, whichever thread it runs on.
-#[allow(unsafe_code)]
-unsafe impl Send for RmaSink {}
 
 /// State of a one-sided operation.
 #[derive(Debug)]
@@ -120,22 +119,18 @@ pub(crate) struct RmaState {
 /// The zero-copy steps of a put or get, posted as the lane takes them.
 #[derive(Debug)]
 pub(crate) struct ZcopyPlan {
-    pub(crate) put: bool,
+    /// The local range: written to the peer (put) or read into (get).
+    pub(crate) local: crate::proto::rndv_zcopy::Local,
     pub(crate) iface: usize,
     pub(crate) uct_ep: crate::uct::EpId,
     pub(crate) key: crate::uct::RemoteKey,
     /// Largest step.
     pub(crate) max: usize,
-    pub(crate) ptr: *mut u8,
     pub(crate) len: usize,
     pub(crate) remote: u64,
     /// Next byte to post.
     pub(crate) off: usize,
 }
-
-// SAFETY: as for `RmaSink`: the caller's buffer, valid until completion.
-#[allow(unsafe_code)]
-unsafe impl Send for ZcopyPlan {}
 
 /// The target refused an operation, or answered it in a way that cannot be
 /// right, for `why`.

@@ -6,6 +6,8 @@ use super::rkey::Rkey;
 use super::target::MAX_GET_FRAGMENT;
 use super::wire::{self, AtomicReq, GetReq, PUT_HDR, REPLY_HDR};
 use super::{RmaSink, RmaState, ZcopyPlan};
+use crate::proto::rndv_zcopy::Local;
+use crate::request::buf::{RecvBuf, SendBuf};
 use crate::request::{Info, Kind, Request};
 use crate::uct::{Access, Caps, Iov, IovMut};
 use crate::{Ep, Error, Op, Posted, ReqId, Result, Worker};
@@ -187,7 +189,10 @@ impl Worker {
                 (),
             ));
         }
-        let sink = RmaSink::Fetch { ptr: result, width };
+        // SAFETY: this function's caller keeps the 8 bytes at `result`
+        // writable until completion.
+        let word = unsafe { crate::request::buf::ResultWord::new(result) };
+        let sink = RmaSink::Fetch { word, width };
         self.atomic_start(ep, op, value, compare, remote_addr, rkey, sink, o)
     }
 
@@ -474,7 +479,14 @@ impl Worker {
         let max_bcopy = st.cfg.max_bcopy;
         let sink = match dir {
             Dir::Put => RmaSink::None,
-            Dir::Get => RmaSink::Get { segs: segs.into() },
+            Dir::Get => RmaSink::Get {
+                // SAFETY: `get_raw`'s caller keeps the ranges writable, and
+                // untouched by anyone else, until the request completes.
+                segs: segs
+                    .iter()
+                    .map(|&(p, n)| unsafe { RecvBuf::new(p, n) })
+                    .collect(),
+            },
         };
         let id = self.rma_request(ep, len, sink, op);
         match zlane {
@@ -483,13 +495,21 @@ impl Worker {
                 let plans = segs
                     .iter()
                     .map(|&(ptr, n)| {
+                        // SAFETY: the operation's caller keeps the range
+                        // valid (for a get, writable and the request's
+                        // alone) until the request completes.
+                        let local = unsafe {
+                            match dir {
+                                Dir::Put => Local::Send(SendBuf::new(ptr, n), 0),
+                                Dir::Get => Local::Recv(RecvBuf::new(ptr, n)),
+                            }
+                        };
                         let z = ZcopyPlan {
-                            put: dir == Dir::Put,
+                            local,
                             iface,
                             uct_ep,
                             key: key.clone(),
                             max,
-                            ptr,
                             len: n,
                             remote: at,
                             off: 0,

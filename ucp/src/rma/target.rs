@@ -2,19 +2,19 @@
 //! handling of the replies.
 //!
 //! Requests execute in the AM handler, in arrival order, against
-//! [`RMA_REGS`]: the live registration must exist, carry the key's secret,
+//! [`RMA_REGS`](super::mem::RMA_REGS) (through `rma/mem.rs`, which
+//! touches the memory): the live registration must exist, carry the key's secret,
 //! contain the whole range and grant the right, or nothing is touched and
 //! the reply carries the refusal's status.
-#![allow(unsafe_code)]
 
-use super::atomic::{self, AtomicValue};
-use super::mem::RMA_REGS;
+use super::atomic::AtomicValue;
+use super::mem::{remote_atomic, remote_read, remote_write};
 use super::wire::{self, AtomicReq, GetReq, KeyRef, Reply, AM_RMA_REPLY};
 use super::RmaSink;
 use crate::proto::command::Command;
 use crate::proto::core::Core;
 use crate::proto::lanes::Lanes;
-use crate::request::buf::{Lent, LentMut};
+use crate::proto::rndv_zcopy::Local;
 use crate::request::{Info, Kind, Request};
 use crate::ucs::slab::SlabId;
 use crate::ucs::{PeerMisbehaved, Status};
@@ -54,17 +54,8 @@ impl Core {
     ) -> Option<Result<(), PeerMisbehaved>> {
         Some(match id {
             wire::AM_RMA_PUT => wire::decode_put(data).map(|(req, key, addr, d)| {
-                let status = fields(&key).and_then(|f| {
-                    RMA_REGS
-                        .with_range(&f, addr, d.len(), Access::REMOTE_WRITE, |p| {
-                            // SAFETY: `with_range` checked the range lies
-                            // in a live registration with remote-write
-                            // rights and keeps it from ending meanwhile;
-                            // `d` is the message, not registered memory.
-                            unsafe { std::ptr::copy_nonoverlapping(d.as_ptr(), p, d.len()) }
-                        })
-                        .map_err(|e| e.status())
-                });
+                let status =
+                    fields(&key).and_then(|f| remote_write(&f, addr, d).map_err(|e| e.status()));
                 self.rma_reply(
                     src,
                     Reply {
@@ -89,19 +80,8 @@ impl Core {
             Err(Status::InvalidParam)
         } else {
             fields(&g.key).and_then(|f| {
-                let len = g.len as usize;
-                RMA_REGS
-                    .with_range(&f, g.addr, len, Access::REMOTE_READ, |p| {
-                        out.reserve_exact(len);
-                        // SAFETY: inside a live registration with
-                        // remote-read rights (checked, held by the lock);
-                        // `out` has room for `len` bytes.
-                        unsafe {
-                            std::ptr::copy_nonoverlapping(p, out.as_mut_ptr(), len);
-                            out.set_len(len);
-                        }
-                    })
-                    .map_err(|e| e.status())
+                out = remote_read(&f, g.addr, g.len as usize).map_err(|e| e.status())?;
+                Ok(())
             })
         };
         let status = status.err().map_or(0, code);
@@ -126,15 +106,7 @@ impl Core {
             Err(Status::InvalidAddr)
         } else {
             fields(&a.key).and_then(|f| {
-                RMA_REGS
-                    .with_range(&f, a.addr, width, Access::REMOTE_ATOMIC, |p| {
-                        // SAFETY: `width` bytes inside a live registration
-                        // with atomic rights, aligned (checked above: the
-                        // registered pointer and the address agree), and
-                        // peers reach such words only through atomics.
-                        unsafe { atomic::apply(p, a.op, a.value, a.compare) }
-                    })
-                    .map_err(|e| e.status())
+                remote_atomic(&f, a.addr, a.op, a.value, a.compare).map_err(|e| e.status())
             })
         };
         let (value, status) = match r {
@@ -197,28 +169,25 @@ impl Core {
             match &s.sink {
                 RmaSink::None => Ok(()),
                 RmaSink::Get { segs } => {
-                    let len: usize = segs.iter().map(|&(_, n)| n).sum();
+                    let len: usize = segs.iter().map(|b| b.capacity()).sum();
                     // The range of the operation's local ranges the reply
                     // fills (a reply never spans two: fragments are cut at
                     // their ends).
                     let fits = usize::try_from(r.offset).ok().and_then(|o| {
                         let end = o.checked_add(data.len())?;
                         let mut start = 0;
-                        segs.iter().find_map(|&(p, n)| {
-                            let here = (o >= start && end <= start + n).then(|| (p, o - start));
+                        segs.iter().find_map(|b| {
+                            let n = b.capacity();
+                            let here = (o >= start && end <= start + n).then(|| (b, o - start));
                             start += n;
                             here
                         })
                     });
                     match fits {
-                        Some((ptr, o)) => {
-                            // SAFETY: `get_raw`'s caller keeps `len` bytes
-                            // at `ptr` writable until the request completes
-                            // (it has not: no result yet); the range is
-                            // inside them (checked).
-                            unsafe {
-                                std::ptr::copy_nonoverlapping(data.as_ptr(), ptr.add(o), data.len())
-                            };
+                        Some((buf, o)) => {
+                            // Inside the range (checked); the request has
+                            // no result yet.
+                            buf.write(o, data);
                             Ok(())
                         }
                         None => Err(super::refused(format!(
@@ -228,17 +197,13 @@ impl Core {
                         ))),
                     }
                 }
-                &RmaSink::Fetch { ptr, width } => {
-                    match AtomicValue::of_width(width, r.value) {
-                        Some(v) if width == 8 || r.value <= u64::from(u32::MAX) => {
-                            // SAFETY: `atomic_fetch_raw`'s caller keeps the
-                            // 8 bytes at `ptr` writable until completion.
-                            unsafe { ptr.write_unaligned(v.as_u64()) };
-                            Ok(())
-                        }
-                        _ => Err(super::refused(format!("bad atomic result {:#x}", r.value))),
+                &RmaSink::Fetch { word, width } => match AtomicValue::of_width(width, r.value) {
+                    Some(v) if width == 8 || r.value <= u64::from(u32::MAX) => {
+                        word.write(v.as_u64());
+                        Ok(())
                     }
-                }
+                    _ => Err(super::refused(format!("bad atomic result {:#x}", r.value))),
+                },
             }
         };
         self.rma_step_done(id, result);
@@ -343,17 +308,15 @@ impl Core {
             };
             let n = z.max.min(z.len - z.off);
             let at = z.remote + z.off as u64;
-            // SAFETY: `off < len`, so `off..off+n` is inside the caller's
-            // buffer, which the operation's caller keeps valid until the
-            // request completes; it waits for every step (each InFlight one
-            // is counted and reported back).
-            let r = unsafe {
-                let p = z.ptr.wrapping_add(z.off);
-                if z.put {
-                    let src = Lent::from_raw(p, n);
+            // The request waits for every step (each InFlight one is
+            // counted and reported back).
+            let r = match z.local {
+                Local::Send(buf, base) => {
+                    let src = buf.lend(base + z.off, n);
                     tx.put_zcopy(z.iface, z.uct_ep, src, at, &z.key, token)
-                } else {
-                    let dst = LentMut::from_raw(p, n);
+                }
+                Local::Recv(buf) => {
+                    let dst = buf.lend(z.off, n);
                     tx.get_zcopy(z.iface, z.uct_ep, dst, at, &z.key, token)
                 }
             };

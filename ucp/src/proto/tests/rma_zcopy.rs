@@ -23,13 +23,16 @@ fn get(n: &mut Node, local: &mut [u8], remote: &[u8], max: usize) -> SlabId {
         len: remote.len() as u64,
         access: Access::REMOTE_READ,
     };
+    // SAFETY: the test keeps `local` alive and untouched until the get
+    // completes.
+    #[allow(unsafe_code)]
+    let buf = unsafe { crate::request::buf::RecvBuf::new(local.as_mut_ptr(), local.len()) };
     let plan = ZcopyPlan {
-        put: false,
+        local: crate::proto::rndv_zcopy::Local::Recv(buf),
         iface: 0,
         uct_ep: EpId(0),
         key,
         max,
-        ptr: local.as_mut_ptr(),
         len: local.len(),
         remote: remote.as_ptr() as u64,
         off: 0,
