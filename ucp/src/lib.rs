@@ -68,7 +68,8 @@
 //!   domain that can, else private), remote keys (mapped into this process
 //!   by a domain that can), put, get, atomics, fence (see its
 //!   documentation for how each travels); `target.rs` answers the
-//!   emulated ones, reading and writing registered memory.
+//!   emulated ones (without `unsafe`: `mem.rs` reads, writes and applies
+//!   atomics to registered memory for it).
 //!
 //! With the `fuzzing` feature (or `--cfg fuzzing`), the wire codecs
 //! (`proto::wire`, `rma::wire`), worker addresses (`wireup`) and the tag
