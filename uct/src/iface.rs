@@ -46,6 +46,17 @@ pub enum Posted {
     NoResource,
 }
 
+impl Posted {
+    /// What `am_bcopy` returns for a message of `len` bytes posted with
+    /// this outcome: the length once done, 0 otherwise.
+    pub fn with_len(self, len: usize) -> (Posted, usize) {
+        match self {
+            Posted::Done => (Posted::Done, len),
+            other => (other, 0),
+        }
+    }
+}
+
 /// A memory range for zero-copy operations.
 ///
 /// It is a raw pointer: the caller of an `unsafe` zero-copy operation

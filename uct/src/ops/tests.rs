@@ -182,3 +182,10 @@ fn derived_caps_keep_properties_and_replace_operation_bits() {
         Caps::EVENT_FD | Caps::AM_SHORT | Caps::AM_BCOPY | Caps::PENDING
     );
 }
+
+#[test]
+fn a_bcopy_reports_its_length_only_when_done() {
+    assert_eq!(Posted::Done.with_len(7), (Posted::Done, 7));
+    assert_eq!(Posted::InFlight.with_len(7), (Posted::InFlight, 0));
+    assert_eq!(Posted::NoResource.with_len(7), (Posted::NoResource, 0));
+}

@@ -315,10 +315,7 @@ impl AmOps for SelfIface {
                 b.extend_from_slice(p);
             }
         })?;
-        Ok(match posted {
-            Posted::Done => (Posted::Done, total),
-            other => (other, 0),
-        })
+        Ok(posted.with_len(total))
     }
 }
 

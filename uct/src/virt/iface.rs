@@ -242,10 +242,7 @@ impl AmOps for VirtIface {
                     b.extend_from_slice(p);
                 }
             })?;
-        Ok(match posted {
-            Posted::Done => (Posted::Done, total),
-            other => (other, 0),
-        })
+        Ok(posted.with_len(total))
     }
 }
 

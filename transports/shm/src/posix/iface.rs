@@ -354,9 +354,6 @@ impl AmOps for PosixIface {
 
     fn am_bcopy(&mut self, ep: EpId, id: AmId, parts: &[&[u8]]) -> Result<(Posted, usize)> {
         let total = limits::bcopy_len(parts, self.info.attr.max_bcopy)?;
-        Ok(match self.send(ep, id, parts)? {
-            Posted::Done => (Posted::Done, total),
-            other => (other, 0),
-        })
+        Ok(self.send(ep, id, parts)?.with_len(total))
     }
 }
