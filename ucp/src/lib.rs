@@ -50,7 +50,8 @@
 //! * `proto/`: the protocols, which touch no iface, socket, clock or
 //!   thread, and hold no `unsafe`: the protocol state (`core.rs`) and
 //!   endpoints (`ep.rs`), the one way to the transports (`lanes.rs`), the
-//!   commands left for the executor and their dispatch (`command.rs`),
+//!   commands left for the executor (`command.rs`) and their dispatch
+//!   (`dispatch.rs`), what peers' messages name (`peer.rs`),
 //!   wire formats (`wire.rs`), protocol selection (`select/`), eager send
 //!   and receive (`eager_tx.rs`, `eager_rx.rs`, `direct.rs` for payloads a
 //!   transport writes straight into a receive), rendezvous by active

@@ -8,6 +8,7 @@
 
 use crate::proto::command::Command;
 pub(crate) use crate::proto::ep::{EpConfig, EpState};
+pub(crate) use crate::proto::peer::{AckTo, PutOffer, RemoteBuf};
 use crate::proto::select::{SelectCache, SelectConfig};
 use crate::proto::FragKey;
 use crate::request::{Callback, Completion, Info, Kind, Notify, Request};
@@ -73,20 +74,6 @@ pub(crate) struct PutTarget {
     pub(crate) tail: Option<bool>,
 }
 
-/// A receiver's offer of (part of) its buffer, from the wire
-/// (`RNDV_RTR_PUT`, or `RNDV_RTR_SPLIT` for a tail).
-#[derive(Debug)]
-pub(crate) struct PutOffer {
-    /// The send it answers, and the receive request on the other side.
-    pub(crate) sreq: u64,
-    pub(crate) rreq: u64,
-    pub(crate) addr: u64,
-    pub(crate) len: u64,
-    pub(crate) key: Vec<u8>,
-    /// The tail of a split rendezvous by get, not a whole buffer.
-    pub(crate) is_tail: bool,
-}
-
 impl PutTarget {
     /// The tail of a split rendezvous, offered by receive `rreq`, before
     /// its writes are planned.
@@ -100,21 +87,6 @@ impl PutTarget {
             tail: Some(false),
         }
     }
-}
-
-/// A sender's buffer offered for reading (rendezvous by get).
-#[derive(Debug, Clone)]
-pub(crate) struct RemoteBuf {
-    pub(crate) addr: u64,
-    pub(crate) rkey: crate::uct::RemoteKey,
-}
-
-/// Where to send the acknowledgement of a synchronous send.
-#[derive(Debug, Clone, Copy)]
-pub(crate) struct AckTo {
-    pub(crate) iface: usize,
-    pub(crate) src: SrcId,
-    pub(crate) sreq: u64,
 }
 
 /// Where the later fragments of a message go.

@@ -3,10 +3,12 @@
 pub(crate) mod command;
 pub(crate) mod core;
 pub(crate) mod direct;
+mod dispatch;
 pub(crate) mod eager_rx;
 pub(crate) mod eager_tx;
 pub(crate) mod ep;
 pub(crate) mod lanes;
+pub(crate) mod peer;
 pub(crate) mod probed;
 pub(crate) mod rndv;
 pub(crate) mod rndv_get;

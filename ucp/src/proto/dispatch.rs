@@ -1,0 +1,63 @@
+//! Hands each [`Command`] to the protocol that carries it out, through the
+//! [`Lanes`] of the worker's ifaces (wireup, which needs the ifaces
+//! themselves, is the executor's own: `worker/exec.rs`).
+
+use crate::proto::command::Command;
+use crate::proto::core::Core;
+use crate::proto::lanes::Lanes;
+use crate::proto::wire::AM_SYNC_ACK;
+use crate::rma::wire::AM_RMA_REPLY;
+use crate::ucs::slab::SlabId;
+use crate::Error;
+
+impl Core {
+    /// Carries out command `c` through `tx`. [`Command::Wireup`], which
+    /// needs the ifaces, is the executor's own and ignored here.
+    pub(crate) fn execute(&mut self, tx: &mut dyn Lanes, c: Command) {
+        match c {
+            Command::Resume { iface, uct_ep } => {
+                let Some(ep) = self.lane_ep(iface, uct_ep) else {
+                    return;
+                };
+                if let Some(s) = self.eps.get_mut(ep) {
+                    s.waiting = false;
+                }
+                self.resume_ep(tx, ep);
+                if !self.get_plans.is_empty() {
+                    self.resume_gets(tx, ep);
+                }
+                if self.rma_parked > 0 {
+                    self.resume_rma(tx);
+                }
+            }
+            Command::FailLane {
+                iface,
+                uct_ep,
+                error,
+            } => {
+                if let Some(ep) = self.lane_ep(iface, uct_ep) {
+                    self.fail_ep(ep, Error::endpoint(error));
+                }
+            }
+            Command::Wireup { .. } => {}
+            Command::AckSync(ack) => match self.src_eps.get(&(ack.iface, ack.src)) {
+                Some(&ep) => {
+                    let d = ack.sreq.to_le_bytes().to_vec();
+                    self.send_ctrl(tx, ep, AM_SYNC_ACK, d);
+                }
+                None => tracing::warn!("no endpoint to acknowledge a synchronous send on"),
+            },
+            Command::RmaReply { iface, src, msg } => match self.src_eps.get(&(iface, src)) {
+                Some(&ep) => self.send_ctrl(tx, ep, AM_RMA_REPLY, msg),
+                None => tracing::warn!("no endpoint to answer a one-sided operation on"),
+            },
+            Command::SendRtr { to, rreq } => self.send_rtr(tx, to, rreq),
+            Command::DataRequested { sreq, rreq } => self.data_requested(tx, sreq, rreq),
+            Command::StartGet { req, to, rb } => self.start_get(tx, req, to, rb),
+            Command::ReadsDone(req) => self.reads_done(tx, req),
+            Command::OfferBuffer { to, rreq } => self.answer_put(tx, to, SlabId::from_u64(rreq)),
+            Command::StartPut(offer) => self.start_put(tx, offer),
+            Command::SendAtp(id) => self.send_atp(tx, id),
+        }
+    }
+}
