@@ -82,21 +82,6 @@
 //! selection (the tables minimise one message's latency).
 #![deny(unsafe_code)]
 
-/// Declares an internal module: public with the `fuzzing` feature or
-/// `--cfg fuzzing` (for fuzz targets, decoder tests and benches), private
-/// to the crate otherwise.
-macro_rules! internal_mod {
-    ($(#[$m:meta])* $name:ident) => {
-        $(#[$m])*
-        #[cfg(any(fuzzing, feature = "fuzzing"))]
-        pub mod $name;
-        $(#[$m])*
-        #[cfg(not(any(fuzzing, feature = "fuzzing")))]
-        #[allow(dead_code, unreachable_pub)]
-        pub(crate) mod $name;
-    };
-}
-
 mod api;
 mod config;
 mod context;
@@ -105,8 +90,8 @@ pub mod proto;
 mod reg;
 mod request;
 pub mod rma;
-internal_mod!(tag);
-internal_mod!(wireup);
+crate::ucs::internal_mod!(tag);
+crate::ucs::internal_mod!(wireup);
 mod worker;
 
 pub use api::{Message, OpError, Pending, Scope, WorkerMut};

@@ -21,6 +21,7 @@ pub mod config;
 pub mod copy;
 pub mod error;
 pub mod hash;
+pub mod internal;
 pub mod log;
 pub mod netif;
 pub mod progress;

@@ -58,16 +58,12 @@ mod mr;
 mod provider;
 mod shared;
 mod stag;
-/// Wire codecs (MPA, DDP, RDMAP, Terminate, CRC): public for fuzz targets
-/// and tests (the `fuzzing` feature, or `--cfg fuzzing`), internal
-/// otherwise.
-#[cfg(any(fuzzing, feature = "fuzzing"))]
-pub mod wire;
-// Linted as public in the `fuzzing` build; privately, parts only the
-// tests and fuzz targets use are unused.
-#[cfg(not(any(fuzzing, feature = "fuzzing")))]
-#[allow(unused, unreachable_pub, clippy::wrong_self_convention)]
-pub(crate) mod wire;
+uct::ucs::internal_mod!(
+    /// Wire codecs (MPA, DDP, RDMAP, Terminate, CRC): public for fuzz
+    /// targets and tests (the `fuzzing` feature, or `--cfg fuzzing`),
+    /// internal otherwise.
+    wire
+);
 
 pub use config::{IwarpConfig, IWARP_TABLE};
 pub use device::IwarpDevice;

@@ -264,13 +264,6 @@ impl Core {
             // result stands.
             return;
         }
-        if matches!(req.kind, Kind::Ctrl(_)) {
-            // The core's own message (an acknowledgement, a rendezvous
-            // answer), dropped with its endpoint: no application request,
-            // nothing to report.
-            self.reqs.remove(id);
-            return;
-        }
         // A transport may hold a lent range of the buffer only until the
         // request completes (`request::buf::Lent`).
         debug_assert!(
@@ -349,6 +342,13 @@ impl Core {
         let Some(req) = self.reqs.get_mut(id) else {
             return;
         };
+        if matches!(req.kind, Kind::Ctrl(_)) {
+            // The core's own message (an acknowledgement, a rendezvous
+            // answer) that cannot go: no application request, nothing to
+            // report.
+            self.reqs.remove(id);
+            return;
+        }
         if let Kind::Send(s) = &mut req.kind {
             if s.error.is_none() {
                 s.error = Some(err.clone());

@@ -19,7 +19,7 @@ pub mod select;
 pub(crate) mod testing;
 #[cfg(test)]
 mod tests;
-internal_mod!(wire);
+crate::ucs::internal_mod!(wire);
 
 /// Identifies a multi-fragment message in reassembly: which iface and
 /// transport source it arrives on, and the sender's message id.

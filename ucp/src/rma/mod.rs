@@ -69,7 +69,7 @@ mod mem;
 mod ops;
 mod rkey;
 mod target;
-internal_mod!(wire);
+crate::ucs::internal_mod!(wire);
 
 pub use atomic::{AtomicOp, AtomicValue};
 pub use info::RmaProtocol;

@@ -55,13 +55,11 @@ mod iface;
 mod md;
 mod ops;
 mod progress;
-/// The connection handshake and header codecs: public for fuzz targets
-/// (the `fuzzing` feature, or `--cfg fuzzing`), internal otherwise.
-#[cfg(any(fuzzing, feature = "fuzzing"))]
-pub mod wire;
-#[cfg(not(any(fuzzing, feature = "fuzzing")))]
-#[allow(dead_code, unreachable_pub)]
-pub(crate) mod wire;
+uct::ucs::internal_mod!(
+    /// The connection handshake and header codecs: public for fuzz targets
+    /// (the `fuzzing` feature, or `--cfg fuzzing`), internal otherwise.
+    wire
+);
 
 pub use config::{RcConfig, RC_TABLE};
 
