@@ -21,6 +21,9 @@ pub(crate) enum Command {
     /// Transport endpoint `uct_ep` of iface `iface` has room again: resume
     /// what waits on it.
     Resume { iface: usize, uct_ep: EpId },
+    /// Ask the transport to say when transport endpoint `uct_ep` of iface
+    /// `iface` has room (`pending_add`; see `room.rs`).
+    AwaitRoom { iface: usize, uct_ep: EpId },
     /// Transport endpoint `uct_ep` of iface `iface` failed: fail the
     /// protocol endpoint it serves.
     FailLane {

@@ -11,17 +11,15 @@ use crate::ucs::slab::SlabId;
 use crate::Error;
 
 impl Core {
-    /// Carries out command `c` through `tx`. [`Command::Wireup`], which
-    /// needs the ifaces, is the executor's own and ignored here.
+    /// Carries out command `c` through `tx`. [`Command::Wireup`] and
+    /// [`Command::AwaitRoom`], which need the ifaces, are the executor's
+    /// own and ignored here.
     pub(crate) fn execute(&mut self, tx: &mut dyn Lanes, c: Command) {
         match c {
             Command::Resume { iface, uct_ep } => {
-                let Some(ep) = self.lane_ep(iface, uct_ep) else {
+                let Some(ep) = self.room_again(iface, uct_ep) else {
                     return;
                 };
-                if let Some(s) = self.eps.get_mut(ep) {
-                    s.waiting = false;
-                }
                 self.resume_ep(tx, ep);
                 if !self.get_plans.is_empty() {
                     self.resume_gets(tx, ep);
@@ -39,7 +37,8 @@ impl Core {
                     self.fail_ep(ep, Error::endpoint(error));
                 }
             }
-            Command::Wireup { .. } => {}
+            // The executor's own.
+            Command::Wireup { .. } | Command::AwaitRoom { .. } => {}
             Command::AckSync(ack) => match self.src_eps.get(&(ack.iface, ack.src)) {
                 Some(&ep) => {
                     let d = ack.sreq.to_le_bytes().to_vec();

@@ -277,7 +277,7 @@ impl Core {
                     n += 1;
                 }
                 Step::Blocked => {
-                    self.wait_for_room(tx, ep);
+                    self.wait_for_room(ep);
                     return n;
                 }
                 Step::Waiting => return n,
@@ -285,16 +285,10 @@ impl Core {
         }
     }
 
-    fn wait_for_room(&mut self, tx: &mut dyn Lanes, ep: SlabId) {
-        let Some(st) = self.eps.get_mut(ep) else {
-            return;
-        };
-        if st.waiting {
-            return;
-        }
-        match tx.pending_add(st.iface, st.uct_ep, Token(ep.to_u64())) {
-            Ok(()) => st.waiting = true,
-            Err(e) => self.fail_ep(ep, Error::endpoint(e)),
+    fn wait_for_room(&mut self, ep: SlabId) {
+        if let Some(st) = self.eps.get(ep) {
+            let (iface, uct_ep) = (st.iface, st.uct_ep);
+            self.await_room(ep, iface, uct_ep);
         }
     }
 

@@ -59,8 +59,9 @@ pub(crate) struct EpState {
     pub(crate) cfg: EpConfig,
     /// Sends waiting for transport resources, in posting order.
     pub(crate) queue: VecDeque<SlabId>,
-    /// A `pending_add` is outstanding on the transport endpoint.
-    pub(crate) waiting: bool,
+    /// Per lane (bit `i` for `lanes[i]`): the transport was asked to say
+    /// when the lane has room, and has not yet (`room.rs`).
+    pub(crate) awaiting: u64,
     /// Set once the endpoint failed; every later operation fails with it.
     pub(crate) failed: Option<Error>,
     /// The remote worker's uuid.
@@ -140,7 +141,7 @@ impl Core {
             remote_mds,
             cfg,
             queue: Default::default(),
-            waiting: false,
+            awaiting: 0,
             failed: None,
             remote_uuid,
             short_end: tables[0].short_end(cfg.max_short),
@@ -182,6 +183,7 @@ impl Core {
             self.fail_send(id, err.clone());
         }
         self.fail_rma(ep, &err);
+        self.fail_reads_on(ep, &err);
         self.src_eps.retain(|_, e| *e != ep);
     }
 }

@@ -1,13 +1,14 @@
 //! The protocols' one way to the transports.
 //!
 //! Protocol code never holds an iface. What it posts (active messages,
-//! zero-copy reads and writes, a request to be told when an endpoint has
-//! room) goes through [`Lanes`], addressed by the lane's iface index and
+//! zero-copy reads and writes) goes through [`Lanes`], addressed by the lane's iface index and
 //! transport endpoint. The worker implements it over its ifaces; protocol
 //! tests implement it with a recorder, so that a protocol runs without a
 //! worker or a transport. Zero-copy operations take buffers as
 //! [`Lent`] ranges of a request's buffer, so that protocol code posts them
-//! without `unsafe`.
+//! without `unsafe`. Waiting for room when a lane answers `NoResource`
+//! is not here: a protocol records it (`room.rs`) and the executor asks
+//! the transport.
 
 use crate::request::buf::{Lent, LentMut};
 use crate::ucs;
@@ -73,9 +74,6 @@ pub(crate) trait Lanes {
         rkey: &RemoteKey,
         token: Token,
     ) -> ucs::Result<Posted>;
-
-    /// `pending_add` on `(iface, ep)`.
-    fn pending_add(&mut self, iface: usize, ep: EpId, token: Token) -> ucs::Result<()>;
 }
 
 /// The error for a lane whose iface index names no iface.

@@ -14,6 +14,7 @@ pub(crate) mod rndv;
 pub(crate) mod rndv_get;
 pub(crate) mod rndv_put;
 pub(crate) mod rndv_zcopy;
+mod room;
 pub mod select;
 #[cfg(test)]
 pub(crate) mod testing;

@@ -217,19 +217,33 @@ impl Core {
         })
     }
 
+    /// The receives with reads still to post through endpoint `ep`.
+    fn reading_on(&self, ep: SlabId) -> Vec<SlabId> {
+        let on_ep = self.get_plans.iter().filter(|(_, p)| p.ep == ep);
+        on_ep.map(|(&id, _)| id).collect()
+    }
+
     /// Resumes the reads waiting for room on endpoint `ep`'s lanes.
     pub(crate) fn resume_gets(&mut self, tx: &mut dyn Lanes, ep: SlabId) -> usize {
-        let ids: Vec<SlabId> = self
-            .get_plans
-            .iter()
-            .filter(|(_, p)| p.ep == ep)
-            .map(|(&id, _)| id)
-            .collect();
+        let ids = self.reading_on(ep);
         let n = ids.len();
         for id in ids {
             self.push_get(tx, id);
         }
         n
+    }
+
+    /// Endpoint `ep` failed: the receives reading through it post no more
+    /// reads, and fail once those in flight have finished.
+    pub(crate) fn fail_reads_on(&mut self, ep: SlabId, err: &Error) {
+        let ids = self.reading_on(ep);
+        for id in ids {
+            self.get_plans.remove(&id);
+            self.note_read_error(id, err.clone());
+            if self.recv_state(id).is_some_and(|r| r.reads() == 0) {
+                self.commands.push_back(Command::ReadsDone(id));
+            }
+        }
     }
 
     /// Posts what it can of receive `req`'s reads; finishes the receive
@@ -283,13 +297,7 @@ impl Core {
             None => return,
         };
         if let Some((ep, (ifi, uct_ep))) = waiting {
-            if let Err(e) = tx.pending_add(ifi, uct_ep, Token(ep.to_u64())) {
-                self.get_plans.remove(&req);
-                self.note_read_error(req, Error::endpoint(e));
-                if inflight == 0 {
-                    self.commands.push_back(Command::ReadsDone(req));
-                }
-            }
+            self.await_room(ep, ifi, uct_ep);
             return;
         }
         match posted.failure {

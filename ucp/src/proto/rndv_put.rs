@@ -381,10 +381,8 @@ impl Core {
             Some(lane) => {
                 // A data lane is full: wait on it, the send stays first.
                 let (ifi, uct_ep) = lanes[lane];
-                match tx.pending_add(ifi, uct_ep, Token(ep.to_u64())) {
-                    Ok(()) => Step::Waiting,
-                    Err(_) => Step::Blocked,
-                }
+                self.await_room(ep, ifi, uct_ep);
+                Step::Waiting
             }
         }
     }

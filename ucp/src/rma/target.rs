@@ -328,11 +328,8 @@ impl Core {
                     s.zcopy_inflight += 1;
                 }
                 Ok(UctPosted::NoResource) => {
-                    if let Err(e) = tx.pending_add(z.iface, z.uct_ep, token) {
-                        s.error.get_or_insert(Error::endpoint(e));
-                        s.zcopy.iter_mut().for_each(|z| z.off = z.len);
-                        continue;
-                    }
+                    let (ep, iface, uct_ep) = (s.ep, z.iface, z.uct_ep);
+                    self.await_room(ep, iface, uct_ep);
                     self.rma_parked += 1;
                     return;
                 }

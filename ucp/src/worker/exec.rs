@@ -15,9 +15,10 @@ impl Core {
     /// meanwhile. Returns how many it carried out.
     ///
     /// Wireup needs the ifaces themselves (it may create transport
-    /// endpoints); every other command goes to the protocols, which reach
-    /// the transports through the [`crate::proto::lanes::Lanes`] of the
-    /// ifaces.
+    /// endpoints), and waiting for room is this executor's alone (no
+    /// protocol calls `pending_add`); every other command goes to the
+    /// protocols, which reach the transports through the
+    /// [`crate::proto::lanes::Lanes`] of the ifaces.
     pub(crate) fn run_commands(&mut self, ifaces: &mut Ifaces) -> usize {
         let mut n = 0;
         while let Some(c) = self.commands.pop_front() {
@@ -29,6 +30,11 @@ impl Core {
                     }
                     Err(e) => tracing::warn!("no endpoint back to worker {:#x}: {e}", addr.uuid),
                 },
+                Command::AwaitRoom { iface, uct_ep } => {
+                    if let Err(e) = ifaces.pending_add(iface, uct_ep) {
+                        self.room_refused(iface, uct_ep, e);
+                    }
+                }
                 c => self.execute(ifaces, c),
             }
         }

@@ -24,6 +24,13 @@ impl DerefMut for Ifaces {
 }
 
 impl Ifaces {
+    /// Asks iface `iface` to report when transport endpoint `ep` has room
+    /// (`pending_ready`, which names the lane by iface and endpoint: the
+    /// token carries nothing).
+    pub(crate) fn pending_add(&mut self, iface: usize, ep: EpId) -> ucs::Result<()> {
+        self.iface(iface)?.pending_add(ep, Token(0))
+    }
+
     #[inline]
     fn iface(&mut self, iface: usize) -> ucs::Result<&mut dyn Iface> {
         match self.0.get_mut(iface) {
@@ -111,9 +118,5 @@ impl Lanes for Ifaces {
         let ops = offered(self.iface(iface)?.get(), "get")?;
         // SAFETY: see above.
         unsafe { ops.get_zcopy(ep, &iov, remote_addr, rkey, token) }
-    }
-
-    fn pending_add(&mut self, iface: usize, ep: EpId, token: Token) -> ucs::Result<()> {
-        self.iface(iface)?.pending_add(ep, token)
     }
 }

@@ -2,6 +2,7 @@
 #![allow(unsafe_code)]
 
 use super::rec::Rec;
+use crate::proto::command::Command;
 use crate::proto::core::Core;
 use crate::proto::ep::EpConfig;
 use crate::proto::wire::AM_WIREUP;
@@ -149,7 +150,15 @@ impl Node {
     /// Carries out the commands queued so far (wireup is not expected).
     pub(crate) fn run(&mut self) {
         while let Some(c) = self.core.commands.pop_front() {
-            self.core.execute(&mut self.tx, c);
+            match c {
+                // As the worker's executor does, with the recorder as the
+                // transport.
+                Command::AwaitRoom { iface, uct_ep } => match self.tx.room_asked(iface, uct_ep) {
+                    Ok(()) => {}
+                    Err(e) => self.core.room_refused(iface, uct_ep, e),
+                },
+                c => self.core.execute(&mut self.tx, c),
+            }
         }
     }
 

@@ -31,8 +31,9 @@ pub(crate) enum Sent {
         len: usize,
         token: Token,
     },
-    /// A request to be told when `ep` has room.
-    Pending { ep: EpId, token: Token },
+    /// A request to be told when `ep` has room (what the executor asks
+    /// of the transport for a `Command::AwaitRoom`).
+    Pending { ep: EpId },
 }
 
 /// A recording [`Lanes`] with one iface (index 0).
@@ -40,7 +41,8 @@ pub(crate) enum Sent {
 pub(crate) struct Rec {
     pub(crate) attr: IfaceAttr,
     pub(crate) sent: Vec<Sent>,
-    /// Every operation but `pending_add` answers `NoResource`.
+    /// Every operation answers `NoResource` (waiting for room still
+    /// works).
     pub(crate) full: bool,
     /// Every operation fails with this.
     pub(crate) fail: Option<ucs::Error>,
@@ -51,6 +53,19 @@ pub(crate) struct Rec {
 }
 
 impl Rec {
+    /// `pending_add` on `(iface, ep)`, recorded; refused while every
+    /// operation fails.
+    pub(crate) fn room_asked(&mut self, iface: usize, ep: EpId) -> ucs::Result<()> {
+        if iface != 0 {
+            return Err(no_iface(iface));
+        }
+        if let Some(e) = &self.fail {
+            return Err(e.duplicate());
+        }
+        self.sent.push(Sent::Pending { ep });
+        Ok(())
+    }
+
     fn check(&mut self, iface: usize) -> ucs::Result<Option<Posted>> {
         if iface != 0 {
             return Err(no_iface(iface));
@@ -253,17 +268,6 @@ impl Lanes for Rec {
             len,
             token,
         })
-    }
-
-    fn pending_add(&mut self, iface: usize, ep: EpId, token: Token) -> ucs::Result<()> {
-        if iface != 0 {
-            return Err(no_iface(iface));
-        }
-        if let Some(e) = &self.fail {
-            return Err(e.duplicate());
-        }
-        self.sent.push(Sent::Pending { ep, token });
-        Ok(())
     }
 }
 

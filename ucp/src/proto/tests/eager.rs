@@ -29,6 +29,30 @@ fn a_short_message_is_one_active_message_and_completes_at_once() {
 }
 
 #[test]
+fn a_transport_that_refuses_to_wait_fails_the_endpoint_and_its_sends() {
+    let mut a = Node::new(virt_attr(|_| {}));
+    a.tx.full = true;
+    let data = pattern(100);
+    let Started::InFlight(id) = a.send(&data, 1, Op::new()).unwrap() else {
+        panic!("a full lane cannot take the message at once");
+    };
+    let Started::InFlight(id2) = a.send(&data, 2, Op::new()).unwrap() else {
+        panic!("a send behind a queued one queues");
+    };
+    // The endpoint's transport fails before it was asked to wait.
+    a.tx.fail = Some(crate::error::peer_failed("gone".into()));
+    a.run();
+    assert!(a.tx.sent.is_empty(), "nothing sent, no wait registered");
+    for id in [id, id2] {
+        assert!(matches!(
+            a.result(id),
+            Some(Err(Error::EndpointFailed { .. }))
+        ));
+    }
+    assert!(a.core.eps.get(a.ep).is_some_and(|e| e.failed.is_some()));
+}
+
+#[test]
 fn a_full_lane_queues_the_send_until_the_endpoint_has_room() {
     let mut a = Node::new(virt_attr(|_| {}));
     let mut b = Node::new(virt_attr(|_| {}));
@@ -37,19 +61,17 @@ fn a_full_lane_queues_the_send_until_the_endpoint_has_room() {
     let Started::InFlight(id) = a.send(&data, 1, Op::new()).unwrap() else {
         panic!("a full lane cannot take the message at once");
     };
-    // It asked to be told when there is room, once, and sent nothing.
-    assert_eq!(
-        a.tx.sent,
-        vec![Sent::Pending {
-            ep: EpId(0),
-            token: Token(a.ep.to_u64())
-        }]
-    );
+    // It sent nothing, and asked (once the worker carries out what the
+    // call recorded) to be told when there is room, once.
+    assert!(a.tx.sent.is_empty());
+    a.run();
+    assert_eq!(a.tx.sent, vec![Sent::Pending { ep: EpId(0) }]);
     // A second send queues behind the first without asking again.
     let second = pattern(5);
     let Started::InFlight(id2) = a.send(&second, 2, Op::new()).unwrap() else {
         panic!("a send behind a queued one queues");
     };
+    a.run();
     assert_eq!(a.tx.sent.len(), 1);
     a.tx.sent.clear();
     a.tx.full = false;
