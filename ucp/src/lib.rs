@@ -51,14 +51,18 @@
 //!   thread, and hold no `unsafe`: the protocol state (`core.rs`) and
 //!   endpoints (`ep.rs`), the one way to the transports (`lanes.rs`), the
 //!   commands left for the executor (`command.rs`) and their dispatch
-//!   (`dispatch.rs`), what peers' messages name (`peer.rs`),
-//!   wire formats (`wire.rs`), protocol selection (`select/`), eager send
-//!   and receive (`eager_tx.rs`, `eager_rx.rs`, `direct.rs` for payloads a
-//!   transport writes straight into a receive), rendezvous by active
-//!   messages (`rndv.rs`), get (`rndv_get.rs`, split with a write by the
-//!   sender on one host) and put (`rndv_put.rs`) over one or more lanes
+//!   (`dispatch.rs`), waiting for room on a full lane (`room.rs`: a
+//!   command; only the executor asks the transport), what peers' messages
+//!   name (`peer.rs`), wire formats (`wire.rs`), protocol selection
+//!   (`select/`), one module per protocol: eager send and receive
+//!   (`eager_tx.rs`, `eager_rx.rs`, `direct.rs` for payloads a transport
+//!   writes straight into a receive), synchronous-send acknowledgement
+//!   (`sync.rs`), wireup announcements (`wireup.rs`), the worker's own
+//!   protocol messages (`ctrl.rs`), rendezvous by active messages
+//!   (`rndv.rs`), get (`rndv_get.rs`, split with a write by the sender on
+//!   one host) and put (`rndv_put.rs`) over one or more lanes
 //!   (`rndv_zcopy.rs`), matched probes (`probed.rs`); protocol-level tests
-//!   over a recording `Lanes` (`testing.rs`, `tests/`);
+//!   over a recording `Lanes` (`testing/`, `tests/`);
 //! * `wireup/`: worker addresses and lane selection;
 //! * `tag/`: the tag matcher (sans-IO);
 //! * `request/`: the request slab, each request's state as phases (a

@@ -5,7 +5,6 @@
 use crate::proto::command::Command;
 use crate::proto::core::Core;
 use crate::proto::lanes::Lanes;
-use crate::proto::wire::AM_SYNC_ACK;
 use crate::rma::wire::AM_RMA_REPLY;
 use crate::ucs::slab::SlabId;
 use crate::Error;
@@ -39,13 +38,7 @@ impl Core {
             }
             // The executor's own.
             Command::Wireup { .. } | Command::AwaitRoom { .. } => {}
-            Command::AckSync(ack) => match self.src_eps.get(&(ack.iface, ack.src)) {
-                Some(&ep) => {
-                    let d = ack.sreq.to_le_bytes().to_vec();
-                    self.send_ctrl(tx, ep, AM_SYNC_ACK, d);
-                }
-                None => tracing::warn!("no endpoint to acknowledge a synchronous send on"),
-            },
+            Command::AckSync(ack) => self.ack_sync(tx, ack),
             Command::RmaReply { iface, src, msg } => match self.src_eps.get(&(iface, src)) {
                 Some(&ep) => self.send_ctrl(tx, ep, AM_RMA_REPLY, msg),
                 None => tracing::warn!("no endpoint to answer a one-sided operation on"),

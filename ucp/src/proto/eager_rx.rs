@@ -15,7 +15,6 @@ use super::wire::{
     AM_RNDV_RTR_SPLIT, AM_RNDV_RTS, AM_RNDV_RTS_GET, AM_RNDV_RTS_PUT, AM_SYNC_ACK, AM_WIREUP,
 };
 use super::FragKey;
-use crate::proto::command::Command;
 use crate::proto::core::{AckTo, Core, FragTarget, Unexp};
 use crate::request::buf::RecvBuf;
 use crate::request::{Info, Kind, Notify, Op, RecvPhase, RecvState, Request};
@@ -23,7 +22,6 @@ use crate::tag::PostOutcome;
 use crate::ucs::slab::SlabId;
 use crate::ucs::PeerMisbehaved;
 use crate::uct::{AmId, SrcId};
-use crate::wireup::address::WorkerAddress;
 use crate::{ucs, Error, Result};
 
 /// Outcome of posting a receive.
@@ -59,7 +57,7 @@ impl Core {
                 .and_then(|(h, sreq, f)| self.rx_first(src, h, f, Some(ack(sreq)))),
             AM_EAGER_MIDDLE => self.rx_middle(src, data),
             AM_WIREUP => self.rx_wireup(src, data),
-            AM_SYNC_ACK => wire::decode_ack(data).map(|r| self.sync_acked(SlabId::from_u64(r))),
+            AM_SYNC_ACK => self.rx_sync_ack(data),
             AM_RNDV_RTS => self.rx_rts(src, data, false),
             AM_RNDV_RTS_PUT => self.rx_rts(src, data, true),
             AM_RNDV_RTR_PUT => self.rx_rtr_put(data, false),
@@ -83,19 +81,6 @@ impl Core {
         }
     }
 
-    fn rx_wireup(&mut self, src: SrcId, data: &[u8]) -> Result<(), PeerMisbehaved> {
-        let addr = WorkerAddress::decode(data).map_err(|e| PeerMisbehaved::Invalid {
-            what: "wireup address",
-            detail: e.to_string(),
-        })?;
-        self.commands.push_back(Command::Wireup {
-            iface: self.cur_iface,
-            src,
-            addr,
-        });
-        Ok(())
-    }
-
     /// A whole message arrived. The common case, a polled receive waiting
     /// for it, is finished here; the rest is out of line.
     #[inline]
@@ -103,9 +88,7 @@ impl Core {
         let Some(req) = self.matcher.arrive(tag) else {
             return self.rx_whole_unexpected(tag, payload, ack);
         };
-        if let Some(a) = ack {
-            self.commands.push_back(Command::AckSync(a));
-        }
+        self.matched_sync(ack);
         // A polled receive: the whole message finishes it here, in one
         // lookup (what `finish_recv` and `complete` do for it, none of
         // their rendezvous cleanup applying to an eager receive). One its
@@ -199,7 +182,7 @@ impl Core {
                 r.buf.write(0, frag);
                 r.received = frag.len();
             }
-            self.commands.extend(ack.map(Command::AckSync));
+            self.matched_sync(ack);
             if done {
                 self.finish_recv(req);
             } else {
@@ -398,7 +381,7 @@ impl Core {
     fn take_whole(&mut self, buf: RecvBuf, u: Unexp) -> Result<RecvStarted> {
         buf.write(0, &u.data);
         let (tag, total) = (u.tag, u.total);
-        self.commands.extend(u.ack.map(Command::AckSync));
+        self.matched_sync(u.ack);
         self.give_spare(u.data);
         if total > buf.capacity() {
             return Err(Error::Truncated {
@@ -428,7 +411,7 @@ impl Core {
             rts,
         } = u;
         self.give_spare(data);
-        self.commands.extend(ack.map(Command::AckSync));
+        self.matched_sync(ack);
         if let Some((to, kind)) = rts.map(|b| *b) {
             return Ok(self.rts_matched(id, utag, total, to, kind));
         }

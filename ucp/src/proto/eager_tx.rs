@@ -11,18 +11,16 @@ use super::lanes::Lanes;
 use super::select::ProtocolId;
 use super::wire::{
     FirstHdr, MiddleHdr, AM_EAGER_FIRST, AM_EAGER_MIDDLE, AM_EAGER_ONLY, AM_EAGER_SYNC_FIRST,
-    AM_EAGER_SYNC_ONLY, AM_RNDV_DATA, AM_RNDV_RTS, AM_RNDV_RTS_GET, AM_RNDV_RTS_PUT,
-    SYNC_FIRST_HDR, SYNC_ONLY_HDR,
+    AM_EAGER_SYNC_ONLY, AM_RNDV_DATA, SYNC_FIRST_HDR, SYNC_ONLY_HDR,
 };
 use crate::proto::command::Command;
 use crate::proto::core::{Core, EpConfig};
 use crate::request::buf::SendBuf;
 use crate::request::{
-    AmPhase, CtrlState, GetPhase, Info, Kind, Op, PutPhase, Request, RndvPhase, SendState,
-    SyncState,
+    AmPhase, GetPhase, Info, Kind, Op, PutPhase, Request, RndvPhase, SendState, SyncState,
 };
 use crate::ucs::slab::SlabId;
-use crate::uct::{AmId, Posted, Token};
+use crate::uct::{Posted, Token};
 use crate::{Error, Result};
 
 /// How far a send got.
@@ -318,35 +316,7 @@ impl Core {
         let rreq = match rndv {
             RndvPhase::No => None,
             RndvPhase::Am(AmPhase::Rts) | RndvPhase::Put(PutPhase::Rts) => {
-                let (am_id, next) = if rndv == RndvPhase::Am(AmPhase::Rts) {
-                    (AM_RNDV_RTS, RndvPhase::Am(AmPhase::AwaitRtr))
-                } else {
-                    (AM_RNDV_RTS_PUT, RndvPhase::Put(PutPhase::AwaitOffer))
-                };
-                let len = buf.len() as u64;
-                let (t, r, l) = (
-                    tag.to_le_bytes(),
-                    id.to_u64().to_le_bytes(),
-                    len.to_le_bytes(),
-                );
-                return match tx.am_bcopy(ifi, uct_ep, am_id, &[&t, &r, &l]) {
-                    Ok((Posted::NoResource, _)) => Step::Blocked,
-                    Ok(_) => {
-                        if let Some(Request {
-                            kind: Kind::Send(s),
-                            ..
-                        }) = self.reqs.get_mut(id)
-                        {
-                            s.rndv = next;
-                        }
-                        // Off the queue until the receiver asks for the data.
-                        Step::Handed
-                    }
-                    Err(e) => {
-                        self.fail_send(id, Error::endpoint(e));
-                        Step::Failed
-                    }
-                };
+                return self.push_rts(tx, id, (ifi, uct_ep), rndv);
             }
             RndvPhase::Am(AmPhase::Data { rreq }) => Some(rreq),
             RndvPhase::Get(GetPhase::Rts) => return self.push_rts_get(tx, id),
@@ -470,137 +440,6 @@ impl Core {
         step
     }
 
-    /// Registers the buffer of send `id` and offers it to the receiver.
-    fn push_rts_get(&mut self, tx: &mut dyn Lanes, id: SlabId) -> Step {
-        let Some(Request {
-            kind: Kind::Send(s),
-            ..
-        }) = self.reqs.get(id)
-        else {
-            return Step::Failed;
-        };
-        let (ep, tag, buf) = (s.ep, s.tag, s.buf);
-        let have = s.memh.as_ref().map(|r| r.memh.clone());
-        let Some(st) = self.eps.get(ep) else {
-            self.fail_send(id, Error::InvalidHandle);
-            return Step::Failed;
-        };
-        let (ifi, uct_ep) = (st.iface, st.uct_ep);
-        let Some(mdi) = self.iface_md.get(ifi).copied() else {
-            self.fail_send(id, Error::InvalidHandle);
-            return Step::Failed;
-        };
-        let Some(md) = self.ctx.md(mdi) else {
-            self.fail_send(id, Error::InvalidHandle);
-            return Step::Failed;
-        };
-        let memh = match have {
-            Some(m) => m,
-            None => {
-                // Kept in the request, whose completion releases it.
-                let r = buf.register_for_reads(&self.ctx, mdi);
-                match r {
-                    Ok(r) => {
-                        let m = r.memh.clone();
-                        if let Some(Request {
-                            kind: Kind::Send(s),
-                            ..
-                        }) = self.reqs.get_mut(id)
-                        {
-                            s.memh = Some(Box::new(r));
-                        }
-                        m
-                    }
-                    Err(e) => {
-                        self.fail_send(id, Error::transport(e));
-                        return Step::Failed;
-                    }
-                }
-            }
-        };
-        let packed = match md.mkey_pack(&memh) {
-            Ok(p) => p,
-            Err(e) => {
-                // The registration ends with the request.
-                self.fail_send(id, Error::transport(e));
-                return Step::Failed;
-            }
-        };
-        // The buffer's own address: a cached registration may start
-        // before it.
-        let (t, r, l, a) = (
-            tag.to_le_bytes(),
-            id.to_u64().to_le_bytes(),
-            (buf.len() as u64).to_le_bytes(),
-            (buf.ptr_at(0) as u64).to_le_bytes(),
-        );
-        match tx.am_bcopy(ifi, uct_ep, AM_RNDV_RTS_GET, &[&t, &r, &l, &a, &packed]) {
-            Ok((Posted::NoResource, _)) => Step::Blocked,
-            Ok(_) => {
-                if let Some(Request {
-                    kind: Kind::Send(s),
-                    ..
-                }) = self.reqs.get_mut(id)
-                {
-                    s.rndv = RndvPhase::Get(GetPhase::AwaitAts);
-                }
-                Step::Handed
-            }
-            Err(e) => {
-                self.fail_send(id, Error::endpoint(e));
-                Step::Failed
-            }
-        }
-    }
-
-    /// Queues a protocol message on endpoint `ep`, behind earlier sends.
-    pub(crate) fn send_ctrl(&mut self, tx: &mut dyn Lanes, ep: SlabId, am_id: AmId, data: Vec<u8>) {
-        let Some(st) = self.eps.get_mut(ep) else {
-            return;
-        };
-        if st.failed.is_some() {
-            return;
-        }
-        let mut req = Request::new(Kind::Ctrl(CtrlState { ep, am_id, data }), Op::new());
-        req.detached = true;
-        let id = self.reqs.insert(req);
-        let idle = self.eps.get(ep).is_some_and(|s| s.queue.is_empty());
-        if let Some(st) = self.eps.get_mut(ep) {
-            st.queue.push_back(id);
-        }
-        if idle {
-            self.resume_ep(tx, ep);
-        }
-    }
-
-    /// Sends a queued protocol message.
-    fn push_ctrl(&mut self, tx: &mut dyn Lanes, id: SlabId) -> Step {
-        let Some(Request {
-            kind: Kind::Ctrl(c),
-            ..
-        }) = self.reqs.get(id)
-        else {
-            return Step::Failed;
-        };
-        let Some(st) = self.eps.get(c.ep) else {
-            self.reqs.remove(id);
-            return Step::Failed;
-        };
-        let r = tx.am_bcopy(st.iface, st.uct_ep, c.am_id, &[&c.data]);
-        match r {
-            Ok((Posted::NoResource, _)) => Step::Blocked,
-            Ok(_) => {
-                self.reqs.remove(id);
-                Step::Handed
-            }
-            Err(e) => {
-                tracing::debug!("protocol message failed: {e}");
-                self.reqs.remove(id);
-                Step::Failed
-            }
-        }
-    }
-
     /// Completes send `id` if all of it left and, for a synchronous send,
     /// the receiver has matched it.
     pub(crate) fn finish_send(&mut self, id: SlabId) {
@@ -663,21 +502,6 @@ impl Core {
         st.queue.remove(pos);
         self.complete(id, Err(Error::Canceled));
         true
-    }
-
-    /// The receiver matched synchronous send `id` (from the wire: may be
-    /// stale or forged, in which case nothing happens).
-    pub(crate) fn sync_acked(&mut self, id: SlabId) {
-        if let Some(Request {
-            kind: Kind::Send(s),
-            ..
-        }) = self.reqs.get_mut(id)
-        {
-            if s.sync.is_sync() {
-                s.sync.ack();
-                self.finish_send(id);
-            }
-        }
     }
 
     /// A zero-copy fragment of send `id` left the transport.

@@ -8,7 +8,7 @@
 use super::core::Core;
 use super::lanes::Lanes;
 use super::select::{EpLanes, LaneInfo, Op as SelOp, SelectionTable};
-use super::wire::{AM_WIREUP, FIRST_HDR};
+use super::wire::FIRST_HDR;
 use crate::request::Kind;
 use crate::ucs::slab::SlabId;
 use crate::uct::{Caps, EpId, IfaceAttr};
@@ -150,8 +150,7 @@ impl Core {
         for &(i, e) in &lanes {
             self.set_lane_ep(i, e, Some(id));
         }
-        let me = self.address.clone();
-        self.send_ctrl(tx, id, AM_WIREUP, me);
+        self.announce(tx, id);
         Ok(id)
     }
 

@@ -1,7 +1,11 @@
-//! Protocols: wire formats and the eager tag protocol.
+//! The protocols: one module per protocol over the protocol state
+//! (`core.rs`), reaching the transports through `lanes::Lanes` and
+//! leaving what needs the ifaces to the worker's executor as
+//! `command::Command`s. The crate's top documentation has the map.
 
 pub(crate) mod command;
 pub(crate) mod core;
+mod ctrl;
 pub(crate) mod direct;
 mod dispatch;
 pub(crate) mod eager_rx;
@@ -16,11 +20,13 @@ pub(crate) mod rndv_put;
 pub(crate) mod rndv_zcopy;
 mod room;
 pub mod select;
+mod sync;
 #[cfg(test)]
 pub(crate) mod testing;
 #[cfg(test)]
 mod tests;
 crate::ucs::internal_mod!(wire);
+mod wireup;
 
 /// Identifies a multi-fragment message in reassembly: which iface and
 /// transport source it arrives on, and the sender's message id.

@@ -9,14 +9,15 @@
 //! nothing, and data is accepted only from the source that sent the RTS,
 //! within the announced length.
 
-use super::wire::{self, AM_RNDV_RTR};
+use super::eager_tx::Step;
+use super::wire::{self, AM_RNDV_RTR, AM_RNDV_RTS, AM_RNDV_RTS_PUT};
 use crate::proto::command::Command;
 use crate::proto::core::{AckTo, Core, Rts, Unexp};
 use crate::proto::lanes::Lanes;
-use crate::request::{AmPhase, Kind, PutPhase, RecvPhase, RndvPhase, RndvRecv};
+use crate::request::{AmPhase, Kind, PutPhase, RecvPhase, Request, RndvPhase, RndvRecv};
 use crate::ucs::slab::SlabId;
 use crate::ucs::{self, PeerMisbehaved};
-use crate::uct::SrcId;
+use crate::uct::{AmId, EpId, Posted, SrcId};
 use crate::Error;
 
 fn invalid(what: &'static str, detail: String) -> PeerMisbehaved {
@@ -233,6 +234,66 @@ impl Core {
             } else {
                 self.take_read_error(id);
                 self.complete(id, Err(e));
+            }
+        }
+    }
+
+    /// Sends the request to send of rendezvous send `id` over active
+    /// messages or by put (`rndv`, its first phase) on lane `lane`.
+    pub(crate) fn push_rts(
+        &mut self,
+        tx: &mut dyn Lanes,
+        id: SlabId,
+        lane: (usize, EpId),
+        rndv: RndvPhase,
+    ) -> Step {
+        let (am_id, next) = if rndv == RndvPhase::Am(AmPhase::Rts) {
+            (AM_RNDV_RTS, RndvPhase::Am(AmPhase::AwaitRtr))
+        } else {
+            (AM_RNDV_RTS_PUT, RndvPhase::Put(PutPhase::AwaitOffer))
+        };
+        let Some(Request {
+            kind: Kind::Send(s),
+            ..
+        }) = self.reqs.get(id)
+        else {
+            return Step::Failed;
+        };
+        let (t, r, l) = (
+            s.tag.to_le_bytes(),
+            id.to_u64().to_le_bytes(),
+            (s.buf.len() as u64).to_le_bytes(),
+        );
+        self.send_rts(tx, id, lane, am_id, &[&t, &r, &l], next)
+    }
+
+    /// Sends request to send `parts` (active message `am_id`) of send
+    /// `id` on `lane`; once it left, the send is in phase `next`, off the
+    /// endpoint's queue until the receiver answers.
+    pub(crate) fn send_rts(
+        &mut self,
+        tx: &mut dyn Lanes,
+        id: SlabId,
+        (ifi, uct_ep): (usize, EpId),
+        am_id: AmId,
+        parts: &[&[u8]],
+        next: RndvPhase,
+    ) -> Step {
+        match tx.am_bcopy(ifi, uct_ep, am_id, parts) {
+            Ok((Posted::NoResource, _)) => Step::Blocked,
+            Ok(_) => {
+                if let Some(Request {
+                    kind: Kind::Send(s),
+                    ..
+                }) = self.reqs.get_mut(id)
+                {
+                    s.rndv = next;
+                }
+                Step::Handed
+            }
+            Err(e) => {
+                self.fail_send(id, Error::endpoint(e));
+                Step::Failed
             }
         }
     }

@@ -22,14 +22,15 @@
 //! done and the ATS came (which may come first). Both processes copy at
 //! once, but the receive now needs the sender to progress.
 
-use super::wire::{self, AM_RNDV_ATS, AM_RNDV_RTR_SPLIT, RTS_GET_HDR};
+use super::eager_tx::Step;
+use super::wire::{self, AM_RNDV_ATS, AM_RNDV_RTR_SPLIT, AM_RNDV_RTS_GET, RTS_GET_HDR};
 use crate::proto::command::Command;
 use crate::proto::core::{AckTo, Core, GetPlan, RemoteBuf, Rts};
 use crate::proto::eager_rx::RecvStarted;
 use crate::proto::lanes::Lanes;
 use crate::proto::rndv_zcopy::{all_posted, data_lanes, post_segments, split, Local, Remote};
 use crate::proto::select::ProtocolId;
-use crate::request::{AtsTo, GetPhase, Kind, RecvPhase, RndvPhase, RndvRecv};
+use crate::request::{AtsTo, GetPhase, Kind, RecvPhase, Request, RndvPhase, RndvRecv};
 use crate::ucs::slab::SlabId;
 use crate::ucs::{self, PeerMisbehaved};
 use crate::uct::{Caps, DeviceType, SrcId, Token};
@@ -406,5 +407,74 @@ impl Core {
         self.recv_state(id)
             .and_then(|r| r.read_error.take())
             .map(|e| *e)
+    }
+
+    /// Registers the buffer of send `id` and offers it to the receiver.
+    pub(crate) fn push_rts_get(&mut self, tx: &mut dyn Lanes, id: SlabId) -> Step {
+        let Some(Request {
+            kind: Kind::Send(s),
+            ..
+        }) = self.reqs.get(id)
+        else {
+            return Step::Failed;
+        };
+        let (ep, tag, buf) = (s.ep, s.tag, s.buf);
+        let have = s.memh.as_ref().map(|r| r.memh.clone());
+        let Some(st) = self.eps.get(ep) else {
+            self.fail_send(id, Error::InvalidHandle);
+            return Step::Failed;
+        };
+        let (ifi, uct_ep) = (st.iface, st.uct_ep);
+        let Some(mdi) = self.iface_md.get(ifi).copied() else {
+            self.fail_send(id, Error::InvalidHandle);
+            return Step::Failed;
+        };
+        let Some(md) = self.ctx.md(mdi) else {
+            self.fail_send(id, Error::InvalidHandle);
+            return Step::Failed;
+        };
+        let memh = match have {
+            Some(m) => m,
+            None => {
+                // Kept in the request, whose completion releases it.
+                let r = buf.register_for_reads(&self.ctx, mdi);
+                match r {
+                    Ok(r) => {
+                        let m = r.memh.clone();
+                        if let Some(Request {
+                            kind: Kind::Send(s),
+                            ..
+                        }) = self.reqs.get_mut(id)
+                        {
+                            s.memh = Some(Box::new(r));
+                        }
+                        m
+                    }
+                    Err(e) => {
+                        self.fail_send(id, Error::transport(e));
+                        return Step::Failed;
+                    }
+                }
+            }
+        };
+        let packed = match md.mkey_pack(&memh) {
+            Ok(p) => p,
+            Err(e) => {
+                // The registration ends with the request.
+                self.fail_send(id, Error::transport(e));
+                return Step::Failed;
+            }
+        };
+        // The buffer's own address: a cached registration may start
+        // before it.
+        let (t, r, l, a) = (
+            tag.to_le_bytes(),
+            id.to_u64().to_le_bytes(),
+            (buf.len() as u64).to_le_bytes(),
+            (buf.ptr_at(0) as u64).to_le_bytes(),
+        );
+        let parts: [&[u8]; 5] = [&t, &r, &l, &a, &packed];
+        let next = RndvPhase::Get(GetPhase::AwaitAts);
+        self.send_rts(tx, id, (ifi, uct_ep), AM_RNDV_RTS_GET, &parts, next)
     }
 }
