@@ -14,16 +14,19 @@
 //!   checked before use: a peer that corrupts the region produces
 //!   [`FifoError`]s or garbage payload bytes, never an out-of-bounds access or
 //!   a panic.
-//! * [`proc_id`]: process identity (pid + start time) for liveness checks
+//! * `proc_id`: process identity (pid + start time) for liveness checks
 //!   and the host identity that decides reachability.
 //!
 //! Map: `fifo` (public types and the producer/consumer protocol), `layout`
 //! (offsets, geometry validation, element control word), `error` (the
 //! [`FifoError`] both of them report), `region` (raw
 //! memory access; in loom tests a model-checked stand-in), `sync` (std or
-//! loom atomics).
+//! loom atomics); `segment` (shared memory segments), `proc_id`, `cma`
+//! and the transports (`posix`, `component`, `md_*`). The FIFO is public
+//! API; `segment`, `proc_id` and `cma` are public only with the `fuzzing`
+//! feature (or `--cfg fuzzing`), for this crate's tests and fuzz targets.
 
-pub mod cma;
+uct::ucs::internal_mod!(cma);
 // The loom build of this crate's tests models the FIFO alone: the
 // transports on top need raw shared memory.
 #[cfg(not(all(loom, test)))]
@@ -36,9 +39,9 @@ mod md_alloc;
 mod md_keys;
 #[cfg(not(all(loom, test)))]
 mod posix;
-pub mod proc_id;
+uct::ucs::internal_mod!(proc_id);
 mod region;
-pub mod segment;
+uct::ucs::internal_mod!(segment);
 mod sync;
 
 #[cfg(not(all(loom, test)))]
