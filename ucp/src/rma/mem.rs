@@ -204,7 +204,7 @@ impl Context {
             Ok(h) => h,
             Err(e) => {
                 free(alloc);
-                return Err(Error::InvalidParam(e.to_string()));
+                return Err(Error::transport(e));
             }
         };
         let mut mds = Vec::new();
@@ -356,7 +356,7 @@ impl MemMap {
     pub fn rkey_pack(&self) -> Result<Vec<u8>> {
         let f = RMA_REGS
             .key_fields(&self.am)
-            .map_err(|e| Error::InvalidParam(e.to_string()))?;
+            .map_err(Error::transport)?;
         let mut v = Vec::with_capacity(FIXED_LEN + 64 * self.mds.len());
         v.extend_from_slice(&MAGIC);
         v.push(VERSION);
@@ -413,7 +413,7 @@ impl MemMap {
         // Rendezvous registrations cached on this memory end too.
         self.ctx.rcache_invalidate(self.ptr, self.len);
         if let Err(e) = RMA_REGS.deregister(&self.am) {
-            first = Err(Error::InvalidParam(e.to_string()));
+            first = Err(Error::transport(e));
         }
         let allocated_by = match &self.alloc {
             Some(Alloc::Md { md, .. }) => Some(*md),
@@ -427,7 +427,7 @@ impl MemMap {
             if let Some(md) = self.ctx.md(i) {
                 if let Err(e) = md.mem_dereg(&h) {
                     if first.is_ok() {
-                        first = Err(Error::InvalidParam(e.to_string()));
+                        first = Err(Error::transport(e));
                     }
                 }
             }
