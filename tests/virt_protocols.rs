@@ -29,10 +29,19 @@ fn link(gbps: u64) -> LinkConfig {
 /// A net with devices `(name, GB/s)`, and two contexts on it (two
 /// "processes": separate memory domains) with settings `vars`.
 fn world(devices: &[(&str, u64)], vars: &[(&str, &str)]) -> (VirtNet, Context, Context) {
+    world_of(devices, |d| d, vars)
+}
+
+/// [`world`] with each device made by `dev` from its name and link.
+fn world_of(
+    devices: &[(&str, u64)],
+    dev: impl Fn(VirtDevice) -> VirtDevice,
+    vars: &[(&str, &str)],
+) -> (VirtNet, Context, Context) {
     let cfg = VirtConfig {
         devices: devices
             .iter()
-            .map(|&(n, bw)| VirtDevice::new(n).with_link(link(bw)))
+            .map(|&(n, bw)| dev(VirtDevice::new(n).with_link(link(bw))))
             .collect(),
         ..VirtConfig::default()
     };
@@ -63,7 +72,10 @@ struct Pair {
 
 impl Pair {
     fn new(devices: &[(&str, u64)], vars: &[(&str, &str)]) -> Pair {
-        let (net, ca, cb) = world(devices, vars);
+        Pair::of(world(devices, vars))
+    }
+
+    fn of((net, ca, cb): (VirtNet, Context, Context)) -> Pair {
         let mut a = ca.create_worker().expect("worker");
         let b = cb.create_worker().expect("worker");
         let ep = a.connect(&b.address()).expect("connect");
@@ -288,6 +300,22 @@ fn two_lanes_share_the_data_by_bandwidth() {
             "{scheme}: fast {fast} slow {slow}"
         );
     }
+}
+
+#[test]
+fn lanes_on_one_loopback_path_are_one_lane() {
+    // Two devices that both stand for the host's loopback (as TCP over lo
+    // and over a NIC's address do between processes of one host): a
+    // second lane would take the same path, so the data goes on one.
+    let devices = [("lo", 20), ("eth0", 10)];
+    let vars = [("RNDV_THRESH", "1k"), ("RNDV_SCHEME", "put_zcopy")];
+    let p = Pair::of(world_of(&devices, VirtDevice::looping_back, &vars));
+    let t = &p.a.ep_protocols(p.ep).expect("tables")[0];
+    assert_eq!(t.lookup(8 << 20).lanes.len(), 1, "{t}");
+    // The same two devices as separate paths share the data.
+    let p = Pair::new(&devices, &vars);
+    let t = &p.a.ep_protocols(p.ep).expect("tables")[0];
+    assert_eq!(t.lookup(8 << 20).lanes.len(), 2, "{t}");
 }
 
 /// The node id of a worker's only virt iface.

@@ -381,6 +381,17 @@ pub trait Iface: Send + std::fmt::Debug {
     /// device and iface. Malformed addresses are unreachable.
     fn is_reachable(&self, dev_addr: &[u8], iface_addr: &[u8]) -> bool;
 
+    /// Whether traffic from this iface to the remote device `dev_addr`
+    /// stays inside this host, on the kernel's loopback path whichever
+    /// device names it (a network transport to a peer in the same host and
+    /// network namespace). More lanes to such a peer over that path add no
+    /// bandwidth: they share one path and the same cores. `false` unless
+    /// the transport knows (the default).
+    fn loops_back(&self, dev_addr: &[u8]) -> bool {
+        let _ = dev_addr;
+        false
+    }
+
     /// Creates an endpoint to a remote iface.
     fn ep_create(&mut self, dev_addr: &[u8], iface_addr: &[u8]) -> Result<EpId>;
 

@@ -17,6 +17,10 @@
 //! * a non-loopback remote is reachable from a non-loopback iface, and from a
 //!   loopback iface only on the same host (the kernel routes it locally).
 //!
+//! A remote of the same host id is in this host's own network stack
+//! ([`Local::same_host`]): whatever device names it, the kernel carries
+//! the traffic over its loopback path.
+//!
 //! Subnets and routes are not checked: a non-loopback address is assumed
 //! routable, as UCX does.
 
@@ -87,6 +91,18 @@ impl Local {
         }
     }
 
+    /// Whether the remote device `dev` is in this host's own network stack
+    /// (same host id: same boot and network namespace). `false` if
+    /// malformed.
+    pub fn same_host(&self, dev: &[u8]) -> bool {
+        let Ok(dev) = <&[u8; DEV_ADDR_LEN]>::try_from(dev) else {
+            return false;
+        };
+        let mut host = [0u8; 8];
+        host.copy_from_slice(&dev[4..]);
+        u64::from_le_bytes(host) == self.host_id
+    }
+
     /// Decodes and judges a remote address.
     pub fn is_reachable(&self, dev: &[u8], iface: &[u8]) -> bool {
         unpack(dev, iface).is_some_and(|r| self.reaches(&r))
@@ -106,6 +122,24 @@ mod tests {
         let r = unpack(&dev, &iface).unwrap();
         assert_eq!(r.addr, "10.1.2.3:4000".parse().unwrap());
         assert_eq!(r.host_id, 0x1122_3344_5566_7788);
+    }
+
+    #[test]
+    fn same_host_is_by_host_id_whatever_the_address() {
+        let me = Local {
+            host_id: 7,
+            loopback: false,
+        };
+        let lo = Ipv4Addr::LOCALHOST;
+        let net = Ipv4Addr::new(192, 0, 2, 9);
+        assert!(me.same_host(&pack_dev(lo, 7)));
+        assert!(me.same_host(&pack_dev(net, 7)));
+        assert!(
+            !me.same_host(&pack_dev(net, 8)),
+            "another namespace or host"
+        );
+        assert!(!me.same_host(&pack_dev(net, 7)[..11]), "malformed");
+        assert!(!me.same_host(&[]));
     }
 
     #[test]

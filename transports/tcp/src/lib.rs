@@ -19,6 +19,11 @@
 //!   sent on a connection that loses, and messages keep their order.
 //!   Connections stay until the iface is closed or they fail. All messages
 //!   from one peer iface arrive under one [`uct::SrcId`].
+//! * Reachability follows `uct::ip_addr`; a peer of this host and network
+//!   namespace (same host id) is reached over the kernel's loopback from
+//!   any device, which [`uct::Iface::loops_back`] says, so that the
+//!   protocol layer does not split rendezvous data over two devices that
+//!   share that one path.
 //! * Framing: frames of a 5-byte header (`am_id`, little-endian `u32`
 //!   length) and the payload; see `wire.rs`. A bad hello, a frame longer
 //!   than the iface's largest frame, or an unknown id fails that connection

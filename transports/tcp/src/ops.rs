@@ -75,6 +75,12 @@ impl Iface for TcpIface {
         self.local.is_reachable(dev_addr, iface_addr)
     }
 
+    /// A peer of this host and network namespace is reached through the
+    /// kernel's loopback, from any device.
+    fn loops_back(&self, dev_addr: &[u8]) -> bool {
+        self.local.same_host(dev_addr)
+    }
+
     /// Reuses the connection to the remote iface if there is one (opened by
     /// either side), else opens one.
     fn ep_create(&mut self, dev_addr: &[u8], iface_addr: &[u8]) -> Result<EpId> {

@@ -192,3 +192,15 @@ fn endpoint_to_itself_uses_a_loopback_pair() {
     assert_eq!(a.conns.len(), 2, "the connecting end and the accepted end");
     in_order(&ra, 1, 3);
 }
+
+#[test]
+fn a_peer_of_this_host_loops_back_from_any_device() {
+    let a = open();
+    let b = open();
+    assert!(a.loops_back(b.device_addr()));
+    // The same address from another host (or network namespace).
+    let mut other = b.device_addr().to_vec();
+    other[4] ^= 1;
+    assert!(!a.loops_back(&other));
+    assert!(!a.loops_back(&other[..4]), "malformed");
+}

@@ -354,9 +354,7 @@ impl MemMap {
     /// under the domain's name here (which peers learn, per iface, from
     /// this worker's address).
     pub fn rkey_pack(&self) -> Result<Vec<u8>> {
-        let f = RMA_REGS
-            .key_fields(&self.am)
-            .map_err(Error::transport)?;
+        let f = RMA_REGS.key_fields(&self.am).map_err(Error::transport)?;
         let mut v = Vec::with_capacity(FIXED_LEN + 64 * self.mds.len());
         v.extend_from_slice(&MAGIC);
         v.push(VERSION);

@@ -114,6 +114,10 @@ pub struct VirtDevice {
     /// device's link (its latency, its bandwidth or 100 GB/s if unlimited,
     /// 10 ns overhead).
     pub model: Option<PerfModel>,
+    /// The device stands for a host's loopback path: its ifaces say that
+    /// every peer of theirs loops back ([`crate::Iface::loops_back`]), as
+    /// a network transport does for peers of its own host.
+    pub loopback: bool,
 }
 
 impl VirtDevice {
@@ -123,6 +127,15 @@ impl VirtDevice {
             name: name.to_owned(),
             link: None,
             model: None,
+            loopback: false,
+        }
+    }
+
+    /// The same device standing for a host's loopback path.
+    pub fn looping_back(self) -> VirtDevice {
+        VirtDevice {
+            loopback: true,
+            ..self
         }
     }
 

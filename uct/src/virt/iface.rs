@@ -26,6 +26,8 @@ pub struct VirtIface {
     node: usize,
     info: IfaceInfo,
     net_id: u64,
+    /// Its device stands for a loopback path (`VirtDevice::loopback`).
+    loopback: bool,
     event_fd: Option<RawFd>,
     /// Reports collected under the lock, delivered after it.
     out: Vec<Report>,
@@ -76,6 +78,7 @@ impl VirtIface {
                 attr,
             },
             net_id: n.id,
+            loopback: device.loopback,
             event_fd: n.nodes[node]
                 .event
                 .as_ref()
@@ -158,6 +161,14 @@ impl Iface for VirtIface {
         };
         let n = self.net.lock();
         target < n.nodes.len() && n.is_open(self.node) && n.reaches(self.node, target)
+    }
+
+    /// Whether the device is configured as a loopback path
+    /// ([`super::VirtDevice::loopback`]) and `dev_addr` one of its net's.
+    fn loops_back(&self, dev_addr: &[u8]) -> bool {
+        self.loopback
+            && dev_addr.len() == DEV_ADDR_LEN
+            && dev_addr[..8] == self.net_id.to_le_bytes()
     }
 
     fn ep_create(&mut self, dev_addr: &[u8], iface_addr: &[u8]) -> Result<EpId> {

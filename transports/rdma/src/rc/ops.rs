@@ -242,6 +242,14 @@ impl Iface for RcIface {
         self.local.is_reachable(dev_addr, iface_addr)
     }
 
+    /// A peer of this host and network namespace is reached through the
+    /// kernel's loopback, from any device (the provider, userspace iWARP,
+    /// runs over the host's TCP; a NIC provider would loop back in the
+    /// NIC instead, and must say so here).
+    fn loops_back(&self, dev_addr: &[u8]) -> bool {
+        self.local.same_host(dev_addr)
+    }
+
     fn ep_create(&mut self, dev_addr: &[u8], iface_addr: &[u8]) -> Result<EpId> {
         self.create_ep(dev_addr, iface_addr)
     }
