@@ -107,7 +107,7 @@ pub use request::{Callback, Completion, Info, IoBuf, IoBufMut, Op, Posted, ReqId
 pub use rma::{AtomicOp, AtomicValue, MemMap, Rkey};
 pub use uct::ucs::AccessDenied;
 pub use uct::Access;
-pub use worker::{Armed, Worker, DROP_WRITES_TIMEOUT, MAX_SLEEP};
+pub use worker::{Armed, Waker, Worker, DROP_WRITES_TIMEOUT, MAX_SLEEP};
 
 /// The crate `rucx-uct`.
 pub use rucx_uct as uct;

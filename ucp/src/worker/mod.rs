@@ -13,7 +13,7 @@ use crate::uct::{Caps, Iface, IfaceParams, Posted, Token};
 use crate::wireup::address::{IfaceEntry, WorkerAddress};
 use crate::{Ep, Error, Result};
 use std::time::Duration;
-pub use wakeup::{Armed, MAX_SLEEP};
+pub use wakeup::{Armed, Waker, MAX_SLEEP};
 
 /// A progress engine with its own ifaces, endpoints and requests.
 ///

@@ -1,9 +1,11 @@
-//! Sleeping until a worker has work: one fd for all ifaces.
+//! Sleeping until a worker has work: one fd for all ifaces, and a
+//! [`Waker`] that another thread signals.
 
 use super::Worker;
-use crate::ucs::progress::{EventSet, Interest, Readiness};
+use crate::ucs::progress::{EventFd, EventSet, Interest, Readiness};
 use crate::{Error, Result};
 use std::os::fd::{AsRawFd, RawFd};
+use std::sync::Arc;
 use std::time::Duration;
 
 pub use crate::uct::Armed;
@@ -16,6 +18,27 @@ pub const MAX_SLEEP: Duration = Duration::from_millis(500);
 pub(crate) struct Wakeup {
     set: Option<EventSet>,
     events: Vec<(u64, Readiness)>,
+    /// The eventfd of the worker's [`Waker`]s, once one was asked for.
+    signal: Option<Arc<EventFd>>,
+}
+
+/// The event set's key of the waker's eventfd (ifaces use their index).
+const SIGNAL_KEY: u64 = u64::MAX;
+
+/// Wakes a worker from another thread, as UCX's `ucp_worker_signal`:
+/// [`Waker::wake`] makes the worker's event fd readable, so that a
+/// [`Worker::wait_event`] in progress returns and the next
+/// [`Worker::arm`] says `Busy`. Cheap to clone; `Send` and `Sync`. Wakes
+/// coalesce: several before the worker looks count as one.
+#[derive(Debug, Clone)]
+pub struct Waker(Arc<EventFd>);
+
+impl Waker {
+    /// Wakes the worker (or makes its next `arm` return `Busy`). Any
+    /// thread, any number of times.
+    pub fn wake(&self) -> Result<()> {
+        self.0.signal().map_err(Error::transport)
+    }
 }
 
 impl Worker {
@@ -28,11 +51,38 @@ impl Worker {
                         .map_err(Error::transport)?;
                 }
             }
+            if let Some(s) = &self.wake.signal {
+                set.add(s.as_raw_fd(), SIGNAL_KEY, Interest::READABLE)
+                    .map_err(Error::transport)?;
+            }
             self.wake.set = Some(set);
         }
         match self.wake.set.as_mut() {
             Some(s) => Ok(s),
             None => Err(Error::Unsupported("event set".into())),
+        }
+    }
+
+    /// A handle that wakes this worker from any thread (see [`Waker`]).
+    pub fn waker(&mut self) -> Result<Waker> {
+        if let Some(s) = &self.wake.signal {
+            return Ok(Waker(Arc::clone(s)));
+        }
+        let fd = Arc::new(EventFd::new().map_err(Error::transport)?);
+        if let Some(set) = &self.wake.set {
+            set.add(fd.as_raw_fd(), SIGNAL_KEY, Interest::READABLE)
+                .map_err(Error::transport)?;
+        }
+        self.wake.signal = Some(Arc::clone(&fd));
+        Ok(Waker(fd))
+    }
+
+    /// Whether a [`Waker`] woke the worker since it last looked (and no
+    /// more: the wake is consumed).
+    fn woken(&mut self) -> Result<bool> {
+        match &self.wake.signal {
+            Some(s) => s.drain().map_err(Error::transport),
+            None => Ok(false),
         }
     }
 
@@ -48,6 +98,7 @@ impl Worker {
         if !self.core.done.completions.is_empty()
             || !self.core.done.callbacks.is_empty()
             || self.core.has_commands()
+            || self.woken()?
         {
             return Ok(Armed::Busy);
         }
@@ -60,8 +111,9 @@ impl Worker {
         Ok(Armed::Sleep)
     }
 
-    /// Sleeps until an iface signals work or `timeout` passes, unless work
-    /// is already pending. Returns at once if `arm` says busy.
+    /// Sleeps until an iface signals work, a [`Waker`] wakes the worker or
+    /// `timeout` passes, unless work is already pending. Returns at once if
+    /// `arm` says busy.
     ///
     /// It also returns after at most [`MAX_SLEEP`]: some failures are only
     /// found by looking (a shared-memory peer that died sends nothing), so
@@ -75,6 +127,8 @@ impl Worker {
         let mut events = std::mem::take(&mut self.wake.events);
         let r = self.wake_set()?.wait(timeout, &mut events);
         self.wake.events = events;
+        // A wake is consumed by the wait it ended.
+        self.woken()?;
         // Whichever iface woke us, the next progress polls them all.
         self.heat.iter_mut().for_each(|h| h.warm());
         r.map_err(Error::transport)?;
