@@ -44,8 +44,9 @@
 //!   rendezvous buffers, through a registration cache where that pays;
 //! * `worker/`: the worker: its ifaces (`ifaces.rs`, which implement the
 //!   protocols' [`Lanes`](proto) port), the progress loop, endpoint
-//!   creation (`connect.rs`), the executor of the protocols' commands
-//!   (`exec.rs`) and sleeping (`wakeup.rs`). The only code that holds an
+//!   creation (`connect.rs`), endpoint error handlers (`ep_errors.rs`),
+//!   the executor of the protocols' commands (`exec.rs`) and sleeping and
+//!   waking from another thread (`wakeup.rs`). The only code that holds an
 //!   iface;
 //! * `proto/`: the protocols, which touch no iface, socket, clock or
 //!   thread, and hold no `unsafe`: the protocol state (`core.rs`) and
@@ -107,7 +108,9 @@ pub use request::{Callback, Completion, Info, IoBuf, IoBufMut, Op, Posted, ReqId
 pub use rma::{AtomicOp, AtomicValue, MemMap, Rkey};
 pub use uct::ucs::AccessDenied;
 pub use uct::Access;
-pub use worker::{Armed, Waker, Worker, DROP_WRITES_TIMEOUT, MAX_SLEEP};
+pub use worker::{
+    Armed, EpParams, ErrHandler, ErrMode, Waker, Worker, DROP_WRITES_TIMEOUT, MAX_SLEEP,
+};
 
 /// The crate `rucx-uct`.
 pub use rucx_uct as uct;

@@ -19,7 +19,7 @@ use super::{Message, OpError, Scope};
 use crate::request::{Completion, Info, IoBuf, IoBufMut, Op, Posted, ReqId};
 use crate::rma::{AtomicOp, AtomicValue, Rkey};
 use crate::uct::{Iov, IovMut};
-use crate::worker::Armed;
+use crate::worker::{Armed, EpParams, Waker};
 use crate::{Ep, Error, Result, Worker};
 use std::os::fd::RawFd;
 use std::time::Duration;
@@ -73,6 +73,10 @@ impl WorkerMut<'_> {
     forward! {
         /// [`Worker::connect`].
         fn connect(&mut self, remote: &[u8]) -> Result<Ep>;
+        /// [`Worker::connect_with`].
+        fn connect_with(&mut self, remote: &[u8], params: EpParams) -> Result<Ep>;
+        /// [`Worker::waker`].
+        fn waker(&mut self) -> Result<Waker>;
         /// [`Worker::ep_close`].
         fn ep_close(&mut self, ep: Ep) -> Result<()>;
         /// [`Worker::ep_flush`].

@@ -64,6 +64,8 @@ pub(crate) struct EpState {
     pub(crate) awaiting: u64,
     /// Set once the endpoint failed; every later operation fails with it.
     pub(crate) failed: Option<Error>,
+    /// Peer error mode: its failure is reported (`Reports::ep_failures`).
+    pub(crate) report_failure: bool,
     /// The remote worker's uuid.
     pub(crate) remote_uuid: u64,
     /// Protocol by message size: tag send, synchronous tag send.
@@ -143,6 +145,7 @@ impl Core {
             queue: Default::default(),
             awaiting: 0,
             failed: None,
+            report_failure: false,
             remote_uuid,
             short_end: tables[0].short_end(cfg.max_short),
             tables,
@@ -162,6 +165,9 @@ impl Core {
         if state.failed.is_none() {
             tracing::debug!("endpoint {:?} failed: {err}", ep);
             state.failed = Some(err.clone());
+            if state.report_failure {
+                self.done.ep_failures.push((ep, err.clone()));
+            }
         }
         let queue = std::mem::take(&mut state.queue);
         for id in queue {

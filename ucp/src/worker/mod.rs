@@ -1,6 +1,7 @@
 //! Workers: ifaces, progress, endpoints and requests of one thread.
 
 mod connect;
+mod ep_errors;
 mod exec;
 mod heat;
 mod ifaces;
@@ -12,6 +13,7 @@ use crate::request::{Completion, Info, Kind, ReqId, Request};
 use crate::uct::{Caps, Iface, IfaceParams, Posted, Token};
 use crate::wireup::address::{IfaceEntry, WorkerAddress};
 use crate::{Ep, Error, Result};
+pub use ep_errors::{EpParams, ErrHandler, ErrMode};
 use std::time::Duration;
 pub use wakeup::{Armed, Waker, MAX_SLEEP};
 
@@ -29,6 +31,8 @@ pub struct Worker {
     uuid: u64,
     address: Vec<u8>,
     wake: wakeup::Wakeup,
+    /// Error handlers of endpoints in peer mode (`ep_errors.rs`).
+    err_handlers: crate::ucs::hash::FxHashMap<crate::ucs::slab::SlabId, ep_errors::ErrHandler>,
     /// Per iface: whether progress may skip it.
     heat: Vec<heat::Heat>,
     tick: heat::Tick,
@@ -123,6 +127,7 @@ impl Worker {
             uuid,
             address,
             wake: wakeup::Wakeup::default(),
+            err_handlers: Default::default(),
             heat,
             tick: heat::Tick::default(),
         })
@@ -203,6 +208,7 @@ impl Worker {
             return Err(Error::InvalidHandle);
         };
         let lanes = state.lanes.clone();
+        self.forget_err_handler(ep);
         self.core.fail_ep(ep.0, Error::Canceled);
         self.core.eps.remove(ep.0);
         for (iface, uct_ep) in lanes {
@@ -295,6 +301,9 @@ impl Worker {
             for (cb, c) in cbs {
                 cb(&mut w, c);
             }
+        }
+        if !self.core.done.ep_failures.is_empty() {
+            n += self.run_err_handlers();
         }
         n
     }

@@ -97,6 +97,7 @@ impl Worker {
     pub fn arm(&mut self) -> Result<Armed> {
         if !self.core.done.completions.is_empty()
             || !self.core.done.callbacks.is_empty()
+            || !self.core.done.ep_failures.is_empty()
             || self.core.has_commands()
             || self.woken()?
         {

@@ -4,6 +4,7 @@
 mod ctrl;
 mod direct;
 mod eager;
+mod ep_fail;
 mod matching;
 mod rma_target;
 mod rma_zcopy;

@@ -1,0 +1,106 @@
+//! Endpoint error handling (`Worker::connect_with`, `EpParams`): a peer
+//! that goes away fails the endpoint, its handler runs once with the
+//! error, its outstanding operations complete with it and later ones fail
+//! at once; closing an endpoint runs no handler.
+
+mod common;
+
+use common::*;
+use rucx::ucp::{EpParams, ErrMode};
+use rucx::{Error, Op, Posted, Worker};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+/// What a handler saw: the endpoint's id and the error's status.
+type Seen = Arc<Mutex<Vec<(u64, rucx::ucp::ucs::Status, bool)>>>;
+
+fn recording(seen: &Seen) -> EpParams {
+    let seen = Arc::clone(seen);
+    EpParams::new().on_error(move |w, ep, err| {
+        // The handler may use the worker: the endpoint says it failed.
+        let failed = w.ep_status(ep).is_err();
+        seen.lock()
+            .unwrap()
+            .push((ep.to_u64(), err.status(), failed));
+    })
+}
+
+/// Two workers of `ctx`, the first with an endpoint to the second whose
+/// handler records into the returned list.
+fn watched(ctx: rucx::Context) -> (Worker, Worker, rucx::Ep, Seen) {
+    let mut a = ctx.create_worker().expect("worker");
+    let b = ctx.create_worker().expect("worker");
+    let seen = Seen::default();
+    let ep = a
+        .connect_with(&b.address(), recording(&seen))
+        .expect("connect");
+    (a, b, ep, seen)
+}
+
+/// Progresses `w` until `done` (20 s at most).
+fn until(w: &mut Worker, what: &str, mut done: impl FnMut(&mut Worker) -> bool) {
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while !done(w) {
+        assert!(Instant::now() < deadline, "timed out waiting for {what}");
+        w.progress();
+    }
+}
+
+#[test]
+fn a_peer_that_goes_away_runs_the_handler_once_and_fails_its_operations() {
+    let (mut a, b, ep, seen) = watched(context_rndv("tcp", Some("4k")));
+    assert_eq!(a.ep_err_mode(ep).expect("mode"), ErrMode::Peer);
+    // A rendezvous send waits for the receiver, which never answers.
+    let data = vec![7u8; 64 * 1024];
+    let Posted::InFlight(id) = a.tag_send(ep, data, 1, Op::new()).expect("send") else {
+        panic!("a rendezvous send cannot finish at once");
+    };
+    drop(b);
+    until(&mut a, "the handler", |_| !seen.lock().unwrap().is_empty());
+    let (at, status, failed) = seen.lock().unwrap()[0];
+    assert_eq!(at, ep.to_u64());
+    assert!(failed, "the endpoint reports its failure to the handler");
+    assert_ne!(status, rucx::ucp::ucs::Status::Ok);
+    // The send in flight completed with the endpoint's failure.
+    let mut result = None;
+    until(&mut a, "the send", |a| {
+        result = a.request_test(id);
+        result.is_some()
+    });
+    assert!(
+        matches!(result, Some(Err(Error::EndpointFailed { .. }))),
+        "{result:?}"
+    );
+    // A later operation fails at once.
+    assert!(a.tag_send(ep, vec![1u8; 8], 2, Op::new()).is_err());
+    // Once, however long the worker goes on.
+    for _ in 0..1000 {
+        a.progress();
+    }
+    assert_eq!(seen.lock().unwrap().len(), 1);
+}
+
+#[test]
+fn closing_an_endpoint_runs_no_handler() {
+    let (mut a, b, ep, seen) = watched(context("tcp"));
+    a.ep_close(ep).expect("close");
+    drop(b);
+    for _ in 0..10_000 {
+        a.progress();
+    }
+    assert!(seen.lock().unwrap().is_empty());
+}
+
+#[test]
+fn without_peer_mode_no_handler_runs_but_the_endpoint_fails() {
+    let ctx = context("tcp");
+    let mut a = ctx.create_worker().expect("worker");
+    let b = ctx.create_worker().expect("worker");
+    let ep = a
+        .connect_with(&b.address(), EpParams::new().err_mode(ErrMode::None))
+        .expect("connect");
+    assert_eq!(a.ep_err_mode(ep).expect("mode"), ErrMode::None);
+    drop(b);
+    until(&mut a, "the failure", |a| a.ep_status(ep).is_err());
+    assert!(matches!(a.ep_status(ep), Err(Error::EndpointFailed { .. })));
+}

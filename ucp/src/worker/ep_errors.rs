@@ -1,0 +1,122 @@
+//! Endpoint error handling, as UCX's `err_mode` and `err_handler` of
+//! `ucp_ep_params_t`.
+//!
+//! An endpoint in peer mode ([`ErrMode::Peer`]) reports its failure (its
+//! peer died, its connection broke, a transport refused it): the
+//! protocol layer records it once (`Reports::ep_failures`) and the
+//! endpoint's handler, if it has one, runs after `progress` has returned,
+//! with a [`WorkerMut`] as completion callbacks get it, the endpoint and
+//! the error. Whatever the mode, the endpoint's outstanding operations
+//! complete with the error and later ones fail at once (rucx leaves none
+//! hanging); closing an endpoint ([`Worker::ep_close`]) is no failure and
+//! runs no handler.
+
+use super::Worker;
+use crate::api::WorkerMut;
+use crate::{Ep, Error, Result};
+
+/// How an endpoint's failure is reported (UCX's
+/// `ucp_err_handling_mode_t`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum ErrMode {
+    /// Not reported: the endpoint's operations fail, no handler runs
+    /// (`UCP_ERR_HANDLING_MODE_NONE`).
+    #[default]
+    None,
+    /// Reported once, to the endpoint's handler
+    /// (`UCP_ERR_HANDLING_MODE_PEER`).
+    Peer,
+}
+
+/// An endpoint's error handler: the worker, the endpoint, why it failed.
+pub type ErrHandler = Box<dyn FnOnce(&mut WorkerMut<'_>, Ep, Error) + Send>;
+
+/// How to create an endpoint ([`Worker::connect_with`]); the default is
+/// what [`Worker::connect`] does.
+#[derive(Default)]
+pub struct EpParams {
+    err_mode: ErrMode,
+    on_error: Option<ErrHandler>,
+}
+
+impl std::fmt::Debug for EpParams {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("EpParams")
+            .field("err_mode", &self.err_mode)
+            .field("on_error", &self.on_error.is_some())
+            .finish()
+    }
+}
+
+impl EpParams {
+    /// The defaults: [`ErrMode::None`], no handler.
+    pub fn new() -> EpParams {
+        EpParams::default()
+    }
+
+    /// Sets the error-handling mode.
+    pub fn err_mode(self, err_mode: ErrMode) -> EpParams {
+        EpParams { err_mode, ..self }
+    }
+
+    /// Runs `f` once if the endpoint fails; sets [`ErrMode::Peer`].
+    pub fn on_error(
+        self,
+        f: impl FnOnce(&mut WorkerMut<'_>, Ep, Error) + Send + 'static,
+    ) -> EpParams {
+        EpParams {
+            err_mode: ErrMode::Peer,
+            on_error: Some(Box::new(f)),
+        }
+    }
+}
+
+impl Worker {
+    /// [`Worker::connect`] with `params`. The endpoint to a worker is one
+    /// however often it is connected: the last parameters given hold.
+    pub fn connect_with(&mut self, remote: &[u8], params: EpParams) -> Result<Ep> {
+        let ep = self.connect(remote)?;
+        if let Some(st) = self.core.eps.get_mut(ep.0) {
+            st.report_failure = params.err_mode == ErrMode::Peer;
+        }
+        match params.on_error {
+            Some(h) if params.err_mode == ErrMode::Peer => {
+                self.err_handlers.insert(ep.0, h);
+            }
+            _ => {
+                self.err_handlers.remove(&ep.0);
+            }
+        }
+        Ok(ep)
+    }
+
+    /// The error-handling mode of `ep`.
+    pub fn ep_err_mode(&self, ep: Ep) -> Result<ErrMode> {
+        let st = self.core.eps.get(ep.0).ok_or(Error::InvalidHandle)?;
+        Ok(match st.report_failure {
+            true => ErrMode::Peer,
+            false => ErrMode::None,
+        })
+    }
+
+    /// `ep` is being closed: its end is no failure to report.
+    pub(crate) fn forget_err_handler(&mut self, ep: Ep) {
+        self.err_handlers.remove(&ep.0);
+        if let Some(st) = self.core.eps.get_mut(ep.0) {
+            st.report_failure = false;
+        }
+    }
+
+    /// Runs the handlers of the endpoints that failed; returns how many
+    /// failures it took.
+    pub(crate) fn run_err_handlers(&mut self) -> usize {
+        let failed = std::mem::take(&mut self.core.done.ep_failures);
+        let n = failed.len();
+        for (id, err) in failed {
+            if let Some(h) = self.err_handlers.remove(&id) {
+                h(&mut WorkerMut::new(self), Ep(id), err);
+            }
+        }
+        n
+    }
+}
