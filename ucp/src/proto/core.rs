@@ -123,9 +123,9 @@ pub(crate) struct Reports {
     pub(crate) completions: VecDeque<Completion>,
     /// Callbacks to run once progress returns (`Op::callback`).
     pub(crate) callbacks: Vec<(Callback, Completion)>,
-    /// Endpoints in peer error mode that failed, with why, until their
-    /// error handlers run (`Worker::connect_with`).
-    pub(crate) ep_failures: Vec<(SlabId, Error)>,
+    /// Endpoints in peer error mode that failed, with why and their
+    /// handler, until it runs (`Worker::connect_with`).
+    pub(crate) ep_failures: Vec<(SlabId, Error, Option<crate::request::OnError>)>,
 }
 
 /// The protocol half of a worker.

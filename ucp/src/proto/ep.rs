@@ -64,8 +64,10 @@ pub(crate) struct EpState {
     pub(crate) awaiting: u64,
     /// Set once the endpoint failed; every later operation fails with it.
     pub(crate) failed: Option<Error>,
-    /// Peer error mode: its failure is reported (`Reports::ep_failures`).
+    /// Peer error mode: its failure is reported (`Reports::ep_failures`),
+    /// to this handler if it has one.
     pub(crate) report_failure: bool,
+    pub(crate) on_error: Option<crate::request::OnError>,
     /// The remote worker's uuid.
     pub(crate) remote_uuid: u64,
     /// Protocol by message size: tag send, synchronous tag send.
@@ -146,6 +148,7 @@ impl Core {
             awaiting: 0,
             failed: None,
             report_failure: false,
+            on_error: None,
             remote_uuid,
             short_end: tables[0].short_end(cfg.max_short),
             tables,
@@ -166,7 +169,8 @@ impl Core {
             tracing::debug!("endpoint {:?} failed: {err}", ep);
             state.failed = Some(err.clone());
             if state.report_failure {
-                self.done.ep_failures.push((ep, err.clone()));
+                let h = state.on_error.take();
+                self.done.ep_failures.push((ep, err.clone(), h));
             }
         }
         let queue = std::mem::take(&mut state.queue);

@@ -67,6 +67,19 @@ pub struct Completion {
 /// be swapped for another worker or moved away).
 pub type Callback = Box<dyn FnOnce(&mut WorkerMut<'_>, Completion) + Send>;
 
+/// An endpoint's error handler (`EpParams::on_error`): runs once, after
+/// `progress`, with the worker, the endpoint and why it failed.
+pub type ErrHandler = Box<dyn FnOnce(&mut WorkerMut<'_>, crate::Ep, Error) + Send>;
+
+/// An endpoint's error handler as its state holds it.
+pub(crate) struct OnError(pub(crate) ErrHandler);
+
+impl std::fmt::Debug for OnError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("OnError")
+    }
+}
+
 /// How a caller wants to learn of an operation's completion.
 #[derive(Default)]
 pub struct Op {

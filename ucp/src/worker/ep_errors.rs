@@ -13,6 +13,8 @@
 
 use super::Worker;
 use crate::api::WorkerMut;
+pub use crate::request::ErrHandler;
+use crate::request::OnError;
 use crate::{Ep, Error, Result};
 
 /// How an endpoint's failure is reported (UCX's
@@ -27,9 +29,6 @@ pub enum ErrMode {
     /// (`UCP_ERR_HANDLING_MODE_PEER`).
     Peer,
 }
-
-/// An endpoint's error handler: the worker, the endpoint, why it failed.
-pub type ErrHandler = Box<dyn FnOnce(&mut WorkerMut<'_>, Ep, Error) + Send>;
 
 /// How to create an endpoint ([`Worker::connect_with`]); the default is
 /// what [`Worker::connect`] does.
@@ -77,15 +76,9 @@ impl Worker {
     pub fn connect_with(&mut self, remote: &[u8], params: EpParams) -> Result<Ep> {
         let ep = self.connect(remote)?;
         if let Some(st) = self.core.eps.get_mut(ep.0) {
-            st.report_failure = params.err_mode == ErrMode::Peer;
-        }
-        match params.on_error {
-            Some(h) if params.err_mode == ErrMode::Peer => {
-                self.err_handlers.insert(ep.0, h);
-            }
-            _ => {
-                self.err_handlers.remove(&ep.0);
-            }
+            let peer = params.err_mode == ErrMode::Peer;
+            st.report_failure = peer;
+            st.on_error = params.on_error.filter(|_| peer).map(OnError);
         }
         Ok(ep)
     }
@@ -101,9 +94,9 @@ impl Worker {
 
     /// `ep` is being closed: its end is no failure to report.
     pub(crate) fn forget_err_handler(&mut self, ep: Ep) {
-        self.err_handlers.remove(&ep.0);
         if let Some(st) = self.core.eps.get_mut(ep.0) {
             st.report_failure = false;
+            st.on_error = None;
         }
     }
 
@@ -112,8 +105,8 @@ impl Worker {
     pub(crate) fn run_err_handlers(&mut self) -> usize {
         let failed = std::mem::take(&mut self.core.done.ep_failures);
         let n = failed.len();
-        for (id, err) in failed {
-            if let Some(h) = self.err_handlers.remove(&id) {
+        for (id, err, h) in failed {
+            if let Some(OnError(h)) = h {
                 h(&mut WorkerMut::new(self), Ep(id), err);
             }
         }

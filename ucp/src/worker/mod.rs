@@ -31,8 +31,6 @@ pub struct Worker {
     uuid: u64,
     address: Vec<u8>,
     wake: wakeup::Wakeup,
-    /// Error handlers of endpoints in peer mode (`ep_errors.rs`).
-    err_handlers: crate::ucs::hash::FxHashMap<crate::ucs::slab::SlabId, ep_errors::ErrHandler>,
     /// Per iface: whether progress may skip it.
     heat: Vec<heat::Heat>,
     tick: heat::Tick,
@@ -127,7 +125,6 @@ impl Worker {
             uuid,
             address,
             wake: wakeup::Wakeup::default(),
-            err_handlers: Default::default(),
             heat,
             tick: heat::Tick::default(),
         })

@@ -22,6 +22,7 @@ fn a_peer_mode_endpoint_reports_its_failure_once() {
     assert_eq!(f.len(), 1, "{f:?}");
     assert_eq!(f[0].0, a.ep);
     assert!(matches!(f[0].1, Error::EndpointFailed { .. }));
+    assert!(f[0].2.is_none(), "no handler was given");
 }
 
 #[test]
