@@ -44,7 +44,8 @@
 //!   rendezvous buffers, through a registration cache where that pays;
 //! * `worker/`: the worker: its ifaces (`ifaces.rs`, which implement the
 //!   protocols' [`Lanes`](proto) port), the progress loop, endpoint
-//!   creation (`connect.rs`), endpoint error handlers (`ep_errors.rs`),
+//!   creation (`connect.rs`), client–server connections through a
+//!   listener (`listener.rs`), endpoint error handlers (`ep_errors.rs`),
 //!   the executor of the protocols' commands (`exec.rs`) and sleeping and
 //!   waking from another thread (`wakeup.rs`). The only code that holds an
 //!   iface;
@@ -109,7 +110,8 @@ pub use rma::{AtomicOp, AtomicValue, MemMap, Rkey};
 pub use uct::ucs::AccessDenied;
 pub use uct::Access;
 pub use worker::{
-    Armed, EpParams, ErrHandler, ErrMode, Waker, Worker, DROP_WRITES_TIMEOUT, MAX_SLEEP,
+    Armed, ConnHandler, ConnRequest, Connecting, EpParams, ErrHandler, ErrMode, Listener, Waker,
+    Worker, DROP_WRITES_TIMEOUT, MAX_SLEEP,
 };
 
 /// The crate `rucx-uct`.

@@ -149,6 +149,9 @@ pub enum Error {
     /// The operation did not complete in time.
     #[error("timed out: {0}")]
     TimedOut(String),
+    /// The peer refused the connection (a listener rejected it).
+    #[error("rejected: {0}")]
+    Rejected(String),
     /// Memory could not be allocated.
     #[error("out of memory: {0}")]
     NoMemory(String),
@@ -225,6 +228,7 @@ impl Error {
             Error::EndpointFailed { .. } => Status::ConnectionReset,
             Error::Canceled => Status::Canceled,
             Error::TimedOut(_) => Status::TimedOut,
+            Error::Rejected(_) => Status::Rejected,
             Error::NoMemory(_) => Status::NoMemory,
             Error::Config(_) => Status::InvalidParam,
         }
@@ -265,6 +269,7 @@ impl Error {
             }
             Error::Canceled => Error::Canceled,
             Error::TimedOut(s) => Error::TimedOut(s.clone()),
+            Error::Rejected(s) => Error::Rejected(s.clone()),
             Error::NoMemory(s) => Error::NoMemory(s.clone()),
             Error::Config(c) => Error::Config(c.clone()),
         }

@@ -54,6 +54,12 @@
 //! Transports are found through a [`Registry`] that the layer above fills
 //! with one line per transport crate.
 //!
+//! How processes that know only a host and port meet is the socket
+//! connection manager's ([`sockcm`], as UCX's `uct_cm`): a listener and
+//! clients exchange opaque private data (worker addresses, to the layer
+//! above) over a socket that carries the handshake only; `ip_addr` holds
+//! the address rules of the IP transports.
+//!
 //! # What uct does not do
 //!
 //! No protocols: no tag matching, no fragmentation beyond one AM, no
@@ -69,6 +75,7 @@ mod ops;
 pub mod perf;
 mod registry;
 pub mod self_tl;
+pub mod sockcm;
 #[cfg(any(test, feature = "testing"))]
 pub mod testing;
 pub mod virt;

@@ -19,7 +19,7 @@ use super::{Message, OpError, Scope};
 use crate::request::{Completion, Info, IoBuf, IoBufMut, Op, Posted, ReqId};
 use crate::rma::{AtomicOp, AtomicValue, Rkey};
 use crate::uct::{Iov, IovMut};
-use crate::worker::{Armed, EpParams, Waker};
+use crate::worker::{Armed, ConnRequest, Connecting, EpParams, Listener, Waker};
 use crate::{Ep, Error, Result, Worker};
 use std::os::fd::RawFd;
 use std::time::Duration;
@@ -77,6 +77,16 @@ impl WorkerMut<'_> {
         fn connect_with(&mut self, remote: &[u8], params: EpParams) -> Result<Ep>;
         /// [`Worker::waker`].
         fn waker(&mut self) -> Result<Waker>;
+        /// [`Worker::accept`].
+        fn accept(&mut self, req: ConnRequest, params: EpParams) -> Result<Ep>;
+        /// [`Worker::listener_close`].
+        fn listener_close(&mut self, l: Listener) -> Result<()>;
+        /// [`Worker::connect_start`].
+        fn connect_start(&mut self, addr: std::net::SocketAddr, params: EpParams) -> Result<Connecting>;
+        /// [`Worker::connect_poll`].
+        fn connect_poll(&mut self, c: &mut Connecting) -> Option<Result<Ep>>;
+        /// [`Worker::connect_to`].
+        fn connect_to(&mut self, addr: std::net::SocketAddr, params: EpParams) -> Result<Ep>;
         /// [`Worker::ep_close`].
         fn ep_close(&mut self, ep: Ep) -> Result<()>;
         /// [`Worker::ep_flush`].
@@ -125,6 +135,15 @@ impl WorkerMut<'_> {
         fn arm(&mut self) -> Result<Armed>;
         /// [`Worker::wait_event`].
         fn wait_event(&mut self, timeout: Option<Duration>) -> Result<()>;
+    }
+
+    /// [`Worker::listen`].
+    pub fn listen(
+        &mut self,
+        addr: std::net::SocketAddr,
+        on_request: impl FnMut(&mut WorkerMut<'_>, ConnRequest) + Send + 'static,
+    ) -> Result<Listener> {
+        self.w.listen(addr, on_request)
     }
 
     /// [`Worker::tag_send`].

@@ -5,6 +5,7 @@ mod ep_errors;
 mod exec;
 mod heat;
 mod ifaces;
+mod listener;
 mod wakeup;
 
 use crate::context::Context;
@@ -14,6 +15,7 @@ use crate::uct::{Caps, Iface, IfaceParams, Posted, Token};
 use crate::wireup::address::{IfaceEntry, WorkerAddress};
 use crate::{Ep, Error, Result};
 pub use ep_errors::{EpParams, ErrHandler, ErrMode};
+pub use listener::{ConnHandler, ConnRequest, Connecting, Listener};
 use std::time::Duration;
 pub use wakeup::{Armed, Waker, MAX_SLEEP};
 
@@ -31,6 +33,10 @@ pub struct Worker {
     uuid: u64,
     address: Vec<u8>,
     wake: wakeup::Wakeup,
+    /// Listeners (`listener.rs`), by [`Listener`] index.
+    listeners: Vec<Option<listener::ListenerState>>,
+    /// Poll the listeners on the next progress (set by `wait_event`).
+    listen_now: bool,
     /// Per iface: whether progress may skip it.
     heat: Vec<heat::Heat>,
     tick: heat::Tick,
@@ -125,6 +131,8 @@ impl Worker {
             uuid,
             address,
             wake: wakeup::Wakeup::default(),
+            listeners: Vec::new(),
+            listen_now: false,
             heat,
             tick: heat::Tick::default(),
         })
@@ -301,6 +309,10 @@ impl Worker {
         }
         if !self.core.done.ep_failures.is_empty() {
             n += self.run_err_handlers();
+        }
+        if (sweep || self.listen_now) && !self.listeners.is_empty() {
+            self.listen_now = false;
+            n += self.poll_listeners();
         }
         n
     }

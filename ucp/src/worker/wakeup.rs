@@ -24,6 +24,8 @@ pub(crate) struct Wakeup {
 
 /// The event set's key of the waker's eventfd (ifaces use their index).
 const SIGNAL_KEY: u64 = u64::MAX;
+/// The event set's key of listener `i`'s socket: `LISTENER_KEY - i`.
+const LISTENER_KEY: u64 = u64::MAX - 1;
 
 /// Wakes a worker from another thread, as UCX's `ucp_worker_signal`:
 /// [`Waker::wake`] makes the worker's event fd readable, so that a
@@ -55,6 +57,12 @@ impl Worker {
                 set.add(s.as_raw_fd(), SIGNAL_KEY, Interest::READABLE)
                     .map_err(Error::transport)?;
             }
+            for (i, l) in self.listeners.iter().enumerate() {
+                if let Some(l) = l {
+                    set.add(l.cm.fd(), LISTENER_KEY - i as u64, Interest::READABLE)
+                        .map_err(Error::transport)?;
+                }
+            }
             self.wake.set = Some(set);
         }
         match self.wake.set.as_mut() {
@@ -75,6 +83,23 @@ impl Worker {
         }
         self.wake.signal = Some(Arc::clone(&fd));
         Ok(Waker(fd))
+    }
+
+    /// Watches listener `i`'s socket `fd`, if the event set exists (else
+    /// it is added when the set is made).
+    pub(crate) fn watch_listener(&mut self, i: usize, fd: RawFd) -> Result<()> {
+        if let Some(set) = &self.wake.set {
+            set.add(fd, LISTENER_KEY - i as u64, Interest::READABLE)
+                .map_err(Error::transport)?;
+        }
+        Ok(())
+    }
+
+    /// Stops watching a listener's socket `fd`.
+    pub(crate) fn unwatch_listener(&mut self, fd: RawFd) {
+        if let Some(set) = &self.wake.set {
+            let _ = set.remove(fd);
+        }
     }
 
     /// Whether a [`Waker`] woke the worker since it last looked (and no
@@ -130,6 +155,8 @@ impl Worker {
         self.wake.events = events;
         // A wake is consumed by the wait it ended.
         self.woken()?;
+        // A client may be what woke it.
+        self.listen_now = true;
         // Whichever iface woke us, the next progress polls them all.
         self.heat.iter_mut().for_each(|h| h.warm());
         r.map_err(Error::transport)?;
