@@ -66,9 +66,9 @@ pub mod cause {
 }
 pub use rucx_ucp as ucp;
 pub use rucx_ucp::{
-    Access, AccessDenied, AtomicOp, AtomicValue, Completion, Ep, EpParams, ErrMode, Error, Info,
-    MemMap, Message, Op, OpError, Pending, Posted, ReqId, Result, Rkey, Scope, Waker, Worker,
-    WorkerMut, TAG_MASK_ALL, TAG_MASK_ANY,
+    Access, AccessDenied, AmMsg, AmParams, AtomicOp, AtomicValue, Completion, Ep, EpParams,
+    ErrMode, Error, Info, MemMap, Message, Op, OpError, Pending, Posted, ReqId, Result, Rkey,
+    Scope, Waker, Worker, WorkerMut, TAG_MASK_ALL, TAG_MASK_ANY,
 };
 
 /// The README's examples, compiled and run as doctests.

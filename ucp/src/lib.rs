@@ -46,6 +46,7 @@
 //!   protocols' [`Lanes`](proto) port), the progress loop, endpoint
 //!   creation (`connect.rs`), client–server connections through a
 //!   listener (`listener.rs`), endpoint error handlers (`ep_errors.rs`),
+//!   active message handlers (`am.rs`),
 //!   the executor of the protocols' commands (`exec.rs`) and sleeping and
 //!   waking from another thread (`wakeup.rs`). The only code that holds an
 //!   iface;
@@ -60,7 +61,8 @@
 //!   (`eager_tx.rs`, `eager_rx.rs`, `direct.rs` for payloads a transport
 //!   writes straight into a receive), synchronous-send acknowledgement
 //!   (`sync.rs`), wireup announcements (`wireup.rs`), the worker's own
-//!   protocol messages (`ctrl.rs`), rendezvous by active messages
+//!   protocol messages (`ctrl.rs`), active messages (`am.rs`, wire format
+//!   `am_wire.rs`), rendezvous by active messages
 //!   (`rndv.rs`), get (`rndv_get.rs`, split with a write by the sender on
 //!   one host) and put (`rndv_put.rs`) over one or more lanes
 //!   (`rndv_zcopy.rs`), matched probes (`probed.rs`); protocol-level tests
@@ -79,7 +81,7 @@
 //!   atomics to registered memory for it).
 //!
 //! With the `fuzzing` feature (or `--cfg fuzzing`), the wire codecs
-//! (`proto::wire`, `rma::wire`), worker addresses (`wireup`) and the tag
+//! (`proto::wire`, `proto::am_wire`, `rma::wire`), worker addresses (`wireup`) and the tag
 //! matcher (`tag`) are public, for fuzz targets, decoder tests and benches;
 //! they are not a stable API.
 //!
@@ -110,8 +112,8 @@ pub use rma::{AtomicOp, AtomicValue, MemMap, Rkey};
 pub use uct::ucs::AccessDenied;
 pub use uct::Access;
 pub use worker::{
-    Armed, ConnHandler, ConnRequest, Connecting, EpParams, ErrHandler, ErrMode, Listener, Waker,
-    Worker, DROP_WRITES_TIMEOUT, MAX_SLEEP,
+    AmHandler, AmMsg, AmParams, Armed, ConnHandler, ConnRequest, Connecting, EpParams, ErrHandler,
+    ErrMode, Listener, Waker, Worker, DROP_WRITES_TIMEOUT, MAX_SLEEP,
 };
 
 /// The crate `rucx-uct`.

@@ -19,7 +19,7 @@ use super::{Message, OpError, Scope};
 use crate::request::{Completion, Info, IoBuf, IoBufMut, Op, Posted, ReqId};
 use crate::rma::{AtomicOp, AtomicValue, Rkey};
 use crate::uct::{Iov, IovMut};
-use crate::worker::{Armed, ConnRequest, Connecting, EpParams, Listener, Waker};
+use crate::worker::{AmMsg, AmParams, Armed, ConnRequest, Connecting, EpParams, Listener, Waker};
 use crate::{Ep, Error, Result, Worker};
 use std::os::fd::RawFd;
 use std::time::Duration;
@@ -85,6 +85,10 @@ impl WorkerMut<'_> {
         fn connect_start(&mut self, addr: std::net::SocketAddr, params: EpParams) -> Result<Connecting>;
         /// [`Worker::connect_poll`].
         fn connect_poll(&mut self, c: &mut Connecting) -> Option<Result<Ep>>;
+        /// [`Worker::am_send`].
+        fn am_send(&mut self, ep: Ep, id: u16, header: &[u8], data: &[u8], params: AmParams) -> Result<()>;
+        /// [`Worker::am_clear_handler`].
+        fn am_clear_handler(&mut self, id: u16);
         /// [`Worker::connect_to`].
         fn connect_to(&mut self, addr: std::net::SocketAddr, params: EpParams) -> Result<Ep>;
         /// [`Worker::ep_close`].
@@ -135,6 +139,15 @@ impl WorkerMut<'_> {
         fn arm(&mut self) -> Result<Armed>;
         /// [`Worker::wait_event`].
         fn wait_event(&mut self, timeout: Option<Duration>) -> Result<()>;
+    }
+
+    /// [`Worker::am_set_handler`].
+    pub fn am_set_handler(
+        &mut self,
+        id: u16,
+        f: impl FnMut(&mut WorkerMut<'_>, AmMsg) + Send + 'static,
+    ) {
+        self.w.am_set_handler(id, f)
     }
 
     /// [`Worker::listen`].

@@ -126,6 +126,8 @@ pub(crate) struct Reports {
     /// Endpoints in peer error mode that failed, with why and their
     /// handler, until it runs (`Worker::connect_with`).
     pub(crate) ep_failures: Vec<(SlabId, Error, Option<crate::request::OnError>)>,
+    /// Active messages that arrived whole, until their handlers run.
+    pub(crate) am_arrivals: Vec<crate::proto::am::AmArrival>,
 }
 
 /// The protocol half of a worker.
@@ -167,6 +169,8 @@ pub(crate) struct Core {
     pub(crate) get_plans: FxHashMap<SlabId, GetPlan>,
     /// One-sided operations waiting for room on a lane.
     pub(crate) rma_parked: usize,
+    /// Active messages whose fragments are still arriving.
+    pub(crate) am_frags: FxHashMap<FragKey, crate::proto::am::AmPartial>,
 }
 
 impl std::fmt::Debug for Core {
@@ -214,6 +218,7 @@ impl Core {
             probed: Slab::new(),
             get_plans: FxHashMap::default(),
             rma_parked: 0,
+            am_frags: FxHashMap::default(),
         }
     }
 

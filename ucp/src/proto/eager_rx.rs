@@ -67,6 +67,7 @@ impl Core {
             AM_RNDV_DATA => self.rx_rndv_data(src, data),
             AM_RNDV_RTS_GET => self.rx_rts_get(src, data),
             AM_RNDV_ATS => wire::decode_ack(data).map(|r| self.rndv_ats(SlabId::from_u64(r))),
+            crate::proto::am_wire::AM_USER => self.rx_am_user(src, data),
             other => self
                 .rma_arrived(other, src, data)
                 .unwrap_or(Err(PeerMisbehaved::UnknownId(other))),
@@ -462,6 +463,7 @@ impl Core {
     /// A transport source failed: messages it was still sending in pieces
     /// will not finish.
     pub(crate) fn source_failed(&mut self, src: SrcId, err: ucs::Error) {
+        self.am_source_failed(src);
         let iface = self.cur_iface as u16;
         let keys: Vec<FragKey> = self
             .frags

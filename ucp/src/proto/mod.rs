@@ -3,6 +3,8 @@
 //! leaving what needs the ifaces to the worker's executor as
 //! `command::Command`s. The crate's top documentation has the map.
 
+pub(crate) mod am;
+crate::ucs::internal_mod!(am_wire);
 pub(crate) mod command;
 pub(crate) mod core;
 mod ctrl;

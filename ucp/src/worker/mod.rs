@@ -1,5 +1,6 @@
 //! Workers: ifaces, progress, endpoints and requests of one thread.
 
+mod am;
 mod connect;
 mod ep_errors;
 mod exec;
@@ -14,6 +15,7 @@ use crate::request::{Completion, Info, Kind, ReqId, Request};
 use crate::uct::{Caps, Iface, IfaceParams, Posted, Token};
 use crate::wireup::address::{IfaceEntry, WorkerAddress};
 use crate::{Ep, Error, Result};
+pub use am::{AmHandler, AmMsg, AmParams};
 pub use ep_errors::{EpParams, ErrHandler, ErrMode};
 pub use listener::{ConnHandler, ConnRequest, Connecting, Listener};
 use std::time::Duration;
@@ -33,6 +35,8 @@ pub struct Worker {
     uuid: u64,
     address: Vec<u8>,
     wake: wakeup::Wakeup,
+    /// Active message handlers (`am.rs`).
+    am_handlers: am::AmHandlers,
     /// Listeners (`listener.rs`), by [`Listener`] index.
     listeners: Vec<Option<listener::ListenerState>>,
     /// Poll the listeners on the next progress (set by `wait_event`).
@@ -131,6 +135,7 @@ impl Worker {
             uuid,
             address,
             wake: wakeup::Wakeup::default(),
+            am_handlers: Default::default(),
             listeners: Vec::new(),
             listen_now: false,
             heat,
@@ -306,6 +311,9 @@ impl Worker {
             for (cb, c) in cbs {
                 cb(&mut w, c);
             }
+        }
+        if !self.core.done.am_arrivals.is_empty() {
+            n += self.run_am_handlers();
         }
         if !self.core.done.ep_failures.is_empty() {
             n += self.run_err_handlers();

@@ -123,6 +123,7 @@ impl Worker {
         if !self.core.done.completions.is_empty()
             || !self.core.done.callbacks.is_empty()
             || !self.core.done.ep_failures.is_empty()
+            || !self.core.done.am_arrivals.is_empty()
             || self.core.has_commands()
             || self.woken()?
         {

@@ -1,6 +1,7 @@
 //! Protocol-level tests: cores fed inputs by hand, their posted operations
 //! and commands checked, without a worker or a transport.
 
+mod am;
 mod ctrl;
 mod direct;
 mod eager;

@@ -1,0 +1,149 @@
+//! The wire format of active messages (`AM_USER`).
+//!
+//! Every fragment starts with a fixed header of [`AM_HDR`] bytes
+//! (little-endian): the handler id (`u16`), flags (`u8`, [`FLAG_REPLY`]),
+//! a zero byte, the length of the user header (`u32`), the message id
+//! (`u64`, unique per sender), the total length of user header and data
+//! (`u64`) and this fragment's offset in them (`u64`); then the
+//! fragment's bytes of the user header followed by the data.
+
+use crate::ucs::PeerMisbehaved;
+use crate::uct::AmId;
+
+/// Active message id of user active messages.
+pub const AM_USER: AmId = 21;
+/// Length of a fragment's fixed header.
+pub const AM_HDR: usize = 32;
+/// The sender asks for the endpoint back to it to be given to the handler.
+pub const FLAG_REPLY: u8 = 1;
+/// Largest user header plus data of one active message.
+pub const AM_MAX: u64 = 256 << 20;
+
+/// A fragment's fixed header.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct AmFrag {
+    /// The handler id.
+    pub id: u16,
+    /// [`FLAG_REPLY`] or 0.
+    pub flags: u8,
+    /// Length of the user header at the start of the message.
+    pub hdr_len: u32,
+    /// The sender's id of the message.
+    pub msg_id: u64,
+    /// User header plus data, in bytes.
+    pub total: u64,
+    /// Offset of this fragment's bytes in the message.
+    pub offset: u64,
+}
+
+fn u64_at(b: &[u8], at: usize) -> u64 {
+    let mut a = [0u8; 8];
+    a.copy_from_slice(&b[at..at + 8]);
+    u64::from_le_bytes(a)
+}
+
+impl AmFrag {
+    /// The header's bytes.
+    pub fn encode(&self) -> [u8; AM_HDR] {
+        let mut b = [0u8; AM_HDR];
+        b[0..2].copy_from_slice(&self.id.to_le_bytes());
+        b[2] = self.flags;
+        b[4..8].copy_from_slice(&self.hdr_len.to_le_bytes());
+        b[8..16].copy_from_slice(&self.msg_id.to_le_bytes());
+        b[16..24].copy_from_slice(&self.total.to_le_bytes());
+        b[24..32].copy_from_slice(&self.offset.to_le_bytes());
+        b
+    }
+
+    /// Decodes a fragment: its header and its bytes. Refuses what no
+    /// sender writes: unknown flags, a user header longer than the
+    /// message, a message over [`AM_MAX`], bytes beyond its end.
+    pub fn decode(b: &[u8]) -> Result<(AmFrag, &[u8]), PeerMisbehaved> {
+        if b.len() < AM_HDR {
+            return Err(PeerMisbehaved::Truncated {
+                what: "active message header",
+                len: b.len(),
+                min: AM_HDR,
+            });
+        }
+        let mut h2 = [0u8; 2];
+        h2.copy_from_slice(&b[0..2]);
+        let mut h4 = [0u8; 4];
+        h4.copy_from_slice(&b[4..8]);
+        let f = AmFrag {
+            id: u16::from_le_bytes(h2),
+            flags: b[2],
+            hdr_len: u32::from_le_bytes(h4),
+            msg_id: u64_at(b, 8),
+            total: u64_at(b, 16),
+            offset: u64_at(b, 24),
+        };
+        let bad = |what: &'static str, detail: String| PeerMisbehaved::Invalid { what, detail };
+        if f.flags & !FLAG_REPLY != 0 || b[3] != 0 {
+            return Err(bad("active message flags", format!("{:#x}", f.flags)));
+        }
+        if f.total > AM_MAX {
+            return Err(PeerMisbehaved::FrameTooLong {
+                len: f.total.try_into().unwrap_or(usize::MAX),
+                max: AM_MAX as usize,
+            });
+        }
+        if u64::from(f.hdr_len) > f.total {
+            return Err(bad(
+                "active message header length",
+                format!("{} of {}", f.hdr_len, f.total),
+            ));
+        }
+        let bytes = &b[AM_HDR..];
+        let end = f.offset.checked_add(bytes.len() as u64);
+        if end.is_none_or(|e| e > f.total) {
+            return Err(bad(
+                "active message fragment",
+                format!("{} bytes at {} of {}", bytes.len(), f.offset, f.total),
+            ));
+        }
+        Ok((f, bytes))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn frag(hdr_len: u32, total: u64, offset: u64) -> AmFrag {
+        AmFrag {
+            id: 7,
+            flags: FLAG_REPLY,
+            hdr_len,
+            msg_id: 99,
+            total,
+            offset,
+        }
+    }
+
+    #[test]
+    fn round_trip() {
+        let f = frag(3, 10, 4);
+        let mut b = f.encode().to_vec();
+        b.extend_from_slice(b"abcdef");
+        assert_eq!(AmFrag::decode(&b).unwrap(), (f, &b"abcdef"[..]));
+    }
+
+    #[test]
+    fn what_no_sender_writes_is_refused() {
+        assert!(AmFrag::decode(&[0; AM_HDR - 1]).is_err());
+        let with = |f: AmFrag, n: usize| {
+            let mut b = f.encode().to_vec();
+            b.extend(std::iter::repeat_n(0u8, n));
+            AmFrag::decode(&b).map(|_| ())
+        };
+        assert!(with(frag(3, 10, 4), 6).is_ok());
+        assert!(with(frag(3, 10, 5), 6).is_err(), "past the end");
+        assert!(with(frag(11, 10, 0), 0).is_err(), "header longer than all");
+        assert!(with(frag(0, AM_MAX + 1, 0), 0).is_err(), "too large");
+        assert!(with(frag(0, 10, u64::MAX), 1).is_err(), "offset overflow");
+        let mut b = frag(0, 1, 0).encode().to_vec();
+        b[2] = 0x80;
+        assert!(AmFrag::decode(&b).is_err(), "unknown flag");
+    }
+}

@@ -1,0 +1,120 @@
+//! Active messages: fragments on the sender, reassembly and refusals on
+//! the receiver.
+
+use crate::proto::am_wire::{AmFrag, AM_HDR, AM_USER, FLAG_REPLY};
+use crate::proto::testing::{deliver, pattern, virt_attr, Node};
+use crate::uct::{AmSink, SrcId};
+
+fn send(a: &mut Node, header: &[u8], data: &[u8], reply: bool) {
+    let ep = a.ep;
+    a.core
+        .am_send(&mut a.tx, ep, 5, (header, data), reply)
+        .expect("am_send");
+    a.run();
+}
+
+#[test]
+fn small_and_fragmented_messages_arrive_whole() {
+    let mut a = Node::new(virt_attr(|_| {}));
+    let mut b = Node::new(virt_attr(|_| {}));
+    let frag = a.core.eps.get(a.ep).unwrap().cfg.max_bcopy - AM_HDR;
+    for (h, d) in [(0, 0), (3, 0), (0, 10), (16, 1000), (8, 3 * frag + 5)] {
+        let (header, data) = (pattern(h), pattern(d));
+        send(&mut a, &header, &data, false);
+        let frags = a.tx.ams_of(AM_USER).len();
+        assert_eq!(frags, (h + d).div_ceil(frag).max(1), "{h} + {d}");
+        deliver(&mut a, &mut b);
+        let got = std::mem::take(&mut b.core.done.am_arrivals);
+        assert_eq!(got.len(), 1, "{h} + {d}");
+        assert_eq!(got[0].id, 5);
+        assert_eq!(&got[0].bytes[..got[0].hdr_len], &header[..]);
+        assert_eq!(&got[0].bytes[got[0].hdr_len..], &data[..]);
+        assert_eq!(got[0].reply_ep, None);
+        assert!(b.core.am_frags.is_empty());
+    }
+}
+
+#[test]
+fn a_reply_request_gives_the_endpoint_back() {
+    let mut a = Node::new(virt_attr(|_| {}));
+    let mut b = Node::new(virt_attr(|_| {}));
+    send(&mut a, b"h", b"d", true);
+    deliver(&mut a, &mut b);
+    assert_eq!(b.core.done.am_arrivals[0].reply_ep, Some(b.ep));
+}
+
+/// A fragment with header `f` and `n` bytes.
+fn frag(f: AmFrag, n: usize) -> Vec<u8> {
+    let mut m = f.encode().to_vec();
+    m.extend(pattern(n));
+    m
+}
+
+fn first(total: u64) -> AmFrag {
+    AmFrag {
+        id: 1,
+        flags: 0,
+        hdr_len: 0,
+        msg_id: 9,
+        total,
+        offset: 0,
+    }
+}
+
+#[test]
+fn fragments_out_of_order_or_inconsistent_are_refused() {
+    let at = |f: AmFrag, offset: u64| AmFrag { offset, ..f };
+    let second = first(10);
+    let cases: [(&str, Vec<(AmFrag, usize)>); 4] = [
+        (
+            "a middle of a message never begun",
+            vec![(at(second, 4), 2)],
+        ),
+        ("a gap", vec![(second, 4), (at(second, 6), 4)]),
+        ("another length", vec![(second, 4), (at(first(12), 4), 6)]),
+        (
+            "another flag",
+            vec![
+                (second, 4),
+                (
+                    AmFrag {
+                        flags: FLAG_REPLY,
+                        ..at(second, 4)
+                    },
+                    6,
+                ),
+            ],
+        ),
+    ];
+    for (what, frags) in cases {
+        let mut b = Node::new(virt_attr(|_| {}));
+        for (f, n) in frags {
+            b.arrive(AM_USER, &frag(f, n));
+        }
+        assert!(b.core.done.am_arrivals.is_empty(), "{what}");
+        assert!(b.core.am_frags.is_empty(), "{what}: a partial stays");
+    }
+}
+
+#[test]
+fn a_failed_source_takes_its_unfinished_messages() {
+    let mut b = Node::new(virt_attr(|_| {}));
+    b.arrive(AM_USER, &frag(first(10), 4));
+    assert_eq!(b.core.am_frags.len(), 1);
+    b.core
+        .src_failed(SrcId(0), crate::error::peer_failed("gone".into()));
+    b.run();
+    assert!(b.core.am_frags.is_empty());
+    // The rest, should it still come, begins nothing.
+    b.arrive(
+        AM_USER,
+        &frag(
+            AmFrag {
+                offset: 4,
+                ..first(10)
+            },
+            6,
+        ),
+    );
+    assert!(b.core.done.am_arrivals.is_empty());
+}
