@@ -265,23 +265,48 @@ const ONE_SIDED: [(&str, &str, &str, &str); 7] = [
     ),
 ];
 
+/// Stream and active message tests: test, size, description.
+const STREAM_AND_AM: [(&str, &str, &str); 5] = [
+    ("stream_lat", "8", "stream latency"),
+    ("stream_bw", "100000", "stream bandwidth"),
+    ("ucp_am_lat", "8", "am latency"),
+    ("ucp_am_bw", "4096", "am bandwidth / message rate"),
+    ("ucp_am_bw", "300000", "am bandwidth / message rate"),
+];
+
+/// Runs `test` of `size` bytes as a validated `--pair` over `tls`, checks
+/// its final row and header, and returns its output.
+fn pair_validated(tls: &str, test: &str, size: &str, desc: &str) -> String {
+    let out = run_on(
+        tls,
+        &[
+            "--pair", "-t", test, "-s", size, "-n", "300", "-w", "30", "-V", "-f",
+        ],
+    );
+    let nums = check_success(&out, 300.0);
+    assert!(nums[3] > 0.0 && nums[7] > 0.0, "{tls} {test}: {nums:?}");
+    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(
+        stdout.contains(&format!("| Test:         {desc} ")),
+        "{stdout}"
+    );
+    stdout
+}
+
+#[test]
+fn pair_stream_and_am_tests_with_validation() {
+    for tls in ["shm", "tcp", "rc_iwarp"] {
+        for (test, size, desc) in STREAM_AND_AM {
+            pair_validated(tls, test, size, desc);
+        }
+    }
+}
+
 #[test]
 fn pair_one_sided_tests_over_shm_tcp_and_rc_iwarp() {
     for tls in ["shm", "tcp", "rc_iwarp"] {
         for (test, size, desc, label) in ONE_SIDED {
-            let out = run_on(
-                tls,
-                &[
-                    "--pair", "-t", test, "-s", size, "-n", "300", "-w", "30", "-V", "-f",
-                ],
-            );
-            let nums = check_success(&out, 300.0);
-            assert!(nums[3] > 0.0 && nums[7] > 0.0, "{tls} {test}: {nums:?}");
-            let stdout = String::from_utf8_lossy(&out.stdout);
-            assert!(
-                stdout.contains(&format!("| Test:         {desc} ")),
-                "{stdout}"
-            );
+            let stdout = pair_validated(tls, test, size, desc);
             assert!(stdout.contains(&format!("{label} (usec)")), "{stdout}");
         }
     }

@@ -25,13 +25,20 @@ pub enum Command {
     Swap,
     /// Atomic compare-and-swap (fetching).
     Cswap,
+    /// Stream send and a receive of the whole message.
+    Stream,
+    /// Active message send; the receiver's handler takes it.
+    Am,
 }
 
 impl Command {
     /// Whether the operation is one-sided: it reaches the peer's exposed
     /// buffer, which the peer does not post anything for.
     pub fn is_one_sided(self) -> bool {
-        !matches!(self, Command::Tag | Command::TagSync)
+        !matches!(
+            self,
+            Command::Tag | Command::TagSync | Command::Stream | Command::Am
+        )
     }
 
     /// Whether the operation is an atomic on a 4- or 8-byte word.
@@ -87,6 +94,14 @@ pub enum TestKind {
     Swap,
     /// `ucp_cswap`: atomic compare-and-swap latency and rate.
     Cswap,
+    /// `stream_bw`: stream bandwidth.
+    StreamBw,
+    /// `stream_lat`: stream ping-pong latency.
+    StreamLat,
+    /// `ucp_am_lat`: active message ping-pong latency.
+    AmLat,
+    /// `ucp_am_bw`: active message bandwidth and message rate.
+    AmBw,
 }
 
 /// Static description of a test.
@@ -222,25 +237,52 @@ pub const TESTS: &[TestInfo] = &[
         test_type: TestType::StreamUni,
         wire_id: 11,
     },
+    TestInfo {
+        kind: TestKind::StreamBw,
+        name: "stream_bw",
+        desc: "stream bandwidth",
+        time_label: "overhead",
+        window: 32,
+        command: Command::Stream,
+        test_type: TestType::StreamUni,
+        wire_id: 12,
+    },
+    TestInfo {
+        kind: TestKind::StreamLat,
+        name: "stream_lat",
+        desc: "stream latency",
+        time_label: "latency",
+        window: 1,
+        command: Command::Stream,
+        test_type: TestType::PingPong,
+        wire_id: 13,
+    },
+    TestInfo {
+        kind: TestKind::AmLat,
+        name: "ucp_am_lat",
+        desc: "am latency",
+        time_label: "latency",
+        window: 1,
+        command: Command::Am,
+        test_type: TestType::PingPong,
+        wire_id: 14,
+    },
+    TestInfo {
+        kind: TestKind::AmBw,
+        name: "ucp_am_bw",
+        desc: "am bandwidth / message rate",
+        time_label: "overhead",
+        window: 32,
+        command: Command::Am,
+        test_type: TestType::StreamUni,
+        wire_id: 15,
+    },
 ];
 
 /// Tests of UCX's `ucx_perftest` that rucx does not run yet; `-t` with one
 /// of these names says so instead of calling the name unknown.
 pub const NOT_YET: &[&str] = &[
-    "stream_bw",
-    "stream_lat",
-    "ucp_am_lat",
-    "ucp_am_bw",
-    "am_lat",
-    "am_bw",
-    "put_lat",
-    "put_bw",
-    "add_lat",
-    "add_mr",
-    "get",
-    "fadd",
-    "swap",
-    "cswap",
+    "am_lat", "am_bw", "put_lat", "put_bw", "add_lat", "add_mr", "get", "fadd", "swap", "cswap",
 ];
 
 impl TestKind {
@@ -268,7 +310,7 @@ impl TestKind {
 mod tests {
     use super::*;
 
-    const ALL_KINDS: [TestKind; 11] = [
+    const ALL_KINDS: [TestKind; 15] = [
         TestKind::TagLat,
         TestKind::TagBw,
         TestKind::TagSyncLat,
@@ -280,6 +322,10 @@ mod tests {
         TestKind::Fadd,
         TestKind::Swap,
         TestKind::Cswap,
+        TestKind::StreamBw,
+        TestKind::StreamLat,
+        TestKind::AmLat,
+        TestKind::AmBw,
     ];
 
     #[test]
@@ -311,7 +357,10 @@ mod tests {
             Some(TestKind::TagSyncLat)
         );
         assert_eq!(TestKind::from_name("ucp_put_lat"), Some(TestKind::PutLat));
-        assert_eq!(TestKind::from_name("ucp_am_lat"), None);
+        assert_eq!(TestKind::from_name("ucp_am_lat"), Some(TestKind::AmLat));
+        assert_eq!(TestKind::from_name("am_lat"), None);
+        assert_eq!(TestKind::from_wire_id(12), Some(TestKind::StreamBw));
+        assert!(!TestKind::StreamLat.info().command.is_one_sided());
         assert_eq!(TestKind::from_wire_id(11), Some(TestKind::Cswap));
         assert!(TestKind::Get.info().command.fetches());
         assert!(!TestKind::Add.info().command.fetches());

@@ -150,7 +150,7 @@ fn bad_values_are_errors() {
     ] {
         let _ = err(line);
     }
-    assert!(err("x -t ucp_am_lat").contains("not implemented"));
+    assert!(err("x -t am_lat").contains("not implemented"));
 }
 
 #[test]

@@ -421,7 +421,12 @@ impl<W: PerfWorker> Runner<'_, W> {
         // SAFETY: the buffer belongs to `st`, which keeps it until the send
         // is reaped, or leaks it if the run fails first; nothing writes the
         // slot until then (slot_free).
-        let started = unsafe { self.w.tag_send(ptr, self.st.msg_len, TAG, self.st.sync) }?;
+        let len = self.st.msg_len;
+        let started = match self.st.command {
+            Command::Stream => unsafe { self.w.stream_send(ptr, len) },
+            Command::Am => unsafe { self.w.am_send(ptr, len) },
+            _ => unsafe { self.w.tag_send(ptr, len, TAG, self.st.sync) },
+        }?;
         if let Started::InFlight(req) = started {
             self.st.sends.push_back((req, sn));
         }
@@ -435,9 +440,14 @@ impl<W: PerfWorker> Runner<'_, W> {
             self.wait_recvs(1, Some(sn))?;
         }
         let ptr = self.st.recv.ptr(sn);
+        let len = self.st.msg_len;
         // SAFETY: as for sends; receive slots are only read (validated)
         // after their receive finished.
-        let started = unsafe { self.w.tag_recv(ptr, self.st.msg_len, TAG, TAG_MASK) }?;
+        let started = match self.st.command {
+            Command::Stream => unsafe { self.w.stream_recv(ptr, len) },
+            Command::Am => return self.am_recv(sn),
+            _ => unsafe { self.w.tag_recv(ptr, len, TAG, TAG_MASK) },
+        }?;
         match started {
             Started::Done(len) if len == self.st.msg_len && !self.st.validate => Ok(()),
             Started::Done(len) => self.received(sn, len),
@@ -452,6 +462,27 @@ impl<W: PerfWorker> Runner<'_, W> {
                 self.st.recvs.push_back((req, sn));
                 Ok(())
             }
+        }
+    }
+
+    /// Waits for active message `sn` to reach the handler; with `-V`
+    /// copies it into its slot and checks it.
+    fn am_recv(&mut self, sn: u64) -> Result<()> {
+        loop {
+            let out = if self.st.validate {
+                // SAFETY: no operation uses receive slots in active
+                // message tests; the handler's copy is the only writer.
+                unsafe { self.st.recv.slice_mut(sn) }
+            } else {
+                &mut []
+            };
+            if let Some(len) = self.w.am_take(out)? {
+                if len != self.st.msg_len || self.st.validate {
+                    self.received(sn, len)?;
+                }
+                return Ok(());
+            }
+            self.poll()?;
         }
     }
 

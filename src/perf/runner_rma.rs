@@ -275,8 +275,10 @@ impl<W: PerfWorker> Runner<'_, W> {
             Command::Fadd => unsafe { self.w.atomic_fetch(AtomicKind::Add, len, 0, 0, ptr, 0) },
             Command::Swap => unsafe { self.w.atomic_fetch(AtomicKind::Swap, len, 0, 0, ptr, 0) },
             Command::Cswap => unsafe { self.w.atomic_fetch(AtomicKind::Cswap, len, 0, 0, ptr, 0) },
-            Command::Tag | Command::TagSync => {
-                return Err(PerfError::Params("a tag test in a one-sided loop".into()))
+            Command::Tag | Command::TagSync | Command::Stream | Command::Am => {
+                return Err(PerfError::Params(
+                    "a two-sided test in a one-sided loop".into(),
+                ))
             }
         }?;
         self.posted(started, sn)
@@ -318,7 +320,7 @@ impl<W: PerfWorker> Runner<'_, W> {
                 self.w
                     .atomic_fetch(AtomicKind::Cswap, len, value, 0, ptr, 0)
             },
-            Command::Tag | Command::TagSync => return Ok(()),
+            Command::Tag | Command::TagSync | Command::Stream | Command::Am => return Ok(()),
         }?;
         self.posted(started, MARKER_SN)
     }

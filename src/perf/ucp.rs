@@ -6,8 +6,16 @@
 use super::error::{PerfError, Result};
 use super::worker::{AtomicKind, Exposed, PerfWorker, Started};
 use rucx_ucp::{
-    Access, AtomicOp, AtomicValue, Context, Ep, MemMap, Op, Posted, ReqId, Rkey, Worker,
+    Access, AmParams, AtomicOp, AtomicValue, Context, Ep, MemMap, Op, Posted, ReqId, Rkey, Worker,
 };
+use std::collections::VecDeque;
+use std::sync::{Arc, Mutex};
+
+/// Active message id of the perftest messages.
+const PERF_AM_ID: u16 = 0x1337;
+
+/// Active messages the handler took, until the loop looks.
+type Arrived = Arc<Mutex<VecDeque<Vec<u8>>>>;
 
 /// Rights of the exposed buffer: everything the one-sided tests do.
 const EXPOSED_ACCESS: Access = Access::REMOTE_READ
@@ -30,6 +38,7 @@ pub struct UcpWorker {
     worker: Worker,
     ep: Option<Ep>,
     ctx: Context,
+    am_arrived: Arrived,
 }
 
 impl UcpWorker {
@@ -38,15 +47,23 @@ impl UcpWorker {
         let ctx = crate::Context::new()
             .map_err(|e| PerfError::transport("create context", e))?
             .into_inner();
-        let worker = ctx
+        let mut worker = ctx
             .create_worker()
             .map_err(|e| PerfError::transport("create worker", e))?;
+        let am_arrived = Arrived::default();
+        let q = Arc::clone(&am_arrived);
+        worker.am_set_handler(PERF_AM_ID, move |_, m| {
+            if let Ok(mut q) = q.lock() {
+                q.push_back(m.into_data());
+            }
+        });
         Ok(UcpWorker {
             remote: None,
             exposed: None,
             worker,
             ep: None,
             ctx,
+            am_arrived,
         })
     }
 
@@ -174,6 +191,52 @@ impl PerfWorker for UcpWorker {
         unsafe { self.worker.tag_recv_raw(ptr, len, tag, mask, Op::default()) }
             .map(started)
             .map_err(|e| op_error("tag receive", e))
+    }
+
+    #[inline]
+    unsafe fn stream_send(&mut self, ptr: *const u8, len: usize) -> Result<Started<ReqId>> {
+        let ep = self.ep()?;
+        // SAFETY: PerfWorker::stream_send has the contract of
+        // stream_send_raw.
+        unsafe { self.worker.stream_send_raw(ep, ptr, len, Op::new()) }
+            .map(started)
+            .map_err(|e| op_error("stream send", e))
+    }
+
+    #[inline]
+    unsafe fn stream_recv(&mut self, ptr: *mut u8, len: usize) -> Result<Started<ReqId>> {
+        let ep = self.ep()?;
+        // SAFETY: PerfWorker::stream_recv has the contract of
+        // stream_recv_raw.
+        unsafe { self.worker.stream_recv_raw(ep, ptr, len, true, Op::new()) }
+            .map(started)
+            .map_err(|e| op_error("stream receive", e))
+    }
+
+    #[inline]
+    unsafe fn am_send(&mut self, ptr: *const u8, len: usize) -> Result<Started<ReqId>> {
+        let ep = self.ep()?;
+        let data = if len == 0 {
+            &[][..]
+        } else {
+            // SAFETY: the caller keeps the bytes valid for the call; the
+            // send copies them before it returns.
+            unsafe { std::slice::from_raw_parts(ptr, len) }
+        };
+        self.worker
+            .am_send(ep, PERF_AM_ID, &[], data, AmParams::new())
+            .map(|()| Started::Done(len))
+            .map_err(|e| op_error("active message send", e))
+    }
+
+    #[inline]
+    fn am_take(&mut self, out: &mut [u8]) -> Result<Option<usize>> {
+        let Some(m) = self.am_arrived.lock().ok().and_then(|mut q| q.pop_front()) else {
+            return Ok(None);
+        };
+        let n = out.len().min(m.len());
+        out[..n].copy_from_slice(&m[..n]);
+        Ok(Some(m.len()))
     }
 
     #[inline(always)]

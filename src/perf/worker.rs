@@ -134,6 +134,46 @@ pub trait PerfWorker {
         Ok(())
     }
 
+    /// Sends `len` bytes at `ptr` on the endpoint's stream.
+    ///
+    /// # Safety
+    ///
+    /// As for [`PerfWorker::tag_send`].
+    unsafe fn stream_send(&mut self, ptr: *const u8, len: usize) -> Result<Started<Self::Req>> {
+        let _ = (ptr, len);
+        Err(PerfError::Unsupported("stream send".into()))
+    }
+
+    /// Receives exactly `len` bytes of the endpoint's stream into `ptr`.
+    ///
+    /// # Safety
+    ///
+    /// As for [`PerfWorker::tag_recv`].
+    unsafe fn stream_recv(&mut self, ptr: *mut u8, len: usize) -> Result<Started<Self::Req>> {
+        let _ = (ptr, len);
+        Err(PerfError::Unsupported("stream receive".into()))
+    }
+
+    /// Sends `len` bytes at `ptr` as an active message to the peer's
+    /// perftest handler.
+    ///
+    /// # Safety
+    ///
+    /// As for [`PerfWorker::tag_send`].
+    unsafe fn am_send(&mut self, ptr: *const u8, len: usize) -> Result<Started<Self::Req>> {
+        let _ = (ptr, len);
+        Err(PerfError::Unsupported("active message send".into()))
+    }
+
+    /// The length of the oldest active message the handler took, if one
+    /// arrived, copying up to `out.len()` of its bytes into `out` (an
+    /// empty `out` copies nothing, as a handler that consumes the data
+    /// in place).
+    fn am_take(&mut self, out: &mut [u8]) -> Result<Option<usize>> {
+        let _ = out;
+        Err(PerfError::Unsupported("active message receive".into()))
+    }
+
     /// Allocates `len` zeroed bytes, 8-byte aligned, that the peer may
     /// read, write and update with atomics, replacing any buffer exposed
     /// before. `len` is a multiple of 8.

@@ -171,6 +171,10 @@ pub(crate) struct Core {
     pub(crate) rma_parked: usize,
     /// Active messages whose fragments are still arriving.
     pub(crate) am_frags: FxHashMap<FragKey, crate::proto::am::AmPartial>,
+    /// Stream bytes from sources whose endpoint back is not known yet.
+    pub(crate) stream_early: FxHashMap<(usize, SrcId), crate::proto::stream::StreamRx>,
+    /// Endpoints that may have stream bytes kept (`stream_poll`).
+    pub(crate) stream_ready: Vec<SlabId>,
 }
 
 impl std::fmt::Debug for Core {
@@ -219,6 +223,8 @@ impl Core {
             get_plans: FxHashMap::default(),
             rma_parked: 0,
             am_frags: FxHashMap::default(),
+            stream_early: FxHashMap::default(),
+            stream_ready: Vec::new(),
         }
     }
 
@@ -453,6 +459,7 @@ impl AmSink for Core {
 
     fn src_failed(&mut self, src: SrcId, error: ucs::Error) {
         self.src_eps.remove(&(self.cur_iface, src));
+        self.stream_source_failed(src);
         self.rndv_source_failed(src, &error);
         self.source_failed(src, error);
     }

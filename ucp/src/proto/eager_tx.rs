@@ -9,6 +9,7 @@
 
 use super::lanes::Lanes;
 use super::select::ProtocolId;
+use super::stream::AM_STREAM;
 use super::wire::{
     FirstHdr, MiddleHdr, AM_EAGER_FIRST, AM_EAGER_MIDDLE, AM_EAGER_ONLY, AM_EAGER_SYNC_FIRST,
     AM_EAGER_SYNC_ONLY, AM_RNDV_DATA, SYNC_FIRST_HDR, SYNC_ONLY_HDR,
@@ -65,6 +66,13 @@ impl HdrBuf {
             bytes,
             len: super::wire::MIDDLE_HDR,
         }
+    }
+
+    /// A header of one `u64` (a stream fragment's offset).
+    fn word(v: u64) -> HdrBuf {
+        let mut bytes = [0u8; SYNC_FIRST_HDR];
+        bytes[..8].copy_from_slice(&v.to_le_bytes());
+        HdrBuf { bytes, len: 8 }
     }
 
     fn as_slice(&self) -> &[u8] {
@@ -137,20 +145,22 @@ impl Plan {
     }
 }
 
-fn send_single(
+/// Sends one whole message with active message `am_id` and an 8-byte
+/// header `hdr`: `am_short` if `short` allows it and it fits, else
+/// `am_bcopy`.
+pub(super) fn send_single(
     tx: &mut dyn Lanes,
     (ifi, uct_ep): (usize, crate::uct::EpId),
     cfg: &EpConfig,
     short: bool,
-    tag: u64,
+    (am_id, hdr): (crate::uct::AmId, u64),
     data: &[u8],
 ) -> crate::ucs::Result<Posted> {
     if short && data.len() <= cfg.max_short {
-        tx.am_short(ifi, uct_ep, AM_EAGER_ONLY, tag, data)
+        tx.am_short(ifi, uct_ep, am_id, hdr, data)
     } else {
-        let t = tag.to_le_bytes();
-        tx.am_bcopy(ifi, uct_ep, AM_EAGER_ONLY, &[&t, data])
-            .map(|(p, _)| p)
+        let t = hdr.to_le_bytes();
+        tx.am_bcopy(ifi, uct_ep, am_id, &[&t, data]).map(|(p, _)| p)
     }
 }
 
@@ -158,7 +168,7 @@ fn send_single(
 /// `send_start`: finished (`info`), failed, or `None`: no room now, so the
 /// send takes the queued way.
 #[inline]
-fn single_outcome(r: crate::ucs::Result<Posted>, info: Info) -> Option<Result<Started>> {
+pub(super) fn single_outcome(r: crate::ucs::Result<Posted>, info: Info) -> Option<Result<Started>> {
     match r {
         Ok(Posted::Done) | Ok(Posted::InFlight) => Some(Ok(Started::Done(info))),
         Ok(Posted::NoResource) => None,
@@ -205,7 +215,14 @@ impl Core {
             true,
         ) = (plan, sync, st.queue.is_empty())
         {
-            let r = send_single(tx, (iface_idx, uct_ep), &cfg, short, tag, buf.slice(0, len));
+            let r = send_single(
+                tx,
+                (iface_idx, uct_ep),
+                &cfg,
+                short,
+                (AM_EAGER_ONLY, tag),
+                buf.slice(0, len),
+            );
             if let Some(done) = single_outcome(r, Info { tag, length: len }) {
                 return done;
             }
@@ -235,9 +252,20 @@ impl Core {
                     Plan::Single { .. } | Plan::Multi { .. } => RndvPhase::No,
                 },
                 memh: None,
+                stream: false,
             }),
             op,
         ));
+        self.queue_send(tx, ep, id)
+    }
+
+    /// Queues new send `id` on endpoint `ep` and sends what it can.
+    pub(super) fn queue_send(
+        &mut self,
+        tx: &mut dyn Lanes,
+        ep: SlabId,
+        id: SlabId,
+    ) -> Result<Started> {
         let queued = !self.eps.get(ep).is_some_and(|s| s.queue.is_empty());
         if let Some(s) = self.eps.get_mut(ep) {
             s.queue.push_back(id);
@@ -292,7 +320,7 @@ impl Core {
 
     /// Hands as much of send `id` to the transport as it takes.
     fn push_send(&mut self, tx: &mut dyn Lanes, id: SlabId) -> Step {
-        let (ep, tag, buf, msg_id, mut offset, sync, zcopy, rndv) =
+        let (ep, tag, buf, msg_id, mut offset, sync, zcopy, rndv, stream) =
             match self.reqs.get(id).map(|r| &r.kind) {
                 Some(Kind::Send(s)) => (
                     s.ep,
@@ -303,6 +331,7 @@ impl Core {
                     s.sync.is_sync(),
                     s.zcopy,
                     s.rndv,
+                    s.stream,
                 ),
                 Some(Kind::Ctrl(_)) => return self.push_ctrl(tx, id),
                 _ => return Step::Failed,
@@ -333,6 +362,8 @@ impl Core {
             let (t, q) = (tag.to_le_bytes(), sreq.unwrap_or(0).to_le_bytes());
             let (am_id, hdr): (_, &[u8]) = match sreq {
                 Some(_) => (AM_EAGER_SYNC_ONLY, &[t, q].concat()),
+                // A stream fragment's header is its stream offset.
+                None if stream => (AM_STREAM, &t),
                 None => (AM_EAGER_ONLY, &t),
             };
             let r = if zcopy && len > 0 {
@@ -353,7 +384,7 @@ impl Core {
                     (ifi, uct_ep),
                     &cfg,
                     len <= cfg.max_short,
-                    tag,
+                    (am_id, tag),
                     buf.slice(0, len),
                 )
             };
@@ -364,7 +395,10 @@ impl Core {
             }
         } else {
             while offset < len {
-                let (am_id, hdr) = if let Some(rreq) = rreq {
+                let (am_id, hdr) = if stream {
+                    let at = tag.wrapping_add(offset as u64);
+                    (AM_STREAM, HdrBuf::word(at))
+                } else if let Some(rreq) = rreq {
                     let h = MiddleHdr {
                         msg_id: rreq,
                         offset: offset as u64,
@@ -520,7 +554,7 @@ impl Core {
                 self.get_completed(id, result);
                 return;
             }
-            Kind::Ctrl(_) => return,
+            Kind::Ctrl(_) | Kind::StreamRecv(_) => return,
             Kind::Rma(_) => {
                 self.rma_zcopy_done(id, result.map_err(crate::rma::transport_error));
                 return;

@@ -75,6 +75,10 @@ pub(crate) struct EpState {
     /// Tag sends shorter than this go out with eager short
     /// (`tables[0].short_end`): the fast path needs no lookup.
     pub(crate) short_end: usize,
+    /// Stream offset of the next byte to send.
+    pub(crate) stream_tx: u64,
+    /// The receiving half of the stream, once used.
+    pub(crate) stream: Option<Box<crate::proto::stream::StreamRx>>,
 }
 
 impl Core {
@@ -152,6 +156,8 @@ impl Core {
             remote_uuid,
             short_end: tables[0].short_end(cfg.max_short),
             tables,
+            stream_tx: 0,
+            stream: None,
         });
         for &(i, e) in &lanes {
             self.set_lane_ep(i, e, Some(id));
@@ -193,6 +199,7 @@ impl Core {
         }
         self.fail_rma(ep, &err);
         self.fail_reads_on(ep, &err);
+        self.fail_streams(ep, &err);
         self.src_eps.retain(|_, e| *e != ep);
     }
 }

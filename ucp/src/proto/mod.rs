@@ -22,6 +22,7 @@ pub(crate) mod rndv_put;
 pub(crate) mod rndv_zcopy;
 mod room;
 pub mod select;
+pub(crate) mod stream;
 mod sync;
 #[cfg(test)]
 pub(crate) mod testing;

@@ -21,6 +21,10 @@
 //! | 14 | `RNDV_RTR_PUT` | sender request, receiver request, address, length: u64 each | the receiver's packed memory key |
 //! | 15 | `RNDV_ATP` | receiver request, status: u64 each | — |
 //!
+//! Other protocols' ids: 16–19 one-sided operations (`rma/wire.rs`), 20
+//! `RNDV_RTR_SPLIT` (below), 21 user active messages (`am_wire.rs`), 22
+//! stream fragments (`stream.rs`: the stream offset, u64, then bytes).
+//!
 //! Rendezvous by get: the request to send carries the address and packed
 //! key of the sender's registered buffer; the receiver that matched it
 //! reads the data with `get_zcopy` and answers `RNDV_ATS`, after which the

@@ -182,6 +182,9 @@ pub(crate) struct SendState {
     /// Registration of the buffer for a rendezvous by get: (memory domain,
     /// handle), released when the request completes.
     pub(crate) memh: Option<Box<crate::reg::BufReg>>,
+    /// A stream send: `tag` is the stream offset of its first byte, and
+    /// it goes as `STREAM` fragments (`proto/stream.rs`).
+    pub(crate) stream: bool,
 }
 
 /// A send's synchronisation with its receiver (`MPI_Ssend`).
@@ -353,6 +356,8 @@ pub(crate) enum Kind {
     Ctrl(CtrlState),
     /// A one-sided operation (put, get, atomic).
     Rma(crate::rma::RmaState),
+    /// A stream receive.
+    StreamRecv(crate::proto::stream::StreamRecvState),
 }
 
 #[derive(Debug)]

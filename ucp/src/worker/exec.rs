@@ -27,6 +27,7 @@ impl Core {
                 Command::Wireup { iface, src, addr } => match self.wireup_peer(ifaces, &addr) {
                     Ok(ep) => {
                         self.src_eps.insert((iface, src), ep);
+                        self.stream_adopt(iface, src, ep);
                     }
                     Err(e) => tracing::warn!("no endpoint back to worker {:#x}: {e}", addr.uuid),
                 },

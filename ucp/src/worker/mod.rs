@@ -7,6 +7,7 @@ mod exec;
 mod heat;
 mod ifaces;
 mod listener;
+mod stream;
 mod wakeup;
 
 use crate::context::Context;
@@ -425,7 +426,9 @@ impl Worker {
     /// completes with [`Error::Canceled`]. Returns whether it was canceled.
     /// Sends under way and matched receives run to completion.
     pub fn request_cancel(&mut self, id: ReqId) -> bool {
-        self.core.recv_cancel(id.0) || self.core.send_cancel(id.0)
+        self.core.recv_cancel(id.0)
+            || self.core.send_cancel(id.0)
+            || self.core.stream_recv_cancel(id.0)
     }
 
     /// Information on the oldest unexpected message matching `(tag, mask)`,

@@ -104,6 +104,20 @@ enum Eager {
 }
 
 impl ProtocolId {
+    /// Whether the protocol moves the data with zero-copy operations.
+    pub fn zcopy(self) -> bool {
+        use ProtocolId::*;
+        matches!(
+            self,
+            EagerZcopySingle
+                | EagerZcopyMulti
+                | EagerSyncZcopySingle
+                | EagerSyncZcopyMulti
+                | RndvGetZcopy
+                | RndvPutZcopy
+        )
+    }
+
     /// Every protocol, in registration order.
     pub const ALL: [ProtocolId; 12] = [
         ProtocolId::EagerShort,

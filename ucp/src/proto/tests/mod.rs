@@ -14,4 +14,5 @@ mod rndv_get;
 mod rndv_misc;
 mod rndv_put;
 mod rndv_split;
+mod stream;
 mod sync;

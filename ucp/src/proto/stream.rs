@@ -1,0 +1,389 @@
+//! Streams: an ordered byte stream per endpoint, as UCX's
+//! `ucp_stream_send_nbx` / `ucp_stream_recv_nbx`.
+//!
+//! A stream send is an eager send without a tag and without message
+//! boundaries: it goes out as `STREAM` active messages on the endpoint's
+//! active message lane, in order with the endpoint's other sends, from
+//! the caller's buffer with zero-copy sends where the selection table
+//! would use them for a tag send of that size (streams have no
+//! rendezvous, as in UCX). Every fragment carries the stream offset of its
+//! first byte (`u64`, wrapping), so the receiver checks that nothing was
+//! lost or reordered: a gap is the peer's protocol violation.
+//!
+//! The receiver attributes a fragment to the endpoint back to its sender
+//! (learned from wireup). Bytes go straight into the oldest posted
+//! receive of that endpoint; what no receive takes is kept, in the
+//! fragments it came in, until a receive or [`Core::stream_take_chunk`]
+//! takes it. Bytes that arrive before the endpoint back is known (its
+//! wireup is being carried out) wait under their source and join it
+//! then. A receive completes once it holds any bytes, or with
+//! `wait_all` once its buffer is full.
+
+use super::core::Core;
+use super::eager_tx::Started;
+use super::lanes::Lanes;
+use crate::request::buf::{RecvBuf, SendBuf};
+use crate::request::{Info, Kind, Op, Request, SendState, SyncState};
+use crate::ucs::slab::{Slab, SlabId};
+use crate::ucs::PeerMisbehaved;
+use crate::uct::{AmId, SrcId};
+use crate::{Error, Result};
+use std::collections::VecDeque;
+
+/// Active message id of stream fragments: the stream offset (`u64`,
+/// little-endian), then the bytes.
+pub(crate) const AM_STREAM: AmId = 22;
+/// Length of a stream fragment's header.
+pub(crate) const STREAM_HDR: usize = 8;
+
+/// A posted stream receive.
+#[derive(Debug)]
+pub(crate) struct StreamRecvState {
+    pub(crate) ep: SlabId,
+    pub(crate) buf: RecvBuf,
+    /// Bytes written so far.
+    pub(crate) filled: usize,
+    /// Complete only once the buffer is full.
+    pub(crate) wait_all: bool,
+}
+
+/// The receiving half of an endpoint's stream.
+#[derive(Debug, Default)]
+pub(crate) struct StreamRx {
+    /// Stream offset of the next byte to arrive.
+    next: u64,
+    /// Arrived bytes no receive has taken, by fragment; `head` bytes of
+    /// the first are taken already.
+    chunks: VecDeque<Vec<u8>>,
+    head: usize,
+    /// Posted receives, oldest first.
+    recvs: VecDeque<SlabId>,
+}
+
+impl StreamRx {
+    /// Takes fragment bytes at stream offset `off`: into posted receives,
+    /// the rest kept. Returns the receives that are now complete.
+    fn arrive(
+        &mut self,
+        reqs: &mut Slab<Request>,
+        off: u64,
+        mut bytes: &[u8],
+    ) -> Result<Vec<SlabId>, PeerMisbehaved> {
+        if off != self.next {
+            return Err(PeerMisbehaved::Invalid {
+                what: "stream fragment",
+                detail: format!("at stream offset {off} where {} was due", self.next),
+            });
+        }
+        self.next = self.next.wrapping_add(bytes.len() as u64);
+        let mut done = Vec::new();
+        while !bytes.is_empty() {
+            let Some(&id) = self.recvs.front() else {
+                self.chunks.push_back(bytes.to_vec());
+                break;
+            };
+            let Some(Request {
+                kind: Kind::StreamRecv(r),
+                ..
+            }) = reqs.get_mut(id)
+            else {
+                self.recvs.pop_front();
+                continue;
+            };
+            let n = r.buf.write(r.filled, bytes);
+            r.filled += n;
+            bytes = &bytes[n..];
+            if !r.wait_all || r.filled == r.buf.capacity() {
+                self.recvs.pop_front();
+                done.push(id);
+            }
+        }
+        Ok(done)
+    }
+
+    /// Copies kept bytes into `r`; whether it is then complete.
+    fn fill(&mut self, r: &mut StreamRecvState) -> bool {
+        while let Some(c) = self.chunks.front() {
+            let n = r.buf.write(r.filled, &c[self.head..]);
+            r.filled += n;
+            self.head += n;
+            if self.head == c.len() {
+                self.chunks.pop_front();
+                self.head = 0;
+            }
+            if r.filled == r.buf.capacity() {
+                break;
+            }
+        }
+        r.filled == r.buf.capacity() || (!r.wait_all && r.filled > 0)
+    }
+
+    /// The oldest kept fragment, whole (its taken bytes cut off).
+    fn take_chunk(&mut self) -> Option<Vec<u8>> {
+        let mut c = self.chunks.pop_front()?;
+        c.drain(..std::mem::take(&mut self.head));
+        Some(c)
+    }
+
+    /// Joins bytes that arrived under the endpoint's source before it was
+    /// known; `self` is the endpoint's (empty unless it had a stream from
+    /// another lane, which no sender does).
+    fn adopt(&mut self, reqs: &mut Slab<Request>, early: StreamRx) -> Vec<SlabId> {
+        let mut done = Vec::new();
+        let head = early.head;
+        for (i, c) in early.chunks.iter().enumerate() {
+            let from = if i == 0 { head } else { 0 };
+            let off = self.next;
+            if let Ok(d) = self.arrive(reqs, off, &c[from..]) {
+                done.extend(d);
+            }
+        }
+        self.next = early.next;
+        done
+    }
+}
+
+impl Core {
+    /// Starts a stream send of `buf` on endpoint `ep`.
+    pub(crate) fn stream_start(
+        &mut self,
+        tx: &mut dyn Lanes,
+        ep: SlabId,
+        buf: SendBuf,
+        op: Op,
+    ) -> Result<Started> {
+        let Some(st) = self.eps.get_mut(ep) else {
+            return Err(Error::InvalidHandle);
+        };
+        if let Some(e) = &st.failed {
+            return Err(e.clone());
+        }
+        let len = buf.len();
+        let info = Info {
+            tag: 0,
+            length: len,
+        };
+        if len == 0 {
+            return Ok(Started::Done(info));
+        }
+        let base = st.stream_tx;
+        st.stream_tx = base.wrapping_add(len as u64);
+        let cfg = st.cfg;
+        if st.queue.is_empty() && len + STREAM_HDR <= cfg.max_bcopy {
+            let r = super::eager_tx::send_single(
+                tx,
+                (st.iface, st.uct_ep),
+                &cfg,
+                true,
+                (AM_STREAM, base),
+                buf.slice(0, len),
+            );
+            if let Some(done) = super::eager_tx::single_outcome(r, info) {
+                return done;
+            }
+        }
+        // Zero-copy where a tag send of this size would use it.
+        let zcopy = cfg.max_zcopy > 0 && st.tables[0].lookup(len).proto.zcopy();
+        let single = if zcopy {
+            len <= cfg.max_zcopy
+        } else {
+            len + STREAM_HDR <= cfg.max_bcopy
+        };
+        let msg_id = if single {
+            0
+        } else {
+            self.next_msg_id += 1;
+            self.next_msg_id
+        };
+        let id = self.reqs.insert(Request::new(
+            Kind::Send(SendState {
+                ep,
+                tag: base,
+                buf,
+                offset: 0,
+                msg_id,
+                zcopy_inflight: 0,
+                error: None,
+                sync: SyncState::No,
+                zcopy,
+                rndv: crate::request::RndvPhase::No,
+                memh: None,
+                stream: true,
+            }),
+            op,
+        ));
+        self.queue_send(tx, ep, id)
+    }
+
+    /// A `STREAM` fragment arrived from `src`.
+    pub(crate) fn rx_stream(&mut self, src: SrcId, data: &[u8]) -> Result<(), PeerMisbehaved> {
+        let Some((hdr, bytes)) = data.split_first_chunk::<STREAM_HDR>() else {
+            return Err(PeerMisbehaved::Invalid {
+                what: "stream fragment",
+                detail: format!("{} bytes, shorter than its header", data.len()),
+            });
+        };
+        let off = u64::from_le_bytes(*hdr);
+        let key = (self.cur_iface, src);
+        let ep = self.src_eps.get(&key).copied();
+        let rx = match ep.and_then(|e| self.eps.get_mut(e)) {
+            Some(st) => st.stream.get_or_insert_with(Default::default),
+            None => self.stream_early.entry(key).or_default(),
+        };
+        let was_empty = rx.chunks.is_empty();
+        let done = match rx.arrive(&mut self.reqs, off, bytes) {
+            Ok(d) => d,
+            Err(what) => {
+                // The stream is broken: so is its endpoint.
+                if let Some(ep) = ep {
+                    let e = crate::ucs::Error::PeerMisbehaved {
+                        peer: format!("stream of endpoint {ep:?}"),
+                        what: what.clone(),
+                    };
+                    self.fail_ep(ep, Error::endpoint(e));
+                }
+                return Err(what);
+            }
+        };
+        let kept = !rx.chunks.is_empty();
+        self.stream_done(done);
+        if let (Some(ep), true, true) = (ep, was_empty, kept) {
+            self.stream_ready.push(ep);
+        }
+        Ok(())
+    }
+
+    /// The endpoint back to `src` of iface `iface` is known: bytes that
+    /// arrived before join its stream.
+    pub(crate) fn stream_adopt(&mut self, iface: usize, src: SrcId, ep: SlabId) {
+        let Some(early) = self.stream_early.remove(&(iface, src)) else {
+            return;
+        };
+        let Some(st) = self.eps.get_mut(ep) else {
+            return;
+        };
+        let rx = st.stream.get_or_insert_with(Default::default);
+        let done = rx.adopt(&mut self.reqs, early);
+        let kept = !rx.chunks.is_empty();
+        self.stream_done(done);
+        if kept && !self.stream_ready.contains(&ep) {
+            self.stream_ready.push(ep);
+        }
+    }
+
+    fn stream_done(&mut self, done: Vec<SlabId>) {
+        for id in done {
+            if let Some(Request {
+                kind: Kind::StreamRecv(r),
+                ..
+            }) = self.reqs.get(id)
+            {
+                let length = r.filled;
+                self.complete(id, Ok(Info { tag: 0, length }));
+            }
+        }
+    }
+
+    /// Posts a stream receive into `buf` on endpoint `ep`: completes at
+    /// once with the bytes kept if they satisfy it.
+    pub(crate) fn stream_recv_start(
+        &mut self,
+        ep: SlabId,
+        buf: RecvBuf,
+        wait_all: bool,
+        op: Op,
+    ) -> Result<Started> {
+        let Some(st) = self.eps.get_mut(ep) else {
+            return Err(Error::InvalidHandle);
+        };
+        let mut r = StreamRecvState {
+            ep,
+            buf,
+            filled: 0,
+            wait_all,
+        };
+        let rx = st.stream.get_or_insert_with(Default::default);
+        if r.buf.capacity() == 0 {
+            return Ok(Started::Done(Info { tag: 0, length: 0 }));
+        }
+        if rx.recvs.is_empty() && rx.fill(&mut r) {
+            return Ok(Started::Done(Info {
+                tag: 0,
+                length: r.filled,
+            }));
+        }
+        if let Some(e) = &st.failed {
+            // What arrived before the failure was taken above.
+            return Err(e.clone());
+        }
+        let id = self.reqs.insert(Request::new(Kind::StreamRecv(r), op));
+        rx.recvs.push_back(id);
+        Ok(Started::InFlight(id))
+    }
+
+    /// The oldest fragment kept for endpoint `ep`, without a copy.
+    pub(crate) fn stream_take_chunk(&mut self, ep: SlabId) -> Result<Option<Vec<u8>>> {
+        let st = self.eps.get_mut(ep).ok_or(Error::InvalidHandle)?;
+        let c = st.stream.as_mut().and_then(|rx| {
+            // Receives posted first get the bytes first.
+            rx.recvs.is_empty().then(|| rx.take_chunk()).flatten()
+        });
+        if c.is_none() {
+            if let Some(e) = &st.failed {
+                return Err(e.clone());
+            }
+        }
+        Ok(c)
+    }
+
+    /// Endpoints with stream bytes kept, at most `max`.
+    pub(crate) fn stream_poll(&mut self, max: usize) -> Vec<SlabId> {
+        let eps = &self.eps;
+        self.stream_ready.retain(|&e| {
+            eps.get(e)
+                .and_then(|s| s.stream.as_ref())
+                .is_some_and(|rx| !rx.chunks.is_empty())
+        });
+        self.stream_ready.iter().take(max).copied().collect()
+    }
+
+    /// Cancels stream receive `id`; whether it was one still posted.
+    pub(crate) fn stream_recv_cancel(&mut self, id: SlabId) -> bool {
+        let Some(Request {
+            kind: Kind::StreamRecv(r),
+            result: None,
+            ..
+        }) = self.reqs.get(id)
+        else {
+            return false;
+        };
+        let (ep, length) = (r.ep, r.filled);
+        if let Some(rx) = self.eps.get_mut(ep).and_then(|s| s.stream.as_mut()) {
+            rx.recvs.retain(|&q| q != id);
+        }
+        // Bytes it took are the caller's: report them, as UCX does.
+        let res = if length > 0 {
+            Ok(Info { tag: 0, length })
+        } else {
+            Err(Error::Canceled)
+        };
+        self.complete(id, res);
+        true
+    }
+
+    /// Endpoint `ep` failed: its posted stream receives fail with `err`
+    /// (bytes kept stay for the program to take).
+    pub(crate) fn fail_streams(&mut self, ep: SlabId, err: &Error) {
+        let Some(rx) = self.eps.get_mut(ep).and_then(|s| s.stream.as_mut()) else {
+            return;
+        };
+        for id in std::mem::take(&mut rx.recvs) {
+            self.complete(id, Err(err.clone()));
+        }
+    }
+
+    /// Source `src` of the current iface failed: bytes kept under it go.
+    pub(crate) fn stream_source_failed(&mut self, src: SrcId) {
+        self.stream_early.remove(&(self.cur_iface, src));
+    }
+}

@@ -1,0 +1,136 @@
+//! Streams: offset-stamped fragments on the sender; on the receiver,
+//! bytes into posted receives or kept, gaps refused, early bytes adopted.
+#![allow(unsafe_code)]
+
+use crate::proto::eager_tx::Started;
+use crate::proto::stream::{AM_STREAM, STREAM_HDR};
+use crate::proto::testing::{deliver, pattern, virt_attr, Node};
+use crate::request::buf::{RecvBuf, SendBuf};
+use crate::request::Op;
+use crate::uct::{AmSink, SrcId};
+
+fn stream_send(a: &mut Node, data: &[u8]) -> Started {
+    // SAFETY: the tests keep `data` alive while the send is open.
+    let buf = unsafe { SendBuf::new(data.as_ptr(), data.len()) };
+    let ep = a.ep;
+    let s = a
+        .core
+        .stream_start(&mut a.tx, ep, buf, Op::new())
+        .expect("send");
+    a.run();
+    s
+}
+
+fn stream_recv(b: &mut Node, buf: &mut [u8], wait_all: bool) -> Started {
+    // SAFETY: the tests keep `buf` alive while the receive is open.
+    let rb = unsafe { RecvBuf::new(buf.as_mut_ptr(), buf.len()) };
+    let ep = b.ep;
+    b.core
+        .stream_recv_start(ep, rb, wait_all, Op::new())
+        .expect("recv")
+}
+
+fn offset_of(frag: &[u8]) -> u64 {
+    u64::from_le_bytes(frag[..STREAM_HDR].try_into().unwrap())
+}
+
+#[test]
+fn sends_carry_their_stream_offsets_and_arrive_in_order() {
+    let mut a = Node::new(virt_attr(|_| {}));
+    let mut b = Node::new(virt_attr(|_| {}));
+    let cfg = a.core.eps.get(a.ep).unwrap().cfg;
+    let (small, large) = (
+        pattern(10),
+        pattern(3 * cfg.max_bcopy.max(cfg.max_zcopy) + 7),
+    );
+    stream_send(&mut a, &small);
+    let big = stream_send(&mut a, &large);
+    a.complete_all(Ok(()));
+    if let Started::InFlight(id) = big {
+        assert_eq!(a.done_len(id), Some(large.len()));
+    }
+    let frags = a.tx.ams_of(AM_STREAM);
+    assert!(frags.len() >= 4, "{} fragments", frags.len());
+    let mut at = 0u64;
+    for f in &frags {
+        assert_eq!(offset_of(f), at);
+        at += (f.len() - STREAM_HDR) as u64;
+    }
+    assert_eq!(at as usize, small.len() + large.len());
+    deliver(&mut a, &mut b);
+    let mut got = vec![0u8; small.len() + large.len()];
+    let Started::Done(info) = stream_recv(&mut b, &mut got, true) else {
+        panic!("the bytes were there");
+    };
+    assert_eq!(info.length, got.len());
+    assert_eq!(&got[..10], &small[..]);
+    assert!(got[10..] == large[..]);
+}
+
+#[test]
+fn a_posted_receive_takes_bytes_as_they_arrive() {
+    let mut a = Node::new(virt_attr(|_| {}));
+    let mut b = Node::new(virt_attr(|_| {}));
+    let mut buf = vec![0u8; 6];
+    let Started::InFlight(id) = stream_recv(&mut b, &mut buf, true) else {
+        panic!("nothing sent");
+    };
+    stream_send(&mut a, b"abcd");
+    deliver(&mut a, &mut b);
+    assert_eq!(b.result(id).map(|r| r.is_ok()), None, "4 of 6 bytes");
+    stream_send(&mut a, b"efgh");
+    deliver(&mut a, &mut b);
+    assert_eq!(b.done_len(id), Some(6));
+    assert_eq!(&buf, b"abcdef");
+    assert_eq!(
+        b.core.stream_take_chunk(b.ep).unwrap().as_deref(),
+        Some(&b"gh"[..])
+    );
+    assert_eq!(b.core.stream_poll(4), Vec::new());
+}
+
+#[test]
+fn a_gap_in_the_stream_fails_the_endpoint() {
+    let mut b = Node::new(virt_attr(|_| {}));
+    let mut m = 0u64.to_le_bytes().to_vec();
+    m.extend_from_slice(b"abc");
+    b.arrive(AM_STREAM, &m);
+    let mut m = 5u64.to_le_bytes().to_vec();
+    m.extend_from_slice(b"xyz");
+    b.arrive(AM_STREAM, &m);
+    assert!(b.core.eps.get(b.ep).unwrap().failed.is_some());
+    // A fragment too short for its header is refused too (no panic).
+    b.arrive(AM_STREAM, &[1, 2, 3]);
+}
+
+#[test]
+fn bytes_before_the_endpoint_is_known_join_it() {
+    let mut b = Node::new(virt_attr(|_| {}));
+    b.core.src_eps.clear();
+    for (off, d) in [(0u64, &b"early"[..]), (5, &b" bird"[..])] {
+        let mut m = off.to_le_bytes().to_vec();
+        m.extend_from_slice(d);
+        b.core.am(AM_STREAM, SrcId(0), &m);
+    }
+    let mut buf = vec![0u8; 7];
+    let Started::InFlight(id) = stream_recv(&mut b, &mut buf, true) else {
+        panic!("the endpoint has nothing yet");
+    };
+    b.core.src_eps.insert((0, SrcId(0)), b.ep);
+    b.core.stream_adopt(0, SrcId(0), b.ep);
+    assert_eq!(b.done_len(id), Some(7));
+    assert_eq!(&buf, b"early b");
+    assert_eq!(b.core.stream_poll(4), vec![b.ep]);
+    assert_eq!(
+        b.core.stream_take_chunk(b.ep).unwrap().as_deref(),
+        Some(&b"ird"[..])
+    );
+    // The stream goes on where the early bytes ended.
+    let mut m = 10u64.to_le_bytes().to_vec();
+    m.extend_from_slice(b"!");
+    b.arrive(AM_STREAM, &m);
+    assert_eq!(
+        b.core.stream_take_chunk(b.ep).unwrap().as_deref(),
+        Some(&b"!"[..])
+    );
+}
