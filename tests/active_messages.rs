@@ -1,11 +1,13 @@
-//! Active messages between two workers (`self` and `tcp`): every size
-//! from empty to several fragments, handlers that consume the data
-//! inline, keep it, or answer through the reply endpoint.
+//! Active messages between two workers (`self`, `posix`, `tcp`,
+//! `rc_iwarp`): every size from empty to several fragments, eager and by
+//! rendezvous; handlers that consume the data inline, keep it, answer
+//! through the reply endpoint, fetch rendezvous data into a buffer of
+//! their choosing, keep the message to fetch it later, or drop it.
 
 mod common;
 
 use common::*;
-use rucx::ucp::AmParams;
+use rucx::ucp::{AmParams, Op, Posted, ReqId};
 use rucx::{AmMsg, Worker};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -28,6 +30,23 @@ fn until(a: &mut Worker, b: &mut Worker, mut done: impl FnMut() -> bool) {
     }
 }
 
+/// Sends and lets the worker finish the send on its own.
+fn send(w: &mut Worker, ep: rucx::Ep, id: u16, (h, d): (&[u8], &[u8]), p: AmParams) {
+    if let Posted::InFlight(r) = w.am_send(ep, id, h, d, p).expect("send") {
+        w.request_release(r);
+    }
+}
+
+/// Progresses both until `a`'s request `id` completed (20 s at most).
+fn settle(a: &mut Worker, b: &mut Worker, id: ReqId) {
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while a.request_is_active(id) {
+        assert!(Instant::now() < deadline, "timed out");
+        a.progress();
+        b.progress();
+    }
+}
+
 /// A message's header and data as its handler saw them.
 type Seen = (Vec<u8>, Vec<u8>);
 
@@ -44,8 +63,7 @@ fn every_size(tls: &str) {
     for (i, &size) in sizes.iter().enumerate() {
         let header = pattern(i * 7 % 40, i as u64 + 100);
         let data = pattern(size, i as u64);
-        a.am_send(ep, 3, &header, &data, AmParams::new())
-            .expect("send");
+        send(&mut a, ep, 3, (&header, &data), AmParams::new().eager());
         until(&mut a, &mut b, || seen.lock().unwrap().len() > i);
         let got = &seen.lock().unwrap()[i];
         assert_eq!(got.0, header, "size {size}: header");
@@ -73,8 +91,9 @@ fn a_handler_keeps_the_data_and_answers_through_the_reply_endpoint() {
         let answer = [m.header(), b"-ack"].concat();
         keep.lock().unwrap().push(m.into_data());
         // Handlers may post sends: answer on the sender's id 2.
-        w.am_send(back, 2, &answer, &[], AmParams::new())
-            .expect("answer");
+        if let Posted::InFlight(id) = w.am_send(back, 2, &answer, &[], AmParams::new()).unwrap() {
+            w.request_release(id);
+        }
     });
     let answers: Arc<Mutex<Vec<Vec<u8>>>> = Arc::default();
     let got = Arc::clone(&answers);
@@ -83,14 +102,9 @@ fn a_handler_keeps_the_data_and_answers_through_the_reply_endpoint() {
         got.lock().unwrap().push(m.header().to_vec());
     });
     for i in 0..3u8 {
-        a.am_send(
-            ep,
-            1,
-            &[b'q', b'0' + i],
-            &pattern(300_000, i.into()),
-            AmParams::new().reply(),
-        )
-        .expect("send");
+        let data = pattern(300_000, i.into());
+        let params = AmParams::new().reply().eager();
+        send(&mut a, ep, 1, (&[b'q', b'0' + i], &data), params);
     }
     until(&mut a, &mut b, || answers.lock().unwrap().len() == 3);
     assert_eq!(
@@ -107,8 +121,7 @@ fn a_handler_keeps_the_data_and_answers_through_the_reply_endpoint() {
 #[test]
 fn a_message_without_a_handler_is_dropped_and_later_ones_still_served() {
     let (mut a, mut b, ep) = pair("tcp");
-    a.am_send(ep, 9, b"nobody", b"listens", AmParams::new())
-        .expect("send");
+    send(&mut a, ep, 9, (b"nobody", b"listens"), AmParams::new());
     for _ in 0..2000 {
         a.progress();
         b.progress();
@@ -116,8 +129,7 @@ fn a_message_without_a_handler_is_dropped_and_later_ones_still_served() {
     let n = Arc::new(Mutex::new(0));
     let count = Arc::clone(&n);
     b.am_set_handler(9, move |_, _| *count.lock().unwrap() += 1);
-    a.am_send(ep, 9, b"now", b"someone does", AmParams::new())
-        .expect("send");
+    send(&mut a, ep, 9, (b"now", b"someone does"), AmParams::new());
     until(&mut a, &mut b, || *n.lock().unwrap() == 1);
     for _ in 0..2000 {
         a.progress();
@@ -132,4 +144,190 @@ fn too_large_a_message_is_refused_at_once() {
     let big = vec![0u8; (256 << 20) + 1];
     let e = a.am_send(ep, 1, &[], &big, AmParams::new()).unwrap_err();
     assert!(matches!(e, rucx::Error::Limit { .. }), "{e}");
+}
+
+/// What a handler that fetches rendezvous data got: the header, and the
+/// data or the request fetching it.
+enum Got {
+    Data(Vec<u8>, Vec<u8>),
+    Fetching(Vec<u8>, ReqId),
+}
+
+type Gots = Arc<Mutex<Vec<Got>>>;
+
+/// A handler for id 4 that fetches every message's data into a buffer it
+/// allocates, and counts the rendezvous ones.
+fn fetching_handler(b: &mut Worker) -> (Gots, Arc<Mutex<usize>>) {
+    let gots: Gots = Arc::default();
+    let rndv = Arc::new(Mutex::new(0usize));
+    let (g, r) = (Arc::clone(&gots), Arc::clone(&rndv));
+    b.am_set_handler(4, move |w, m: AmMsg| {
+        *r.lock().unwrap() += usize::from(m.is_rndv());
+        let header = m.header().to_vec();
+        let buf = vec![0u8; m.data_len()];
+        let got = match w.am_recv_data(m, buf, Op::new()).expect("recv_data") {
+            Posted::InFlight(id) => Got::Fetching(header, id),
+            Posted::Done(_, buf) => Got::Data(header, buf),
+        };
+        g.lock().unwrap().push(got);
+    });
+    (gots, rndv)
+}
+
+/// The header and data of message `i`, once fetched.
+fn fetched(a: &mut Worker, b: &mut Worker, gots: &Gots, i: usize) -> (Vec<u8>, Vec<u8>) {
+    until(a, b, || gots.lock().unwrap().len() > i);
+    let deadline = Instant::now() + Duration::from_secs(20);
+    loop {
+        assert!(Instant::now() < deadline, "fetch timed out");
+        let mut g = gots.lock().unwrap();
+        match &g[i] {
+            Got::Data(h, d) => return (h.clone(), d.clone()),
+            Got::Fetching(h, id) => {
+                if let Some(r) = b.take::<Vec<u8>>(*id) {
+                    let (_, d) = r.expect("fetch");
+                    let h = h.clone();
+                    g[i] = Got::Data(h.clone(), d.clone());
+                    return (h, d);
+                }
+            }
+        }
+        drop(g);
+        a.progress();
+        b.progress();
+    }
+}
+
+/// Rendezvous messages of every size (forced, then chosen by size), each
+/// fetched by the handler into a buffer it chose.
+fn rndv_every_size(tls: &str) {
+    let (mut a, mut b, ep) = pair(tls);
+    let (gots, rndv) = fetching_handler(&mut b);
+    let sizes = [1usize, 100, 65_536, 1 << 20, 5 << 20];
+    let mut i = 0;
+    for params in [AmParams::new().rndv(), AmParams::new()] {
+        for &size in &sizes {
+            let data = pattern(size, i as u64);
+            let header = pattern(i % 20, 77);
+            let p = a
+                .am_send_owned(ep, 4, &header, data.clone(), params, Op::new())
+                .expect("send");
+            let (h, d) = fetched(&mut a, &mut b, &gots, i);
+            assert_eq!(h, header, "{tls} size {size}: header");
+            assert!(d == data, "{tls} size {size}: data corrupted");
+            if let Posted::InFlight(id) = p {
+                settle(&mut a, &mut b, id);
+                a.take::<Vec<u8>>(id)
+                    .expect("taken")
+                    .expect("send succeeded");
+            }
+            i += 1;
+        }
+    }
+    let forced = sizes.len();
+    let n = *rndv.lock().unwrap();
+    assert!(n > forced, "{tls}: {n} by rendezvous, none chosen by size");
+}
+
+#[test]
+fn self_rndv_every_size() {
+    rndv_every_size("self");
+}
+
+#[test]
+fn shm_rndv_every_size() {
+    rndv_every_size("posix,cma");
+}
+
+#[test]
+fn tcp_rndv_every_size() {
+    rndv_every_size("tcp");
+}
+
+#[test]
+fn rc_iwarp_rndv_every_size() {
+    rndv_every_size("rc_iwarp");
+}
+
+#[test]
+fn a_kept_rndv_message_is_fetched_later_into_the_programs_buffer() {
+    let (mut a, mut b, ep) = pair("tcp");
+    let kept: Arc<Mutex<Vec<AmMsg>>> = Arc::default();
+    let k = Arc::clone(&kept);
+    b.am_set_handler(6, move |_, m: AmMsg| k.lock().unwrap().push(m));
+    let data = pattern(3 << 20, 5);
+    send(&mut a, ep, 6, (b"later", &data), AmParams::new().rndv());
+    until(&mut a, &mut b, || !kept.lock().unwrap().is_empty());
+    let m = kept.lock().unwrap().pop().unwrap();
+    assert!(m.is_rndv() && m.data().is_empty());
+    assert_eq!((m.header(), m.data_len()), (&b"later"[..], 3 << 20));
+    // The program fetches it after the handler returned, with the sender
+    // progressing in another thread.
+    let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let s = Arc::clone(&stop);
+    let sender = std::thread::spawn(move || {
+        while !s.load(std::sync::atomic::Ordering::Relaxed) {
+            a.progress();
+        }
+        a
+    });
+    let mut mine = vec![0u8; 3 << 20];
+    let info = b.am_recv_data_blocking(m, &mut mine).expect("fetch");
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    let _a = sender.join().unwrap();
+    assert_eq!(info.length, 3 << 20);
+    assert!(mine == data);
+}
+
+#[test]
+fn a_dropped_rndv_message_still_completes_its_send() {
+    let (mut a, mut b, ep) = pair("tcp");
+    let n = Arc::new(Mutex::new(0));
+    let count = Arc::clone(&n);
+    b.am_set_handler(7, move |_, m: AmMsg| {
+        *count.lock().unwrap() += 1;
+        drop(m);
+    });
+    let data = pattern(1 << 20, 9);
+    let p = a
+        .am_send(ep, 7, b"", &data, AmParams::new().rndv())
+        .expect("send");
+    let Posted::InFlight(id) = p else {
+        panic!("a rendezvous waits for the receiver");
+    };
+    settle(&mut a, &mut b, id);
+    a.request_wait(id).expect("the send completes");
+    send(&mut a, ep, 7, (b"", b"next"), AmParams::new());
+    until(&mut a, &mut b, || *n.lock().unwrap() == 2);
+    assert_eq!(b.requests_outstanding(), 0, "the discarded data is gone");
+}
+
+#[test]
+fn waiting_for_eager_sends_bounds_what_is_queued() {
+    let (mut a, mut b, ep) = pair("tcp");
+    let n = Arc::new(Mutex::new(0usize));
+    let count = Arc::clone(&n);
+    b.am_set_handler(8, move |_, _| *count.lock().unwrap() += 1);
+    let data = pattern(60_000, 1);
+    let mut in_flight = 0;
+    for _ in 0..2000 {
+        match a
+            .am_send(ep, 8, b"", &data, AmParams::new().eager())
+            .unwrap()
+        {
+            Posted::InFlight(id) => {
+                in_flight += 1;
+                settle(&mut a, &mut b, id);
+                a.request_wait(id).expect("send");
+            }
+            Posted::Done(..) => {}
+        }
+        // The receiver runs rarely: the sender must meet a full lane.
+        if in_flight == 0 {
+            continue;
+        }
+        b.progress();
+    }
+    until(&mut a, &mut b, || *n.lock().unwrap() == 2000);
+    assert!(in_flight > 0, "the lane never filled");
 }

@@ -14,8 +14,17 @@ use std::sync::{Arc, Mutex};
 /// Active message id of the perftest messages.
 const PERF_AM_ID: u16 = 0x1337;
 
+/// An active message the handler took.
+#[derive(Debug)]
+enum AmGot {
+    Data(Vec<u8>),
+    /// A rendezvous message whose data is being received.
+    Fetching(ReqId),
+    Failed(rucx_ucp::Error),
+}
+
 /// Active messages the handler took, until the loop looks.
-type Arrived = Arc<Mutex<VecDeque<Vec<u8>>>>;
+type Arrived = Arc<Mutex<VecDeque<AmGot>>>;
 
 /// Rights of the exposed buffer: everything the one-sided tests do.
 const EXPOSED_ACCESS: Access = Access::REMOTE_READ
@@ -52,9 +61,21 @@ impl UcpWorker {
             .map_err(|e| PerfError::transport("create worker", e))?;
         let am_arrived = Arrived::default();
         let q = Arc::clone(&am_arrived);
-        worker.am_set_handler(PERF_AM_ID, move |_, m| {
+        worker.am_set_handler(PERF_AM_ID, move |w, m| {
+            let got = if m.is_rndv() {
+                // As UCX's perftest: fetch the data into a buffer of the
+                // handler's; the loop takes it once it is there.
+                let buf = vec![0u8; m.data_len()];
+                match w.am_recv_data(m, buf, Op::new()) {
+                    Ok(Posted::Done(_, buf)) => AmGot::Data(buf),
+                    Ok(Posted::InFlight(id)) => AmGot::Fetching(id),
+                    Err(e) => AmGot::Failed(e),
+                }
+            } else {
+                AmGot::Data(m.into_data())
+            };
             if let Ok(mut q) = q.lock() {
-                q.push_back(m.into_data());
+                q.push_back(got);
             }
         });
         Ok(UcpWorker {
@@ -216,27 +237,37 @@ impl PerfWorker for UcpWorker {
     #[inline]
     unsafe fn am_send(&mut self, ptr: *const u8, len: usize) -> Result<Started<ReqId>> {
         let ep = self.ep()?;
-        let data = if len == 0 {
-            &[][..]
-        } else {
-            // SAFETY: the caller keeps the bytes valid for the call; the
-            // send copies them before it returns.
-            unsafe { std::slice::from_raw_parts(ptr, len) }
-        };
-        self.worker
-            .am_send(ep, PERF_AM_ID, &[], data, AmParams::new())
-            .map(|()| Started::Done(len))
-            .map_err(|e| op_error("active message send", e))
+        // SAFETY: PerfWorker::am_send has the contract of am_send_raw.
+        unsafe {
+            self.worker
+                .am_send_raw(ep, PERF_AM_ID, &[], (ptr, len), AmParams::new(), Op::new())
+        }
+        .map(started)
+        .map_err(|e| op_error("active message send", e))
     }
 
     #[inline]
     fn am_take(&mut self, out: &mut [u8]) -> Result<Option<usize>> {
-        let Some(m) = self.am_arrived.lock().ok().and_then(|mut q| q.pop_front()) else {
+        let Some(got) = self.am_arrived.lock().ok().and_then(|mut q| q.pop_front()) else {
             return Ok(None);
         };
-        let n = out.len().min(m.len());
-        out[..n].copy_from_slice(&m[..n]);
-        Ok(Some(m.len()))
+        let data = match got {
+            AmGot::Data(d) => d,
+            AmGot::Failed(e) => return Err(op_error("active message data", e)),
+            AmGot::Fetching(id) => match self.worker.take::<Vec<u8>>(id) {
+                None => {
+                    if let Ok(mut q) = self.am_arrived.lock() {
+                        q.push_front(AmGot::Fetching(id));
+                    }
+                    return Ok(None);
+                }
+                Some(Ok((_, d))) => d,
+                Some(Err(e)) => return Err(op_error("active message data", e.error)),
+            },
+        };
+        let n = out.len().min(data.len());
+        out[..n].copy_from_slice(&data[..n]);
+        Ok(Some(data.len()))
     }
 
     #[inline(always)]

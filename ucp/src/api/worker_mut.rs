@@ -86,7 +86,9 @@ impl WorkerMut<'_> {
         /// [`Worker::connect_poll`].
         fn connect_poll(&mut self, c: &mut Connecting) -> Option<Result<Ep>>;
         /// [`Worker::am_send`].
-        fn am_send(&mut self, ep: Ep, id: u16, header: &[u8], data: &[u8], params: AmParams) -> Result<()>;
+        fn am_send(&mut self, ep: Ep, id: u16, header: &[u8], data: &[u8], params: AmParams) -> Result<Posted<()>>;
+        /// [`Worker::am_recv_data_blocking`].
+        fn am_recv_data_blocking(&mut self, msg: AmMsg, buf: &mut [u8]) -> Result<Info>;
         /// [`Worker::am_clear_handler`].
         fn am_clear_handler(&mut self, id: u16);
         /// [`Worker::connect_to`].
@@ -181,6 +183,26 @@ impl WorkerMut<'_> {
     #[inline]
     pub fn tag_msg_recv<B: IoBufMut>(&mut self, msg: Message, buf: B, op: Op) -> Result<Posted<B>> {
         self.w.tag_msg_recv(msg, buf, op)
+    }
+
+    /// [`Worker::am_recv_data`].
+    #[inline]
+    pub fn am_recv_data<B: IoBufMut>(&mut self, msg: AmMsg, buf: B, op: Op) -> Result<Posted<B>> {
+        self.w.am_recv_data(msg, buf, op)
+    }
+
+    /// [`Worker::am_send_owned`].
+    #[inline]
+    pub fn am_send_owned<B: IoBuf>(
+        &mut self,
+        ep: Ep,
+        id: u16,
+        header: &[u8],
+        buf: B,
+        params: AmParams,
+        op: Op,
+    ) -> Result<Posted<B>> {
+        self.w.am_send_owned(ep, id, header, buf, params, op)
     }
 
     /// [`Worker::take`].

@@ -13,16 +13,21 @@
 //! is a peer's protocol violation; a source that fails takes its
 //! unfinished messages with it.
 //!
-//! Not yet: a rendezvous for large messages (a message is at most
-//! [`AM_MAX`] bytes, all of it sent eagerly) and zero-copy sends.
+//! The call completes at once unless the endpoint's queue holds sends
+//! ahead of its last fragment; then that fragment is the application's
+//! request, complete when it leaves (so a program that waits for it does
+//! not queue without bound). Large messages go by rendezvous instead
+//! (`am_rndv.rs`). Not yet: zero-copy eager sends.
 
 use super::am_wire::{AmFrag, AM_HDR, AM_MAX, AM_USER, FLAG_REPLY};
 use super::core::Core;
+use super::eager_tx::Started;
 use super::lanes::Lanes;
 use super::FragKey;
+use crate::request::{CtrlState, Kind, Op, Request};
 use crate::ucs::slab::SlabId;
 use crate::ucs::PeerMisbehaved;
-use crate::uct::SrcId;
+use crate::uct::{Posted, SrcId};
 use crate::{Error, Result};
 
 /// An active message that arrived whole, until its handler runs.
@@ -34,6 +39,9 @@ pub(crate) struct AmArrival {
     pub(crate) hdr_len: usize,
     /// The endpoint back to the sender, if it asked for one and there is.
     pub(crate) reply_ep: Option<SlabId>,
+    /// A rendezvous message: the probed message that holds its data, and
+    /// the data's length (`bytes` is then the user header only).
+    pub(crate) rndv: Option<(SlabId, usize)>,
 }
 
 /// A message whose fragments are still arriving.
@@ -45,8 +53,8 @@ pub(crate) struct AmPartial {
 
 impl Core {
     /// Sends active message `id` with `header` and `data` on endpoint
-    /// `ep`; `reply` asks for the endpoint back to this worker to be
-    /// given to the handler.
+    /// `ep` eagerly, copied; `reply` asks for the endpoint back to this
+    /// worker to be given to the handler.
     pub(crate) fn am_send(
         &mut self,
         tx: &mut dyn Lanes,
@@ -54,7 +62,8 @@ impl Core {
         id: u16,
         (header, data): (&[u8], &[u8]),
         reply: bool,
-    ) -> Result<()> {
+        op: Op,
+    ) -> Result<Started> {
         let st = self.eps.get(ep).ok_or(Error::InvalidHandle)?;
         if let Some(e) = &st.failed {
             return Err(e.clone());
@@ -73,6 +82,7 @@ impl Core {
             max: u32::MAX as usize,
         })?;
         let frag = st.cfg.max_bcopy.saturating_sub(AM_HDR);
+        let (iface, uct_ep, idle) = (st.iface, st.uct_ep, st.queue.is_empty());
         if frag == 0 {
             return Err(Error::Unsupported(
                 "active messages: the lane's copy sends are too small".into(),
@@ -87,6 +97,18 @@ impl Core {
             total: total as u64,
             offset: 0,
         };
+        if total <= frag && idle {
+            // Fast path: one fragment, nothing queued ahead of it.
+            let hdr = f.encode();
+            match tx.am_bcopy(iface, uct_ep, AM_USER, &[&hdr, header, data]) {
+                Ok((Posted::NoResource, _)) => {}
+                Ok(_) => {
+                    let length = data.len();
+                    return Ok(Started::Done(crate::request::Info { tag: 0, length }));
+                }
+                Err(e) => return Err(Error::endpoint(e)),
+            }
+        }
         let mut off = 0;
         loop {
             let n = frag.min(total - off);
@@ -98,24 +120,37 @@ impl Core {
             m.extend_from_slice(&header[a..b]);
             let (c, d) = (off.max(header.len()) - header.len(), off + n - b);
             m.extend_from_slice(&data[c..d]);
-            self.send_ctrl(tx, ep, AM_USER, m);
             off += n;
-            if off == total {
-                return Ok(());
+            if off < total {
+                self.send_ctrl(tx, ep, AM_USER, m);
+                continue;
             }
+            // The last fragment is the application's request.
+            let c = CtrlState {
+                ep,
+                am_id: AM_USER,
+                data: m,
+                report_len: data.len(),
+            };
+            let rid = self.reqs.insert(Request::new(Kind::Ctrl(c), op));
+            return self.queue_send(tx, ep, rid);
         }
     }
 
     /// An `AM_USER` fragment arrived from `src`.
     pub(crate) fn rx_am_user(&mut self, src: SrcId, data: &[u8]) -> Result<(), PeerMisbehaved> {
         let (f, bytes) = AmFrag::decode(data)?;
+        if f.offset == 0 && bytes.len() as u64 == f.total {
+            // A whole message, the common case: no reassembly.
+            self.am_arrived(src, f, bytes.to_vec());
+            return Ok(());
+        }
         let key = FragKey {
             iface: self.cur_iface as u16,
             src: src.0,
             msg_id: f.msg_id,
         };
         let whole = match self.am_frags.remove(&key) {
-            None if f.offset == 0 && bytes.len() as u64 == f.total => bytes.to_vec(),
             None if f.offset == 0 => {
                 let mut b = Vec::with_capacity(f.total as usize);
                 b.extend_from_slice(bytes);
@@ -147,6 +182,12 @@ impl Core {
                 p.bytes
             }
         };
+        self.am_arrived(src, f, whole);
+        Ok(())
+    }
+
+    /// Message `f` from `src` is whole: record it for its handler.
+    fn am_arrived(&mut self, src: SrcId, f: AmFrag, whole: Vec<u8>) {
         let reply_ep = match f.flags & FLAG_REPLY {
             0 => None,
             _ => self.src_eps.get(&(self.cur_iface, src)).copied(),
@@ -156,8 +197,8 @@ impl Core {
             bytes: whole,
             hdr_len: f.hdr_len as usize,
             reply_ep,
+            rndv: None,
         });
-        Ok(())
     }
 
     /// Source `src` of the current iface failed: its unfinished active

@@ -6,6 +6,12 @@
 //! (`u64`, unique per sender), the total length of user header and data
 //! (`u64`) and this fragment's offset in them (`u64`); then the
 //! fragment's bytes of the user header followed by the data.
+//!
+//! A rendezvous active message is announced by one `AM_USER_RTS` instead
+//! (see [`AmRts`]): the tag protocol's request to send, wrapped with the
+//! handler id, flags and the user header. The receiver hands the handler
+//! a descriptor; the data moves when the handler (or the program, later)
+//! receives it into a buffer, by the tag rendezvous of the wrapped kind.
 
 use crate::ucs::PeerMisbehaved;
 use crate::uct::AmId;
@@ -18,6 +24,10 @@ pub const AM_HDR: usize = 32;
 pub const FLAG_REPLY: u8 = 1;
 /// Largest user header plus data of one active message.
 pub const AM_MAX: u64 = 256 << 20;
+/// Active message id of a rendezvous active message's announcement.
+pub const AM_USER_RTS: AmId = 23;
+/// Length of [`AmRts`]'s encoding.
+pub const AM_RTS_HDR: usize = 8;
 
 /// A fragment's fixed header.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -106,6 +116,73 @@ impl AmFrag {
     }
 }
 
+/// The wrapper of a rendezvous active message's request to send: the
+/// wrapped request's active message id (`u8`: `RNDV_RTS`, `RNDV_RTS_PUT`
+/// or `RNDV_RTS_GET`), flags (`u8`), the handler id (`u16`) and the user
+/// header's length (`u32`); then the user header, then the wrapped
+/// request's bytes (its tag is 0).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct AmRts {
+    /// The wrapped request's active message id.
+    pub inner: AmId,
+    /// [`FLAG_REPLY`] or 0.
+    pub flags: u8,
+    /// The handler id.
+    pub id: u16,
+    /// Length of the user header.
+    pub hdr_len: u32,
+}
+
+impl AmRts {
+    /// The wrapper's bytes.
+    pub fn encode(&self) -> [u8; AM_RTS_HDR] {
+        let mut b = [0u8; AM_RTS_HDR];
+        b[0] = self.inner;
+        b[1] = self.flags;
+        b[2..4].copy_from_slice(&self.id.to_le_bytes());
+        b[4..8].copy_from_slice(&self.hdr_len.to_le_bytes());
+        b
+    }
+
+    /// Decodes an announcement: the wrapper, the user header and the
+    /// wrapped request. Refuses unknown wrapped ids and flags and a user
+    /// header beyond the message.
+    pub fn decode(b: &[u8]) -> Result<(AmRts, &[u8], &[u8]), PeerMisbehaved> {
+        if b.len() < AM_RTS_HDR {
+            return Err(PeerMisbehaved::Truncated {
+                what: "rendezvous active message",
+                len: b.len(),
+                min: AM_RTS_HDR,
+            });
+        }
+        let mut h4 = [0u8; 4];
+        h4.copy_from_slice(&b[4..8]);
+        let r = AmRts {
+            inner: b[0],
+            flags: b[1],
+            id: u16::from_le_bytes([b[2], b[3]]),
+            hdr_len: u32::from_le_bytes(h4),
+        };
+        let bad = |what: &'static str, detail: String| PeerMisbehaved::Invalid { what, detail };
+        use crate::proto::wire::{AM_RNDV_RTS, AM_RNDV_RTS_GET, AM_RNDV_RTS_PUT};
+        if ![AM_RNDV_RTS, AM_RNDV_RTS_GET, AM_RNDV_RTS_PUT].contains(&r.inner) {
+            return Err(bad("rendezvous active message kind", format!("{}", r.inner)));
+        }
+        if r.flags & !FLAG_REPLY != 0 {
+            return Err(bad("active message flags", format!("{:#x}", r.flags)));
+        }
+        let rest = &b[AM_RTS_HDR..];
+        let n = r.hdr_len as usize;
+        if n > rest.len() {
+            return Err(bad(
+                "rendezvous active message header length",
+                format!("{n} of {}", rest.len()),
+            ));
+        }
+        Ok((r, &rest[..n], &rest[n..]))
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -145,5 +222,29 @@ mod tests {
         let mut b = frag(0, 1, 0).encode().to_vec();
         b[2] = 0x80;
         assert!(AmFrag::decode(&b).is_err(), "unknown flag");
+    }
+
+    #[test]
+    fn rendezvous_announcements_round_trip_and_refuse_nonsense() {
+        use crate::proto::wire::{AM_RNDV_RTS_GET, AM_WIREUP};
+        let r = AmRts {
+            inner: AM_RNDV_RTS_GET,
+            flags: FLAG_REPLY,
+            id: 300,
+            hdr_len: 3,
+        };
+        let mut b = r.encode().to_vec();
+        b.extend_from_slice(b"hdrrts");
+        assert_eq!(AmRts::decode(&b).unwrap(), (r, &b"hdr"[..], &b"rts"[..]));
+        assert!(AmRts::decode(&b[..7]).is_err(), "short");
+        let mut bad = b.clone();
+        bad[0] = AM_WIREUP;
+        assert!(AmRts::decode(&bad).is_err(), "not a request to send");
+        let mut bad = b.clone();
+        bad[1] = 4;
+        assert!(AmRts::decode(&bad).is_err(), "unknown flag");
+        let mut bad = b;
+        bad[4] = 7;
+        assert!(AmRts::decode(&bad).is_err(), "header beyond the end");
     }
 }

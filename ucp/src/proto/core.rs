@@ -175,6 +175,11 @@ pub(crate) struct Core {
     pub(crate) stream_early: FxHashMap<(usize, SrcId), crate::proto::stream::StreamRx>,
     /// Endpoints that may have stream bytes kept (`stream_poll`).
     pub(crate) stream_ready: Vec<SlabId>,
+    /// Stream receives completed by one fragment (reused).
+    pub(crate) stream_done: Vec<SlabId>,
+    /// A rendezvous active message's announcement while its wrapped
+    /// request is decoded (`am_rndv.rs`).
+    pub(crate) am_rts: Option<crate::proto::am_rndv::AmRtsIn>,
 }
 
 impl std::fmt::Debug for Core {
@@ -225,6 +230,8 @@ impl Core {
             am_frags: FxHashMap::default(),
             stream_early: FxHashMap::default(),
             stream_ready: Vec::new(),
+            stream_done: Vec::new(),
+            am_rts: None,
         }
     }
 
@@ -356,7 +363,7 @@ impl Core {
         let Some(req) = self.reqs.get_mut(id) else {
             return;
         };
-        if matches!(req.kind, Kind::Ctrl(_)) {
+        if matches!(req.kind, Kind::Ctrl(_)) && req.detached {
             // The core's own message (an acknowledgement, a rendezvous
             // answer) that cannot go: no application request, nothing to
             // report.

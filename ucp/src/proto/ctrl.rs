@@ -21,7 +21,15 @@ impl Core {
         if st.failed.is_some() {
             return;
         }
-        let mut req = Request::new(Kind::Ctrl(CtrlState { ep, am_id, data }), Op::new());
+        let mut req = Request::new(
+            Kind::Ctrl(CtrlState {
+                ep,
+                am_id,
+                data,
+                report_len: 0,
+            }),
+            Op::new(),
+        );
         req.detached = true;
         let id = self.reqs.insert(req);
         let idle = self.eps.get(ep).is_some_and(|s| s.queue.is_empty());
@@ -47,15 +55,21 @@ impl Core {
             return Step::Failed;
         };
         let r = tx.am_bcopy(st.iface, st.uct_ep, c.am_id, &[&c.data]);
+        let length = c.report_len;
         match r {
             Ok((Posted::NoResource, _)) => Step::Blocked,
+            Ok(_) if !self.reqs.get(id).is_some_and(|r| r.detached) => {
+                // The application's request: its message has left.
+                self.complete(id, Ok(crate::request::Info { tag: 0, length }));
+                Step::Handed
+            }
             Ok(_) => {
                 self.reqs.remove(id);
                 Step::Handed
             }
             Err(e) => {
                 tracing::debug!("protocol message failed: {e}");
-                self.reqs.remove(id);
+                self.fail_send(id, crate::Error::endpoint(e));
                 Step::Failed
             }
         }

@@ -253,6 +253,7 @@ impl Core {
                 },
                 memh: None,
                 stream: false,
+                am: None,
             }),
             op,
         ));

@@ -4,6 +4,7 @@
 //! `command::Command`s. The crate's top documentation has the map.
 
 pub(crate) mod am;
+pub(crate) mod am_rndv;
 crate::ucs::internal_mod!(am_wire);
 pub(crate) mod command;
 pub(crate) mod core;

@@ -11,10 +11,11 @@
 
 use super::eager_tx::Step;
 use super::wire::{self, AM_RNDV_RTR, AM_RNDV_RTS, AM_RNDV_RTS_PUT};
+use crate::proto::am_wire::AM_USER_RTS;
 use crate::proto::command::Command;
 use crate::proto::core::{AckTo, Core, Rts, Unexp};
 use crate::proto::lanes::Lanes;
-use crate::request::{AmPhase, Kind, PutPhase, RecvPhase, Request, RndvPhase, RndvRecv};
+use crate::request::{AmPhase, Kind, PutPhase, RecvPhase, Request, RndvPhase, RndvRecv, SendState};
 use crate::ucs::slab::SlabId;
 use crate::ucs::{self, PeerMisbehaved};
 use crate::uct::{AmId, EpId, Posted, SrcId};
@@ -47,6 +48,10 @@ impl Core {
 
     /// Matches a request to send, or keeps it as unexpected.
     pub(crate) fn rts_arrived(&mut self, tag: u64, total: usize, to: AckTo, kind: Rts) {
+        if let Some(am) = self.am_rts.take() {
+            // It announces an active message: for its handler.
+            return self.am_rts_arrived(am, total, to, kind);
+        }
         if let Some(req) = self.matcher.arrive(tag) {
             if let Some(r) = self.recv_state(req) {
                 r.take_post();
@@ -279,7 +284,17 @@ impl Core {
         parts: &[&[u8]],
         next: RndvPhase,
     ) -> Step {
-        match tx.am_bcopy(ifi, uct_ep, am_id, parts) {
+        let r = match self.reqs.get(id).map(|r| &r.kind) {
+            Some(Kind::Send(SendState { am: Some(am), .. })) => {
+                // A rendezvous active message: the request, wrapped.
+                let w = am.wrapper(am_id);
+                let mut all: Vec<&[u8]> = vec![&w, &am.header];
+                all.extend_from_slice(parts);
+                tx.am_bcopy(ifi, uct_ep, AM_USER_RTS, &all)
+            }
+            _ => tx.am_bcopy(ifi, uct_ep, am_id, parts),
+        };
+        match r {
             Ok((Posted::NoResource, _)) => Step::Blocked,
             Ok(_) => {
                 if let Some(Request {

@@ -68,7 +68,8 @@ impl StreamRx {
         reqs: &mut Slab<Request>,
         off: u64,
         mut bytes: &[u8],
-    ) -> Result<Vec<SlabId>, PeerMisbehaved> {
+        done: &mut Vec<SlabId>,
+    ) -> Result<(), PeerMisbehaved> {
         if off != self.next {
             return Err(PeerMisbehaved::Invalid {
                 what: "stream fragment",
@@ -76,7 +77,6 @@ impl StreamRx {
             });
         }
         self.next = self.next.wrapping_add(bytes.len() as u64);
-        let mut done = Vec::new();
         while !bytes.is_empty() {
             let Some(&id) = self.recvs.front() else {
                 self.chunks.push_back(bytes.to_vec());
@@ -98,7 +98,7 @@ impl StreamRx {
                 done.push(id);
             }
         }
-        Ok(done)
+        Ok(())
     }
 
     /// Copies kept bytes into `r`; whether it is then complete.
@@ -128,18 +128,15 @@ impl StreamRx {
     /// Joins bytes that arrived under the endpoint's source before it was
     /// known; `self` is the endpoint's (empty unless it had a stream from
     /// another lane, which no sender does).
-    fn adopt(&mut self, reqs: &mut Slab<Request>, early: StreamRx) -> Vec<SlabId> {
-        let mut done = Vec::new();
+    fn adopt(&mut self, reqs: &mut Slab<Request>, early: StreamRx, done: &mut Vec<SlabId>) {
         let head = early.head;
         for (i, c) in early.chunks.iter().enumerate() {
             let from = if i == 0 { head } else { 0 };
             let off = self.next;
-            if let Ok(d) = self.arrive(reqs, off, &c[from..]) {
-                done.extend(d);
-            }
+            // Offsets are this stream's own: the bytes always fit.
+            let _ = self.arrive(reqs, off, &c[from..], done);
         }
         self.next = early.next;
-        done
     }
 }
 
@@ -209,6 +206,7 @@ impl Core {
                 rndv: crate::request::RndvPhase::No,
                 memh: None,
                 stream: true,
+                am: None,
             }),
             op,
         ));
@@ -231,8 +229,9 @@ impl Core {
             None => self.stream_early.entry(key).or_default(),
         };
         let was_empty = rx.chunks.is_empty();
-        let done = match rx.arrive(&mut self.reqs, off, bytes) {
-            Ok(d) => d,
+        let mut done = std::mem::take(&mut self.stream_done);
+        match rx.arrive(&mut self.reqs, off, bytes, &mut done) {
+            Ok(()) => {}
             Err(what) => {
                 // The stream is broken: so is its endpoint.
                 if let Some(ep) = ep {
@@ -244,7 +243,7 @@ impl Core {
                 }
                 return Err(what);
             }
-        };
+        }
         let kept = !rx.chunks.is_empty();
         self.stream_done(done);
         if let (Some(ep), true, true) = (ep, was_empty, kept) {
@@ -263,7 +262,8 @@ impl Core {
             return;
         };
         let rx = st.stream.get_or_insert_with(Default::default);
-        let done = rx.adopt(&mut self.reqs, early);
+        let mut done = std::mem::take(&mut self.stream_done);
+        rx.adopt(&mut self.reqs, early, &mut done);
         let kept = !rx.chunks.is_empty();
         self.stream_done(done);
         if kept && !self.stream_ready.contains(&ep) {
@@ -271,8 +271,9 @@ impl Core {
         }
     }
 
-    fn stream_done(&mut self, done: Vec<SlabId>) {
-        for id in done {
+    /// Completes the receives in `done` (kept for reuse, emptied).
+    fn stream_done(&mut self, mut done: Vec<SlabId>) {
+        for &id in &done {
             if let Some(Request {
                 kind: Kind::StreamRecv(r),
                 ..
@@ -282,6 +283,8 @@ impl Core {
                 self.complete(id, Ok(Info { tag: 0, length }));
             }
         }
+        done.clear();
+        self.stream_done = done;
     }
 
     /// Posts a stream receive into `buf` on endpoint `ep`: completes at

@@ -185,6 +185,9 @@ pub(crate) struct SendState {
     /// A stream send: `tag` is the stream offset of its first byte, and
     /// it goes as `STREAM` fragments (`proto/stream.rs`).
     pub(crate) stream: bool,
+    /// A rendezvous active message: what wraps its request to send
+    /// (`proto/am_rndv.rs`).
+    pub(crate) am: Option<Box<crate::proto::am_rndv::AmSendInfo>>,
 }
 
 /// A send's synchronisation with its receiver (`MPI_Ssend`).
@@ -344,6 +347,9 @@ pub(crate) struct CtrlState {
     pub(crate) ep: SlabId,
     pub(crate) am_id: crate::uct::AmId,
     pub(crate) data: Vec<u8>,
+    /// For the last fragment of an application's active message that
+    /// waits for room: the length its completion reports.
+    pub(crate) report_len: usize,
 }
 
 #[derive(Debug)]

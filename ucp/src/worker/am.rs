@@ -4,7 +4,10 @@
 use super::Worker;
 use crate::api::WorkerMut;
 use crate::proto::am::AmArrival;
-use crate::{Ep, Result};
+use crate::proto::am_rndv::AmProto;
+use crate::ucs::slab::SlabId;
+use crate::Ep;
+use std::sync::{Arc, Mutex};
 
 /// An active message handler: runs after `progress` for each message of
 /// its id, with the worker (to reply or post anything), and the message.
@@ -32,15 +35,47 @@ impl AmHandlers {
     }
 }
 
+/// Descriptors of rendezvous messages dropped without their data being
+/// received, until the worker discards the data.
+pub(crate) type Dropped = Arc<Mutex<Vec<SlabId>>>;
+
+/// The data of a rendezvous active message, still at the sender.
+#[derive(Debug)]
+struct RndvDesc {
+    pid: SlabId,
+    len: usize,
+    /// Where a dropped descriptor goes; `None` once received.
+    dropped: Option<Dropped>,
+}
+
+impl Drop for RndvDesc {
+    fn drop(&mut self) {
+        // Never received: the worker receives it into nothing, so that
+        // the sender's request completes.
+        if let Some(d) = self.dropped.take() {
+            if let Ok(mut d) = d.lock() {
+                d.push(self.pid);
+            }
+        }
+    }
+}
+
 /// An active message as its handler gets it: the sender's user header
-/// and data, owned. A handler that wants the data later keeps it
-/// ([`AmMsg::into_data`]); dropping it releases it.
+/// and, for an eager message, its data, owned. A handler that wants the
+/// data later keeps it ([`AmMsg::into_data`]); dropping it releases it.
+///
+/// A rendezvous message ([`AmMsg::is_rndv`]) carries only its length: the
+/// data is fetched into a buffer of the receiver's choice with
+/// [`Worker::am_recv_data`], from the handler or later (the message may
+/// be kept). Dropping it unreceived discards the data (the sender's send
+/// still completes).
 #[derive(Debug)]
 pub struct AmMsg {
     id: u16,
     bytes: Vec<u8>,
     hdr_len: usize,
     reply_ep: Option<Ep>,
+    rndv: Option<RndvDesc>,
 }
 
 impl AmMsg {
@@ -54,9 +89,23 @@ impl AmMsg {
         &self.bytes[..self.hdr_len]
     }
 
-    /// The data.
+    /// The data of an eager message; empty for a rendezvous one.
     pub fn data(&self) -> &[u8] {
         &self.bytes[self.hdr_len..]
+    }
+
+    /// The length of the data, also of a rendezvous message.
+    pub fn data_len(&self) -> usize {
+        match &self.rndv {
+            Some(r) => r.len,
+            None => self.bytes.len() - self.hdr_len,
+        }
+    }
+
+    /// Whether the data is still at the sender (UCX's
+    /// `UCP_AM_RECV_ATTR_FLAG_RNDV`).
+    pub fn is_rndv(&self) -> bool {
+        self.rndv.is_some()
     }
 
     /// The endpoint back to the sender, if it asked for one
@@ -65,29 +114,71 @@ impl AmMsg {
         self.reply_ep
     }
 
-    /// Keeps the data beyond the handler (the header is dropped).
+    /// Takes the rendezvous data's descriptor out, disarmed.
+    pub(crate) fn take_rndv(&mut self) -> Option<(SlabId, usize)> {
+        let mut d = self.rndv.take()?;
+        d.dropped = None;
+        Some((d.pid, d.len))
+    }
+
+    /// Keeps the data of an eager message beyond the handler (the header
+    /// is dropped). A rendezvous message's data is discarded.
     pub fn into_data(mut self) -> Vec<u8> {
-        self.bytes.drain(..self.hdr_len);
-        self.bytes
+        let mut b = std::mem::take(&mut self.bytes);
+        b.drain(..self.hdr_len);
+        if self.rndv.is_some() {
+            b.clear();
+        }
+        b
     }
 }
 
 /// How an active message is sent (`ucp_am_send_nbx`'s flags).
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct AmParams {
-    reply: bool,
+    pub(crate) reply: bool,
+    pub(crate) proto: AmProto,
+}
+
+impl Default for AmParams {
+    fn default() -> AmParams {
+        AmParams::new()
+    }
 }
 
 impl AmParams {
-    /// The defaults: no reply endpoint.
+    /// The defaults: no reply endpoint; eager or rendezvous by size, as
+    /// the endpoint's protocol selection decides.
     pub fn new() -> AmParams {
-        AmParams::default()
+        AmParams {
+            reply: false,
+            proto: AmProto::Auto,
+        }
     }
 
     /// Give the receiver's handler the endpoint back to this worker
     /// (`UCP_AM_SEND_FLAG_REPLY`).
     pub fn reply(self) -> AmParams {
-        AmParams { reply: true }
+        AmParams {
+            reply: true,
+            ..self
+        }
+    }
+
+    /// Send eagerly, whatever the size (`UCP_AM_SEND_FLAG_EAGER`).
+    pub fn eager(self) -> AmParams {
+        AmParams {
+            proto: AmProto::Eager,
+            ..self
+        }
+    }
+
+    /// Send by rendezvous, whatever the size (`UCP_AM_SEND_FLAG_RNDV`).
+    pub fn rndv(self) -> AmParams {
+        AmParams {
+            proto: AmProto::Rndv,
+            ..self
+        }
     }
 }
 
@@ -108,39 +199,37 @@ impl Worker {
         self.am_handlers.clear(id);
     }
 
-    /// Sends active message `id` with `header` and `data` on `ep`. The
-    /// message is copied: the call completes at once, and it leaves in
-    /// order with the endpoint's other sends as the transport takes it.
-    /// Header and data together are at most 256 MiB.
-    pub fn am_send(
-        &mut self,
-        ep: Ep,
-        id: u16,
-        header: &[u8],
-        data: &[u8],
-        params: AmParams,
-    ) -> Result<()> {
-        self.core
-            .am_send(&mut self.ifaces, ep.0, id, (header, data), params.reply)
-    }
-
     /// Runs the handlers of the active messages that arrived; returns how
     /// many messages it took.
     pub(crate) fn run_am_handlers(&mut self) -> usize {
-        let arrived = std::mem::take(&mut self.core.done.am_arrivals);
+        // Swapped with a kept list, so that neither allocates anew.
+        let mut arrived = std::mem::take(&mut self.am_batch);
+        std::mem::swap(&mut arrived, &mut self.core.done.am_arrivals);
         let n = arrived.len();
-        for AmArrival {
-            id,
-            bytes,
-            hdr_len,
-            reply_ep,
-        } in arrived
-        {
+        for a in arrived.drain(..) {
+            if matches!(self.am_handlers.slot(a.id), Some(None)) {
+                // Its handler is running (it waits for something, which
+                // progresses): the message waits for the next round.
+                self.core.done.am_arrivals.push(a);
+                continue;
+            }
+            let AmArrival {
+                id,
+                bytes,
+                hdr_len,
+                reply_ep,
+                rndv,
+            } = a;
             let msg = AmMsg {
                 id,
                 bytes,
                 hdr_len,
                 reply_ep: reply_ep.map(Ep),
+                rndv: rndv.map(|(pid, len)| RndvDesc {
+                    pid,
+                    len,
+                    dropped: Some(Arc::clone(&self.am_dropped)),
+                }),
             };
             // Taken out while it runs: a handler may replace itself.
             let Some(mut h) = self.am_handlers.slot(id).and_then(Option::take) else {
@@ -152,6 +241,8 @@ impl Worker {
                 *slot = Some(h);
             }
         }
+        self.am_batch = arrived;
+        self.discard_dropped_am();
         n
     }
 }

@@ -1,6 +1,7 @@
 //! Workers: ifaces, progress, endpoints and requests of one thread.
 
 mod am;
+mod am_send;
 mod connect;
 mod ep_errors;
 mod exec;
@@ -38,6 +39,10 @@ pub struct Worker {
     wake: wakeup::Wakeup,
     /// Active message handlers (`am.rs`).
     am_handlers: am::AmHandlers,
+    /// Rendezvous active messages dropped unreceived.
+    am_dropped: am::Dropped,
+    /// The list of active messages whose handlers run (kept empty).
+    am_batch: Vec<crate::proto::am::AmArrival>,
     /// Listeners (`listener.rs`), by [`Listener`] index.
     listeners: Vec<Option<listener::ListenerState>>,
     /// Poll the listeners on the next progress (set by `wait_event`).
@@ -137,6 +142,8 @@ impl Worker {
             address,
             wake: wakeup::Wakeup::default(),
             am_handlers: Default::default(),
+            am_dropped: Default::default(),
+            am_batch: Vec::new(),
             listeners: Vec::new(),
             listen_now: false,
             heat,

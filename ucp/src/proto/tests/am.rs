@@ -8,7 +8,14 @@ use crate::uct::{AmSink, SrcId};
 fn send(a: &mut Node, header: &[u8], data: &[u8], reply: bool) {
     let ep = a.ep;
     a.core
-        .am_send(&mut a.tx, ep, 5, (header, data), reply)
+        .am_send(
+            &mut a.tx,
+            ep,
+            5,
+            (header, data),
+            reply,
+            crate::request::Op::new(),
+        )
         .expect("am_send");
     a.run();
 }
@@ -117,4 +124,36 @@ fn a_failed_source_takes_its_unfinished_messages() {
         ),
     );
     assert!(b.core.done.am_arrivals.is_empty());
+}
+
+#[test]
+fn a_rendezvous_announcement_gives_the_handler_a_descriptor() {
+    use crate::proto::am_wire::{AmRts, AM_USER_RTS};
+    use crate::proto::wire::AM_RNDV_RTS;
+    let mut b = Node::new(virt_attr(|_| {}));
+    let rts = AmRts {
+        inner: AM_RNDV_RTS,
+        flags: FLAG_REPLY,
+        id: 3,
+        hdr_len: 2,
+    };
+    let mut m = rts.encode().to_vec();
+    m.extend_from_slice(b"hi");
+    for v in [0u64, 77, 5000] {
+        m.extend_from_slice(&v.to_le_bytes());
+    }
+    b.arrive(AM_USER_RTS, &m);
+    let got = std::mem::take(&mut b.core.done.am_arrivals);
+    assert_eq!(got.len(), 1);
+    assert_eq!(
+        (got[0].id, &got[0].bytes[..], got[0].reply_ep),
+        (3, &b"hi"[..], Some(b.ep))
+    );
+    let (pid, len) = got[0].rndv.expect("a descriptor");
+    assert_eq!(len, 5000);
+    assert_eq!(b.core.probed_len(pid), Some(5000));
+    assert!(b.core.am_rts.is_none());
+    // A wrapped request cut short is refused, and leaves nothing behind.
+    b.arrive(AM_USER_RTS, &m[..m.len() - 3]);
+    assert!(b.core.done.am_arrivals.is_empty() && b.core.am_rts.is_none());
 }
