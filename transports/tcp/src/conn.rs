@@ -263,6 +263,12 @@ impl Conn {
         Ok(())
     }
 
+    /// The socket, for tests that read its options.
+    #[cfg(test)]
+    pub(crate) fn fd(&self) -> Option<&OwnedFd> {
+        self.fd.as_ref()
+    }
+
     /// Closes the socket (the connection object may live on).
     pub(crate) fn close_socket(&mut self) {
         self.fd = None;

@@ -8,6 +8,8 @@ use uct::{AmId, AmSink, EpId, Error, Iface, IfaceParams, Posted, SrcId, Token};
 use crate::config::TcpConfig;
 use crate::iface::TcpIface;
 
+mod keepalive;
+
 #[derive(Default)]
 struct Rec {
     ams: Vec<(AmId, SrcId, u64)>,
