@@ -138,9 +138,13 @@ pub(crate) fn tcp_addr(address: &[u8]) -> SocketAddrV4 {
         .find(|e| e.tl_name == "tcp")
         .expect("a tcp iface");
     let (d, p) = (&e.dev_addr, &e.iface_addr);
-    assert!(d.len() >= 4 && p.len() == 2, "tcp address layout");
+    // IPv4 device address: family 4, the address, the host id.
+    assert!(
+        d.len() == 13 && d[0] == 4 && p.len() == 2,
+        "tcp address layout"
+    );
     SocketAddrV4::new(
-        Ipv4Addr::new(d[0], d[1], d[2], d[3]),
+        Ipv4Addr::new(d[1], d[2], d[3], d[4]),
         u16::from_be_bytes([p[0], p[1]]),
     )
 }
@@ -148,9 +152,9 @@ pub(crate) fn tcp_addr(address: &[u8]) -> SocketAddrV4 {
 /// The hello of a made-up connector.
 fn hello() -> Vec<u8> {
     let mut v = b"rucx-tcp".to_vec();
-    v.extend_from_slice(&2u16.to_le_bytes()); // the TCP wire version
+    v.extend_from_slice(&3u16.to_le_bytes()); // the TCP wire version
     v.extend_from_slice(&9u16.to_be_bytes());
-    v.extend_from_slice(&[127, 0, 0, 3]);
+    v.extend_from_slice(&[4, 127, 0, 0, 3]); // IPv4, the address
     v
 }
 

@@ -6,7 +6,8 @@
 //! * [`config`]: declarative `RUCX_*` configuration tables
 //!   ([`config_table!`], [`config_enum!`]) and their value types;
 //! * [`log`]: `tracing` set up from `RUCX_LOG_LEVEL` and `RUCX_LOG_FILE`;
-//! * [`netif`]: the IPv4 network interfaces that are up, and link speeds;
+//! * [`netif`]: the network interfaces that are up with their IPv4 and IPv6
+//!   addresses, address family preferences, and link speeds;
 //! * [`progress`]: the progress engine's parts (one epoll set, eventfd
 //!   wakeups, timers);
 //! * [`rcache`]: the registration cache (address ranges to registrations,

@@ -4,6 +4,8 @@ use std::time::Duration;
 
 use uct::ucs;
 use uct::ucs::config::Time;
+use uct::ucs::netif::AfPrio;
+use uct::ucs::sock::{KeepCount, Keepalive, UserTimeout};
 use uct::ucs::{Error, Result};
 
 /// Smallest segment size Linux accepts for TCP_MAXSEG.
@@ -55,6 +57,28 @@ ucs::config_table! {
         /// host or a rack, BBR (a common system default) keeps an RDMA
         /// stream's window small and caps its bandwidth.
         CONGESTION congestion: String = "reno",
+        /// Address families in order of preference: the device of a
+        /// network interface uses the interface's first address of the
+        /// first family in this list it has an address of (inet: IPv4,
+        /// inet6: IPv6), and connects only to peers of that family; an
+        /// interface with none is not a device.
+        AF_PRIO af_prio: AfPrio = "inet,inet6",
+        /// Idle time before TCP keepalive probes start on a connection
+        /// (TCP_KEEPIDLE, whole seconds, at most 32767s); inf disables
+        /// keepalive.
+        KEEPIDLE keepidle: Time = "10s",
+        /// Interval between TCP keepalive probes (TCP_KEEPINTVL, whole
+        /// seconds, at most 32767s).
+        KEEPINTVL keepintvl: Time = "2s",
+        /// Keepalive probes without an answer before the connection fails
+        /// (TCP_KEEPCNT): auto (3) or 1 to 127.
+        KEEPCNT keepcnt: KeepCount = "auto",
+        /// Longest time sent data may stay unacknowledged before the
+        /// connection fails with a timeout (TCP_USER_TIMEOUT, whole
+        /// milliseconds), so a peer that disappears with data in flight is
+        /// noticed; off (or 0) keeps the kernel's retransmission limit
+        /// (about 15 minutes).
+        USER_TIMEOUT user_timeout: UserTimeout = "30s",
     }
 }
 
@@ -79,6 +103,8 @@ pub(crate) struct Settings {
     pub(crate) bufs: ucs::sock::BufSizes,
     /// TCP congestion control to set (None: the system's default).
     pub(crate) congestion: Option<String>,
+    /// Keepalive and user timeout of every connection.
+    pub(crate) keepalive: Keepalive,
 }
 
 impl Settings {
@@ -114,7 +140,15 @@ impl Settings {
                 )))
             }
         };
+        let keepalive = Keepalive::from_config(
+            "RUCX_IWARP_",
+            c.keepidle,
+            c.keepintvl,
+            c.keepcnt,
+            c.user_timeout,
+        )?;
         Ok(Settings {
+            keepalive,
             rev: c.mpa_rev as u8,
             crc: c.mpa_crc,
             p2p: c.p2p && c.mpa_rev == 2,
@@ -155,6 +189,9 @@ mod tests {
             s.congestion.map(|c| c.as_str().to_string()),
             Some("reno".into())
         );
+        let k = s.keepalive;
+        assert_eq!((k.idle, k.intvl, k.cnt), (Some(10), 2, 3));
+        assert_eq!(k.user_timeout_ms, Some(30_000));
     }
 
     #[test]
@@ -190,6 +227,30 @@ mod tests {
             .unwrap();
             assert!(Settings::from_config(&c).is_err(), "{bad:?}");
         }
+        // Failure detection: unparsable, or beyond what the kernel takes.
+        for (var, val) in [
+            ("RUCX_IWARP_KEEPCNT", "0"),
+            ("RUCX_IWARP_KEEPCNT", "lots"),
+            ("RUCX_IWARP_KEEPIDLE", "1 s"),
+            ("RUCX_IWARP_USER_TIMEOUT", "never"),
+            ("RUCX_IWARP_AF_PRIO", "inet5"),
+        ] {
+            let err = with(var, val).unwrap_err();
+            assert!(err.to_string().contains(var), "{var}={val}: {err}");
+        }
+        for (var, val) in [
+            ("RUCX_IWARP_KEEPINTVL", "inf"),
+            ("RUCX_IWARP_KEEPIDLE", "600m"),
+            ("RUCX_IWARP_USER_TIMEOUT", "36000m"),
+        ] {
+            let err = Settings::from_config(&with(var, val).unwrap()).unwrap_err();
+            assert!(err.to_string().contains(var), "{var}={val}: {err}");
+        }
+        let c = with("RUCX_IWARP_USER_TIMEOUT", "off").unwrap();
+        assert_eq!(
+            Settings::from_config(&c).unwrap().keepalive.user_timeout_ms,
+            None
+        );
         // Peer-to-peer mode needs revision 2.
         let c = with("RUCX_IWARP_MPA_REV", "1").unwrap();
         assert!(!Settings::from_config(&c).unwrap().p2p);

@@ -19,10 +19,11 @@ pub struct IwarpDevice {
 }
 
 impl IwarpDevice {
-    pub(crate) fn new(netdev: &str, addr: std::net::Ipv4Addr, settings: Settings) -> IwarpDevice {
+    pub(crate) fn new(netdev: &str, addr: std::net::IpAddr, settings: Settings) -> IwarpDevice {
         let attr = DeviceAttr {
             name: format!("iwarp_{netdev}"),
             netdev: netdev.to_string(),
+            addr,
             transport: TransportKind::Iwarp,
             max_qp_wr: MAX_QP_WR,
             max_sge: MAX_SGE as u32,

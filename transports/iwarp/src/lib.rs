@@ -19,7 +19,15 @@
 //! * Connections use Reno congestion control unless told otherwise
 //!   (`RUCX_IWARP_CONGESTION`), as iWARP NICs' own TCP does, whatever the
 //!   system's default is; kernel buffer sizes are configurable too.
-//! * One device per IPv4 interface that is up (`iwarp_<netdev>`); protection
+//! * Every connection has TCP keepalive (`RUCX_IWARP_KEEPIDLE`,
+//!   `KEEPINTVL`, `KEEPCNT`) and a user timeout (`RUCX_IWARP_USER_TIMEOUT`),
+//!   so that a peer that disappears, idle or with data in flight, ends the
+//!   connection (a socket error, as a reset does) in bounded time.
+//! * One device per network interface that is up (`iwarp_<netdev>`), on
+//!   its IPv4 or IPv6 address: the first family of `RUCX_IWARP_AF_PRIO`
+//!   (default `inet,inet6`) the interface has an address of; a device
+//!   connects only to peers of its family. IPv6 link-local addresses are
+//!   not used; protection
 //!   domains and a region table shared by every context of the device;
 //!   STags `(slot + 1) << 8 | key` whose key byte changes on every reuse.
 //! * Data moves without copies where it can: sends and Read Responses are
@@ -34,7 +42,8 @@
 //! # What it does not do
 //!
 //! No markers, no MPA revision 0, no RFC 7306 atomics or immediate data,
-//! no memory windows, no shared receive queues, no IPv6. No threads: a
+//! no memory windows, no shared receive queues, no IPv6 link-local
+//! addresses. No threads: a
 //! context moves only inside [`Verbs::progress`](rucx_rdma::Verbs::progress)
 //! (and `poll_cq`, `post_send`). Completion order across kinds follows
 //! siw: a SEND or WRITE completes when its last byte is handed to the

@@ -1,10 +1,12 @@
-//! [`IwarpProvider`]: one iWARP device per IPv4 interface that is up.
+//! [`IwarpProvider`]: one iWARP device per network interface that is up
+//! with an address of a family in `RUCX_IWARP_AF_PRIO`; the device uses
+//! that address.
 
 use std::sync::Arc;
 
 use rucx_rdma::{Device, DeviceInfo, Provider};
 use uct::ucs::config::ConfigTable;
-use uct::ucs::{netif, Error, Result};
+use uct::ucs::{self, netif, Error, Result};
 
 use crate::config::{IwarpConfig, Settings, IWARP_TABLE};
 use crate::device::IwarpDevice;
@@ -26,12 +28,16 @@ impl IwarpProvider {
     /// devices themselves).
     pub fn open_with(&self, name: &str, config: &IwarpConfig) -> Result<IwarpDevice> {
         let settings = Settings::from_config(config)?;
-        let netdev = name
-            .strip_prefix(PREFIX)
-            .ok_or_else(|| Error::InvalidParam(format!("iwarp: no device {name:?}")))?;
-        let nif = netif::find(netdev)
-            .map_err(|_| Error::InvalidParam(format!("iwarp: no device {name:?}")))?;
-        Ok(IwarpDevice::new(&nif.name, nif.addr, settings))
+        let no_device = || Error::InvalidParam(format!("iwarp: no device {name:?}"));
+        let netdev = name.strip_prefix(PREFIX).ok_or_else(no_device)?;
+        let nif = netif::find(netdev).map_err(|_| no_device())?;
+        let addr = nif.addr(&config.af_prio).ok_or_else(|| {
+            Error::InvalidParam(format!(
+                "iwarp: interface {netdev:?} has no address of RUCX_IWARP_AF_PRIO={}",
+                ucs::config::ConfigValue::to_text(&config.af_prio)
+            ))
+        })?;
+        Ok(IwarpDevice::new(&nif.name, addr, settings))
     }
 }
 
@@ -41,12 +47,16 @@ impl Provider for IwarpProvider {
     }
 
     fn devices(&self) -> Result<Vec<DeviceInfo>> {
-        Ok(netif::ipv4_interfaces()?
+        let prio = IwarpConfig::from_env()?.af_prio;
+        Ok(netif::interfaces()?
             .into_iter()
-            .map(|i| DeviceInfo {
-                name: format!("{PREFIX}{}", i.name),
-                netdev: i.name,
-                addr: i.addr,
+            .filter_map(|i| {
+                let addr = i.addr(&prio)?;
+                Some(DeviceInfo {
+                    name: format!("{PREFIX}{}", i.name),
+                    netdev: i.name,
+                    addr,
+                })
             })
             .collect())
     }

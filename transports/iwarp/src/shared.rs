@@ -25,6 +25,7 @@ pub(crate) struct Shared {
     pub(crate) attr: DeviceAttr,
     pub(crate) settings: Settings,
     pub(crate) tables: RwLock<Tables>,
-    /// The interface's address (connections are made from it).
-    pub(crate) addr: std::net::Ipv4Addr,
+    /// The interface's address, IPv4 or IPv6 (connections are made from
+    /// it, and only to addresses of its family).
+    pub(crate) addr: std::net::IpAddr,
 }

@@ -59,8 +59,8 @@ pub struct DeviceInfo {
     pub name: String,
     /// The network interface it runs on, e.g. `"lo"`.
     pub netdev: String,
-    /// Its IPv4 address (connections are made to and from it).
-    pub addr: std::net::Ipv4Addr,
+    /// Its IPv4 or IPv6 address (connections are made to and from it).
+    pub addr: std::net::IpAddr,
 }
 
 /// What a device offers (`ibv_query_device`, trimmed to what rucx uses).
@@ -70,6 +70,9 @@ pub struct DeviceAttr {
     pub name: String,
     /// Network interface.
     pub netdev: String,
+    /// The interface's address the device uses, IPv4 or IPv6
+    /// (connections are made to and from it).
+    pub addr: std::net::IpAddr,
     /// Wire protocol.
     pub transport: TransportKind,
     /// Most outstanding work requests per queue.

@@ -13,7 +13,8 @@ use crate::mem;
 use crate::name::NAME;
 
 /// The TCP transport family: one memory domain, `tcp`, with one resource
-/// per IPv4 network interface that is up.
+/// per network interface that is up and has an address of a family in
+/// `RUCX_TCP_AF_PRIO`.
 #[derive(Debug)]
 pub struct TcpComponent {
     _private: (),
@@ -32,6 +33,7 @@ impl Component for TcpComponent {
     fn md_open(&self) -> Result<Vec<Box<dyn MemoryDomain>>> {
         let config = TcpConfig::from_env()?;
         Limits::from_config(&config)?;
+        crate::config::keepalive(&config)?;
         Ok(vec![Box::new(TcpMd { config })])
     }
 
@@ -54,8 +56,9 @@ impl MemoryDomain for TcpMd {
     }
 
     fn resources(&self) -> Result<Vec<TlResource>> {
-        Ok(uct::ucs::netif::ipv4_interfaces()?
+        Ok(uct::ucs::netif::interfaces()?
             .into_iter()
+            .filter(|i| i.addr(&self.config.af_prio).is_some())
             .map(|i| TlResource {
                 tl_name: NAME.to_string(),
                 dev_name: i.name,
@@ -140,7 +143,7 @@ mod tests {
         let iface = mds[0].iface_open(lo, &IfaceParams::default()).unwrap();
         assert_eq!(iface.tl_name(), "tcp");
         assert_eq!(iface.dev_name(), "lo");
-        assert_eq!(iface.device_addr().len(), 12);
+        assert_eq!(iface.device_addr().len(), uct::ip_addr::DEV_ADDR_V4_LEN);
         assert_eq!(iface.iface_addr().len(), 2);
         assert!(iface.is_reachable(iface.device_addr(), iface.iface_addr()));
         let mut other = lo.clone();

@@ -2,9 +2,11 @@
 
 use uct::ucs;
 use uct::ucs::config::{ConfigValue, MemUnits, Time};
+use uct::ucs::netif::AfPrio;
+use uct::ucs::sock::{KeepCount, Keepalive, UserTimeout};
 use uct::ucs::{Error, Result};
 
-use crate::wire::{FRAME_HDR, HELLO_LEN};
+use crate::wire::{FRAME_HDR, HELLO_MAX};
 
 /// Largest `am_zcopy` header.
 pub(crate) const MAX_HDR: usize = 128;
@@ -86,12 +88,39 @@ ucs::config_table! {
         /// the peer's host answers, as a peer busy computing must not be
         /// taken for a dead one (keepalive detects dead hosts).
         CONN_TIMEOUT conn_timeout: Time = "inf",
-        /// Idle time before TCP keepalive probes start on a connection; inf
-        /// disables keepalive.
+        /// Address families in order of preference: the iface of a
+        /// network device listens on the device's first address of the
+        /// first family in this list it has an address of (inet: IPv4,
+        /// inet6: IPv6); a device with none is not listed.
+        AF_PRIO af_prio: AfPrio = "inet,inet6",
+        /// Idle time before TCP keepalive probes start on a connection
+        /// (TCP_KEEPIDLE, whole seconds, at most 32767s); inf disables
+        /// keepalive.
         KEEPIDLE keepidle: Time = "10s",
-        /// Interval between TCP keepalive probes.
+        /// Interval between TCP keepalive probes (TCP_KEEPINTVL, whole
+        /// seconds, at most 32767s).
         KEEPINTVL keepintvl: Time = "2s",
+        /// Keepalive probes without an answer before the connection fails
+        /// (TCP_KEEPCNT): auto (3) or 1 to 127. With the defaults a silent
+        /// idle peer is given up after 10s + 3 x 2s.
+        KEEPCNT keepcnt: KeepCount = "auto",
+        /// Longest time sent data may stay unacknowledged before the
+        /// connection fails (TCP_USER_TIMEOUT, whole milliseconds), so a
+        /// peer that disappears with data in flight is noticed; off (or 0)
+        /// keeps the kernel's retransmission limit (about 15 minutes).
+        USER_TIMEOUT user_timeout: UserTimeout = "30s",
     }
+}
+
+/// The keepalive and user timeout of every connection, checked.
+pub(crate) fn keepalive(c: &TcpConfig) -> Result<Keepalive> {
+    Keepalive::from_config(
+        "RUCX_TCP_",
+        c.keepidle,
+        c.keepintvl,
+        c.keepcnt,
+        c.user_timeout,
+    )
 }
 
 /// Sizes an iface works with, checked and derived from a [`TcpConfig`].
@@ -136,7 +165,7 @@ impl Limits {
             max_put: max_zcopy,
             max_frame,
             tx_buf: FRAME_HDR + largest_copy,
-            rx_buf: rx_seg.max(HELLO_LEN + FRAME_HDR),
+            rx_buf: rx_seg.max(HELLO_MAX + FRAME_HDR),
         })
     }
 }
@@ -157,6 +186,55 @@ mod tests {
         assert_eq!(l.max_zcopy, 1 << 20);
         assert_eq!(l.max_frame, (1 << 20) + MAX_HDR);
         assert!(l.tx_buf >= FRAME_HDR + l.max_bcopy);
+        let k = keepalive(&c).unwrap();
+        assert_eq!((k.idle, k.intvl, k.cnt), (Some(10), 2, 3));
+        assert_eq!(k.user_timeout_ms, Some(30_000));
+        assert_eq!(c.af_prio.to_text(), "inet,inet6");
+    }
+
+    #[test]
+    fn bad_failure_detection_values_are_errors() {
+        let with = |var: &'static str, val: &'static str| {
+            TcpConfig::from_lookup(move |v| (v == var).then(|| val.to_string()))
+        };
+        for (var, val) in [
+            ("RUCX_TCP_KEEPCNT", "0"),
+            ("RUCX_TCP_KEEPCNT", "128"),
+            ("RUCX_TCP_KEEPCNT", "some"),
+            ("RUCX_TCP_KEEPIDLE", "soon"),
+            ("RUCX_TCP_KEEPINTVL", "-2s"),
+            ("RUCX_TCP_USER_TIMEOUT", "30 seconds"),
+            ("RUCX_TCP_USER_TIMEOUT", "on"),
+            ("RUCX_TCP_AF_PRIO", "inet4"),
+            ("RUCX_TCP_AF_PRIO", ""),
+        ] {
+            let err = with(var, val).unwrap_err();
+            assert!(err.to_string().contains(var), "{var}={val}: {err}");
+        }
+        // Parsed, but out of what the kernel takes.
+        for (var, val) in [
+            ("RUCX_TCP_KEEPINTVL", "inf"),
+            ("RUCX_TCP_KEEPIDLE", "600m"),
+            ("RUCX_TCP_KEEPIDLE", "40000"),
+            ("RUCX_TCP_USER_TIMEOUT", "36000m"),
+            ("RUCX_TCP_USER_TIMEOUT", "3000000s"),
+        ] {
+            match with(var, val) {
+                Ok(c) => {
+                    let err = keepalive(&c).unwrap_err();
+                    assert!(err.to_string().contains(var), "{var}={val}: {err}");
+                }
+                Err(e) => assert!(e.to_string().contains(var), "{var}={val}: {e}"),
+            }
+        }
+        let c = with("RUCX_TCP_USER_TIMEOUT", "off").unwrap();
+        assert_eq!(keepalive(&c).unwrap().user_timeout_ms, None);
+        let c = with("RUCX_TCP_USER_TIMEOUT", "0").unwrap();
+        assert_eq!(keepalive(&c).unwrap().user_timeout_ms, None);
+        let c = with("RUCX_TCP_KEEPIDLE", "inf").unwrap();
+        assert_eq!(keepalive(&c).unwrap().idle, None);
+        let c = with("RUCX_TCP_KEEPCNT", "5").unwrap();
+        assert_eq!(keepalive(&c).unwrap().cnt, 5);
     }
 
     #[test]

@@ -2,7 +2,7 @@
 
 use std::collections::VecDeque;
 use std::io;
-use std::net::SocketAddrV4;
+use std::net::SocketAddr;
 use std::os::fd::{AsRawFd, OwnedFd, RawFd};
 use std::time::Instant;
 
@@ -12,7 +12,7 @@ use crate::config::Limits;
 use crate::rx::RxState;
 use crate::sys::{self, Epoll};
 use crate::tx::TxState;
-use crate::wire::{PutStatus, HELLO_LEN, MAX_PUTS};
+use crate::wire::{Key, PutStatus, MAX_PUTS};
 
 /// Interest besides `EPOLLOUT`: incoming bytes, and the peer going away.
 const BASE_EVENTS: u32 = (libc::EPOLLIN | libc::EPOLLRDHUP) as u32;
@@ -65,9 +65,9 @@ pub(crate) struct PutOut {
 pub(crate) struct Conn {
     fd: Option<OwnedFd>,
     /// The peer's socket address, for messages.
-    pub(crate) peer: SocketAddrV4,
+    pub(crate) peer: SocketAddr,
     /// The peer iface's key (see [`crate::wire::key`]), once known.
-    pub(crate) key: Option<u64>,
+    pub(crate) key: Option<Key>,
     /// This connection's epoll data.
     pub(crate) tag: u64,
     /// Its id as a source of messages.
@@ -75,7 +75,8 @@ pub(crate) struct Conn {
     pub(crate) state: ConnState,
     /// When a connection that is not open yet gives up.
     pub(crate) deadline: Option<Instant>,
-    hello: [u8; HELLO_LEN],
+    /// Our hello, sent first on a connection we opened.
+    hello: Vec<u8>,
     hello_sent: usize,
     pub(crate) tx: TxState,
     pub(crate) rx: RxState,
@@ -100,9 +101,9 @@ impl Conn {
     /// first once connected.
     pub(crate) fn connector(
         fd: OwnedFd,
-        peer: SocketAddrV4,
-        key: u64,
-        hello: [u8; HELLO_LEN],
+        peer: SocketAddr,
+        key: Key,
+        hello: Vec<u8>,
         connected: bool,
         deadline: Option<Instant>,
         limits: &Limits,
@@ -123,7 +124,7 @@ impl Conn {
     /// A connection the peer opened to us.
     pub(crate) fn acceptor(
         fd: OwnedFd,
-        peer: SocketAddrV4,
+        peer: SocketAddr,
         deadline: Option<Instant>,
         limits: &Limits,
     ) -> Conn {
@@ -133,7 +134,7 @@ impl Conn {
 
     fn new(
         fd: OwnedFd,
-        peer: SocketAddrV4,
+        peer: SocketAddr,
         deadline: Option<Instant>,
         tx_cap: usize,
         rx: RxState,
@@ -146,8 +147,8 @@ impl Conn {
             src: SrcId(0),
             state: ConnState::AwaitHello,
             deadline,
-            hello: [0; HELLO_LEN],
-            hello_sent: HELLO_LEN,
+            hello: Vec::new(),
+            hello_sent: 0,
             tx: TxState::new(tx_cap),
             rx,
             out_armed: false,
@@ -204,7 +205,7 @@ impl Conn {
     fn wants_out(&self) -> bool {
         match self.state {
             ConnState::Connecting => true,
-            ConnState::AwaitAccept => self.hello_sent < HELLO_LEN,
+            ConnState::AwaitAccept => self.hello_sent < self.hello.len(),
             ConnState::Open => self.tx.has_backlog(),
             ConnState::Rejected | ConnState::AwaitHello => false,
         }
@@ -255,11 +256,17 @@ impl Conn {
 
     /// Writes what is left of the hello.
     pub(crate) fn send_hello(&mut self) -> io::Result<()> {
-        if self.hello_sent < HELLO_LEN {
+        if self.hello_sent < self.hello.len() {
             let fd = self.raw_fd().ok_or(io::ErrorKind::NotConnected)?;
             self.hello_sent += sys::send(fd, &self.hello[self.hello_sent..])?;
         }
         Ok(())
+    }
+
+    /// The socket, for tests that read its options.
+    #[cfg(test)]
+    pub(crate) fn fd(&self) -> Option<&OwnedFd> {
+        self.fd.as_ref()
     }
 
     /// Closes the socket (the connection object may live on).

@@ -1,7 +1,7 @@
 //! The TCP iface: its state (listener, connections, endpoints) and opening it.
 
 use std::collections::{HashMap, VecDeque};
-use std::net::SocketAddrV4;
+use std::net::{IpAddr, SocketAddr};
 use std::os::fd::{AsRawFd, OwnedFd};
 use std::time::{Duration, Instant};
 
@@ -14,7 +14,8 @@ use crate::slots::Slots;
 use crate::sys::{self, Epoll};
 use crate::wire;
 use uct::ip_addr::{self as addr, Local};
-use uct::ucs::netif::{self, NetIf};
+use uct::ucs::netif::{self, AddrFamily, NetIf};
+use uct::ucs::sock::Keepalive;
 
 /// Events fetched per `epoll_wait`.
 pub(crate) const EVENT_BATCH: usize = 64;
@@ -55,7 +56,7 @@ pub(crate) struct Ep {
     /// Index of its connection; `None` once failed.
     pub(crate) conn: Option<u32>,
     /// The remote iface's listening address.
-    pub(crate) peer: SocketAddrV4,
+    pub(crate) peer: SocketAddr,
     /// Why it failed.
     pub(crate) failed: Option<Error>,
 }
@@ -72,31 +73,24 @@ pub(crate) struct GlobalFlush {
 pub(crate) struct SockOpts {
     nodelay: bool,
     bufs: sys::BufSizes,
-    /// Keepalive idle time and probe interval, seconds.
-    keepalive: Option<(libc::c_int, libc::c_int)>,
+    /// Keepalive and user timeout: how a vanished peer is noticed.
+    keepalive: Keepalive,
     pub(crate) conn_timeout: Option<Duration>,
 }
 
-fn secs(d: Duration) -> libc::c_int {
-    d.as_secs().clamp(1, i32::MAX as u64) as libc::c_int
-}
-
 impl SockOpts {
-    fn from_config(c: &TcpConfig) -> SockOpts {
-        SockOpts {
+    fn from_config(c: &TcpConfig) -> Result<SockOpts> {
+        Ok(SockOpts {
             nodelay: c.nodelay,
             bufs: sys::BufSizes::from_config(c.sndbuf, c.rcvbuf),
-            keepalive: c
-                .keepidle
-                .finite()
-                .map(|idle| (secs(idle), secs(c.keepintvl.as_duration()))),
+            keepalive: crate::config::keepalive(c)?,
             conn_timeout: c.conn_timeout.finite(),
-        }
+        })
     }
 
     /// Applies the options to a connection's socket.
     pub(crate) fn apply(&self, fd: &OwnedFd) -> Result<()> {
-        use libc::{IPPROTO_TCP, SOL_SOCKET};
+        use libc::IPPROTO_TCP;
         if self.nodelay {
             sys::set_opt(
                 fd,
@@ -107,29 +101,7 @@ impl SockOpts {
             )?;
         }
         self.bufs.apply(fd)?;
-        if let Some((idle, intvl)) = self.keepalive {
-            sys::set_opt(
-                fd,
-                SOL_SOCKET,
-                libc::SO_KEEPALIVE,
-                1,
-                "setsockopt(SO_KEEPALIVE)",
-            )?;
-            sys::set_opt(
-                fd,
-                IPPROTO_TCP,
-                libc::TCP_KEEPIDLE,
-                idle,
-                "setsockopt(TCP_KEEPIDLE)",
-            )?;
-            sys::set_opt(
-                fd,
-                IPPROTO_TCP,
-                libc::TCP_KEEPINTVL,
-                intvl,
-                "setsockopt(TCP_KEEPINTVL)",
-            )?;
-        }
+        self.keepalive.apply(fd)?;
         Ok(())
     }
 }
@@ -140,9 +112,9 @@ pub(crate) struct TcpIface {
     pub(crate) info: uct::IfaceInfo,
     pub(crate) local: Local,
     /// Where this iface listens, as peers know it.
-    pub(crate) listen: SocketAddrV4,
+    pub(crate) listen: SocketAddr,
     /// Its key (see [`crate::wire::key`]).
-    pub(crate) own_key: u64,
+    pub(crate) own_key: wire::Key,
     pub(crate) limits: Limits,
     pub(crate) opts: SockOpts,
     pub(crate) listener: OwnedFd,
@@ -151,7 +123,7 @@ pub(crate) struct TcpIface {
     pub(crate) conns: Slots<Conn>,
     pub(crate) eps: Slots<Ep>,
     /// The connection to each peer iface, by key.
-    pub(crate) peers: HashMap<u64, u32>,
+    pub(crate) peers: HashMap<wire::Key, u32>,
     /// Reports made outside `progress`, delivered by the next one.
     pub(crate) notices: VecDeque<Notice>,
     /// Connections whose pending tokens go back on the next `progress`.
@@ -180,15 +152,15 @@ fn model(nif: &NetIf) -> PerfModel {
 }
 
 /// Binds the listening socket on `ip`, to a port of the configured range.
-fn bind_listener(fd: &OwnedFd, ip: std::net::Ipv4Addr, c: &TcpConfig) -> Result<()> {
+fn bind_listener(fd: &OwnedFd, ip: IpAddr, c: &TcpConfig) -> Result<()> {
     let range = c.port_range;
     if range.first == 0 {
-        let addr = SocketAddrV4::new(ip, 0);
+        let addr = SocketAddr::new(ip, 0);
         return sys::bind(fd, addr).map_err(|e| Error::io(format!("bind {addr}"), e));
     }
     let mut last_err = None;
     for port in range.first..=range.last {
-        let addr = SocketAddrV4::new(ip, port);
+        let addr = SocketAddr::new(ip, port);
         match sys::bind(fd, addr) {
             Ok(()) => return Ok(()),
             Err(e) if e.raw_os_error() == Some(libc::EADDRINUSE) => last_err = Some(e),
@@ -196,17 +168,25 @@ fn bind_listener(fd: &OwnedFd, ip: std::net::Ipv4Addr, c: &TcpConfig) -> Result<
         }
     }
     Err(Error::io(
-        format!("bind {ip}:{}-{}", range.first, range.last),
+        format!("bind {}-{}", SocketAddr::new(ip, range.first), range.last),
         last_err.unwrap_or_else(|| std::io::Error::from_raw_os_error(libc::EADDRINUSE)),
     ))
 }
 
 impl TcpIface {
-    /// Opens an iface listening on device `dev`.
+    /// Opens an iface listening on device `dev`, on its address of the
+    /// first family of `RUCX_TCP_AF_PRIO` it has.
     pub(crate) fn open(dev: &str, params: &IfaceParams, config: &TcpConfig) -> Result<TcpIface> {
         let limits = Limits::from_config(config)?;
-        let nif = netif::find(dev)?;
-        let listener = sys::tcp_socket()?;
+        let opts = SockOpts::from_config(config)?;
+        let nif = netif::find(dev).map_err(|e| Error::InvalidParam(format!("tcp: {e}")))?;
+        let ip = nif.addr(&config.af_prio).ok_or_else(|| {
+            Error::InvalidParam(format!(
+                "tcp: interface {dev:?} has no address of RUCX_TCP_AF_PRIO={}",
+                uct::ucs::config::ConfigValue::to_text(&config.af_prio)
+            ))
+        })?;
+        let listener = sys::tcp_socket(ip)?;
         sys::set_opt(
             &listener,
             libc::SOL_SOCKET,
@@ -214,7 +194,7 @@ impl TcpIface {
             1,
             "setsockopt(SO_REUSEADDR)",
         )?;
-        bind_listener(&listener, nif.addr, config)?;
+        bind_listener(&listener, ip, config)?;
         let backlog = config.backlog.clamp(1, i32::MAX as u32) as libc::c_int;
         sys::listen(&listener, backlog)?;
         let bound = sys::local_addr(&listener)?;
@@ -240,23 +220,24 @@ impl TcpIface {
             model: model(&nif),
             connect: ConnectMode::ToIface,
         };
-        let listen = SocketAddrV4::new(nif.addr, bound.port());
+        let listen = SocketAddr::new(ip, bound.port());
         let mut iface = TcpIface {
             info: uct::IfaceInfo {
                 tl_name: "tcp".into(),
                 dev_name: nif.name.clone(),
-                device_addr: addr::pack_dev(nif.addr, host_id).to_vec(),
+                device_addr: addr::pack_dev(ip, host_id),
                 iface_addr: addr::pack_iface(bound.port()).to_vec(),
                 attr,
             },
             local: Local {
                 host_id,
                 loopback: nif.loopback,
+                family: AddrFamily::of(ip),
             },
             listen,
             own_key: wire::key(listen),
             limits,
-            opts: SockOpts::from_config(config),
+            opts,
             listener,
             epoll,
             events: vec![sys::EMPTY_EVENT; EVENT_BATCH],

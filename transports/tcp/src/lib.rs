@@ -4,9 +4,13 @@
 //! # What it does
 //!
 //! One [`uct::Component`] ([`COMPONENT`], named `tcp`) with one memory
-//! domain listing a resource per IPv4 network interface that is up
-//! (loopback included). An iface listens on its interface's address, and
-//! endpoints connect to a remote iface's address (connect-to-iface).
+//! domain listing a resource per network interface that is up (loopback
+//! included) and has an IPv4 or IPv6 address of a family in
+//! `RUCX_TCP_AF_PRIO` (default `inet,inet6`, as UCX's `UCX_TCP_AF_PRIO`).
+//! An iface listens on its interface's first address of the first family
+//! of that list the interface has, and endpoints connect to a remote
+//! iface's address (connect-to-iface). IPv6 link-local addresses are not
+//! used (no scope id travels in the addresses).
 //!
 //! * Connections: one full-duplex TCP connection per pair of ifaces, shared
 //!   by all endpoints between them in both directions: an endpoint reuses
@@ -19,7 +23,8 @@
 //!   sent on a connection that loses, and messages keep their order.
 //!   Connections stay until the iface is closed or they fail. All messages
 //!   from one peer iface arrive under one [`uct::SrcId`].
-//! * Reachability follows `uct::ip_addr`; a peer of this host and network
+//! * Reachability follows `uct::ip_addr`: an IPv4 iface never tries an
+//!   IPv6 peer, nor the other way round; a peer of this host and network
 //!   namespace (same host id) is reached over the kernel's loopback from
 //!   any device, which [`uct::Iface::loops_back`] says, so that the
 //!   protocol layer does not split rendezvous data over two devices that
@@ -66,8 +71,12 @@
 //!   its own connection: `ep_failed` for the endpoints on it, `src_failed`
 //!   for its source; no peer behaviour panics, blocks or stops the iface.
 //!   `SIGPIPE` is never raised. A connection not accepted within
-//!   `RUCX_TCP_CONN_TIMEOUT` fails; TCP keepalive (`RUCX_TCP_KEEPIDLE`)
-//!   finds silent peers.
+//!   `RUCX_TCP_CONN_TIMEOUT` fails. A peer that disappears is noticed in
+//!   bounded time: TCP keepalive (`RUCX_TCP_KEEPIDLE`, `KEEPINTVL`,
+//!   `KEEPCNT`: 10 s + 3 x 2 s by default) finds an idle one, and the
+//!   user timeout (`RUCX_TCP_USER_TIMEOUT`, 30 s) one that leaves sent
+//!   data unacknowledged; the kernel's `ETIMEDOUT` then fails the
+//!   connection like any socket error (`ConnectionLost`).
 //! * Sleeping: the iface owns an epoll set (level-triggered) of all its
 //!   sockets; [`uct::Iface::event_fd`] returns it.
 //!
@@ -79,7 +88,7 @@
 //!
 //! # What it does not do
 //!
-//! No IPv6; no `get_zcopy` (rendezvous over TCP pushes with puts), no
+//! No IPv6 link-local addresses; no `get_zcopy` (rendezvous over TCP pushes with puts), no
 //! short or bcopy puts, no atomics; no closing of idle connections; no threads: nothing
 //! moves unless `progress` runs (a put's data lands and is answered
 //! during the target's `progress`). A put refused midway (its
@@ -102,8 +111,8 @@
 //! * `tx.rs`: a connection's send backlog;
 //! * `rx.rs`: a connection's receive buffer and frame parser;
 //! * `rx_put.rs`: the data of a peer's put, into registered memory;
-//! * `wire.rs`: hello, frame header, control frames, put frames
-//!   (`wire/put.rs`);
+//! * `wire.rs`: frame header, control frames, the hello (`wire/hello.rs`),
+//!   put frames (`wire/put.rs`);
 //! * `slots.rs`: the index table behind endpoint and source ids;
 //! * `sys.rs`: the libc calls.
 

@@ -2,7 +2,7 @@
 //! exchange, and failure.
 
 use std::collections::VecDeque;
-use std::net::SocketAddrV4;
+use std::net::SocketAddr;
 use std::os::fd::OwnedFd;
 use std::time::Instant;
 
@@ -92,8 +92,8 @@ impl TcpIface {
     }
 
     /// Opens a connection to the iface listening at `addr`.
-    pub(crate) fn connect(&mut self, addr: SocketAddrV4, key: u64) -> Result<u32> {
-        let fd = sys::tcp_socket()?;
+    pub(crate) fn connect(&mut self, addr: SocketAddr, key: wire::Key) -> Result<u32> {
+        let fd = sys::tcp_socket(addr.ip())?;
         self.opts.apply(&fd)?;
         let connected =
             sys::connect(&fd, addr).map_err(|e| Error::io(format!("connect {addr}"), e))?;
@@ -132,7 +132,7 @@ impl TcpIface {
         }
     }
 
-    fn add_accepted(&mut self, fd: OwnedFd, peer: SocketAddrV4) -> Result<()> {
+    fn add_accepted(&mut self, fd: OwnedFd, peer: SocketAddr) -> Result<()> {
         self.opts.apply(&fd)?;
         let c = Conn::acceptor(fd, peer, self.deadline(), &self.limits);
         self.insert_conn(c).map(drop)
@@ -189,7 +189,7 @@ impl TcpIface {
     }
 
     /// Decides on a new connection from the iface `key`.
-    fn on_hello(&mut self, ci: u32, key: u64, sink: &mut dyn AmSink, n: &mut usize) -> bool {
+    fn on_hello(&mut self, ci: u32, key: wire::Key, sink: &mut dyn AmSink, n: &mut usize) -> bool {
         if let Some(c) = self.conns.get_mut(ci) {
             c.key = Some(key);
         }
@@ -217,7 +217,7 @@ impl TcpIface {
         }
     }
 
-    fn accept_conn(&mut self, ci: u32, key: Option<u64>) -> bool {
+    fn accept_conn(&mut self, ci: u32, key: Option<wire::Key>) -> bool {
         self.set_open(ci);
         let Some(c) = self.conns.get_mut(ci) else {
             return false;

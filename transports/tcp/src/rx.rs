@@ -20,7 +20,7 @@ use uct::{AmSink, SrcId};
 use crate::rx_am::{AmRx, DIRECT_MIN};
 use crate::rx_put::PutRx;
 use crate::sys::{self, Recv};
-use crate::wire::{self, Ctrl, Frame, PutHdr, PutStatus, ACK_LEN, FRAME_HDR, HELLO_LEN, PUT_HDR};
+use crate::wire::{self, Ctrl, Frame, PutHdr, PutStatus, ACK_LEN, FRAME_HDR, HELLO_MAX, PUT_HDR};
 
 /// What one `recv` found.
 #[derive(Debug, PartialEq, Eq)]
@@ -90,8 +90,8 @@ impl RxState {
             expect_hello,
             data_ok: false,
             announced: false,
-            buf: vec![0; buf_size.max(HELLO_LEN + FRAME_HDR + PUT_HDR)],
-            seg: buf_size.max(HELLO_LEN + FRAME_HDR + PUT_HDR),
+            buf: vec![0; buf_size.max(HELLO_MAX + FRAME_HDR + PUT_HDR)],
+            seg: buf_size.max(HELLO_MAX + FRAME_HDR + PUT_HDR),
             start: 0,
             end: 0,
             put: None,
@@ -183,13 +183,10 @@ impl RxState {
         delivered: &mut usize,
     ) -> Result<Option<Event>, PeerMisbehaved> {
         if self.expect_hello {
-            if self.end - self.start < HELLO_LEN {
+            let Some((from, len)) = wire::parse_hello(&self.buf[self.start..self.end])? else {
                 return Ok(None);
-            }
-            let mut hello = [0u8; HELLO_LEN];
-            hello.copy_from_slice(&self.buf[self.start..self.start + HELLO_LEN]);
-            let from = wire::parse_hello(&hello)?;
-            self.start += HELLO_LEN;
+            };
+            self.start += len;
             self.expect_hello = false;
             return Ok(Some(Event::Ctrl(Ctrl::Hello(wire::key(from)))));
         }

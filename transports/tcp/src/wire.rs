@@ -1,15 +1,20 @@
 //! What travels on a connection.
 //!
 //! One TCP connection joins a pair of ifaces and carries frames both ways.
-//! The side that connected starts with a hello of 16 bytes:
+//! The side that connected starts with a hello of 17 bytes (IPv4) or 29
+//! bytes (IPv6):
 //!
-//! | bytes  | field   | value                                        |
-//! |--------|---------|----------------------------------------------|
-//! | 0..8   | magic   | [`MAGIC`], little-endian                     |
-//! | 8..10  | version | [`VERSION`], little-endian                   |
-//! | 10..12 | port    | the connector's listening port, big-endian   |
-//! | 12..16 | ip      | the connector's iface IPv4 address           |
+//! | bytes  | field   | value                                              |
+//! |--------|---------|----------------------------------------------------|
+//! | 0..8   | magic   | [`MAGIC`], little-endian                           |
+//! | 8..10  | version | [`VERSION`], little-endian                         |
+//! | 10..12 | port    | the connector's listening port, big-endian         |
+//! | 12     | family  | 4 (IPv4) or 6 (IPv6)                               |
+//! | 13..   | ip      | the connector's iface address (4 or 16 bytes, network order) |
 //!
+//! The acceptor checks each field as soon as its bytes are in: a wrong
+//! magic, another version (an older peer's 16-byte hello among them) or
+//! an unknown family fails the connection without waiting for more.
 //! The accepting side answers with an `ACCEPT` or `REJECT` control frame.
 //! After that, both sides send frames, each a 5-byte header and its payload:
 //!
@@ -30,7 +35,8 @@
 //! frame.
 //!
 //! REJECT settles connections opened by both sides at once: the connection
-//! opened by the iface with the smaller [`key`] is kept, the other one is
+//! opened by the iface with the smaller [`key`] (listening address,
+//! ordered by IP, then port) is kept, the other one is
 //! rejected and its queued frames move to the kept one before any frame was
 //! sent on it.
 //!
@@ -77,13 +83,14 @@
 //! needs to hold more acknowledgements than that for a peer that reads
 //! them; one that must, fails the connection.
 
+mod hello;
 mod put;
+
+pub(crate) use hello::{hello, key, parse_hello, Key, HELLO_MAX};
 
 #[cfg(test)]
 pub(crate) use put::ack_frame;
 pub(crate) use put::{ack_body, parse_ack, PutHdr, PutStatus, ACK_LEN, PUT_HDR};
-
-use std::net::{Ipv4Addr, SocketAddrV4};
 
 use uct::ucs::PeerMisbehaved;
 use uct::{AmId, AM_ID_MAX};
@@ -95,11 +102,8 @@ pub(crate) const FRAME_HDR: usize = 5;
 /// u64.
 pub(crate) const MAGIC: u64 = u64::from_le_bytes(*b"rucx-tcp");
 
-/// Version of this wire format.
-pub(crate) const VERSION: u16 = 2;
-
-/// Length of the hello.
-pub(crate) const HELLO_LEN: usize = 16;
+/// Version of this wire format (3: the hello carries IPv4 or IPv6).
+pub(crate) const VERSION: u16 = 3;
 
 /// Control frame: the connection is accepted; frames may flow.
 pub(crate) const CTRL_ACCEPT: AmId = 0xf0;
@@ -119,15 +123,9 @@ pub(crate) const MAX_PUTS: usize = 1024;
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Ctrl {
     /// The connector's hello, with its iface key.
-    Hello(u64),
+    Hello(Key),
     Accept,
     Reject,
-}
-
-/// The key of an iface: its listening address as one number, the same on
-/// both sides of a connection.
-pub(crate) fn key(addr: SocketAddrV4) -> u64 {
-    (u64::from(u32::from(*addr.ip())) << 16) | u64::from(addr.port())
 }
 
 /// Encodes a frame header.
@@ -193,38 +191,6 @@ pub(crate) fn parse_frame_hdr(
     Ok(frame)
 }
 
-/// The hello of a connector listening on `me`.
-pub(crate) fn hello(me: SocketAddrV4) -> [u8; HELLO_LEN] {
-    let mut out = [0u8; HELLO_LEN];
-    out[..8].copy_from_slice(&MAGIC.to_le_bytes());
-    out[8..10].copy_from_slice(&VERSION.to_le_bytes());
-    out[10..12].copy_from_slice(&me.port().to_be_bytes());
-    out[12..].copy_from_slice(&me.ip().octets());
-    out
-}
-
-/// Checks a received hello; returns the connector's listening address.
-pub(crate) fn parse_hello(b: &[u8; HELLO_LEN]) -> Result<SocketAddrV4, PeerMisbehaved> {
-    let mut magic = [0u8; 8];
-    magic.copy_from_slice(&b[..8]);
-    let magic = u64::from_le_bytes(magic);
-    if magic != MAGIC {
-        return Err(PeerMisbehaved::BadMagic(magic));
-    }
-    let version = u16::from_le_bytes([b[8], b[9]]);
-    if version != VERSION {
-        return Err(PeerMisbehaved::Invalid {
-            what: "protocol version",
-            detail: format!("{version}, expected {VERSION}"),
-        });
-    }
-    let port = u16::from_be_bytes([b[10], b[11]]);
-    Ok(SocketAddrV4::new(
-        Ipv4Addr::new(b[12], b[13], b[14], b[15]),
-        port,
-    ))
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -273,31 +239,5 @@ mod tests {
                 max: 100
             })
         );
-    }
-
-    #[test]
-    fn hello_checks() {
-        let me: SocketAddrV4 = "10.1.2.3:4567".parse().unwrap();
-        assert_eq!(parse_hello(&hello(me)), Ok(me));
-        let mut bad = hello(me);
-        bad[0] ^= 1;
-        assert!(matches!(
-            parse_hello(&bad),
-            Err(PeerMisbehaved::BadMagic(_))
-        ));
-        let mut bad = hello(me);
-        bad[8] = 9;
-        assert!(matches!(
-            parse_hello(&bad),
-            Err(PeerMisbehaved::Invalid { .. })
-        ));
-    }
-
-    #[test]
-    fn keys_order_by_address() {
-        let a = key("10.0.0.1:9".parse().unwrap());
-        let b = key("10.0.0.1:10".parse().unwrap());
-        let c = key("10.0.0.2:1".parse().unwrap());
-        assert!(a < b && b < c);
     }
 }

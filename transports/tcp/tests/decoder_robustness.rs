@@ -13,7 +13,7 @@
 mod harness;
 
 use std::cell::RefCell;
-use std::net::{Ipv4Addr, SocketAddrV4};
+use std::net::{Ipv4Addr, Ipv6Addr, SocketAddr, SocketAddrV4, SocketAddrV6};
 
 use harness::put_model::{self, CTRL_PUT, CTRL_PUT_ACK, PUT_HDR};
 use harness::{frame, frame_hdr, hello, Target, Wire, CTRL_ACCEPT, CTRL_REJECT};
@@ -273,6 +273,26 @@ fn known_edge_cases_match_the_model() {
         // Hellos with the wrong version or magic.
         [&h[..8], &2u16.to_le_bytes()[..], &h[10..]].concat(),
         [&b"RUCX-TCP"[..], &h[8..]].concat(),
+        // An older peer's 16-byte version-2 hello, then a frame.
+        [
+            &h[..8],
+            &2u16.to_le_bytes()[..],
+            &h[10..12],
+            &h[13..],
+            &frame(1, b"v2"),
+        ]
+        .concat(),
+        // Unknown address families; the address cut short.
+        [&h[..12], &[5u8][..], &h[13..], &frame(1, b"f5")].concat(),
+        [&h[..12], &[0u8][..], &h[13..]].concat(),
+        h[..14].to_vec(),
+        // A stranger on IPv6, whole and cut short.
+        [
+            hello(SocketAddrV6::new(Ipv6Addr::LOCALHOST, 9, 0, 0)),
+            frame(1, b"six"),
+        ]
+        .concat(),
+        hello(SocketAddrV6::new(Ipv6Addr::LOCALHOST, 9, 0, 0))[..20].to_vec(),
         // The open peer's identity.
         [hello(t.peer_addr()), frame(1, b"spoof")].concat(),
         // Puts: whole, refused, at the edges, truncated, malformed.
@@ -313,7 +333,7 @@ fn known_edge_cases_match_the_model() {
 #[test]
 fn the_model_itself_is_not_trivial() {
     // The oracle must tell deliveries, rejections and failures apart.
-    let peer = SocketAddrV4::new(Ipv4Addr::LOCALHOST, 4000);
+    let peer = SocketAddr::V4(SocketAddrV4::new(Ipv4Addr::LOCALHOST, 4000));
     let h = hello(SocketAddrV4::new(Ipv4Addr::LOCALHOST, 5000));
     let plain = Wire {
         max_frame: 100,

@@ -87,9 +87,9 @@ fn a_peer_gone_mid_message_ends_the_placement_before_its_source() {
     // A raw peer: hello, then a 200 KiB message of which 4 KiB arrive.
     let mut s = TcpStream::connect(("127.0.0.1", port(b.as_ref()))).unwrap();
     let mut hello = MAGIC.to_vec();
-    hello.extend_from_slice(&2u16.to_le_bytes());
+    hello.extend_from_slice(&3u16.to_le_bytes());
     hello.extend_from_slice(&1u16.to_be_bytes());
-    hello.extend_from_slice(&[127, 0, 0, 1]);
+    hello.extend_from_slice(&[4, 127, 0, 0, 1]);
     s.write_all(&hello).unwrap();
     let total = (HDR + 200 * 1024) as u32;
     let mut f = vec![ID];

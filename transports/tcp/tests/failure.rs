@@ -16,9 +16,9 @@ const MAGIC: &[u8; 8] = b"rucx-tcp";
 /// A hello from a made-up iface listening on 127.0.0.1:`port`.
 fn hello(port: u16) -> Vec<u8> {
     let mut v = MAGIC.to_vec();
-    v.extend_from_slice(&2u16.to_le_bytes());
+    v.extend_from_slice(&3u16.to_le_bytes());
     v.extend_from_slice(&port.to_be_bytes());
-    v.extend_from_slice(&[127, 0, 0, 1]);
+    v.extend_from_slice(&[4, 127, 0, 0, 1]);
     v
 }
 
@@ -266,13 +266,15 @@ fn ep_to_raw(a: &mut dyn Iface, sa: &mut Recorder, l: &TcpListener) -> (uct::EpI
     let ep = a.ep_create(&dev, &port.to_be_bytes()).unwrap();
     let (mut s, _) = l.accept().unwrap();
     s.set_nodelay(true).unwrap();
-    let mut hs = [0u8; 16];
+    // The IPv4 hello: magic, version, port, family 4, address.
+    let mut hs = [0u8; 17];
     drive(&mut [(a, sa)], |_| {
         s.set_read_timeout(Some(Duration::from_millis(1))).unwrap();
         s.read_exact(&mut hs).is_ok()
     });
     assert_eq!(&hs[..8], MAGIC);
-    assert_eq!(u16::from_le_bytes([hs[8], hs[9]]), 2);
+    assert_eq!(u16::from_le_bytes([hs[8], hs[9]]), 3);
+    assert_eq!(hs[12], 4);
     (ep, s)
 }
 
@@ -449,7 +451,9 @@ fn bad_addresses_are_refused() {
         Err(Error::InvalidAddr(_))
     ));
     let mut other_host = dev.clone();
-    other_host[4] ^= 0xff;
+    // The host id is the last 8 bytes.
+    let last = other_host.len() - 1;
+    other_host[last] ^= 0xff;
     assert!(!a.is_reachable(&other_host, &[1, 2]));
     assert!(matches!(
         a.ep_create(&other_host, &[1, 2]),

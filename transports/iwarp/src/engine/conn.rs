@@ -35,9 +35,11 @@ pub(crate) fn preset_socket(s: &Settings, fd: &OwnedFd) -> uct::Result<()> {
     Ok(())
 }
 
-/// Sets up an established TCP socket: no Nagle, and the largest ULPDU
-/// that keeps an FPDU within one segment.
-pub(crate) fn setup_socket(fd: &OwnedFd) -> uct::Result<usize> {
+/// Sets up an established TCP socket: no Nagle, keepalive and user
+/// timeout (so that a vanished peer fails the connection with data in
+/// flight or not), and the largest ULPDU that keeps an FPDU within one
+/// segment.
+pub(crate) fn setup_socket(s: &Settings, fd: &OwnedFd) -> uct::Result<usize> {
     sock::set_opt(
         fd,
         libc::IPPROTO_TCP,
@@ -45,6 +47,7 @@ pub(crate) fn setup_socket(fd: &OwnedFd) -> uct::Result<usize> {
         1,
         "setsockopt(TCP_NODELAY)",
     )?;
+    s.keepalive.apply(fd)?;
     current_mulpdu(fd)
 }
 
@@ -135,7 +138,7 @@ impl Qp {
                 return;
             }
         }
-        let mulpdu = match setup_socket(&conn.fd) {
+        let mulpdu = match setup_socket(&env.shared.settings, &conn.fd) {
             Ok(m) => m,
             Err(e) => {
                 self.fail(env, Failure::ConnectFailed(e.to_string()));
@@ -249,8 +252,9 @@ impl Qp {
 mod tests {
     use super::*;
     use crate::config::IwarpConfig;
-    use std::net::{Ipv4Addr, SocketAddrV4};
+    use std::net::{IpAddr, Ipv4Addr, SocketAddr};
     use std::time::{Duration, Instant};
+    use uct::ucs::sock::Keepalive;
 
     fn settings(congestion: &'static str) -> Settings {
         let c = IwarpConfig::from_lookup(|v| {
@@ -263,12 +267,13 @@ mod tests {
     /// A loopback connection whose sockets got `s`: (listener, client,
     /// accepted).
     fn connected(s: &Settings) -> (OwnedFd, OwnedFd, OwnedFd) {
-        let listener = sock::tcp_socket().unwrap();
+        let lo = IpAddr::V4(Ipv4Addr::LOCALHOST);
+        let listener = sock::tcp_socket(lo).unwrap();
         preset_socket(s, &listener).unwrap();
-        sock::bind(&listener, SocketAddrV4::new(Ipv4Addr::LOCALHOST, 0)).unwrap();
+        sock::bind(&listener, SocketAddr::new(lo, 0)).unwrap();
         sock::listen(&listener, 1).unwrap();
         let addr = sock::local_addr(&listener).unwrap();
-        let client = sock::tcp_socket().unwrap();
+        let client = sock::tcp_socket(lo).unwrap();
         preset_socket(s, &client).unwrap();
         sock::connect(&client, addr).unwrap();
         let deadline = Instant::now() + Duration::from_secs(10);
@@ -298,8 +303,37 @@ mod tests {
     }
 
     #[test]
+    fn connections_get_the_configured_keepalive_and_user_timeout() {
+        let vars = [
+            ("RUCX_IWARP_KEEPIDLE", "7s"),
+            ("RUCX_IWARP_KEEPINTVL", "3"),
+            ("RUCX_IWARP_KEEPCNT", "4"),
+            ("RUCX_IWARP_USER_TIMEOUT", "1500ms"),
+        ];
+        let c = IwarpConfig::from_lookup(|v| {
+            vars.iter()
+                .find(|(k, _)| *k == v)
+                .map(|(_, x)| x.to_string())
+        })
+        .unwrap();
+        let s = Settings::from_config(&c).unwrap();
+        let (_, c, a) = connected(&s);
+        let want = Keepalive {
+            idle: Some(7),
+            intvl: 3,
+            cnt: 4,
+            user_timeout_ms: Some(1500),
+        };
+        // As the engine sets up both ends of an established connection.
+        for fd in [&c, &a] {
+            setup_socket(&s, fd).unwrap();
+            assert_eq!(Keepalive::of(fd).unwrap(), want);
+        }
+    }
+
+    #[test]
     fn an_unknown_algorithm_is_an_error_naming_it() {
-        let fd = sock::tcp_socket().unwrap();
+        let fd = sock::tcp_socket(IpAddr::V4(Ipv4Addr::LOCALHOST)).unwrap();
         let e = preset_socket(&settings("no_such_cc"), &fd).unwrap_err();
         assert!(e.to_string().contains("no_such_cc"), "{e}");
     }

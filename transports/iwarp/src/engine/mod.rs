@@ -24,7 +24,7 @@ mod table;
 mod timer;
 mod tx;
 
-use std::net::{SocketAddr, SocketAddrV4};
+use std::net::SocketAddr;
 use std::os::fd::{AsRawFd, OwnedFd, RawFd};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -61,7 +61,7 @@ const MAX_CQE: u32 = 1 << 20;
 #[derive(Debug)]
 struct ConnReq {
     fd: OwnedFd,
-    peer: SocketAddrV4,
+    peer: SocketAddr,
     buf: Vec<u8>,
     /// The complete request, once read (then waiting for accept/reject).
     request: Option<MpaFrame>,
@@ -92,11 +92,17 @@ fn bad(what: &str) -> Error {
     Error::InvalidParam(format!("iwarp: {what}"))
 }
 
-fn v4(addr: SocketAddr) -> Result<SocketAddrV4> {
-    match addr {
-        SocketAddr::V4(a) => Ok(a),
-        SocketAddr::V6(_) => Err(Error::op_unsupported("iwarp", "IPv6 addresses")),
+/// Refuses an address of the other family than the device's: a device
+/// works in one family (`RUCX_IWARP_AF_PRIO`), like its interface
+/// address.
+fn same_family(shared: &Shared, addr: SocketAddr) -> Result<SocketAddr> {
+    if addr.is_ipv6() != shared.addr.is_ipv6() {
+        return Err(Error::Unreachable(format!(
+            "iwarp: {addr} is not of the family of device address {}",
+            shared.addr
+        )));
     }
+    Ok(addr)
 }
 
 impl Context {
@@ -145,7 +151,7 @@ impl Context {
                 }
             };
             work += 1;
-            let Ok(mulpdu) = conn::setup_socket(&fd) else {
+            let Ok(mulpdu) = conn::setup_socket(&self.shared.settings, &fd) else {
                 continue;
             };
             let raw = fd.as_raw_fd();
@@ -208,7 +214,7 @@ impl Context {
             return 1;
         }
         let param = cm::peer_param(&settings, &frame);
-        let peer = SocketAddr::V4(req.peer);
+        let peer = req.peer;
         req.request = Some(frame);
         self.out.cm(CmEvent::ConnectRequest {
             req: ConnReqId(id),
@@ -420,8 +426,8 @@ impl Verbs for Context {
         if self.listener.is_some() {
             return Err(bad("already listening"));
         }
-        let addr = v4(addr)?;
-        let fd = sock::tcp_socket()?;
+        let addr = same_family(&self.shared, addr)?;
+        let fd = sock::tcp_socket(addr.ip())?;
         sock::set_opt(
             &fd,
             libc::SOL_SOCKET,
@@ -436,11 +442,11 @@ impl Verbs for Context {
         self.events
             .add(fd.as_raw_fd(), TOKEN_LISTENER << 32, Interest::READABLE)?;
         self.listener = Some(fd);
-        Ok(SocketAddr::V4(bound))
+        Ok(bound)
     }
 
     fn connect(&mut self, qp: QpId, dest: SocketAddr, param: &ConnParam) -> Result<()> {
-        let dest = v4(dest)?;
+        let dest = same_family(&self.shared, dest)?;
         if param.private_data.len() > MAX_PRIVATE_DATA {
             return Err(bad("connect: private data too long"));
         }
@@ -451,9 +457,9 @@ impl Verbs for Context {
         if q.state != QpState::Init || q.conn.is_some() {
             return Err(bad("connect: the queue pair is not in Init"));
         }
-        let fd = sock::tcp_socket()?;
+        let fd = sock::tcp_socket(dest.ip())?;
         conn::preset_socket(&self.shared.settings, &fd)?;
-        let local = SocketAddrV4::new(self.shared.addr, 0);
+        let local = SocketAddr::new(self.shared.addr, 0);
         sock::bind(&fd, local).map_err(|e| Error::io(format!("bind {local}"), e))?;
         sock::connect(&fd, dest).map_err(|e| Error::io(format!("connect {dest}"), e))?;
         self.events
@@ -466,7 +472,7 @@ impl Verbs for Context {
         q.state = QpState::Connecting;
         q.conn = Some(Conn {
             fd,
-            peer: SocketAddr::V4(dest),
+            peer: dest,
             phase: Phase::TcpConnect { request },
             crc: false,
             mulpdu: crate::wire::fpdu::mulpdu(0),
@@ -502,7 +508,7 @@ impl Verbs for Context {
         let until = Instant::now() + self.shared.settings.timeout;
         self.deadlines.add(until, qp_token(qp));
         self.with_qp(qp, |q, env| {
-            q.start_accepted(env, r.fd, SocketAddr::V4(r.peer), r.mulpdu, &request, param);
+            q.start_accepted(env, r.fd, r.peer, r.mulpdu, &request, param);
             if let Some(c) = q.conn.as_mut() {
                 c.interest = Interest::READABLE.bits();
             }

@@ -3,7 +3,7 @@
 
 #![allow(dead_code)]
 
-use std::net::{Ipv4Addr, SocketAddr};
+use std::net::SocketAddr;
 use std::time::{Duration, Instant};
 
 use rucx_iwarp::{IwarpConfig, PROVIDER};
@@ -204,11 +204,11 @@ pub(crate) fn wait_wc(a: &mut Node, b: &mut Node, which: usize, wr_id: u64) -> W
     got.unwrap()
 }
 
-/// Starts `n` listening on loopback; returns the address.
+/// Starts `n` listening on its device's address (on `lo`: 127.0.0.1, or
+/// ::1 with `AF_PRIO=inet6`); returns the address.
 pub(crate) fn listen(n: &mut Node) -> SocketAddr {
-    n.ctx
-        .listen(SocketAddr::from((Ipv4Addr::LOCALHOST, 0)))
-        .unwrap()
+    let ip = n.dev.attr().addr;
+    n.ctx.listen(SocketAddr::new(ip, 0)).unwrap()
 }
 
 /// Listens on `b`, connects `a` to it; returns the request's parameters

@@ -10,7 +10,7 @@
 //! winner (the peer's single completion queue keeps that order), then
 //! moves. The losing connection stays, idle.
 
-use std::net::SocketAddrV4;
+use std::net::SocketAddr;
 
 use crate::verbs::{ConnParam, ConnReqId, QpId, QpInit};
 use uct::ucs::{EndpointCause, Error, Result};
@@ -22,8 +22,10 @@ use super::iface::{Conn, Notice, RcEp, RcIface};
 use super::ops::RECV_BIT;
 use super::wire::{ConnRep, ConnReq, RESERVE};
 
-fn addr_key(a: SocketAddrV4) -> (u32, u16) {
-    (u32::from(*a.ip()), a.port())
+/// The order of listening addresses that settles simultaneous
+/// connections: by IP, then port (the same on both sides).
+fn addr_key(a: SocketAddr) -> (std::net::IpAddr, u16) {
+    (a.ip(), a.port())
 }
 
 impl RcIface {
@@ -51,7 +53,7 @@ impl RcIface {
         Ok(qp)
     }
 
-    fn new_conn(&mut self, peer: SocketAddrV4, initiated: bool, credits: u32) -> Conn {
+    fn new_conn(&mut self, peer: SocketAddr, initiated: bool, credits: u32) -> Conn {
         Conn {
             peer,
             initiated,
@@ -85,7 +87,7 @@ impl RcIface {
     }
 
     /// Connects a new queue pair to the iface listening at `peer`.
-    fn open_conn(&mut self, peer: SocketAddrV4) -> Result<QpId> {
+    fn open_conn(&mut self, peer: SocketAddr) -> Result<QpId> {
         let rx = self.limits.rx_queue;
         let qp = self.new_qp(rx)?;
         let dattr = self.device.attr();
@@ -101,7 +103,7 @@ impl RcIface {
             ord: self.limits.ord.min(dattr.max_qp_rd_atom),
             ird: dattr.max_qp_init_rd_atom,
         };
-        if let Err(e) = self.verbs.connect(qp, peer.into(), &param) {
+        if let Err(e) = self.verbs.connect(qp, peer, &param) {
             self.drop_qp(qp, Error::Canceled);
             return Err(e);
         }

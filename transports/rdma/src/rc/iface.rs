@@ -2,7 +2,7 @@
 //! in flight) and opening it.
 
 use std::collections::{HashMap, VecDeque};
-use std::net::{SocketAddr, SocketAddrV4};
+use std::net::SocketAddr;
 use std::sync::Arc;
 
 use crate::provider::{Device, Verbs};
@@ -61,7 +61,7 @@ pub(crate) struct RcEp {
 #[derive(Debug)]
 pub(crate) struct Conn {
     /// The peer iface's listening address.
-    pub(crate) peer: SocketAddrV4,
+    pub(crate) peer: SocketAddr,
     /// We connected it (else we accepted it).
     pub(crate) initiated: bool,
     pub(crate) failed: bool,
@@ -81,7 +81,7 @@ pub(crate) struct Conn {
 /// A source: a peer iface whose connections deliver messages.
 #[derive(Debug)]
 pub(crate) struct Source {
-    pub(crate) peer: SocketAddrV4,
+    pub(crate) peer: SocketAddr,
     /// Connections of it not failed.
     pub(crate) live: u32,
     /// Something was delivered from it (so its end is reported).
@@ -165,13 +165,13 @@ pub(crate) struct RcIface {
     /// The connection of each queue pair, by `QpId`.
     pub(crate) conns: Vec<Option<Conn>>,
     /// The connection endpoints to each peer iface use.
-    pub(crate) peers: HashMap<SocketAddrV4, QpId>,
+    pub(crate) peers: HashMap<SocketAddr, QpId>,
     /// Sources by id, and the live source of each peer iface.
     pub(crate) srcs: HashMap<u32, Source>,
-    pub(crate) src_by_peer: HashMap<SocketAddrV4, u32>,
+    pub(crate) src_by_peer: HashMap<SocketAddr, u32>,
     pub(crate) next_src: u32,
     /// Where this iface listens.
-    pub(crate) listen: SocketAddrV4,
+    pub(crate) listen: SocketAddr,
     pub(crate) ops: Table<Op>,
     pub(crate) groups: Table<Group>,
     pub(crate) notices: VecDeque<Notice>,
@@ -207,7 +207,7 @@ impl RcIface {
         let mut verbs = md.device.open_context()?;
         let depth = 4 * (limits.tx_queue + limits.rx_queue).max(1024);
         let cq = verbs.create_cq(depth)?;
-        let bound = verbs.listen(SocketAddr::V4(SocketAddrV4::new(nif.addr, 0)))?;
+        let bound = verbs.listen(SocketAddr::new(dattr.addr, 0))?;
         let host_id = uct::ucs::sys::host_id();
         let max_inline = (dattr.max_inline as usize).min(INLINE_CAP);
         let max_short = max_inline.min(limits.seg).saturating_sub(HDR + 8);
@@ -237,13 +237,14 @@ impl RcIface {
             info: uct::IfaceInfo {
                 tl_name: md.tl_name.clone(),
                 dev_name: dattr.name.clone(),
-                device_addr: ip_addr::pack_dev(nif.addr, host_id).to_vec(),
+                device_addr: ip_addr::pack_dev(dattr.addr, host_id),
                 iface_addr: ip_addr::pack_iface(bound.port()).to_vec(),
                 attr,
             },
             local: Local {
                 host_id,
                 loopback: nif.loopback,
+                family: uct::ucs::netif::AddrFamily::of(dattr.addr),
             },
             limits,
             worker_uuid: params.worker_uuid,
@@ -255,7 +256,7 @@ impl RcIface {
             srcs: HashMap::new(),
             src_by_peer: HashMap::new(),
             next_src: 0,
-            listen: SocketAddrV4::new(nif.addr, bound.port()),
+            listen: SocketAddr::new(dattr.addr, bound.port()),
             ops: Table::new(),
             groups: Table::new(),
             notices: VecDeque::new(),
@@ -285,7 +286,7 @@ impl RcIface {
     }
 
     /// The source of peer iface `peer`, counting one more connection.
-    pub(crate) fn src_for(&mut self, peer: SocketAddrV4) -> SrcId {
+    pub(crate) fn src_for(&mut self, peer: SocketAddr) -> SrcId {
         if let Some(&id) = self.src_by_peer.get(&peer) {
             if let Some(s) = self.srcs.get_mut(&id) {
                 s.live += 1;

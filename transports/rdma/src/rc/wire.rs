@@ -1,14 +1,15 @@
 //! What the RC transport puts in SENDs and in connection private data.
 //! Every field is little-endian.
 //!
-//! * Connection request private data, 32 bytes: magic `rcx` + version 2
+//! * Connection request private data, 44 bytes: magic `rcx` + version 3
 //!   (4), the initiator's receive buffer size (u32), the initiator's
 //!   worker uuid (u64, for logs), the receives the responder must post
 //!   (u32: the initiator starts sending while the connection is being set
 //!   up, the provider holding the SENDs until it is), the receives the
 //!   initiator posted (u32: the responder's credits), the initiator's
-//!   listening address (IPv4, 4 bytes in network order, and port, u16), 2
-//!   reserved bytes (zero).
+//!   listening address: its family (one byte, 4 or 6), the IP (16 bytes
+//!   in network order; an IPv4 address in the first 4, the rest zero) and
+//!   the port (u16), then a reserved byte (zero).
 //! * Accept private data, 12 bytes: magic (4), the receives the responder
 //!   posted before accepting (u32, at least what was asked: a responder
 //!   that cannot post that many rejects), its receive buffer size (u32).
@@ -23,7 +24,7 @@
 //!   receiver-not-ready retry: a SEND that finds no receive ends the
 //!   connection, so the accounting must be exact.
 
-use std::net::{Ipv4Addr, SocketAddrV4};
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
 
 use uct::ucs::{Error, PeerMisbehaved, Result};
 
@@ -34,9 +35,9 @@ pub const HDR: usize = 3;
 /// Receives posted beyond the credits, for grants.
 pub const RESERVE: u32 = 8;
 /// First bytes of both private data blocks: `rcx` and the version.
-pub const MAGIC: [u8; 4] = *b"rcx\x02";
+pub const MAGIC: [u8; 4] = *b"rcx\x03";
 /// Length of the request's private data.
-pub const REQ_LEN: usize = 32;
+pub const REQ_LEN: usize = 44;
 /// Length of the accept's private data.
 pub const REP_LEN: usize = 12;
 
@@ -52,7 +53,7 @@ pub struct ConnReq {
     /// Receives the initiator posted.
     pub posted: u32,
     /// The initiator's listening address.
-    pub listen: SocketAddrV4,
+    pub listen: SocketAddr,
 }
 
 /// The responder's private data.
@@ -86,9 +87,20 @@ impl ConnReq {
         v.extend_from_slice(&self.uuid.to_le_bytes());
         v.extend_from_slice(&self.credits.to_le_bytes());
         v.extend_from_slice(&self.posted.to_le_bytes());
-        v.extend_from_slice(&self.listen.ip().octets());
+        let mut ip = [0u8; 16];
+        match self.listen.ip() {
+            IpAddr::V4(a) => {
+                v.push(4);
+                ip[..4].copy_from_slice(&a.octets());
+            }
+            IpAddr::V6(a) => {
+                v.push(6);
+                ip = a.octets();
+            }
+        }
+        v.extend_from_slice(&ip);
         v.extend_from_slice(&self.listen.port().to_le_bytes());
-        v.extend_from_slice(&[0, 0]);
+        v.push(0);
         v
     }
 
@@ -100,13 +112,20 @@ impl ConnReq {
         if b[..4] != MAGIC {
             return Err(bad("not an rc peer of this version"));
         }
-        if b[30..32] != [0, 0] {
+        if b[43] != 0 {
             return Err(bad("reserved bytes set"));
         }
         let mut u = [0u8; 8];
         u.copy_from_slice(&b[8..16]);
-        let ip = Ipv4Addr::new(b[24], b[25], b[26], b[27]);
-        let port = u16::from_le_bytes([b[28], b[29]]);
+        let mut a = [0u8; 16];
+        a.copy_from_slice(&b[25..41]);
+        let ip: IpAddr = match b[24] {
+            4 if a[4..] == [0; 12] => Ipv4Addr::new(a[0], a[1], a[2], a[3]).into(),
+            4 => return Err(bad("bytes after an IPv4 address set")),
+            6 => Ipv6Addr::from(a).into(),
+            f => return Err(bad(&format!("address family {f}"))),
+        };
+        let port = u16::from_le_bytes([b[41], b[42]]);
         if port == 0 || ip.is_unspecified() {
             return Err(bad("no listening address"));
         }
@@ -115,7 +134,7 @@ impl ConnReq {
             uuid: u64::from_le_bytes(u),
             credits: u32_at(b, 16),
             posted: u32_at(b, 20),
-            listen: SocketAddrV4::new(ip, port),
+            listen: SocketAddr::new(ip, port),
         })
     }
 }
@@ -177,15 +196,29 @@ mod tests {
         };
         let e = r.encode();
         assert_eq!(e.len(), REQ_LEN);
-        assert_eq!(&e[24..30], &[10, 1, 2, 3, 0xa0, 0x0f]);
+        assert_eq!(&e[24..29], &[4, 10, 1, 2, 3]);
+        assert_eq!(&e[41..44], &[0xa0, 0x0f, 0]);
         assert_eq!(ConnReq::decode(&e).unwrap(), r);
-        assert!(ConnReq::decode(&e[..31]).is_err());
+        assert!(ConnReq::decode(&e[..43]).is_err());
         let mut z = e.clone();
-        z[28..30].copy_from_slice(&[0, 0]);
+        z[41..43].copy_from_slice(&[0, 0]);
         assert!(ConnReq::decode(&z).is_err());
         let mut z = e.clone();
-        z[31] = 1;
+        z[43] = 1;
         assert!(ConnReq::decode(&z).is_err());
+        for (at, v) in [(24, 5u8), (24, 0), (30, 1)] {
+            let mut z = e.clone();
+            z[at] = v;
+            assert!(ConnReq::decode(&z).is_err(), "byte {at} = {v}");
+        }
+        let six = ConnReq {
+            listen: "[fd00::2]:4000".parse().unwrap(),
+            ..r
+        };
+        let e6 = six.encode();
+        assert_eq!(e6.len(), REQ_LEN);
+        assert_eq!(e6[24], 6);
+        assert_eq!(ConnReq::decode(&e6).unwrap(), six);
         let p = ConnRep {
             credits: 64,
             seg: 8192,

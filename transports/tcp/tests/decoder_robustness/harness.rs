@@ -2,7 +2,7 @@
 //! and a model of what the iface must make of them.
 //!
 //! The model follows the wire format documented in the crate (`wire.rs`):
-//! a 16-byte hello, then frames of a 5-byte header and a payload. It
+//! a hello (17 bytes for IPv4, 29 for IPv6), then frames of a 5-byte header and a payload. It
 //! predicts, for any byte stream from one connection, which active
 //! messages reach the sink, whether the source fails, which puts the iface
 //! answers with which status, and what they leave in the iface's
@@ -16,7 +16,7 @@
 #![allow(dead_code)]
 
 use std::io::{ErrorKind, Read, Write};
-use std::net::{Ipv4Addr, Shutdown, SocketAddrV4, TcpStream};
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, Shutdown, SocketAddr, TcpStream};
 use std::time::{Duration, Instant};
 
 use rucx_tcp::COMPONENT;
@@ -33,9 +33,9 @@ use put_model::{acks_in, acks_match, judge, Window, CTRL_PUT, PUT_HDR};
 /// First 8 bytes of a connector's hello.
 pub(crate) const MAGIC: [u8; 8] = *b"rucx-tcp";
 /// Wire format version.
-pub(crate) const VERSION: u16 = 2;
-/// Length of the hello.
-pub(crate) const HELLO_LEN: usize = 16;
+pub(crate) const VERSION: u16 = 3;
+/// Length of the hello before the address: magic, version, port, family.
+pub(crate) const HELLO_HEAD: usize = 13;
 /// Length of a frame header.
 pub(crate) const FRAME_HDR: usize = 5;
 /// Control frame ids.
@@ -47,12 +47,45 @@ pub(crate) const CTRL_REJECT: AmId = 0xf1;
 const HANG: Duration = Duration::from_secs(20);
 
 /// The hello of a connector that says it listens on `addr`.
-pub(crate) fn hello(addr: SocketAddrV4) -> Vec<u8> {
+pub(crate) fn hello(addr: impl Into<SocketAddr>) -> Vec<u8> {
+    let addr = addr.into();
     let mut v = MAGIC.to_vec();
     v.extend_from_slice(&VERSION.to_le_bytes());
     v.extend_from_slice(&addr.port().to_be_bytes());
-    v.extend_from_slice(&addr.ip().octets());
+    match addr.ip() {
+        IpAddr::V4(a) => {
+            v.push(4);
+            v.extend_from_slice(&a.octets());
+        }
+        IpAddr::V6(a) => {
+            v.push(6);
+            v.extend_from_slice(&a.octets());
+        }
+    }
     v
+}
+
+/// The address a complete, valid hello at the start of `bytes` names,
+/// and the bytes after it.
+fn split_hello(bytes: &[u8]) -> Option<(SocketAddr, &[u8])> {
+    let (h, rest) = bytes.split_first_chunk::<HELLO_HEAD>()?;
+    let version = u16::from_le_bytes([h[8], h[9]]);
+    if h[..8] != MAGIC || version != VERSION {
+        return None;
+    }
+    let port = u16::from_be_bytes([h[10], h[11]]);
+    let (ip, rest): (IpAddr, &[u8]) = match h[12] {
+        4 => {
+            let (a, rest) = rest.split_first_chunk::<4>()?;
+            (Ipv4Addr::from(*a).into(), rest)
+        }
+        6 => {
+            let (a, rest) = rest.split_first_chunk::<16>()?;
+            (Ipv6Addr::from(*a).into(), rest)
+        }
+        _ => return None,
+    };
+    Some((SocketAddr::new(ip, port), rest))
 }
 
 /// A frame header announcing `len` payload bytes.
@@ -121,24 +154,16 @@ pub(crate) struct Wire {
 /// Predicts the outcome of a connection that sends `bytes` and then
 /// closes. A hello naming `open_peer` (the iface whose connection is
 /// already open) is rejected.
-pub(crate) fn expect(bytes: &[u8], wire: &Wire, open_peer: SocketAddrV4) -> Outcome {
+pub(crate) fn expect(bytes: &[u8], wire: &Wire, open_peer: SocketAddr) -> Outcome {
     let max_frame = wire.max_frame;
     let mut out = Outcome {
         memory: wire.before.clone(),
         ..Outcome::default()
     };
-    let Some((h, mut rest)) = bytes.split_first_chunk::<HELLO_LEN>() else {
-        // Closed before a whole hello: dropped silently.
+    let Some((from, mut rest)) = split_hello(bytes) else {
+        // Closed before a whole hello, or a bad one: dropped silently.
         return out;
     };
-    let version = u16::from_le_bytes([h[8], h[9]]);
-    if h[..8] != MAGIC || version != VERSION {
-        return out;
-    }
-    let from = SocketAddrV4::new(
-        Ipv4Addr::new(h[12], h[13], h[14], h[15]),
-        u16::from_be_bytes([h[10], h[11]]),
-    );
     if from == open_peer {
         return out;
     }
@@ -241,15 +266,23 @@ pub(crate) fn open_lo() -> Box<dyn Iface> {
 }
 
 /// The listening address of a loopback iface, from its documented
-/// addresses (device: IPv4 then host id; iface: port, big-endian).
-pub(crate) fn listen_addr(iface: &dyn Iface) -> SocketAddrV4 {
+/// addresses (device: family byte 4 or 6, the address, the host id;
+/// iface: port, big-endian).
+pub(crate) fn listen_addr(iface: &dyn Iface) -> SocketAddr {
     let d = iface.device_addr();
     let p = iface.iface_addr();
-    assert!(d.len() >= 4 && p.len() == 2, "tcp address layout");
-    SocketAddrV4::new(
-        Ipv4Addr::new(d[0], d[1], d[2], d[3]),
-        u16::from_be_bytes([p[0], p[1]]),
-    )
+    assert!(p.len() == 2, "tcp address layout");
+    let port = u16::from_be_bytes([p[0], p[1]]);
+    let ip: IpAddr = match (d.first(), d.len()) {
+        (Some(4), 13) => Ipv4Addr::new(d[1], d[2], d[3], d[4]).into(),
+        (Some(6), 25) => {
+            let mut a = [0u8; 16];
+            a.copy_from_slice(&d[1..17]);
+            Ipv6Addr::from(a).into()
+        }
+        _ => panic!("tcp device address layout: {d:?}"),
+    };
+    SocketAddr::new(ip, port)
 }
 
 /// The iface under attack (`a`) and a well-behaved peer (`b`) with an
@@ -322,12 +355,12 @@ impl Target {
     }
 
     /// The address of the peer whose connection into `a` is open.
-    pub(crate) fn peer_addr(&self) -> SocketAddrV4 {
+    pub(crate) fn peer_addr(&self) -> SocketAddr {
         listen_addr(self.b.as_ref())
     }
 
     /// The address `a` listens on.
-    pub(crate) fn own_addr(&self) -> SocketAddrV4 {
+    pub(crate) fn own_addr(&self) -> SocketAddr {
         listen_addr(self.a.as_ref())
     }
 

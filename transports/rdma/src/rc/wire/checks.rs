@@ -9,7 +9,7 @@
 
 #![allow(dead_code)]
 
-use std::net::Ipv4Addr;
+use std::net::{Ipv4Addr, Ipv6Addr};
 
 use super::{header, parse_header, ConnRep, ConnReq, HDR, MAGIC, REP_LEN, REQ_LEN};
 
@@ -21,14 +21,24 @@ pub(crate) fn check_all(data: &[u8]) {
 }
 
 /// `ConnReq::decode`: accepted exactly when the input is long enough, has
-/// the magic, zero reserved bytes and a listening address; then the
-/// request re-encodes to its 32 bytes.
+/// the magic, a zero reserved byte and a listening address (family 4 with
+/// zeros after the IPv4 address, or 6; not unspecified; port not 0); then
+/// the request re-encodes to its 44 bytes.
 pub(crate) fn check_req(data: &[u8]) {
+    let addr_ok = |d: &[u8]| {
+        let mut a = [0u8; 16];
+        a.copy_from_slice(&d[25..41]);
+        match d[24] {
+            4 => a[4..] == [0; 12] && !Ipv4Addr::new(a[0], a[1], a[2], a[3]).is_unspecified(),
+            6 => !Ipv6Addr::from(a).is_unspecified(),
+            _ => false,
+        }
+    };
     let ok_shape = data.len() >= REQ_LEN
         && data[..4] == MAGIC
-        && data[30..32] == [0, 0]
-        && u16::from_le_bytes([data[28], data[29]]) != 0
-        && !Ipv4Addr::new(data[24], data[25], data[26], data[27]).is_unspecified();
+        && data[43] == 0
+        && u16::from_le_bytes([data[41], data[42]]) != 0
+        && addr_ok(data);
     check_prefix(
         "request",
         data,
@@ -91,7 +101,7 @@ pub(crate) fn check_header(data: &[u8]) {
 mod tests {
     use super::*;
     use proptest::prelude::*;
-    use std::net::SocketAddrV4;
+    use std::net::{IpAddr, SocketAddr};
 
     fn valid_req() -> impl Strategy<Value = Vec<u8>> {
         (
@@ -99,7 +109,10 @@ mod tests {
             any::<u64>(),
             any::<u32>(),
             any::<u32>(),
-            1u32..,
+            prop_oneof![
+                (1u32..).prop_map(|ip| IpAddr::from(Ipv4Addr::from(ip))),
+                (1u128..).prop_map(|ip| IpAddr::from(Ipv6Addr::from(ip))),
+            ],
             1u16..,
         )
             .prop_map(|(seg, uuid, credits, posted, ip, port)| {
@@ -108,7 +121,7 @@ mod tests {
                     uuid,
                     credits,
                     posted,
-                    listen: SocketAddrV4::new(Ipv4Addr::from(ip), port),
+                    listen: SocketAddr::new(ip, port),
                 }
                 .encode()
             })

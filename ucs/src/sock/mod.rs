@@ -1,17 +1,27 @@
-//! Non-blocking IPv4 TCP sockets and epoll, each libc call behind a small
-//! safe wrapper (for the network transports: tcp, iwarp).
+//! Non-blocking TCP sockets (IPv4 and IPv6) and epoll, each libc call
+//! behind a small safe wrapper (for the network transports: tcp, iwarp).
+//!
+//! * `addr.rs`: socket addresses to and from `sockaddr_storage`;
+//! * `keepalive.rs`: keepalive and user timeout of a connection, and their
+//!   configuration values.
 //!
 //! Setup calls return [`Error`] naming the operation. The data-path
 //! calls (`send`, `writev`, `recv`) return `io::Result` with "would block"
 //! folded into the value, so that the hot path neither allocates nor builds
 //! an error for back-pressure.
 
+mod addr;
+mod keepalive;
+
 use std::io;
 use std::mem;
-use std::net::{Ipv4Addr, SocketAddrV4};
+use std::net::{IpAddr, SocketAddr};
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 
 use crate::{Error, Result};
+use addr::{from_sockaddr, to_sockaddr};
+
+pub use keepalive::{KeepCount, Keepalive, UserTimeout, AUTO_KEEPCNT};
 
 /// Turns a libc return value of -1 into the current `errno`.
 macro_rules! syscall {
@@ -28,32 +38,31 @@ macro_rules! syscall {
 /// Flags of every data-path send: never block, never raise `SIGPIPE`.
 const SEND_FLAGS: libc::c_int = libc::MSG_NOSIGNAL | libc::MSG_DONTWAIT;
 
-fn sockaddr_in(addr: SocketAddrV4) -> libc::sockaddr_in {
-    // SAFETY: sockaddr_in is plain old data; all-zero is a valid value.
-    let mut sa: libc::sockaddr_in = unsafe { mem::zeroed() };
-    sa.sin_family = libc::AF_INET as libc::sa_family_t;
-    sa.sin_port = addr.port().to_be();
-    sa.sin_addr = libc::in_addr {
-        s_addr: u32::from_ne_bytes(addr.ip().octets()),
-    };
-    sa
-}
-
-fn from_sockaddr_in(sa: &libc::sockaddr_in) -> SocketAddrV4 {
-    SocketAddrV4::new(
-        Ipv4Addr::from(sa.sin_addr.s_addr.to_ne_bytes()),
-        u16::from_be(sa.sin_port),
-    )
-}
-
-/// A new non-blocking, close-on-exec IPv4 TCP socket.
-pub fn tcp_socket() -> Result<OwnedFd> {
+/// A new non-blocking, close-on-exec TCP socket for addresses of the
+/// family of `ip`. An IPv6 socket is IPv6-only (`IPV6_V6ONLY`): it never
+/// carries IPv4 traffic as mapped addresses.
+pub fn tcp_socket(ip: IpAddr) -> Result<OwnedFd> {
     let ty = libc::SOCK_STREAM | libc::SOCK_NONBLOCK | libc::SOCK_CLOEXEC;
+    let family = if ip.is_ipv6() {
+        libc::AF_INET6
+    } else {
+        libc::AF_INET
+    };
     // SAFETY: socket() takes no pointers.
-    let fd = syscall!(unsafe { libc::socket(libc::AF_INET, ty, 0) })
-        .map_err(|e| Error::io("socket", e))?;
+    let fd =
+        syscall!(unsafe { libc::socket(family, ty, 0) }).map_err(|e| Error::io("socket", e))?;
     // SAFETY: fd was just returned by socket() and nobody else owns it.
-    Ok(unsafe { OwnedFd::from_raw_fd(fd) })
+    let fd = unsafe { OwnedFd::from_raw_fd(fd) };
+    if ip.is_ipv6() {
+        set_opt(
+            &fd,
+            libc::IPPROTO_IPV6,
+            libc::IPV6_V6ONLY,
+            1,
+            "setsockopt(IPV6_V6ONLY)",
+        )?;
+    }
+    Ok(fd)
 }
 
 /// Sets an integer socket option.
@@ -210,15 +219,15 @@ pub fn take_error(fd: &OwnedFd) -> io::Result<Option<io::Error>> {
     Ok((value != 0).then(|| io::Error::from_raw_os_error(value)))
 }
 
-/// Binds a socket to an address.
-pub fn bind(fd: &OwnedFd, addr: SocketAddrV4) -> io::Result<()> {
-    let sa = sockaddr_in(addr);
+/// Binds a socket to an address (of the socket's family).
+pub fn bind(fd: &OwnedFd, addr: SocketAddr) -> io::Result<()> {
+    let (sa, len) = to_sockaddr(addr);
     // SAFETY: the pointer and length describe `sa`, alive for the call.
     syscall!(unsafe {
         libc::bind(
             fd.as_raw_fd(),
-            (&sa as *const libc::sockaddr_in).cast(),
-            mem::size_of::<libc::sockaddr_in>() as libc::socklen_t,
+            (&sa as *const libc::sockaddr_storage).cast(),
+            len,
         )
     })
     .map(drop)
@@ -233,33 +242,34 @@ pub fn listen(fd: &OwnedFd, backlog: libc::c_int) -> Result<()> {
 }
 
 /// The address a socket is bound to.
-pub fn local_addr(fd: &OwnedFd) -> Result<SocketAddrV4> {
-    // SAFETY: sockaddr_in is plain old data; all-zero is a valid value.
-    let mut sa: libc::sockaddr_in = unsafe { mem::zeroed() };
-    let mut len = mem::size_of::<libc::sockaddr_in>() as libc::socklen_t;
+pub fn local_addr(fd: &OwnedFd) -> Result<SocketAddr> {
+    // SAFETY: sockaddr_storage is plain old data; all-zero is a valid value.
+    let mut sa: libc::sockaddr_storage = unsafe { mem::zeroed() };
+    let mut len = mem::size_of::<libc::sockaddr_storage>() as libc::socklen_t;
     // SAFETY: the pointers describe `sa` and `len`, alive for the call.
     syscall!(unsafe {
         libc::getsockname(
             fd.as_raw_fd(),
-            (&mut sa as *mut libc::sockaddr_in).cast(),
+            (&mut sa as *mut libc::sockaddr_storage).cast(),
             &mut len,
         )
     })
     .map_err(|e| Error::io("getsockname", e))?;
-    Ok(from_sockaddr_in(&sa))
+    from_sockaddr(&sa)
+        .ok_or_else(|| Error::io("getsockname", io::Error::from(io::ErrorKind::InvalidData)))
 }
 
 /// Starts connecting a non-blocking socket: `Ok(true)` when connected at
 /// once, `Ok(false)` when the connection completes later.
-pub fn connect(fd: &OwnedFd, addr: SocketAddrV4) -> io::Result<bool> {
-    let sa = sockaddr_in(addr);
+pub fn connect(fd: &OwnedFd, addr: SocketAddr) -> io::Result<bool> {
+    let (sa, len) = to_sockaddr(addr);
     loop {
         // SAFETY: the pointer and length describe `sa`, alive for the call.
         let res = syscall!(unsafe {
             libc::connect(
                 fd.as_raw_fd(),
-                (&sa as *const libc::sockaddr_in).cast(),
-                mem::size_of::<libc::sockaddr_in>() as libc::socklen_t,
+                (&sa as *const libc::sockaddr_storage).cast(),
+                len,
             )
         });
         return match res {
@@ -273,26 +283,33 @@ pub fn connect(fd: &OwnedFd, addr: SocketAddrV4) -> io::Result<bool> {
 
 /// Accepts one connection as a non-blocking, close-on-exec socket; `None`
 /// when no connection is waiting.
-pub fn accept(fd: &OwnedFd) -> io::Result<Option<(OwnedFd, SocketAddrV4)>> {
+pub fn accept(fd: &OwnedFd) -> io::Result<Option<(OwnedFd, SocketAddr)>> {
     loop {
-        // SAFETY: sockaddr_in is plain old data; all-zero is a valid value.
-        let mut sa: libc::sockaddr_in = unsafe { mem::zeroed() };
-        let mut len = mem::size_of::<libc::sockaddr_in>() as libc::socklen_t;
+        // SAFETY: sockaddr_storage is plain old data; all-zero is a valid
+        // value.
+        let mut sa: libc::sockaddr_storage = unsafe { mem::zeroed() };
+        let mut len = mem::size_of::<libc::sockaddr_storage>() as libc::socklen_t;
         // SAFETY: the pointers describe `sa` and `len`, alive for the call.
         let res = syscall!(unsafe {
             libc::accept4(
                 fd.as_raw_fd(),
-                (&mut sa as *mut libc::sockaddr_in).cast(),
+                (&mut sa as *mut libc::sockaddr_storage).cast(),
                 &mut len,
                 libc::SOCK_NONBLOCK | libc::SOCK_CLOEXEC,
             )
         });
         return match res {
-            // SAFETY: accept4 returned a new descriptor that nobody else owns.
-            Ok(new) => Ok(Some((
-                unsafe { OwnedFd::from_raw_fd(new) },
-                from_sockaddr_in(&sa),
-            ))),
+            Ok(new) => {
+                // SAFETY: accept4 returned a new descriptor that nobody
+                // else owns.
+                let new = unsafe { OwnedFd::from_raw_fd(new) };
+                match from_sockaddr(&sa) {
+                    Some(peer) => Ok(Some((new, peer))),
+                    // Not a TCP/IP peer (cannot happen on an inet
+                    // listener): drop it and take the next one.
+                    None => continue,
+                }
+            }
             Err(e) if e.kind() == io::ErrorKind::WouldBlock => Ok(None),
             // The connection died in the backlog: try the next one.
             Err(e) if e.raw_os_error() == Some(libc::ECONNABORTED) => continue,
