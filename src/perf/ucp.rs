@@ -23,8 +23,15 @@ enum AmGot {
     Failed(rucx_ucp::Error),
 }
 
-/// Active messages the handler took, until the loop looks.
-type Arrived = Arc<Mutex<VecDeque<AmGot>>>;
+/// Active messages the handler took, until the loop looks; and buffers
+/// for rendezvous data, reused (as UCX's perftest reuses its one buffer).
+#[derive(Debug, Default)]
+struct AmQueue {
+    got: VecDeque<AmGot>,
+    spare: Vec<Vec<u8>>,
+}
+
+type Arrived = Arc<Mutex<AmQueue>>;
 
 /// Rights of the exposed buffer: everything the one-sided tests do.
 const EXPOSED_ACCESS: Access = Access::REMOTE_READ
@@ -65,7 +72,12 @@ impl UcpWorker {
             let got = if m.is_rndv() {
                 // As UCX's perftest: fetch the data into a buffer of the
                 // handler's; the loop takes it once it is there.
-                let buf = vec![0u8; m.data_len()];
+                let mut buf = q
+                    .lock()
+                    .ok()
+                    .and_then(|mut q| q.spare.pop())
+                    .unwrap_or_default();
+                buf.resize(m.data_len(), 0);
                 match w.am_recv_data(m, buf, Op::new()) {
                     Ok(Posted::Done(_, buf)) => AmGot::Data(buf),
                     Ok(Posted::InFlight(id)) => AmGot::Fetching(id),
@@ -75,7 +87,7 @@ impl UcpWorker {
                 AmGot::Data(m.into_data())
             };
             if let Ok(mut q) = q.lock() {
-                q.push_back(got);
+                q.got.push_back(got);
             }
         });
         Ok(UcpWorker {
@@ -248,7 +260,12 @@ impl PerfWorker for UcpWorker {
 
     #[inline]
     fn am_take(&mut self, out: &mut [u8]) -> Result<Option<usize>> {
-        let Some(got) = self.am_arrived.lock().ok().and_then(|mut q| q.pop_front()) else {
+        let Some(got) = self
+            .am_arrived
+            .lock()
+            .ok()
+            .and_then(|mut q| q.got.pop_front())
+        else {
             return Ok(None);
         };
         let data = match got {
@@ -257,7 +274,7 @@ impl PerfWorker for UcpWorker {
             AmGot::Fetching(id) => match self.worker.take::<Vec<u8>>(id) {
                 None => {
                     if let Ok(mut q) = self.am_arrived.lock() {
-                        q.push_front(AmGot::Fetching(id));
+                        q.got.push_front(AmGot::Fetching(id));
                     }
                     return Ok(None);
                 }
@@ -267,7 +284,13 @@ impl PerfWorker for UcpWorker {
         };
         let n = out.len().min(data.len());
         out[..n].copy_from_slice(&data[..n]);
-        Ok(Some(data.len()))
+        let len = data.len();
+        if let Ok(mut q) = self.am_arrived.lock() {
+            if q.spare.len() < 64 {
+                q.spare.push(data);
+            }
+        }
+        Ok(Some(len))
     }
 
     #[inline(always)]
