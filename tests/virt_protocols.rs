@@ -302,22 +302,6 @@ fn two_lanes_share_the_data_by_bandwidth() {
     }
 }
 
-#[test]
-fn lanes_on_one_loopback_path_are_one_lane() {
-    // Two devices that both stand for the host's loopback (as TCP over lo
-    // and over a NIC's address do between processes of one host): a
-    // second lane would take the same path, so the data goes on one.
-    let devices = [("lo", 20), ("eth0", 10)];
-    let vars = [("RNDV_THRESH", "1k"), ("RNDV_SCHEME", "put_zcopy")];
-    let p = Pair::of(world_of(&devices, VirtDevice::looping_back, &vars));
-    let t = &p.a.ep_protocols(p.ep).expect("tables")[0];
-    assert_eq!(t.lookup(8 << 20).lanes.len(), 1, "{t}");
-    // The same two devices as separate paths share the data.
-    let p = Pair::new(&devices, &vars);
-    let t = &p.a.ep_protocols(p.ep).expect("tables")[0];
-    assert_eq!(t.lookup(8 << 20).lanes.len(), 2, "{t}");
-}
-
 /// The node id of a worker's only virt iface.
 fn node(w: &Worker) -> NodeId {
     let a = WorkerAddress::decode(&w.address()).expect("address");
