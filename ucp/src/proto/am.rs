@@ -37,8 +37,11 @@ pub(crate) struct AmArrival {
     /// The user header, then the data.
     pub(crate) bytes: Vec<u8>,
     pub(crate) hdr_len: usize,
-    /// The endpoint back to the sender, if it asked for one and there is.
-    pub(crate) reply_ep: Option<SlabId>,
+    /// Where the sender's messages come from, if it asked for the
+    /// endpoint back to it: `(iface, source)`, resolved when the handler
+    /// runs (the endpoint may be made by a wireup carried out after this
+    /// message arrived).
+    pub(crate) reply_from: Option<(usize, SrcId)>,
     /// A rendezvous message: the probed message that holds its data, and
     /// the data's length (`bytes` is then the user header only).
     pub(crate) rndv: Option<(SlabId, usize)>,
@@ -188,15 +191,12 @@ impl Core {
 
     /// Message `f` from `src` is whole: record it for its handler.
     fn am_arrived(&mut self, src: SrcId, f: AmFrag, whole: Vec<u8>) {
-        let reply_ep = match f.flags & FLAG_REPLY {
-            0 => None,
-            _ => self.src_eps.get(&(self.cur_iface, src)).copied(),
-        };
+        let reply_from = (f.flags & FLAG_REPLY != 0).then_some((self.cur_iface, src));
         self.done.am_arrivals.push(AmArrival {
             id: f.id,
             bytes: whole,
             hdr_len: f.hdr_len as usize,
-            reply_ep,
+            reply_from,
             rndv: None,
         });
     }

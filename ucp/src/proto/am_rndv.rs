@@ -192,16 +192,13 @@ impl Core {
             }),
             error: None,
         });
-        let reply_ep = match am.rts.flags & FLAG_REPLY {
-            0 => None,
-            _ => self.src_eps.get(&(to.iface, to.src)).copied(),
-        };
+        let reply_from = (am.rts.flags & FLAG_REPLY != 0).then_some((to.iface, to.src));
         let hdr_len = am.header.len();
         self.done.am_arrivals.push(AmArrival {
             id: am.rts.id,
             bytes: am.header,
             hdr_len,
-            reply_ep,
+            reply_from,
             rndv: Some((pid, total)),
         });
     }

@@ -217,9 +217,10 @@ impl Worker {
                 id,
                 bytes,
                 hdr_len,
-                reply_ep,
+                reply_from,
                 rndv,
             } = a;
+            let reply_ep = reply_from.and_then(|k| self.core.src_eps.get(&k).copied());
             let msg = AmMsg {
                 id,
                 bytes,

@@ -36,7 +36,7 @@ fn small_and_fragmented_messages_arrive_whole() {
         assert_eq!(got[0].id, 5);
         assert_eq!(&got[0].bytes[..got[0].hdr_len], &header[..]);
         assert_eq!(&got[0].bytes[got[0].hdr_len..], &data[..]);
-        assert_eq!(got[0].reply_ep, None);
+        assert_eq!(got[0].reply_from, None);
         assert!(b.core.am_frags.is_empty());
     }
 }
@@ -47,7 +47,7 @@ fn a_reply_request_gives_the_endpoint_back() {
     let mut b = Node::new(virt_attr(|_| {}));
     send(&mut a, b"h", b"d", true);
     deliver(&mut a, &mut b);
-    assert_eq!(b.core.done.am_arrivals[0].reply_ep, Some(b.ep));
+    assert_eq!(b.core.done.am_arrivals[0].reply_from, Some((0, SrcId(0))));
 }
 
 /// A fragment with header `f` and `n` bytes.
@@ -146,8 +146,8 @@ fn a_rendezvous_announcement_gives_the_handler_a_descriptor() {
     let got = std::mem::take(&mut b.core.done.am_arrivals);
     assert_eq!(got.len(), 1);
     assert_eq!(
-        (got[0].id, &got[0].bytes[..], got[0].reply_ep),
-        (3, &b"hi"[..], Some(b.ep))
+        (got[0].id, &got[0].bytes[..], got[0].reply_from),
+        (3, &b"hi"[..], Some((0, SrcId(0))))
     );
     let (pid, len) = got[0].rndv.expect("a descriptor");
     assert_eq!(len, 5000);
