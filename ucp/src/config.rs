@@ -49,6 +49,16 @@ crate::ucs::config_table! {
         /// Most regions the registration cache keeps registered (a count;
         /// `inf`: no limit).
         RCACHE_MAX_REGIONS rcache_max_regions: MemUnits = "inf",
+        /// Interval of the keepalive of endpoints in peer error mode: each
+        /// round pings up to KEEPALIVE_NUM_EPS of them, and one that has
+        /// not answered for KEEPALIVE_MISSES rounds fails with a timeout
+        /// (`inf`: no keepalive). As UCX_KEEPALIVE_INTERVAL.
+        KEEPALIVE_INTERVAL keepalive_interval: crate::ucs::config::Time = "20s",
+        /// Most endpoints one keepalive round checks (as
+        /// UCX_KEEPALIVE_NUM_EPS).
+        KEEPALIVE_NUM_EPS keepalive_num_eps: usize = "128",
+        /// Rounds without an answer after which an endpoint fails.
+        KEEPALIVE_MISSES keepalive_misses: usize = "3",
     }
 }
 

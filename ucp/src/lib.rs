@@ -46,7 +46,8 @@
 //!   protocols' [`Lanes`](proto) port), the progress loop, endpoint
 //!   creation (`connect.rs`), client–server connections through a
 //!   listener (`listener.rs`), endpoint error handlers (`ep_errors.rs`),
-//!   active message handlers (`am.rs`), streams (`stream.rs`),
+//!   active message handlers (`am.rs`, `am_send.rs`), streams
+//!   (`stream.rs`), the keepalive clock (`keepalive.rs`),
 //!   the executor of the protocols' commands (`exec.rs`) and sleeping and
 //!   waking from another thread (`wakeup.rs`). The only code that holds an
 //!   iface;
@@ -62,7 +63,8 @@
 //!   writes straight into a receive), synchronous-send acknowledgement
 //!   (`sync.rs`), wireup announcements (`wireup.rs`), the worker's own
 //!   protocol messages (`ctrl.rs`), active messages (`am.rs`, wire format
-//!   `am_wire.rs`), byte streams (`stream.rs`), rendezvous by active messages
+//!   `am_wire.rs`, rendezvous ones `am_rndv.rs`), byte streams
+//!   (`stream.rs`), keepalive rounds (`keepalive.rs`), rendezvous by active messages
 //!   (`rndv.rs`), get (`rndv_get.rs`, split with a write by the sender on
 //!   one host) and put (`rndv_put.rs`) over one or more lanes
 //!   (`rndv_zcopy.rs`), matched probes (`probed.rs`); protocol-level tests
@@ -86,9 +88,9 @@
 //! they are not a stable API.
 //!
 //! # What it does not do (yet)
-//! A rendezvous for large active messages and a receive-data call for
-//! them; non-contiguous datatypes (iovecs, generic); keepalive; endpoint
-//! close modes and non-blocking flush and close; bandwidth-oriented
+//! Non-contiguous datatypes (iovecs, generic); endpoint close modes and
+//! non-blocking flush, fence and close; eager zero-copy active messages;
+//! bandwidth-oriented
 //! protocol selection (the tables minimise one message's latency).
 #![deny(unsafe_code)]
 

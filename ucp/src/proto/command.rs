@@ -21,6 +21,8 @@ pub(crate) enum Command {
     /// Transport endpoint `uct_ep` of iface `iface` has room again: resume
     /// what waits on it.
     Resume { iface: usize, uct_ep: EpId },
+    /// Answer a keepalive ping on endpoint `ep` (`keepalive.rs`).
+    KeepaliveAnswer { ep: crate::ucs::slab::SlabId },
     /// Ask the transport to say when transport endpoint `uct_ep` of iface
     /// `iface` has room (`pending_add`; see `room.rs`).
     AwaitRoom { iface: usize, uct_ep: EpId },

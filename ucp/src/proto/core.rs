@@ -177,6 +177,8 @@ pub(crate) struct Core {
     pub(crate) stream_ready: Vec<SlabId>,
     /// Stream receives completed by one fragment (reused).
     pub(crate) stream_done: Vec<SlabId>,
+    /// Where the next keepalive round starts among the watched endpoints.
+    pub(crate) ka_cursor: usize,
     /// A rendezvous active message's announcement while its wrapped
     /// request is decoded (`am_rndv.rs`).
     pub(crate) am_rts: Option<crate::proto::am_rndv::AmRtsIn>,
@@ -231,6 +233,7 @@ impl Core {
             stream_early: FxHashMap::default(),
             stream_ready: Vec::new(),
             stream_done: Vec::new(),
+            ka_cursor: 0,
             am_rts: None,
         }
     }

@@ -79,6 +79,8 @@ pub(crate) struct EpState {
     pub(crate) stream_tx: u64,
     /// The receiving half of the stream, once used.
     pub(crate) stream: Option<Box<crate::proto::stream::StreamRx>>,
+    /// Keepalive rounds since the peer was last heard (`keepalive.rs`).
+    pub(crate) ka_missed: u32,
 }
 
 impl Core {
@@ -158,6 +160,7 @@ impl Core {
             tables,
             stream_tx: 0,
             stream: None,
+            ka_missed: 0,
         });
         for &(i, e) in &lanes {
             self.set_lane_ep(i, e, Some(id));

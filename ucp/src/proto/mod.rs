@@ -14,6 +14,7 @@ mod dispatch;
 pub(crate) mod eager_rx;
 pub(crate) mod eager_tx;
 pub(crate) mod ep;
+pub(crate) mod keepalive;
 pub(crate) mod lanes;
 pub(crate) mod peer;
 pub(crate) mod probed;

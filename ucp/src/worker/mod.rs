@@ -7,6 +7,7 @@ mod ep_errors;
 mod exec;
 mod heat;
 mod ifaces;
+mod keepalive;
 mod listener;
 mod stream;
 mod wakeup;
@@ -43,6 +44,8 @@ pub struct Worker {
     am_dropped: am::Dropped,
     /// The list of active messages whose handlers run (kept empty).
     am_batch: Vec<crate::proto::am::AmArrival>,
+    /// When the next keepalive round is due.
+    keepalive: keepalive::KeepaliveClock,
     /// Listeners (`listener.rs`), by [`Listener`] index.
     listeners: Vec<Option<listener::ListenerState>>,
     /// Poll the listeners on the next progress (set by `wait_event`).
@@ -129,6 +132,7 @@ impl Worker {
             cfg.proto_info,
             (ctx.clone(), iface_md, iface_dev),
         );
+        let keepalive = keepalive::KeepaliveClock::new(cfg);
         let am = Caps::AM_SHORT | Caps::AM_BCOPY | Caps::AM_ZCOPY;
         let heat = ifaces
             .iter()
@@ -144,6 +148,7 @@ impl Worker {
             am_handlers: Default::default(),
             am_dropped: Default::default(),
             am_batch: Vec::new(),
+            keepalive,
             listeners: Vec::new(),
             listen_now: false,
             heat,
@@ -325,6 +330,9 @@ impl Worker {
         }
         if !self.core.done.ep_failures.is_empty() {
             n += self.run_err_handlers();
+        }
+        if sweep {
+            n += self.keepalive_tick();
         }
         if (sweep || self.listen_now) && !self.listeners.is_empty() {
             self.listen_now = false;

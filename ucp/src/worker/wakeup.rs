@@ -150,7 +150,12 @@ impl Worker {
         if self.arm()? == Armed::Busy {
             return Ok(());
         }
-        let timeout = Some(timeout.map_or(MAX_SLEEP, |t| t.min(MAX_SLEEP)));
+        let mut timeout = timeout.map_or(MAX_SLEEP, |t| t.min(MAX_SLEEP));
+        if let Some(due) = self.keepalive.until_due() {
+            // Wake for the keepalive round (the next progress runs it).
+            timeout = timeout.min(due);
+        }
+        let timeout = Some(timeout);
         let mut events = std::mem::take(&mut self.wake.events);
         let r = self.wake_set()?.wait(timeout, &mut events);
         self.wake.events = events;

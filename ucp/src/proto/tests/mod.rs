@@ -6,6 +6,7 @@ mod ctrl;
 mod direct;
 mod eager;
 mod ep_fail;
+mod keepalive;
 mod matching;
 mod rma_target;
 mod rma_zcopy;
