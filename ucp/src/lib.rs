@@ -47,7 +47,8 @@
 //!   creation (`connect.rs`), client–server connections through a
 //!   listener (`listener.rs`), endpoint error handlers (`ep_errors.rs`),
 //!   active message handlers (`am.rs`, `am_send.rs`), streams
-//!   (`stream.rs`), the keepalive clock (`keepalive.rs`),
+//!   (`stream.rs`), the keepalive clock (`keepalive.rs`), closing
+//!   endpoints in flush or force mode (`close.rs`),
 //!   the executor of the protocols' commands (`exec.rs`) and sleeping and
 //!   waking from another thread (`wakeup.rs`). The only code that holds an
 //!   iface;
@@ -88,8 +89,8 @@
 //! they are not a stable API.
 //!
 //! # What it does not do (yet)
-//! Non-contiguous datatypes (iovecs, generic); endpoint close modes and
-//! non-blocking flush, fence and close; eager zero-copy active messages;
+//! Non-contiguous datatypes (iovecs, generic); non-blocking flush and
+//! fence; eager zero-copy active messages;
 //! bandwidth-oriented
 //! protocol selection (the tables minimise one message's latency).
 #![deny(unsafe_code)]
@@ -116,8 +117,8 @@ pub use rma::{AtomicOp, AtomicValue, MemMap, Rkey};
 pub use uct::ucs::AccessDenied;
 pub use uct::Access;
 pub use worker::{
-    AmHandler, AmMsg, AmParams, Armed, ConnHandler, ConnRequest, Connecting, EpParams, ErrHandler,
-    ErrMode, Listener, Waker, Worker, DROP_WRITES_TIMEOUT, MAX_SLEEP,
+    AmHandler, AmMsg, AmParams, Armed, CloseMode, Closing, ConnHandler, ConnRequest, Connecting,
+    EpParams, ErrHandler, ErrMode, Listener, Waker, Worker, DROP_WRITES_TIMEOUT, MAX_SLEEP,
 };
 
 /// The crate `rucx-uct`.

@@ -19,7 +19,9 @@ use super::{Message, OpError, Scope};
 use crate::request::{Completion, Info, IoBuf, IoBufMut, Op, Posted, ReqId};
 use crate::rma::{AtomicOp, AtomicValue, Rkey};
 use crate::uct::{Iov, IovMut};
-use crate::worker::{AmMsg, AmParams, Armed, ConnRequest, Connecting, EpParams, Listener, Waker};
+use crate::worker::{
+    AmMsg, AmParams, Armed, CloseMode, Closing, ConnRequest, Connecting, EpParams, Listener, Waker,
+};
 use crate::{Ep, Error, Result, Worker};
 use std::os::fd::RawFd;
 use std::time::Duration;
@@ -95,6 +97,10 @@ impl WorkerMut<'_> {
         fn connect_to(&mut self, addr: std::net::SocketAddr, params: EpParams) -> Result<Ep>;
         /// [`Worker::ep_close`].
         fn ep_close(&mut self, ep: Ep) -> Result<()>;
+        /// [`Worker::ep_close_start`].
+        fn ep_close_start(&mut self, ep: Ep, mode: CloseMode) -> Result<Closing>;
+        /// [`Worker::ep_close_poll`].
+        fn ep_close_poll(&mut self, c: &mut Closing) -> Option<Result<()>>;
         /// [`Worker::ep_flush`].
         fn ep_flush(&mut self, ep: Ep) -> Result<()>;
         /// [`Worker::flush`].

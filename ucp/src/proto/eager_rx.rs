@@ -71,6 +71,7 @@ impl Core {
             crate::proto::am_wire::AM_USER_RTS => self.rx_am_rts(src, data),
             crate::proto::stream::AM_STREAM => self.rx_stream(src, data),
             crate::proto::keepalive::AM_KEEPALIVE => self.rx_keepalive(src, data),
+            crate::proto::close::AM_EP_CLOSE => self.rx_ep_close(src, data),
             other => self
                 .rma_arrived(other, src, data)
                 .unwrap_or(Err(PeerMisbehaved::UnknownId(other))),

@@ -5,6 +5,7 @@
 
 pub(crate) mod am;
 pub(crate) mod am_rndv;
+pub(crate) mod close;
 crate::ucs::internal_mod!(am_wire);
 pub(crate) mod command;
 pub(crate) mod core;

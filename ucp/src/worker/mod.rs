@@ -2,6 +2,7 @@
 
 mod am;
 mod am_send;
+mod close;
 mod connect;
 mod ep_errors;
 mod exec;
@@ -19,6 +20,7 @@ use crate::uct::{Caps, Iface, IfaceParams, Posted, Token};
 use crate::wireup::address::{IfaceEntry, WorkerAddress};
 use crate::{Ep, Error, Result};
 pub use am::{AmHandler, AmMsg, AmParams};
+pub use close::{CloseMode, Closing};
 pub use ep_errors::{EpParams, ErrHandler, ErrMode};
 pub use listener::{ConnHandler, ConnRequest, Connecting, Listener};
 use std::time::Duration;
@@ -258,26 +260,39 @@ impl Worker {
                 self.progress();
                 continue;
             }
-            let (iface, uct_ep) = (st.iface, st.uct_ep);
-            let id = self
-                .core
-                .reqs
-                .insert(Request::new(Kind::Flush, crate::Op::new()));
-            match self.ifaces[iface].flush(Some(uct_ep), Token(id.to_u64())) {
-                Ok(Posted::InFlight) => return self.request_wait(ReqId(id)).map(|_| ()),
-                Ok(Posted::Done) => {
-                    self.core.reqs.remove(id);
-                    return Ok(());
-                }
-                Ok(Posted::NoResource) => {
-                    self.core.reqs.remove(id);
+            let lane = (st.iface, st.uct_ep);
+            match self.flush_lane(lane) {
+                Ok(Some(id)) => return self.request_wait(id).map(|_| ()),
+                Ok(None) => return Ok(()),
+                Err(None) => {
                     self.progress();
                 }
-                Err(e) => {
-                    self.core.reqs.remove(id);
-                    return Err(Error::endpoint(e));
-                }
+                Err(Some(e)) => return Err(e),
             }
+        }
+    }
+
+    /// Asks the transport to flush transport endpoint `uct_ep` of
+    /// `iface`: `Ok(None)` if it held nothing, `Ok(Some(id))` while it
+    /// flushes (a request to wait for), `Err(None)` if it has no room for
+    /// the request now, `Err(Some(e))` if it failed.
+    pub(crate) fn flush_lane(
+        &mut self,
+        (iface, uct_ep): (usize, crate::uct::EpId),
+    ) -> std::result::Result<Option<ReqId>, Option<Error>> {
+        let id = self
+            .core
+            .reqs
+            .insert(Request::new(Kind::Flush, crate::Op::new()));
+        let r = self.ifaces[iface].flush(Some(uct_ep), Token(id.to_u64()));
+        if !matches!(r, Ok(Posted::InFlight)) {
+            self.core.reqs.remove(id);
+        }
+        match r {
+            Ok(Posted::InFlight) => Ok(Some(ReqId(id))),
+            Ok(Posted::Done) => Ok(None),
+            Ok(Posted::NoResource) => Err(None),
+            Err(e) => Err(Some(Error::endpoint(e))),
         }
     }
 
