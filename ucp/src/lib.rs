@@ -89,8 +89,8 @@
 //! they are not a stable API.
 //!
 //! # What it does not do (yet)
-//! Non-contiguous datatypes (iovecs, generic); non-blocking flush and
-//! fence; eager zero-copy active messages;
+//! Non-contiguous datatypes (iovecs, generic); eager zero-copy active
+//! messages;
 //! bandwidth-oriented
 //! protocol selection (the tables minimise one message's latency).
 #![deny(unsafe_code)]
@@ -118,7 +118,8 @@ pub use uct::ucs::AccessDenied;
 pub use uct::Access;
 pub use worker::{
     AmHandler, AmMsg, AmParams, Armed, CloseMode, Closing, ConnHandler, ConnRequest, Connecting,
-    EpParams, ErrHandler, ErrMode, Listener, Waker, Worker, DROP_WRITES_TIMEOUT, MAX_SLEEP,
+    EpParams, ErrHandler, ErrMode, Flushing, Listener, Waker, Worker, DROP_WRITES_TIMEOUT,
+    MAX_SLEEP,
 };
 
 /// The crate `rucx-uct`.

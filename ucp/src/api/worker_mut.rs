@@ -20,7 +20,8 @@ use crate::request::{Completion, Info, IoBuf, IoBufMut, Op, Posted, ReqId};
 use crate::rma::{AtomicOp, AtomicValue, Rkey};
 use crate::uct::{Iov, IovMut};
 use crate::worker::{
-    AmMsg, AmParams, Armed, CloseMode, Closing, ConnRequest, Connecting, EpParams, Listener, Waker,
+    AmMsg, AmParams, Armed, CloseMode, Closing, ConnRequest, Connecting, EpParams, Flushing,
+    Listener, Waker,
 };
 use crate::{Ep, Error, Result, Worker};
 use std::os::fd::RawFd;
@@ -101,6 +102,14 @@ impl WorkerMut<'_> {
         fn ep_close_start(&mut self, ep: Ep, mode: CloseMode) -> Result<Closing>;
         /// [`Worker::ep_close_poll`].
         fn ep_close_poll(&mut self, c: &mut Closing) -> Option<Result<()>>;
+        /// [`Worker::flush_start`].
+        fn flush_start(&mut self) -> Flushing;
+        /// [`Worker::ep_flush_start`].
+        fn ep_flush_start(&mut self, ep: Ep) -> Result<Flushing>;
+        /// [`Worker::fence_start`].
+        fn fence_start(&mut self) -> Flushing;
+        /// [`Worker::flush_poll`].
+        fn flush_poll(&mut self, f: &mut Flushing) -> Option<Result<()>>;
         /// [`Worker::ep_flush`].
         fn ep_flush(&mut self, ep: Ep) -> Result<()>;
         /// [`Worker::flush`].

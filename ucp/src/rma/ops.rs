@@ -265,10 +265,8 @@ impl Worker {
     /// Waits until every one-sided operation posted before has completed:
     /// operations posted after it see their effects (UCX's strong fence).
     pub fn fence(&mut self) -> Result<()> {
-        while self.core.rma_waiting(None) {
-            self.progress();
-        }
-        Ok(())
+        let f = self.fence_start();
+        self.flush_wait(f)
     }
 
     /// The atomic done at once on the peer's segment mapped here, if the

@@ -6,6 +6,7 @@ mod close;
 mod connect;
 mod ep_errors;
 mod exec;
+mod flush;
 mod heat;
 mod ifaces;
 mod keepalive;
@@ -22,6 +23,7 @@ use crate::{Ep, Error, Result};
 pub use am::{AmHandler, AmMsg, AmParams};
 pub use close::{CloseMode, Closing};
 pub use ep_errors::{EpParams, ErrHandler, ErrMode};
+pub use flush::Flushing;
 pub use listener::{ConnHandler, ConnRequest, Connecting, Listener};
 use std::time::Duration;
 pub use wakeup::{Armed, Waker, MAX_SLEEP};
@@ -248,28 +250,8 @@ impl Worker {
     /// rendezvous send leaves once its receiver took the data, so this
     /// waits for the receiving side to progress too.
     pub fn ep_flush(&mut self, ep: Ep) -> Result<()> {
-        while self.core.rma_waiting(Some(ep.0)) {
-            self.progress();
-        }
-        loop {
-            let st = self.core.eps.get(ep.0).ok_or(Error::InvalidHandle)?;
-            if let Some(e) = &st.failed {
-                return Err(e.clone());
-            }
-            if !st.queue.is_empty() || self.core.rndv_sends_on(ep.0) {
-                self.progress();
-                continue;
-            }
-            let lane = (st.iface, st.uct_ep);
-            match self.flush_lane(lane) {
-                Ok(Some(id)) => return self.request_wait(id).map(|_| ()),
-                Ok(None) => return Ok(()),
-                Err(None) => {
-                    self.progress();
-                }
-                Err(Some(e)) => return Err(e),
-            }
-        }
+        let f = self.ep_flush_start(ep)?;
+        self.flush_wait(f)
     }
 
     /// Asks the transport to flush transport endpoint `uct_ep` of
@@ -299,15 +281,8 @@ impl Worker {
     /// [`Worker::ep_flush`] on every endpoint; the first error, if any,
     /// after trying them all.
     pub fn flush(&mut self) -> Result<()> {
-        let mut first = Ok(());
-        for id in self.core.eps.ids() {
-            if let Err(e) = self.ep_flush(Ep(id)) {
-                if first.is_ok() {
-                    first = Err(e);
-                }
-            }
-        }
-        first
+        let f = self.flush_start();
+        self.flush_wait(f)
     }
 
     /// This worker's unique id.
