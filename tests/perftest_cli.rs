@@ -492,3 +492,33 @@ fn client_exits_with_error_when_its_server_vanishes() {
         assert!(!status.success(), "{tls}: client exit {status:?}");
     }
 }
+
+#[test]
+fn one_sided_client_exits_when_its_shm_server_is_killed() {
+    // Puts and gets into memory mapped here never wait, so the loop must
+    // look at the peer all the same.
+    for test in ["ucp_put_bw", "ucp_get"] {
+        let (mut server, port) = start_pair_server("shm");
+        let port = port.to_string();
+        let args = [
+            "127.0.0.1",
+            "-p",
+            &port,
+            "-t",
+            test,
+            "-s",
+            "4096",
+            "-n",
+            "0",
+        ];
+        let mut client = perftest_on("shm", &args)
+            .stdout(Stdio::null())
+            .spawn()
+            .expect("start client");
+        thread::sleep(Duration::from_millis(1500));
+        server.kill().expect("kill server");
+        let _ = server.wait();
+        let status = wait_for(&mut client, Duration::from_secs(30), "client");
+        assert!(!status.success(), "{test}: client exit {status:?}");
+    }
+}

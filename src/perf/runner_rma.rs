@@ -179,6 +179,10 @@ impl<W: PerfWorker> Runner<'_, W> {
                 self.rma_op(sn)?;
                 if side == Side::Loopback {
                     self.poll()?;
+                } else {
+                    // Operations on mapped memory never wait: look at the
+                    // peer now and then all the same.
+                    self.count_look()?;
                 }
                 meter.update(len, report);
                 sn += 1;
