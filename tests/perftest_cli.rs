@@ -479,18 +479,26 @@ fn server_exits_with_error_when_its_client_vanishes() {
 #[test]
 fn client_exits_with_error_when_its_server_vanishes() {
     for tls in ["tcp", "rc_iwarp"] {
-        let (mut server, port) = start_pair_server(tls);
-        let port = port.to_string();
-        let mut client = perftest_on(tls, &["127.0.0.1", "-p", &port, "-t", "tag_bw", "-n", "0"])
-            .stdout(Stdio::null())
-            .spawn()
-            .expect("start client");
-        thread::sleep(Duration::from_millis(1500));
-        server.kill().expect("kill server");
-        let _ = server.wait();
-        let status = wait_for(&mut client, Duration::from_secs(30), "client");
-        assert!(!status.success(), "{tls}: client exit {status:?}");
+        client_fails_when_server_killed(tls, &["-t", "tag_bw", "-n", "0"]);
     }
+}
+
+/// Runs an endless client with `args` against a server over `tls`, kills
+/// the server after 1.5 s and checks the client then exits with an error.
+fn client_fails_when_server_killed(tls: &str, args: &[&str]) {
+    let (mut server, port) = start_pair_server(tls);
+    let port = port.to_string();
+    let mut all = vec!["127.0.0.1", "-p", &port];
+    all.extend_from_slice(args);
+    let mut client = perftest_on(tls, &all)
+        .stdout(Stdio::null())
+        .spawn()
+        .expect("start client");
+    thread::sleep(Duration::from_millis(1500));
+    server.kill().expect("kill server");
+    let _ = server.wait();
+    let status = wait_for(&mut client, Duration::from_secs(30), "client");
+    assert!(!status.success(), "{tls} {args:?}: client exit {status:?}");
 }
 
 #[test]
@@ -498,27 +506,6 @@ fn one_sided_client_exits_when_its_shm_server_is_killed() {
     // Puts and gets into memory mapped here never wait, so the loop must
     // look at the peer all the same.
     for test in ["ucp_put_bw", "ucp_get"] {
-        let (mut server, port) = start_pair_server("shm");
-        let port = port.to_string();
-        let args = [
-            "127.0.0.1",
-            "-p",
-            &port,
-            "-t",
-            test,
-            "-s",
-            "4096",
-            "-n",
-            "0",
-        ];
-        let mut client = perftest_on("shm", &args)
-            .stdout(Stdio::null())
-            .spawn()
-            .expect("start client");
-        thread::sleep(Duration::from_millis(1500));
-        server.kill().expect("kill server");
-        let _ = server.wait();
-        let status = wait_for(&mut client, Duration::from_secs(30), "client");
-        assert!(!status.success(), "{test}: client exit {status:?}");
+        client_fails_when_server_killed("shm", &["-t", test, "-s", "4096", "-n", "0"]);
     }
 }
