@@ -19,6 +19,7 @@
 //! not queue without bound). Large messages go by rendezvous instead
 //! (`am_rndv.rs`). Not yet: zero-copy eager sends.
 
+use super::am_state::{AmArrival, AmPartial};
 use super::am_wire::{AmFrag, AM_HDR, AM_MAX, AM_USER, FLAG_REPLY};
 use super::core::Core;
 use super::eager_tx::Started;
@@ -29,30 +30,6 @@ use crate::ucs::slab::SlabId;
 use crate::ucs::PeerMisbehaved;
 use crate::uct::{Posted, SrcId};
 use crate::{Error, Result};
-
-/// An active message that arrived whole, until its handler runs.
-#[derive(Debug)]
-pub(crate) struct AmArrival {
-    pub(crate) id: u16,
-    /// The user header, then the data.
-    pub(crate) bytes: Vec<u8>,
-    pub(crate) hdr_len: usize,
-    /// Where the sender's messages come from, if it asked for the
-    /// endpoint back to it: `(iface, source)`, resolved when the handler
-    /// runs (the endpoint may be made by a wireup carried out after this
-    /// message arrived).
-    pub(crate) reply_from: Option<(usize, SrcId)>,
-    /// A rendezvous message: the probed message that holds its data, and
-    /// the data's length (`bytes` is then the user header only).
-    pub(crate) rndv: Option<(SlabId, usize)>,
-}
-
-/// A message whose fragments are still arriving.
-#[derive(Debug)]
-pub(crate) struct AmPartial {
-    first: AmFrag,
-    bytes: Vec<u8>,
-}
 
 impl Core {
     /// Sends active message `id` with `header` and `data` on endpoint

@@ -11,7 +11,7 @@
 //! receiving the descriptor is receiving that message, by whichever
 //! rendezvous (get, put, active messages) the sender chose.
 
-use super::am::AmArrival;
+use super::am_state::{AmArrival, AmRtsIn};
 use super::am_wire::{AmRts, AM_MAX, FLAG_REPLY};
 use super::core::{AckTo, Core, ProbedMsg, Rts, Unexp};
 use super::eager_tx::Started;
@@ -20,44 +20,17 @@ use super::select::ProtocolId;
 use super::wire::{AM_RNDV_RTS, AM_RNDV_RTS_GET, AM_RNDV_RTS_PUT};
 use crate::request::buf::SendBuf;
 use crate::request::SyncState;
-use crate::request::{AmPhase, GetPhase, Kind, Op, PutPhase, Request, RndvPhase, SendState};
+use crate::request::{
+    AmPhase, AmSendInfo, GetPhase, Kind, Op, PutPhase, Request, RndvPhase, SendState,
+};
 use crate::ucs::slab::SlabId;
 use crate::ucs::PeerMisbehaved;
-use crate::uct::{AmId, SrcId};
+use crate::uct::SrcId;
 use crate::{Error, Result};
 
 /// Room kept in a copy send for the wrapped request to send and its
 /// packed key, beside the user header.
 const RTS_ROOM: usize = 32 + 512;
-
-/// What wraps a rendezvous active message's request to send.
-#[derive(Debug)]
-pub(crate) struct AmSendInfo {
-    pub(crate) id: u16,
-    pub(crate) flags: u8,
-    pub(crate) header: Vec<u8>,
-}
-
-impl AmSendInfo {
-    /// The wrapper for a request to send with active message id `inner`.
-    pub(crate) fn wrapper(&self, inner: AmId) -> [u8; super::am_wire::AM_RTS_HDR] {
-        AmRts {
-            inner,
-            flags: self.flags,
-            id: self.id,
-            hdr_len: self.header.len() as u32,
-        }
-        .encode()
-    }
-}
-
-/// An announcement being decoded: its wrapper and user header, until the
-/// wrapped request reaches `rts_arrived`.
-#[derive(Debug)]
-pub(crate) struct AmRtsIn {
-    rts: AmRts,
-    header: Vec<u8>,
-}
 
 /// How an active message goes (`AmParams`' forcing flags).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -180,6 +153,15 @@ impl Core {
 
     /// The wrapped request of `am` arrived: keep it for the handler.
     pub(crate) fn am_rts_arrived(&mut self, am: AmRtsIn, total: usize, to: AckTo, kind: Rts) {
+        if total as u64 > AM_MAX {
+            // No sender announces more; the data would be fetched (or
+            // discarded) into a buffer of that size.
+            tracing::warn!(
+                "rendezvous active message of {total} bytes (over {AM_MAX}) from source {}: dropped",
+                to.src.0
+            );
+            return;
+        }
         let pid = self.probed.insert(ProbedMsg {
             msg: Some(Unexp {
                 tag: 0,

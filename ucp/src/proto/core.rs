@@ -127,7 +127,7 @@ pub(crate) struct Reports {
     /// handler, until it runs (`Worker::connect_with`).
     pub(crate) ep_failures: Vec<(SlabId, Error, Option<crate::request::OnError>)>,
     /// Active messages that arrived whole, until their handlers run.
-    pub(crate) am_arrivals: Vec<crate::proto::am::AmArrival>,
+    pub(crate) am_arrivals: Vec<crate::proto::am_state::AmArrival>,
 }
 
 /// The protocol half of a worker.
@@ -170,9 +170,9 @@ pub(crate) struct Core {
     /// One-sided operations waiting for room on a lane.
     pub(crate) rma_parked: usize,
     /// Active messages whose fragments are still arriving.
-    pub(crate) am_frags: FxHashMap<FragKey, crate::proto::am::AmPartial>,
+    pub(crate) am_frags: FxHashMap<FragKey, crate::proto::am_state::AmPartial>,
     /// Stream bytes from sources whose endpoint back is not known yet.
-    pub(crate) stream_early: FxHashMap<(usize, SrcId), crate::proto::stream::StreamRx>,
+    pub(crate) stream_early: FxHashMap<(usize, SrcId), crate::proto::stream_rx::StreamRx>,
     /// Endpoints that may have stream bytes kept (`stream_poll`).
     pub(crate) stream_ready: Vec<SlabId>,
     /// Stream receives completed by one fragment (reused).
@@ -181,7 +181,7 @@ pub(crate) struct Core {
     pub(crate) ka_cursor: usize,
     /// A rendezvous active message's announcement while its wrapped
     /// request is decoded (`am_rndv.rs`).
-    pub(crate) am_rts: Option<crate::proto::am_rndv::AmRtsIn>,
+    pub(crate) am_rts: Option<crate::proto::am_state::AmRtsIn>,
 }
 
 impl std::fmt::Debug for Core {

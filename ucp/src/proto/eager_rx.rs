@@ -69,7 +69,7 @@ impl Core {
             AM_RNDV_ATS => wire::decode_ack(data).map(|r| self.rndv_ats(SlabId::from_u64(r))),
             crate::proto::am_wire::AM_USER => self.rx_am_user(src, data),
             crate::proto::am_wire::AM_USER_RTS => self.rx_am_rts(src, data),
-            crate::proto::stream::AM_STREAM => self.rx_stream(src, data),
+            crate::proto::wire::AM_STREAM => self.rx_stream(src, data),
             crate::proto::keepalive::AM_KEEPALIVE => self.rx_keepalive(src, data),
             crate::proto::close::AM_EP_CLOSE => self.rx_ep_close(src, data),
             other => self

@@ -9,10 +9,9 @@
 
 use super::lanes::Lanes;
 use super::select::ProtocolId;
-use super::stream::AM_STREAM;
 use super::wire::{
     FirstHdr, MiddleHdr, AM_EAGER_FIRST, AM_EAGER_MIDDLE, AM_EAGER_ONLY, AM_EAGER_SYNC_FIRST,
-    AM_EAGER_SYNC_ONLY, AM_RNDV_DATA, SYNC_FIRST_HDR, SYNC_ONLY_HDR,
+    AM_EAGER_SYNC_ONLY, AM_RNDV_DATA, AM_STREAM, SYNC_FIRST_HDR, SYNC_ONLY_HDR,
 };
 use crate::proto::command::Command;
 use crate::proto::core::{Core, EpConfig};

@@ -78,7 +78,7 @@ pub(crate) struct EpState {
     /// Stream offset of the next byte to send.
     pub(crate) stream_tx: u64,
     /// The receiving half of the stream, once used.
-    pub(crate) stream: Option<Box<crate::proto::stream::StreamRx>>,
+    pub(crate) stream: Option<Box<crate::proto::stream_rx::StreamRx>>,
     /// Keepalive rounds since the peer was last heard (`keepalive.rs`).
     pub(crate) ka_missed: u32,
 }

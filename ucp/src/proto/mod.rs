@@ -5,6 +5,7 @@
 
 pub(crate) mod am;
 pub(crate) mod am_rndv;
+pub(crate) mod am_state;
 pub(crate) mod close;
 crate::ucs::internal_mod!(am_wire);
 pub(crate) mod command;
@@ -26,6 +27,7 @@ pub(crate) mod rndv_zcopy;
 mod room;
 pub mod select;
 pub(crate) mod stream;
+pub(crate) mod stream_rx;
 mod sync;
 #[cfg(test)]
 pub(crate) mod testing;

@@ -22,123 +22,13 @@
 use super::core::Core;
 use super::eager_tx::Started;
 use super::lanes::Lanes;
+use super::wire::{AM_STREAM, STREAM_HDR};
 use crate::request::buf::{RecvBuf, SendBuf};
-use crate::request::{Info, Kind, Op, Request, SendState, SyncState};
-use crate::ucs::slab::{Slab, SlabId};
+use crate::request::{Info, Kind, Op, Request, SendState, StreamRecvState, SyncState};
+use crate::ucs::slab::SlabId;
 use crate::ucs::PeerMisbehaved;
-use crate::uct::{AmId, SrcId};
+use crate::uct::SrcId;
 use crate::{Error, Result};
-use std::collections::VecDeque;
-
-/// Active message id of stream fragments: the stream offset (`u64`,
-/// little-endian), then the bytes.
-pub(crate) const AM_STREAM: AmId = 22;
-/// Length of a stream fragment's header.
-pub(crate) const STREAM_HDR: usize = 8;
-
-/// A posted stream receive.
-#[derive(Debug)]
-pub(crate) struct StreamRecvState {
-    pub(crate) ep: SlabId,
-    pub(crate) buf: RecvBuf,
-    /// Bytes written so far.
-    pub(crate) filled: usize,
-    /// Complete only once the buffer is full.
-    pub(crate) wait_all: bool,
-}
-
-/// The receiving half of an endpoint's stream.
-#[derive(Debug, Default)]
-pub(crate) struct StreamRx {
-    /// Stream offset of the next byte to arrive.
-    next: u64,
-    /// Arrived bytes no receive has taken, by fragment; `head` bytes of
-    /// the first are taken already.
-    chunks: VecDeque<Vec<u8>>,
-    head: usize,
-    /// Posted receives, oldest first.
-    recvs: VecDeque<SlabId>,
-}
-
-impl StreamRx {
-    /// Takes fragment bytes at stream offset `off`: into posted receives,
-    /// the rest kept. Returns the receives that are now complete.
-    fn arrive(
-        &mut self,
-        reqs: &mut Slab<Request>,
-        off: u64,
-        mut bytes: &[u8],
-        done: &mut Vec<SlabId>,
-    ) -> Result<(), PeerMisbehaved> {
-        if off != self.next {
-            return Err(PeerMisbehaved::Invalid {
-                what: "stream fragment",
-                detail: format!("at stream offset {off} where {} was due", self.next),
-            });
-        }
-        self.next = self.next.wrapping_add(bytes.len() as u64);
-        while !bytes.is_empty() {
-            let Some(&id) = self.recvs.front() else {
-                self.chunks.push_back(bytes.to_vec());
-                break;
-            };
-            let Some(Request {
-                kind: Kind::StreamRecv(r),
-                ..
-            }) = reqs.get_mut(id)
-            else {
-                self.recvs.pop_front();
-                continue;
-            };
-            let n = r.buf.write(r.filled, bytes);
-            r.filled += n;
-            bytes = &bytes[n..];
-            if !r.wait_all || r.filled == r.buf.capacity() {
-                self.recvs.pop_front();
-                done.push(id);
-            }
-        }
-        Ok(())
-    }
-
-    /// Copies kept bytes into `r`; whether it is then complete.
-    fn fill(&mut self, r: &mut StreamRecvState) -> bool {
-        while let Some(c) = self.chunks.front() {
-            let n = r.buf.write(r.filled, &c[self.head..]);
-            r.filled += n;
-            self.head += n;
-            if self.head == c.len() {
-                self.chunks.pop_front();
-                self.head = 0;
-            }
-            if r.filled == r.buf.capacity() {
-                break;
-            }
-        }
-        r.filled == r.buf.capacity() || (!r.wait_all && r.filled > 0)
-    }
-
-    /// The oldest kept fragment, whole (its taken bytes cut off).
-    fn take_chunk(&mut self) -> Option<Vec<u8>> {
-        let mut c = self.chunks.pop_front()?;
-        c.drain(..std::mem::take(&mut self.head));
-        Some(c)
-    }
-
-    /// Joins bytes that arrived under the endpoint's source before it was
-    /// known; `self` is the endpoint's (empty unless it had a stream from
-    /// another lane, which no sender does).
-    fn adopt(&mut self, reqs: &mut Slab<Request>, early: StreamRx, done: &mut Vec<SlabId>) {
-        let head = early.head;
-        for (i, c) in early.chunks.iter().enumerate() {
-            let from = if i == 0 { head } else { 0 };
-            let off = self.next;
-            // Offsets are this stream's own: the bytes always fit.
-            let _ = self.arrive(reqs, off, &c[from..], done);
-        }
-        self.next = early.next;
-    }
-}
 
 impl Core {
     /// Starts a stream send of `buf` on endpoint `ep`.

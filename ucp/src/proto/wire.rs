@@ -100,6 +100,12 @@ pub const AM_RNDV_ATP: AmId = 15;
 /// counts from the end of the message); the sender answers `RNDV_ATP`.
 pub const AM_RNDV_RTR_SPLIT: AmId = 20;
 
+/// Active message id of stream fragments: the stream offset (`u64`,
+/// little-endian), then the bytes.
+pub const AM_STREAM: AmId = 22;
+/// Length of a stream fragment's header.
+pub const STREAM_HDR: usize = 8;
+
 /// Size of the `RNDV_RTR_PUT` header before the key.
 pub const RTR_PUT_HDR: usize = 32;
 

@@ -7,9 +7,11 @@
 //! `progress`.
 
 pub(crate) mod buf;
+mod kinds;
 mod owned;
 mod recv;
 
+pub(crate) use kinds::{AmSendInfo, StreamRecvState};
 pub use owned::{IoBuf, IoBufMut};
 
 use crate::api::WorkerMut;
@@ -187,7 +189,7 @@ pub(crate) struct SendState {
     pub(crate) stream: bool,
     /// A rendezvous active message: what wraps its request to send
     /// (`proto/am_rndv.rs`).
-    pub(crate) am: Option<Box<crate::proto::am_rndv::AmSendInfo>>,
+    pub(crate) am: Option<Box<AmSendInfo>>,
 }
 
 /// A send's synchronisation with its receiver (`MPI_Ssend`).
@@ -363,7 +365,7 @@ pub(crate) enum Kind {
     /// A one-sided operation (put, get, atomic).
     Rma(crate::rma::RmaState),
     /// A stream receive.
-    StreamRecv(crate::proto::stream::StreamRecvState),
+    StreamRecv(StreamRecvState),
 }
 
 #[derive(Debug)]

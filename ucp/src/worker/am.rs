@@ -3,10 +3,11 @@
 
 use super::Worker;
 use crate::api::WorkerMut;
-use crate::proto::am::AmArrival;
 use crate::proto::am_rndv::AmProto;
+use crate::proto::am_state::AmArrival;
 use crate::ucs::slab::SlabId;
 use crate::Ep;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 
 /// An active message handler: runs after `progress` for each message of
@@ -36,8 +37,15 @@ impl AmHandlers {
 }
 
 /// Descriptors of rendezvous messages dropped without their data being
-/// received, until the worker discards the data.
-pub(crate) type Dropped = Arc<Mutex<Vec<SlabId>>>;
+/// received, until the worker discards the data; `any` says whether to
+/// look (so that running handlers takes no lock when none was dropped).
+#[derive(Debug, Default)]
+pub(crate) struct DroppedList {
+    pub(crate) any: AtomicBool,
+    pub(crate) list: Mutex<Vec<SlabId>>,
+}
+
+pub(crate) type Dropped = Arc<DroppedList>;
 
 /// The data of a rendezvous active message, still at the sender.
 #[derive(Debug)]
@@ -53,8 +61,9 @@ impl Drop for RndvDesc {
         // Never received: the worker receives it into nothing, so that
         // the sender's request completes.
         if let Some(d) = self.dropped.take() {
-            if let Ok(mut d) = d.lock() {
-                d.push(self.pid);
+            if let Ok(mut l) = d.list.lock() {
+                l.push(self.pid);
+                d.any.store(true, Ordering::Release);
             }
         }
     }

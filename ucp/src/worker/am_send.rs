@@ -10,6 +10,7 @@ use crate::proto::eager_tx::Started;
 use crate::request::buf::{RecvBuf, SendBuf};
 use crate::request::{Info, IoBuf, IoBufMut, Op, Posted, ReqId};
 use crate::{Ep, Result};
+use std::sync::atomic::Ordering;
 
 fn posted(s: Started) -> Posted<()> {
     match s {
@@ -177,9 +178,12 @@ impl Worker {
     /// Receives the data of rendezvous messages dropped unreceived into
     /// buffers of the worker's, discarded when done.
     pub(crate) fn discard_dropped_am(&mut self) {
-        let pids = match self.am_dropped.lock() {
-            Ok(mut d) if !d.is_empty() => std::mem::take(&mut *d),
-            _ => return,
+        if !self.am_dropped.any.swap(false, Ordering::Acquire) {
+            return;
+        }
+        let pids = match self.am_dropped.list.lock() {
+            Ok(mut d) => std::mem::take(&mut *d),
+            Err(_) => return,
         };
         for pid in pids {
             tracing::debug!("rendezvous active message dropped unreceived: discarding its data");

@@ -47,7 +47,7 @@ pub struct Worker {
     /// Rendezvous active messages dropped unreceived.
     am_dropped: am::Dropped,
     /// The list of active messages whose handlers run (kept empty).
-    am_batch: Vec<crate::proto::am::AmArrival>,
+    am_batch: Vec<crate::proto::am_state::AmArrival>,
     /// When the next keepalive round is due.
     keepalive: keepalive::KeepaliveClock,
     /// Listeners (`listener.rs`), by [`Listener`] index.

@@ -157,3 +157,23 @@ fn a_rendezvous_announcement_gives_the_handler_a_descriptor() {
     b.arrive(AM_USER_RTS, &m[..m.len() - 3]);
     assert!(b.core.done.am_arrivals.is_empty() && b.core.am_rts.is_none());
 }
+
+#[test]
+fn a_rendezvous_announcement_over_the_limit_is_dropped() {
+    use crate::proto::am_wire::{AmRts, AM_MAX, AM_USER_RTS};
+    use crate::proto::wire::AM_RNDV_RTS;
+    let mut b = Node::new(virt_attr(|_| {}));
+    let rts = AmRts {
+        inner: AM_RNDV_RTS,
+        flags: 0,
+        id: 3,
+        hdr_len: 0,
+    };
+    let mut m = rts.encode().to_vec();
+    for v in [0u64, 77, AM_MAX + 1] {
+        m.extend_from_slice(&v.to_le_bytes());
+    }
+    b.arrive(AM_USER_RTS, &m);
+    assert!(b.core.done.am_arrivals.is_empty());
+    assert!(b.core.probed.is_empty());
+}

@@ -3,8 +3,8 @@
 #![allow(unsafe_code)]
 
 use crate::proto::eager_tx::Started;
-use crate::proto::stream::{AM_STREAM, STREAM_HDR};
 use crate::proto::testing::{deliver, pattern, virt_attr, Node};
+use crate::proto::wire::{AM_STREAM, STREAM_HDR};
 use crate::request::buf::{RecvBuf, SendBuf};
 use crate::request::Op;
 use crate::uct::{AmSink, SrcId};
