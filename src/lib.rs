@@ -65,6 +65,7 @@ pub mod cause {
     pub use rucx_ucp::ucs::{AccessDenied, EndpointCause};
 }
 pub use rucx_ucp as ucp;
+pub use rucx_ucp::dt;
 pub use rucx_ucp::{
     Access, AccessDenied, AmMsg, AmParams, AtomicOp, AtomicValue, Completion, Ep, EpParams,
     ErrMode, Error, Info, MemMap, Message, Op, OpError, Pending, Posted, ReqId, Result, Rkey,

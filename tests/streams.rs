@@ -32,16 +32,6 @@ fn pair(tls: &str) -> (Worker, Worker, Ep, Ep) {
     (a, b, ab, ba)
 }
 
-/// Progresses both until `done` (30 s at most).
-fn until(a: &mut Worker, b: &mut Worker, mut done: impl FnMut(&mut Worker, &mut Worker) -> bool) {
-    let deadline = Instant::now() + Duration::from_secs(30);
-    while !done(a, b) {
-        assert!(Instant::now() < deadline, "timed out");
-        a.progress();
-        b.progress();
-    }
-}
-
 /// A small deterministic generator (xorshift).
 struct Rng(u64);
 

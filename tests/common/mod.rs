@@ -212,3 +212,17 @@ pub(crate) fn sleep_until_killed() -> ! {
         }
     }
 }
+
+/// Progresses both workers until `done` holds (30 s at most).
+pub(crate) fn until(
+    a: &mut Worker,
+    b: &mut Worker,
+    mut done: impl FnMut(&mut Worker, &mut Worker) -> bool,
+) {
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while !done(a, b) {
+        assert!(Instant::now() < deadline, "timed out");
+        a.progress();
+        b.progress();
+    }
+}

@@ -81,7 +81,11 @@
 //!   by a domain that can), put, get, atomics, fence (see its
 //!   documentation for how each travels); `target.rs` answers the
 //!   emulated ones (without `unsafe`: `mem.rs` reads, writes and applies
-//!   atomics to registered memory for it).
+//!   atomics to registered memory for it);
+//! * `dt/`: datatypes that need not be contiguous (iovecs, generic
+//!   pack/unpack); `api/dt.rs` posts operations on them, through the
+//!   bounce buffers of `request/staged.rs` where the layout is not
+//!   contiguous.
 //!
 //! With the `fuzzing` feature (or `--cfg fuzzing`), the wire codecs
 //! (`proto::wire`, `proto::am_wire`, `rma::wire`), worker addresses (`wireup`) and the tag
@@ -89,8 +93,8 @@
 //! they are not a stable API.
 //!
 //! # What it does not do (yet)
-//! Non-contiguous datatypes (iovecs, generic); eager zero-copy active
-//! messages;
+//! Iovecs handed to the transports as gather lists (they are packed);
+//! eager zero-copy active messages;
 //! bandwidth-oriented
 //! protocol selection (the tables minimise one message's latency).
 #![deny(unsafe_code)]
@@ -98,6 +102,7 @@
 mod api;
 mod config;
 mod context;
+pub mod dt;
 mod error;
 pub mod proto;
 mod reg;

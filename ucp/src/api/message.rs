@@ -27,6 +27,11 @@ impl Message {
     pub fn info(&self) -> Info {
         self.info
     }
+
+    /// The probed message's slot in the core.
+    pub(crate) fn id(&self) -> SlabId {
+        self.id
+    }
 }
 
 impl Worker {

@@ -17,6 +17,7 @@
 //! [`Worker::tag_send_raw`]: crate::Worker::tag_send_raw
 
 mod blocking;
+mod dt;
 mod message;
 mod owned;
 mod raw;

@@ -16,6 +16,7 @@
 #![allow(unsafe_code)]
 
 use super::{Message, OpError, Scope};
+use crate::dt::{Pack, Unpack};
 use crate::request::{Completion, Info, IoBuf, IoBufMut, Op, Posted, ReqId};
 use crate::rma::{AtomicOp, AtomicValue, Rkey};
 use crate::uct::{Iov, IovMut};
@@ -218,6 +219,66 @@ impl WorkerMut<'_> {
         op: Op,
     ) -> Result<Posted<B>> {
         self.w.am_send_owned(ep, id, header, buf, params, op)
+    }
+
+    /// [`Worker::tag_send_dt`].
+    pub fn tag_send_dt<D: Pack>(&mut self, ep: Ep, data: D, tag: u64, op: Op) -> Result<Posted<D>> {
+        self.w.tag_send_dt(ep, data, tag, op)
+    }
+
+    /// [`Worker::tag_recv_dt`].
+    pub fn tag_recv_dt<D: Unpack>(
+        &mut self,
+        data: D,
+        tag: u64,
+        mask: u64,
+        op: Op,
+    ) -> Result<Posted<D>> {
+        self.w.tag_recv_dt(data, tag, mask, op)
+    }
+
+    /// [`Worker::stream_send_dt`].
+    pub fn stream_send_dt<D: Pack>(&mut self, ep: Ep, data: D, op: Op) -> Result<Posted<D>> {
+        self.w.stream_send_dt(ep, data, op)
+    }
+
+    /// [`Worker::stream_recv_dt`].
+    pub fn stream_recv_dt<D: Unpack>(&mut self, ep: Ep, data: D, op: Op) -> Result<Posted<D>> {
+        self.w.stream_recv_dt(ep, data, op)
+    }
+
+    /// [`Worker::tag_msg_recv_dt`].
+    pub fn tag_msg_recv_dt<D: Unpack>(
+        &mut self,
+        msg: Message,
+        data: D,
+        op: Op,
+    ) -> Result<Posted<D>> {
+        self.w.tag_msg_recv_dt(msg, data, op)
+    }
+
+    /// [`Worker::stream_recv_all_dt`].
+    pub fn stream_recv_all_dt<D: Unpack>(&mut self, ep: Ep, data: D, op: Op) -> Result<Posted<D>> {
+        self.w.stream_recv_all_dt(ep, data, op)
+    }
+
+    /// [`Worker::am_send_dt`].
+    pub fn am_send_dt<D: Pack>(
+        &mut self,
+        ep: Ep,
+        id: u16,
+        header: &[u8],
+        data: D,
+        params: AmParams,
+        op: Op,
+    ) -> Result<Posted<D>> {
+        self.w.am_send_dt(ep, id, header, data, params, op)
+    }
+
+    /// [`Worker::am_recv_data_dt`]: a handler fetches a rendezvous
+    /// message's data into a layout of its choosing.
+    pub fn am_recv_data_dt<D: Unpack>(&mut self, msg: AmMsg, data: D, op: Op) -> Result<Posted<D>> {
+        self.w.am_recv_data_dt(msg, data, op)
     }
 
     /// [`Worker::take`].

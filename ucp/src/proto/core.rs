@@ -300,6 +300,10 @@ impl Core {
             "a request completes while a transport holds its buffer"
         );
         self.done.completed = self.done.completed.wrapping_add(1);
+        let result = match req.staged.take() {
+            Some(st) => st.finish(req.owner.as_deref_mut(), result),
+            None => result,
+        };
         let memh = match &mut req.kind {
             Kind::Send(s) => s.memh.take(),
             Kind::Recv(r) => r.memh.take(),
@@ -403,7 +407,7 @@ impl Core {
         let ids: Vec<SlabId> = self
             .reqs
             .iter()
-            .filter(|(_, r)| Self::exposed_recv(r) && r.owner.is_some())
+            .filter(|(_, r)| Self::exposed_recv(r) && (r.owner.is_some() || r.staged.is_some()))
             .map(|(id, _)| id)
             .collect();
         for id in ids {
@@ -412,6 +416,7 @@ impl Core {
                     "worker dropped while a peer may write into a receive buffer: leaking it"
                 );
                 std::mem::forget(r.owner.take());
+                std::mem::forget(r.staged.take());
             }
         }
     }

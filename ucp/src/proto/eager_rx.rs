@@ -98,12 +98,14 @@ impl Core {
         // lookup (what `finish_recv` and `complete` do for it, none of
         // their rendezvous cleanup applying to an eager receive). One its
         // owner released is counted and freed at once, unless the message
-        // does not fit (the slow path records that failure).
+        // does not fit (the slow path records that failure). A receive
+        // with a bounce buffer to unpack takes the slow path.
         if let Some(Request {
             kind: Kind::Recv(r),
             notify: Notify::Poll | Notify::Scope,
             result,
             detached,
+            staged: None,
             ..
         }) = self.reqs.get_mut(req)
         {

@@ -10,6 +10,7 @@ pub(crate) mod buf;
 mod kinds;
 mod owned;
 mod recv;
+pub(crate) mod staged;
 
 pub(crate) use kinds::{AmSendInfo, StreamRecvState};
 pub use owned::{IoBuf, IoBufMut};
@@ -379,6 +380,8 @@ pub(crate) struct Request {
     pub(crate) owner: Option<Box<dyn Any + Send>>,
     /// Nobody will collect the result: free the slot at completion.
     pub(crate) detached: bool,
+    /// Bounce buffer of a datatype that is not contiguous.
+    pub(crate) staged: Option<Box<staged::Staged>>,
 }
 
 // `Request::owns_nothing` relies on these holding nothing to drop.
@@ -406,6 +409,7 @@ impl Request {
             result,
             owner,
             detached: _,
+            staged,
         } = self;
         let Kind::Recv(RecvState {
             buf: _,
@@ -423,6 +427,7 @@ impl Request {
         memh.is_none()
             && read_error.is_none()
             && owner.is_none()
+            && staged.is_none()
             && result.is_none()
             && matches!(notify, Notify::Poll | Notify::Scope)
     }
@@ -437,6 +442,7 @@ impl Request {
             result: None,
             owner: None,
             detached: false,
+            staged: None,
         }
     }
 }

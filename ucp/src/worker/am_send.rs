@@ -205,7 +205,7 @@ impl Worker {
 }
 
 /// Copies an eager message's data into `rb`.
-fn copy_eager(msg: &AmMsg, rb: RecvBuf) -> Result<Info> {
+pub(crate) fn copy_eager(msg: &AmMsg, rb: RecvBuf) -> Result<Info> {
     let data = msg.data();
     let n = rb.write(0, data);
     if n < data.len() {

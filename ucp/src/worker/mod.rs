@@ -21,6 +21,7 @@ use crate::uct::{Caps, Iface, IfaceParams, Posted, Token};
 use crate::wireup::address::{IfaceEntry, WorkerAddress};
 use crate::{Ep, Error, Result};
 pub use am::{AmHandler, AmMsg, AmParams};
+pub(crate) use am_send::copy_eager;
 pub use close::{CloseMode, Closing};
 pub use ep_errors::{EpParams, ErrHandler, ErrMode};
 pub use flush::Flushing;
