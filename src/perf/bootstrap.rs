@@ -16,11 +16,7 @@
 //! | 5 | barrier | `u32` barrier number, counted from 0 on each side |
 //! | 6 | abort | why the sender stops (UTF-8) |
 //!
-//! The wireup payload ([`Wireup`]): `u32` length and the worker address
-//! (1 to [`MAX_FRAME`] bytes); `u32` length and the packed remote key of
-//! the sender's exposed buffer (at most [`MAX_RKEY`] bytes); `u64` address
-//! of that buffer. Tag tests expose nothing: key empty and address 0. A
-//! key without an address, or an address without a key, is malformed.
+//! The wireup payload is described with [`Wireup`].
 //!
 //! Every read has a deadline, and while it waits it calls a progress
 //! function (the worker's, so that the peer's operations can finish).
@@ -29,7 +25,8 @@
 
 use super::error::{PerfError, Result};
 use super::runner::Watch;
-use super::wire::{put_blob, Reader};
+use super::wire::Reader;
+pub use super::wireup::Wireup;
 use std::io::{self, ErrorKind, Read, Write};
 use std::net::{Ipv4Addr, SocketAddr, TcpListener, TcpStream, ToSocketAddrs};
 use std::thread;
@@ -74,56 +71,6 @@ impl FrameKind {
             5 => FrameKind::Barrier,
             6 => FrameKind::Abort,
             _ => return None,
-        })
-    }
-}
-
-/// What a side needs to reach the other: its worker address and, for
-/// one-sided tests, the packed remote key and the address of its exposed
-/// (receive) buffer; empty and 0 for tag tests. The module doc has the
-/// encoding.
-#[derive(Debug, Clone, PartialEq, Eq, Default)]
-pub struct Wireup {
-    /// Worker address.
-    pub address: Vec<u8>,
-    /// Packed remote key of the receive buffer.
-    pub rkey: Vec<u8>,
-    /// Address of the receive buffer in the sender's memory.
-    pub recv_buffer: u64,
-}
-
-impl Wireup {
-    /// `u32` length + address, `u32` length + rkey, `u64` buffer address
-    /// (see the module doc).
-    pub fn encode(&self) -> Vec<u8> {
-        let mut out = Vec::with_capacity(16 + self.address.len() + self.rkey.len());
-        put_blob(&mut out, &self.address);
-        put_blob(&mut out, &self.rkey);
-        out.extend_from_slice(&self.recv_buffer.to_le_bytes());
-        out
-    }
-
-    /// Parses a wireup payload from the peer.
-    pub fn decode(payload: &[u8]) -> Result<Wireup> {
-        let mut r = Reader::new(payload, "wireup");
-        let address = r.blob(MAX_FRAME)?.to_vec();
-        let rkey = r.blob(MAX_RKEY)?.to_vec();
-        let recv_buffer = r.u64()?;
-        r.finish()?;
-        if address.is_empty() {
-            return Err(PerfError::Protocol("wireup: empty worker address".into()));
-        }
-        if rkey.is_empty() != (recv_buffer == 0) {
-            return Err(PerfError::Protocol(format!(
-                "wireup: a remote key of {} bytes with buffer address {recv_buffer:#x} \
-                 (both or neither must be given)",
-                rkey.len()
-            )));
-        }
-        Ok(Wireup {
-            address,
-            rkey,
-            recv_buffer,
         })
     }
 }
