@@ -78,17 +78,28 @@ fn params() -> impl Strategy<Value = TestParams> {
         any::<u64>(),
         1..=64u32,
         prop_oneof![Just(0.0), Just(100.0), 0.0..=100.0f64],
-        any::<bool>(),
+        any::<(bool, bool)>(),
     )
         .prop_map(
-            |(test, msg_sizes, iters, warmup, outstanding, percentile, validate)| TestParams {
+            |(
                 test,
                 msg_sizes,
                 iters,
                 warmup,
                 outstanding,
                 percentile,
-                validate,
+                (validate, err_handling),
+            )| {
+                TestParams {
+                    test,
+                    msg_sizes,
+                    iters,
+                    warmup,
+                    outstanding,
+                    percentile,
+                    validate,
+                    err_handling,
+                }
             },
         )
 }

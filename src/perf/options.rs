@@ -56,6 +56,8 @@ pub struct Options {
     pub percentile: f64,
     /// Data validation (`-V`).
     pub validate: bool,
+    /// Endpoints with error handling (`-e`).
+    pub err_handling: bool,
     /// Output format (`-f`, `-v`, `-N`).
     pub output: OutputFlags,
 }
@@ -81,6 +83,7 @@ impl Default for Options {
             outstanding: 0,
             percentile: 50.0,
             validate: false,
+            err_handling: false,
             output: OutputFlags::default(),
         }
     }
@@ -104,6 +107,7 @@ impl Options {
             outstanding,
             percentile: self.percentile,
             validate: self.validate,
+            err_handling: self.err_handling,
         };
         params.check().map_err(|e| UsageError(e.to_string()))?;
         Ok(params)
@@ -113,7 +117,7 @@ impl Options {
 /// Option letters that take an argument.
 const WITH_ARG: &str = "tsnwpOR";
 /// Option letters without an argument.
-const FLAGS: &str = "lfvNVh";
+const FLAGS: &str = "lfvNVeh";
 
 /// Parses the arguments after the program name.
 pub fn parse<I>(args: I) -> Result<Parsed, UsageError>
@@ -173,6 +177,7 @@ where
                 'v' => opts.output.csv = true,
                 'N' => opts.output.numeric = true,
                 'V' => opts.validate = true,
+                'e' => opts.err_handling = true,
                 'h' => return Ok(Parsed::Help),
                 _ => {
                     debug_assert!(!FLAGS.contains(c));
@@ -321,6 +326,9 @@ pub fn usage(program: &str) -> String {
     s.push_str("     -l             loopback: the process runs the test with itself\n");
     s.push_str("     -V             fill every message with a pattern and check every\n");
     s.push_str("                    received byte; a mismatch fails the run\n");
+    s.push_str("     -e             create endpoints with error handling support: a failure\n");
+    s.push_str("                    reported on the endpoint ends the run (a server also\n");
+    s.push_str("                    takes it from its client)\n");
     s.push_str("     --pair         run a server as a child process on a free port and\n");
     s.push_str("                    be its client\n");
     s.push_str("     -h, --help     show this help message\n");

@@ -200,3 +200,30 @@ fn non_utf8_argument_is_an_error() {
     let bad = OsString::from_vec(vec![b'-', 0xff]);
     assert!(parse(vec![bad]).is_err());
 }
+
+#[test]
+fn error_handling_reaches_the_parameters_of_every_role() {
+    assert!(!run("--pair -t tag_lat").test_params().unwrap().err_handling);
+    for line in [
+        "--pair -e -t tag_lat",
+        "host -t ucp_put_bw -e",
+        "-l -t stream_bw -e",
+        "-t ucp_am_bw -fe --pair",
+        "-eV -t tag_bw --pair",
+    ] {
+        let o = run(line);
+        assert!(o.err_handling, "{line}");
+        assert!(o.test_params().unwrap().err_handling, "{line}");
+    }
+    // A server has its own -e (it adds to its client's).
+    let o = run("-e -p 4000");
+    assert_eq!((o.role, o.err_handling), (Role::Server, true));
+    assert!(usage("p").contains("-e             create endpoints with error handling"));
+}
+
+#[test]
+fn error_handling_takes_no_argument() {
+    // -e is a flag: what follows in its group are more flags.
+    assert!(err("--pair -t tag_lat -e5").contains("invalid option -- '5'"));
+    assert!(run("--pair -t tag_lat -en 5").iters == 5);
+}

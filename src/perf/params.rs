@@ -7,7 +7,7 @@
 //! | 0 | 4 | magic `"RXPT"` |
 //! | 4 | 2 | version (1) |
 //! | 6 | 2 | test wire id ([`TestInfo::wire_id`]) |
-//! | 8 | 4 | flags: bit 0 = validate data; other bits must be 0 |
+//! | 8 | 4 | flags: bit 0 = validate data, bit 1 = endpoints with error handling; other bits must be 0 |
 //! | 12 | 8 | iterations (0 = no limit) |
 //! | 20 | 8 | warm-up iterations |
 //! | 28 | 4 | most uncompleted operations in flight (1..=65536) |
@@ -42,7 +42,8 @@ pub const MAX_OUTSTANDING: u32 = 65536;
 pub const MAX_SIZE_ENTRIES: usize = 256;
 
 const FLAG_VALIDATE: u32 = 1 << 0;
-const KNOWN_FLAGS: u32 = FLAG_VALIDATE;
+const FLAG_ERR_HANDLING: u32 = 1 << 1;
+const KNOWN_FLAGS: u32 = FLAG_VALIDATE | FLAG_ERR_HANDLING;
 const HEADER_LEN: usize = 44;
 
 /// What both sides need to run one test. The client sends it; the server
@@ -63,6 +64,9 @@ pub struct TestParams {
     pub percentile: f64,
     /// Fill send buffers with a pattern and check every received byte.
     pub validate: bool,
+    /// Create the endpoints in peer error mode with an error handler
+    /// (`-e`): a failure reported on the endpoint ends the run.
+    pub err_handling: bool,
 }
 
 impl TestParams {
@@ -76,6 +80,7 @@ impl TestParams {
             outstanding: test.info().window,
             percentile: 50.0,
             validate: false,
+            err_handling: false,
         }
     }
 
@@ -170,7 +175,13 @@ impl TestParams {
         out.extend_from_slice(&MAGIC);
         out.extend_from_slice(&VERSION.to_le_bytes());
         out.extend_from_slice(&self.test.info().wire_id.to_le_bytes());
-        let flags = if self.validate { FLAG_VALIDATE } else { 0 };
+        let mut flags = 0;
+        if self.validate {
+            flags |= FLAG_VALIDATE;
+        }
+        if self.err_handling {
+            flags |= FLAG_ERR_HANDLING;
+        }
         out.extend_from_slice(&flags.to_le_bytes());
         out.extend_from_slice(&self.iters.to_le_bytes());
         out.extend_from_slice(&self.warmup.to_le_bytes());
@@ -236,6 +247,7 @@ impl TestParams {
             outstanding,
             percentile,
             validate: flags & FLAG_VALIDATE != 0,
+            err_handling: flags & FLAG_ERR_HANDLING != 0,
         };
         params
             .check()

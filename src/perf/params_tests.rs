@@ -9,6 +9,7 @@ fn sample() -> TestParams {
         outstanding: 9,
         percentile: 99.5,
         validate: true,
+        err_handling: true,
     }
 }
 
@@ -17,6 +18,21 @@ fn round_trip() {
     for p in [sample(), TestParams::new(TestKind::TagLat)] {
         let block = p.encode();
         assert_eq!(block.len(), HEADER_LEN + 8 * p.msg_sizes.len());
+        assert_eq!(TestParams::decode(&block).unwrap(), p);
+    }
+}
+
+#[test]
+fn flags_round_trip_one_by_one() {
+    for (validate, err_handling) in [(true, false), (false, true), (false, false)] {
+        let p = TestParams {
+            validate,
+            err_handling,
+            ..sample()
+        };
+        let block = p.encode();
+        let flags = u32::from_le_bytes(block[8..12].try_into().unwrap());
+        assert_eq!(flags, u32::from(validate) | u32::from(err_handling) << 1);
         assert_eq!(TestParams::decode(&block).unwrap(), p);
     }
 }

@@ -26,7 +26,10 @@
 //!
 //! While waiting, the loops check the endpoint and a [`Watch`] (the
 //! bootstrap connection) every few thousand polls, so that a vanished peer
-//! ends the run with an error instead of a hang.
+//! ends the run with an error instead of a hang. With `-e` the peer's
+//! endpoint also expects keepalive answers, so loops whose operations
+//! finish at once (a stream client's sends, one-sided streams) progress
+//! at those checks too.
 
 use super::catalog::{Command, TestType};
 use super::error::Result;
@@ -195,6 +198,17 @@ impl<W: PerfWorker> Runner<'_, W> {
                 self.ack(true)?;
                 self.wait_sends(max, None)?;
             }
+            Side::Client if self.st.keepalive => {
+                // Sends that finish at once never poll: look anyway.
+                while !meter.done() {
+                    self.send(sn)?;
+                    self.count_look()?;
+                    meter.update(len, report);
+                    sn += 1;
+                }
+                self.wait_sends(max, None)?;
+                self.ack(false)?;
+            }
             Side::Client => {
                 while !meter.done() {
                     self.send(sn)?;
@@ -219,11 +233,17 @@ impl<W: PerfWorker> Runner<'_, W> {
 
     /// Counts a look; checks the peer every [`CHECK_EVERY`] of them (also
     /// for loops that post operations finishing at once, which never
-    /// poll: puts into a peer's memory mapped here).
+    /// poll: puts into a peer's memory mapped here), and with `-e` also
+    /// progresses then.
     #[inline]
     fn count_look(&mut self) -> Result<()> {
         self.polls = self.polls.wrapping_add(1);
         if self.polls % CHECK_EVERY == 0 {
+            if self.st.keepalive {
+                // Answers the peer's keepalive even in loops that never
+                // poll.
+                self.w.progress();
+            }
             if let Err(e) = self.w.check_peer() {
                 // The peer may have said why before it went away.
                 self.watch.check(true)?;

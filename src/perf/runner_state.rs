@@ -18,6 +18,10 @@ pub struct LoopState<R> {
     pub(super) command: Command,
     /// Data messages are synchronous sends.
     pub(super) sync: bool,
+    /// The endpoints have error handling (`-e`), hence a keepalive the
+    /// peer expects answers to: a sender whose operations finish at once
+    /// still progresses now and then.
+    pub(super) keepalive: bool,
     /// Tag tests: send buffers. One-sided tests: the local side of each
     /// operation (put source, get destination, fetched value).
     pub(super) send: Slots,
@@ -53,6 +57,7 @@ impl<R: Copy> LoopState<R> {
             test_type: info.test_type,
             command: info.command,
             sync: info.command == Command::TagSync,
+            keepalive: params.err_handling,
             send: Slots::new(send_len, slots)?,
             recv: Slots::new(recv_len, recv_slots)?,
             ack: Slots::new(1, 1)?,

@@ -94,10 +94,13 @@ pub fn client<W: PerfWorker>(
 }
 
 /// Runs the server: waits on `listener` for one client (until
-/// `accept_timeout`, if given), takes its parameters and runs the test.
+/// `accept_timeout`, if given), takes its parameters and runs the test;
+/// with error handling also when `err_handling` (the server's own `-e`,
+/// as UCX's perftest keeps it).
 pub fn server<W: PerfWorker>(
     listener: &Listener,
     accept_timeout: Option<Duration>,
+    err_handling: bool,
     make_worker: impl FnOnce() -> Result<W>,
     out: &mut dyn Write,
 ) -> Result<()> {
@@ -107,7 +110,10 @@ pub fn server<W: PerfWorker>(
     let _ = writeln!(out, "Accepted connection from {}", boot.peer());
     let block = boot.recv(FrameKind::Params, PARAMS_TIMEOUT, &mut no_progress)?;
     let params = match TestParams::decode(&block) {
-        Ok(p) => p,
+        Ok(mut p) => {
+            p.err_handling |= err_handling;
+            p
+        }
         Err(e) => {
             let _ = boot.send_outcome(FrameKind::Accept, Err(e.to_string()));
             return Err(e);
@@ -137,6 +143,9 @@ pub fn loopback<W: PerfWorker>(
 ) -> Result<PerfResult> {
     params.check()?;
     let mut w = make_worker()?;
+    if params.err_handling {
+        w.enable_err_handling()?;
+    }
     let address = w.address()?;
     w.connect(&address)?;
     let mut st = LoopState::new(params)?;
@@ -199,6 +208,9 @@ fn run_session<W: PerfWorker>(
 ) -> Result<PerfResult> {
     // 1. Local setup, and its outcome to the peer.
     let local = make_worker().and_then(|mut w| {
+        if params.err_handling {
+            w.enable_err_handling()?;
+        }
         let st = LoopState::<W::Req>::new(params)?;
         let address = w.address()?;
         let exposed = match st.exposed_len() {

@@ -31,6 +31,7 @@ fn run_pair(p: TestParams, flags: OutputFlags, corrupt_client: Option<u64>) -> R
         let r = server(
             &listener,
             Some(Duration::from_secs(10)),
+            false,
             || Ok(snet.worker("server")),
             &mut out,
         );
@@ -143,6 +144,7 @@ fn one_sided_test_on_a_layer_without_it_fails_in_setup() {
         server(
             &listener,
             Some(Duration::from_secs(10)),
+            false,
             || {
                 let mut w = snet.worker("server");
                 w.no_rma = true;
@@ -213,6 +215,7 @@ fn server_rejects_a_bad_parameter_block() {
         server(
             &listener,
             Some(Duration::from_secs(10)),
+            false,
             || Ok(net.worker("s")),
             &mut Vec::new(),
         )
@@ -241,6 +244,7 @@ fn server_stops_when_its_client_vanishes() {
         server(
             &listener,
             Some(Duration::from_secs(10)),
+            false,
             || Ok(snet.worker("server")),
             &mut Vec::new(),
         )
@@ -287,6 +291,7 @@ fn client_fails_when_server_setup_fails() {
         server::<crate::perf::mock::MockWorker>(
             &listener,
             Some(Duration::from_secs(10)),
+            false,
             || Err(PerfError::NoMemory(1)),
             &mut Vec::new(),
         )

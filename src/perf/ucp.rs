@@ -11,6 +11,9 @@ use rucx_ucp::{
 use std::collections::VecDeque;
 use std::sync::{Arc, Mutex};
 
+mod endpoints;
+use endpoints::EpSetup;
+
 /// Active message id of the perftest messages.
 const PERF_AM_ID: u16 = 0x1337;
 
@@ -53,6 +56,7 @@ pub struct UcpWorker {
     exposed: Option<MemMap>,
     worker: Worker,
     ep: Option<Ep>,
+    setup: EpSetup,
     ctx: Context,
     am_arrived: Arrived,
 }
@@ -95,6 +99,7 @@ impl UcpWorker {
             exposed: None,
             worker,
             ep: None,
+            setup: EpSetup::default(),
             ctx,
             am_arrived,
         })
@@ -166,11 +171,11 @@ impl PerfWorker for UcpWorker {
     }
 
     fn connect(&mut self, remote: &[u8]) -> Result<()> {
-        let ep = self
-            .worker
-            .connect(remote)
-            .map_err(|e| PerfError::transport("connect to the peer's worker", e))?;
-        self.ep = Some(ep);
+        self.connect_impl(remote)
+    }
+
+    fn enable_err_handling(&mut self) -> Result<()> {
+        self.enable_err_handling_impl();
         Ok(())
     }
 
@@ -185,6 +190,7 @@ impl PerfWorker for UcpWorker {
     }
 
     fn check_peer(&mut self) -> Result<()> {
+        self.setup.reported()?;
         match self.ep {
             None => Ok(()),
             Some(ep) => self

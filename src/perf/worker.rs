@@ -76,6 +76,15 @@ pub trait PerfWorker {
     /// Fails once the endpoint to the peer has failed.
     fn check_peer(&mut self) -> Result<()>;
 
+    /// Creates the endpoints made from now on with error handling (`-e`):
+    /// in peer error mode, with a handler that records the failure, which
+    /// [`PerfWorker::check_peer`] then reports.
+    fn enable_err_handling(&mut self) -> Result<()> {
+        Err(PerfError::Unsupported(
+            "endpoints with error handling (-e) in this communication layer".into(),
+        ))
+    }
+
     /// Sends `len` bytes at `ptr` with `tag` on the endpoint.
     ///
     /// # Safety
