@@ -1,6 +1,7 @@
-//! End-to-end tests of how `rucx-perftest` makes its endpoints: with
-//! error handling (`-e`) over TCP and shared memory, and what it brings
-//! when the server dies or stops.
+//! End-to-end tests of how `rucx-perftest` makes its endpoints, over TCP
+//! and shared memory: with error handling (`-e`), and what it brings when
+//! the server dies or stops; through the server's listener
+//! (`--sockaddr`) in `--pair`, separate-process and loopback runs.
 
 mod perftest_util;
 
@@ -105,4 +106,101 @@ fn error_handling_keeps_a_busy_sender_answering_the_keepalive() {
         ];
         check_success(&run_with(tls, &env, &args), 300000.0);
     }
+}
+
+#[test]
+fn pair_runs_every_kind_of_test_through_a_listener() {
+    pair_runs_every_kind(&["--sockaddr"]);
+}
+
+#[test]
+fn pair_runs_through_a_listener_with_error_handling_and_validation() {
+    for tls in TLS {
+        for test in ["tag_bw", "ucp_get", "stream_lat", "ucp_am_lat"] {
+            let args = [
+                "--pair",
+                "--sockaddr",
+                "-e",
+                "-V",
+                "-t",
+                test,
+                "-n",
+                "300",
+                "-f",
+            ];
+            check_success(&run_on(tls, &args), 300.0);
+        }
+    }
+}
+
+#[test]
+fn separate_server_and_client_through_a_listener() {
+    // The server is started as usual; its client's parameters say how.
+    for (tls, test, size) in [
+        ("tcp", "tag_bw", "1024"),
+        ("posix,cma", "ucp_put_bw", "100000"),
+        ("tcp", "ucp_fadd", "8"),
+    ] {
+        let port = free_port().to_string();
+        let mut server = perftest_on(tls, &["-p", &port])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("start server");
+        let args = [
+            "localhost",
+            "-p",
+            &port,
+            "--sockaddr",
+            "-t",
+            test,
+            "-s",
+            size,
+            "-n",
+            "200",
+            "-f",
+        ];
+        check_success(&run_on(tls, &args), 200.0);
+        let status = wait_for(&mut server, RUN_TIMEOUT, "server");
+        assert!(status.success(), "{tls} {test}: server exit {status:?}");
+    }
+}
+
+#[test]
+fn loopback_connects_through_its_own_listener() {
+    for (tls, test) in [("tcp", "tag_lat"), ("posix,cma", "ucp_get")] {
+        let args = ["-l", "--sockaddr", "-t", test, "-n", "500", "-V", "-f"];
+        check_success(&run_on(tls, &args), 500.0);
+    }
+}
+
+#[test]
+fn client_through_a_listener_exits_soon_when_its_server_is_killed() {
+    for (tls, test) in [("tcp", "stream_bw"), ("shm", "ucp_am_bw")] {
+        let args = ["--sockaddr", "-e", "-t", test, "-n", "0"];
+        let (took, stderr) = client_fails_when_server_killed(tls, &args);
+        assert!(took < Duration::from_secs(10), "{tls} {test}: {took:?}");
+        assert!(stderr.contains("error:"), "{tls} {test}: {stderr}");
+    }
+}
+
+#[test]
+fn sockaddr_with_an_argument_is_a_usage_error() {
+    let out = run(&["--pair", "--sockaddr=yes", "-t", "tag_lat"]);
+    assert_eq!(out.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("'--sockaddr' doesn't allow an argument"),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains("Usage:") && stderr.contains("--sockaddr"),
+        "{stderr}"
+    );
+    let help = run(&["-h"]);
+    let text = String::from_utf8_lossy(&help.stdout);
+    assert!(
+        text.contains("--sockaddr") && text.contains("-e  "),
+        "{text}"
+    );
 }

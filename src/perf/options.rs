@@ -2,7 +2,8 @@
 //! for `ucx_perftest`: single-dash letters that may be grouped (`-fN`), an
 //! option argument either attached (`-n100`) or as the next word
 //! (`-n 100`), the server host as the one operand, anywhere on the line,
-//! and `--` to end the options. Long options: `--pair`, `--help`.
+//! and `--` to end the options. Long options: `--pair`, `--sockaddr`,
+//! `--help`.
 
 use super::catalog::{TestKind, NOT_YET, TESTS};
 use super::params::{TestParams, MAX_OUTSTANDING, MAX_SIZE_ENTRIES};
@@ -58,6 +59,8 @@ pub struct Options {
     pub validate: bool,
     /// Endpoints with error handling (`-e`).
     pub err_handling: bool,
+    /// Endpoints through the server's listener (`--sockaddr`).
+    pub sockaddr: bool,
     /// Output format (`-f`, `-v`, `-N`).
     pub output: OutputFlags,
 }
@@ -84,6 +87,7 @@ impl Default for Options {
             percentile: 50.0,
             validate: false,
             err_handling: false,
+            sockaddr: false,
             output: OutputFlags::default(),
         }
     }
@@ -108,6 +112,7 @@ impl Options {
             percentile: self.percentile,
             validate: self.validate,
             err_handling: self.err_handling,
+            sockaddr: self.sockaddr,
         };
         params.check().map_err(|e| UsageError(e.to_string()))?;
         Ok(params)
@@ -143,8 +148,16 @@ where
             break;
         }
         if let Some(long) = arg.strip_prefix("--") {
+            if let Some((name, _)) = long.split_once('=') {
+                if ["pair", "sockaddr", "help"].contains(&name) {
+                    return Err(UsageError(format!(
+                        "option '--{name}' doesn't allow an argument"
+                    )));
+                }
+            }
             match long {
                 "pair" => pair = true,
+                "sockaddr" => opts.sockaddr = true,
                 "pair-server" => pair_server = true,
                 "help" => return Ok(Parsed::Help),
                 _ => return Err(UsageError(format!("unrecognized option '{arg}'"))),
@@ -327,10 +340,14 @@ pub fn usage(program: &str) -> String {
     s.push_str("     -V             fill every message with a pattern and check every\n");
     s.push_str("                    received byte; a mismatch fails the run\n");
     s.push_str("     -e             create endpoints with error handling support: a failure\n");
-    s.push_str("                    reported on the endpoint ends the run (a server also\n");
-    s.push_str("                    takes it from its client)\n");
+    s.push_str("                    reported on the endpoint ends the run (a server uses\n");
+    s.push_str("                    it if it or its client has it)\n");
     s.push_str("     --pair         run a server as a child process on a free port and\n");
     s.push_str("                    be its client\n");
+    s.push_str("     --sockaddr     create the endpoints through a listener of the server\n");
+    s.push_str("                    (a socket address: the server listens on a free port\n");
+    s.push_str("                    and sends it over the bootstrap connection) instead of\n");
+    s.push_str("                    from worker addresses; a server follows its client\n");
     s.push_str("     -h, --help     show this help message\n");
     s.push('\n');
     s.push_str("  Output format:\n");

@@ -7,7 +7,7 @@
 //! | 0 | 4 | magic `"RXPT"` |
 //! | 4 | 2 | version (1) |
 //! | 6 | 2 | test wire id ([`TestInfo::wire_id`]) |
-//! | 8 | 4 | flags: bit 0 = validate data, bit 1 = endpoints with error handling; other bits must be 0 |
+//! | 8 | 4 | flags: bit 0 = validate data, bit 1 = endpoints with error handling, bit 2 = endpoints through the server's listener; other bits must be 0 |
 //! | 12 | 8 | iterations (0 = no limit) |
 //! | 20 | 8 | warm-up iterations |
 //! | 28 | 4 | most uncompleted operations in flight (1..=65536) |
@@ -43,7 +43,8 @@ pub const MAX_SIZE_ENTRIES: usize = 256;
 
 const FLAG_VALIDATE: u32 = 1 << 0;
 const FLAG_ERR_HANDLING: u32 = 1 << 1;
-const KNOWN_FLAGS: u32 = FLAG_VALIDATE | FLAG_ERR_HANDLING;
+const FLAG_SOCKADDR: u32 = 1 << 2;
+const KNOWN_FLAGS: u32 = FLAG_VALIDATE | FLAG_ERR_HANDLING | FLAG_SOCKADDR;
 const HEADER_LEN: usize = 44;
 
 /// What both sides need to run one test. The client sends it; the server
@@ -67,6 +68,9 @@ pub struct TestParams {
     /// Create the endpoints in peer error mode with an error handler
     /// (`-e`): a failure reported on the endpoint ends the run.
     pub err_handling: bool,
+    /// Create the endpoints through a listener of the server
+    /// (`--sockaddr`) rather than from worker addresses.
+    pub sockaddr: bool,
 }
 
 impl TestParams {
@@ -81,6 +85,7 @@ impl TestParams {
             percentile: 50.0,
             validate: false,
             err_handling: false,
+            sockaddr: false,
         }
     }
 
@@ -182,6 +187,9 @@ impl TestParams {
         if self.err_handling {
             flags |= FLAG_ERR_HANDLING;
         }
+        if self.sockaddr {
+            flags |= FLAG_SOCKADDR;
+        }
         out.extend_from_slice(&flags.to_le_bytes());
         out.extend_from_slice(&self.iters.to_le_bytes());
         out.extend_from_slice(&self.warmup.to_le_bytes());
@@ -248,6 +256,7 @@ impl TestParams {
             percentile,
             validate: flags & FLAG_VALIDATE != 0,
             err_handling: flags & FLAG_ERR_HANDLING != 0,
+            sockaddr: flags & FLAG_SOCKADDR != 0,
         };
         params
             .check()

@@ -10,6 +10,7 @@ fn sample() -> TestParams {
         percentile: 99.5,
         validate: true,
         err_handling: true,
+        sockaddr: true,
     }
 }
 
@@ -24,15 +25,17 @@ fn round_trip() {
 
 #[test]
 fn flags_round_trip_one_by_one() {
-    for (validate, err_handling) in [(true, false), (false, true), (false, false)] {
+    for bits in 0..8u32 {
+        let (validate, err_handling, sockaddr) = (bits & 1 != 0, bits & 2 != 0, bits & 4 != 0);
         let p = TestParams {
             validate,
             err_handling,
+            sockaddr,
             ..sample()
         };
         let block = p.encode();
         let flags = u32::from_le_bytes(block[8..12].try_into().unwrap());
-        assert_eq!(flags, u32::from(validate) | u32::from(err_handling) << 1);
+        assert_eq!(flags, bits);
         assert_eq!(TestParams::decode(&block).unwrap(), p);
     }
 }
