@@ -78,17 +78,29 @@ fn params() -> impl Strategy<Value = TestParams> {
         any::<u64>(),
         1..=64u32,
         prop_oneof![Just(0.0), Just(100.0), 0.0..=100.0f64],
-        any::<bool>(),
+        any::<(bool, bool, bool)>(),
     )
         .prop_map(
-            |(test, msg_sizes, iters, warmup, outstanding, percentile, validate)| TestParams {
+            |(
                 test,
                 msg_sizes,
                 iters,
                 warmup,
                 outstanding,
                 percentile,
-                validate,
+                (validate, err_handling, sockaddr),
+            )| {
+                TestParams {
+                    test,
+                    msg_sizes,
+                    iters,
+                    warmup,
+                    outstanding,
+                    percentile,
+                    validate,
+                    err_handling,
+                    sockaddr,
+                }
             },
         )
 }
@@ -100,13 +112,18 @@ fn wireup() -> impl Strategy<Value = Wireup> {
         Just((Vec::new(), 0u64)),
         (prop::collection::vec(any::<u8>(), 1..80), 1..=u64::MAX),
     ];
-    (prop::collection::vec(any::<u8>(), 1..100), exposed).prop_map(
-        |(address, (rkey, recv_buffer))| Wireup {
+    // An empty address: a listener's wireup (`--sockaddr`), with a port.
+    (
+        prop::collection::vec(any::<u8>(), 0..100),
+        exposed,
+        any::<u16>(),
+    )
+        .prop_map(|(address, (rkey, recv_buffer), port)| Wireup {
+            listen_port: if address.is_empty() { port } else { 0 },
             address,
             rkey,
             recv_buffer,
-        },
-    )
+        })
 }
 
 fn kind() -> impl Strategy<Value = FrameKind> {
@@ -189,9 +206,9 @@ proptest! {
         rkey in prop::collection::vec(any::<u8>(), 1..20),
         recv_buffer in 1..=u64::MAX,
     ) {
-        let no_buffer = Wireup { address: address.clone(), rkey, recv_buffer: 0 };
+        let no_buffer = Wireup { address: address.clone(), rkey, recv_buffer: 0, listen_port: 0 };
         prop_assert!(Wireup::decode(&no_buffer.encode()).is_err());
-        let no_key = Wireup { address, rkey: Vec::new(), recv_buffer };
+        let no_key = Wireup { address, rkey: Vec::new(), recv_buffer, listen_port: 0 };
         prop_assert!(Wireup::decode(&no_key.encode()).is_err());
     }
 
@@ -270,6 +287,7 @@ fn wireup_length_fields_set_huge() {
         address: vec![1, 2, 3],
         rkey: vec![4],
         recv_buffer: 9,
+        listen_port: 0,
     };
     let valid = w.encode();
     for (at, len) in [

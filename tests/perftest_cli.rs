@@ -3,111 +3,12 @@
 //! validation, a separate server and client as scripts start them,
 //! loopback, bad command lines, and peers that vanish.
 
-use std::io::{BufRead, BufReader, Read};
-use std::net::TcpListener;
-use std::process::{Child, Command, ExitStatus, Output, Stdio};
-use std::thread;
-use std::time::{Duration, Instant};
+mod perftest_util;
 
-const EXE: &str = env!("CARGO_BIN_EXE_rucx-perftest");
-/// Generous: debug builds on a loaded machine.
-const RUN_TIMEOUT: Duration = Duration::from_secs(120);
-
-fn perftest(args: &[&str]) -> Command {
-    perftest_on("tcp", args)
-}
-
-fn perftest_on(tls: &str, args: &[&str]) -> Command {
-    let mut cmd = Command::new(EXE);
-    cmd.args(args)
-        .env("RUCX_TLS", tls)
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped());
-    cmd
-}
-
-/// Waits for `child` up to `timeout`; kills it and fails the test after.
-fn wait_for(child: &mut Child, timeout: Duration, what: &str) -> ExitStatus {
-    let deadline = Instant::now() + timeout;
-    loop {
-        if let Some(status) = child.try_wait().expect("try_wait") {
-            return status;
-        }
-        if Instant::now() >= deadline {
-            let _ = child.kill();
-            let _ = child.wait();
-            panic!("{what} did not exit within {timeout:?}");
-        }
-        thread::sleep(Duration::from_millis(20));
-    }
-}
-
-/// Runs to completion with a timeout; collects the output.
-fn run(args: &[&str]) -> Output {
-    run_on("tcp", args)
-}
-
-/// [`run`] with `RUCX_TLS=tls`.
-fn run_on(tls: &str, args: &[&str]) -> Output {
-    run_with(tls, &[], args)
-}
-
-/// [`run_on`] with more environment variables.
-fn run_with(tls: &str, env: &[(&str, &str)], args: &[&str]) -> Output {
-    let mut cmd = perftest_on(tls, args);
-    cmd.envs(env.iter().copied());
-    let mut child = cmd.spawn().expect("start rucx-perftest");
-    let mut stdout = child.stdout.take().expect("stdout");
-    let mut stderr = child.stderr.take().expect("stderr");
-    let out = thread::spawn(move || {
-        let mut v = Vec::new();
-        let _ = stdout.read_to_end(&mut v);
-        v
-    });
-    let err = thread::spawn(move || {
-        let mut v = Vec::new();
-        let _ = stderr.read_to_end(&mut v);
-        v
-    });
-    let status = wait_for(
-        &mut child,
-        RUN_TIMEOUT,
-        &format!("RUCX_TLS={tls} {env:?} rucx-perftest {args:?}"),
-    );
-    Output {
-        status,
-        stdout: out.join().expect("stdout reader"),
-        stderr: err.join().expect("stderr reader"),
-    }
-}
-
-/// What `vs-ucx` takes: the last line made of exactly eight numbers once
-/// commas are removed.
-fn final_numbers(text: &str) -> Option<Vec<f64>> {
-    text.lines().rev().find_map(|line| {
-        let cleaned = line.replace(',', "");
-        let parts: Vec<&str> = cleaned.split_whitespace().collect();
-        if parts.len() != 8 {
-            return None;
-        }
-        parts.iter().map(|p| p.parse::<f64>().ok()).collect()
-    })
-}
-
-fn check_success(out: &Output, iters: f64) -> Vec<f64> {
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(
-        out.status.success(),
-        "exit {:?}\nstdout:\n{stdout}\nstderr:\n{stderr}",
-        out.status
-    );
-    let nums = final_numbers(&stdout).unwrap_or_else(|| panic!("no final row in:\n{stdout}"));
-    assert_eq!(nums[0], iters, "{stdout}");
-    assert!(nums.iter().all(|n| n.is_finite() && *n >= 0.0), "{nums:?}");
-    nums
-}
+use perftest_util::*;
+use std::io::{BufRead, BufReader};
+use std::process::Stdio;
+use std::time::Duration;
 
 #[test]
 fn pair_tag_lat_with_validation() {
@@ -192,13 +93,6 @@ fn loopback_runs_both_tests() {
         let out = run(&["-l", "-t", test, "-s", "64", "-n", "200", "-V", "-f"]);
         check_success(&out, 200.0);
     }
-}
-
-fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .map(|a| a.port())
-        .expect("free port")
 }
 
 #[test]
@@ -431,25 +325,6 @@ fn wrong_option_is_a_usage_error() {
     assert!(String::from_utf8_lossy(&help.stdout).contains("Usage:"));
 }
 
-/// Starts a server the way `--pair` does and returns it with its port.
-fn start_pair_server(tls: &str) -> (Child, u16) {
-    let mut server = perftest_on(tls, &["--pair-server"])
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("start server");
-    let stdout = server.stdout.take().expect("stdout");
-    let mut lines = BufReader::new(stdout).lines();
-    let port = lines
-        .next()
-        .and_then(|l| l.ok())
-        .and_then(|l| l.strip_prefix("rucx-perftest-port: ").map(str::to_string))
-        .and_then(|p| p.trim().parse().ok())
-        .expect("port line");
-    // Keep draining so the server never blocks on a full pipe.
-    thread::spawn(move || for _ in lines {});
-    (server, port)
-}
-
 #[test]
 fn server_exits_with_error_when_its_client_vanishes() {
     // Over rc_iwarp the dead peer is seen as the RC connection closing.
@@ -481,24 +356,6 @@ fn client_exits_with_error_when_its_server_vanishes() {
     for tls in ["tcp", "rc_iwarp"] {
         client_fails_when_server_killed(tls, &["-t", "tag_bw", "-n", "0"]);
     }
-}
-
-/// Runs an endless client with `args` against a server over `tls`, kills
-/// the server after 1.5 s and checks the client then exits with an error.
-fn client_fails_when_server_killed(tls: &str, args: &[&str]) {
-    let (mut server, port) = start_pair_server(tls);
-    let port = port.to_string();
-    let mut all = vec!["127.0.0.1", "-p", &port];
-    all.extend_from_slice(args);
-    let mut client = perftest_on(tls, &all)
-        .stdout(Stdio::null())
-        .spawn()
-        .expect("start client");
-    thread::sleep(Duration::from_millis(1500));
-    server.kill().expect("kill server");
-    let _ = server.wait();
-    let status = wait_for(&mut client, Duration::from_secs(30), "client");
-    assert!(!status.success(), "{tls} {args:?}: client exit {status:?}");
 }
 
 #[test]

@@ -70,13 +70,19 @@ fn run<W: PerfWorker>(
             if opts.port == 0 {
                 let _ = writeln!(out, "Listening on port {}", listener.port()?);
             }
-            session::server(&listener, None, make_worker, out)
+            session::server(&listener, None, opts.err_handling, make_worker, out)
         }
         Role::PairServer => {
             let listener = Listener::bind(0, true)?;
             let _ = writeln!(out, "{PORT_LINE_PREFIX}{}", listener.port()?);
             let _ = out.flush();
-            session::server(&listener, Some(CHILD_ACCEPT_TIMEOUT), make_worker, out)
+            session::server(
+                &listener,
+                Some(CHILD_ACCEPT_TIMEOUT),
+                opts.err_handling,
+                make_worker,
+                out,
+            )
         }
         Role::Client(host) => session::client(
             host,

@@ -16,11 +16,7 @@
 //! | 5 | barrier | `u32` barrier number, counted from 0 on each side |
 //! | 6 | abort | why the sender stops (UTF-8) |
 //!
-//! The wireup payload ([`Wireup`]): `u32` length and the worker address
-//! (1 to [`MAX_FRAME`] bytes); `u32` length and the packed remote key of
-//! the sender's exposed buffer (at most [`MAX_RKEY`] bytes); `u64` address
-//! of that buffer. Tag tests expose nothing: key empty and address 0. A
-//! key without an address, or an address without a key, is malformed.
+//! The wireup payload is described with [`Wireup`].
 //!
 //! Every read has a deadline, and while it waits it calls a progress
 //! function (the worker's, so that the peer's operations can finish).
@@ -29,9 +25,11 @@
 
 use super::error::{PerfError, Result};
 use super::runner::Watch;
-use super::wire::{put_blob, Reader};
+use super::wire::Reader;
+pub use super::wireup::Wireup;
+pub use listener::Listener;
 use std::io::{self, ErrorKind, Read, Write};
-use std::net::{Ipv4Addr, SocketAddr, TcpListener, TcpStream, ToSocketAddrs};
+use std::net::{IpAddr, SocketAddr, TcpStream, ToSocketAddrs};
 use std::thread;
 use std::time::{Duration, Instant};
 
@@ -78,140 +76,32 @@ impl FrameKind {
     }
 }
 
-/// What a side needs to reach the other: its worker address and, for
-/// one-sided tests, the packed remote key and the address of its exposed
-/// (receive) buffer; empty and 0 for tag tests. The module doc has the
-/// encoding.
-#[derive(Debug, Clone, PartialEq, Eq, Default)]
-pub struct Wireup {
-    /// Worker address.
-    pub address: Vec<u8>,
-    /// Packed remote key of the receive buffer.
-    pub rkey: Vec<u8>,
-    /// Address of the receive buffer in the sender's memory.
-    pub recv_buffer: u64,
-}
-
-impl Wireup {
-    /// `u32` length + address, `u32` length + rkey, `u64` buffer address
-    /// (see the module doc).
-    pub fn encode(&self) -> Vec<u8> {
-        let mut out = Vec::with_capacity(16 + self.address.len() + self.rkey.len());
-        put_blob(&mut out, &self.address);
-        put_blob(&mut out, &self.rkey);
-        out.extend_from_slice(&self.recv_buffer.to_le_bytes());
-        out
-    }
-
-    /// Parses a wireup payload from the peer.
-    pub fn decode(payload: &[u8]) -> Result<Wireup> {
-        let mut r = Reader::new(payload, "wireup");
-        let address = r.blob(MAX_FRAME)?.to_vec();
-        let rkey = r.blob(MAX_RKEY)?.to_vec();
-        let recv_buffer = r.u64()?;
-        r.finish()?;
-        if address.is_empty() {
-            return Err(PerfError::Protocol("wireup: empty worker address".into()));
-        }
-        if rkey.is_empty() != (recv_buffer == 0) {
-            return Err(PerfError::Protocol(format!(
-                "wireup: a remote key of {} bytes with buffer address {recv_buffer:#x} \
-                 (both or neither must be given)",
-                rkey.len()
-            )));
-        }
-        Ok(Wireup {
-            address,
-            rkey,
-            recv_buffer,
-        })
-    }
-}
-
-/// A listening server socket.
-#[derive(Debug)]
-pub struct Listener {
-    inner: TcpListener,
-}
-
-impl Listener {
-    /// Listens on `port` of every IPv4 address, or of 127.0.0.1 only.
-    /// Port 0 picks a free port.
-    pub fn bind(port: u16, loopback_only: bool) -> Result<Listener> {
-        let ip = if loopback_only {
-            Ipv4Addr::LOCALHOST
-        } else {
-            Ipv4Addr::UNSPECIFIED
-        };
-        let inner = TcpListener::bind((ip, port))
-            .map_err(|e| PerfError::bootstrap(format!("listen on port {port}"), e))?;
-        Ok(Listener { inner })
-    }
-
-    /// The port listened on.
-    pub fn port(&self) -> Result<u16> {
-        self.inner
-            .local_addr()
-            .map(|a| a.port())
-            .map_err(|e| PerfError::bootstrap("query listening port", e))
-    }
-
-    /// Waits for a client, for ever or until `timeout`.
-    pub fn accept(&self, timeout: Option<Duration>) -> Result<Bootstrap> {
-        let (stream, peer) = match timeout {
-            None => self
-                .inner
-                .accept()
-                .map_err(|e| PerfError::bootstrap("accept", e))?,
-            Some(t) => self.accept_until(Instant::now() + t)?,
-        };
-        Bootstrap::from_stream(stream, peer)
-    }
-
-    fn accept_until(&self, deadline: Instant) -> Result<(TcpStream, SocketAddr)> {
-        let nb = |on| {
-            self.inner
-                .set_nonblocking(on)
-                .map_err(|e| PerfError::bootstrap("set listener mode", e))
-        };
-        nb(true)?;
-        let result = loop {
-            match self.inner.accept() {
-                Ok(conn) => break Ok(conn),
-                Err(e) if e.kind() == ErrorKind::WouldBlock => {
-                    if Instant::now() >= deadline {
-                        break Err(PerfError::Timeout("no client connected".into()));
-                    }
-                    thread::sleep(Duration::from_millis(5));
-                }
-                Err(e) if e.kind() == ErrorKind::Interrupted => {}
-                Err(e) => break Err(PerfError::bootstrap("accept", e)),
-            }
-        };
-        nb(false)?;
-        result
-    }
-}
-
 /// The connected bootstrap socket.
 #[derive(Debug)]
 pub struct Bootstrap {
     stream: TcpStream,
     peer: String,
+    peer_addr: SocketAddr,
+    local_addr: SocketAddr,
     barriers_sent: u32,
     barriers_seen: u32,
 }
 
 impl Bootstrap {
-    fn from_stream(stream: TcpStream, peer: SocketAddr) -> Result<Bootstrap> {
+    pub(super) fn from_stream(stream: TcpStream, peer: SocketAddr) -> Result<Bootstrap> {
         let setup = |r: io::Result<()>| r.map_err(|e| PerfError::bootstrap("configure socket", e));
         setup(stream.set_nonblocking(false))?;
         setup(stream.set_nodelay(true))?;
         setup(stream.set_write_timeout(Some(WRITE_TIMEOUT)))?;
         setup(stream.set_read_timeout(Some(POLL_SLICE)))?;
+        let local_addr = stream
+            .local_addr()
+            .map_err(|e| PerfError::bootstrap("query socket address", e))?;
         Ok(Bootstrap {
             stream,
             peer: peer.to_string(),
+            peer_addr: peer,
+            local_addr,
             barriers_sent: 0,
             barriers_seen: 0,
         })
@@ -257,6 +147,17 @@ impl Bootstrap {
     /// The peer's socket address, for messages.
     pub fn peer(&self) -> &str {
         &self.peer
+    }
+
+    /// The peer's IP address: where its listener is (`--sockaddr`).
+    pub fn peer_ip(&self) -> IpAddr {
+        self.peer_addr.ip()
+    }
+
+    /// This side's IP address of the connection: the one the peer reached,
+    /// hence the one to listen on (`--sockaddr`).
+    pub fn local_ip(&self) -> IpAddr {
+        self.local_addr.ip()
     }
 
     fn gone(&self, e: &io::Error) -> bool {
@@ -485,6 +386,9 @@ impl Watch for BootWatch<'_> {
         self.boot.check_alive()
     }
 }
+
+#[path = "bootstrap_listener.rs"]
+mod listener;
 
 #[cfg(test)]
 #[path = "bootstrap_tests.rs"]

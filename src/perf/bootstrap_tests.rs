@@ -189,56 +189,6 @@ fn watch_rate_limits_and_reports() {
 }
 
 #[test]
-fn wireup_round_trip_and_garbage() {
-    let w = Wireup {
-        address: vec![1, 2, 3, 4],
-        rkey: vec![9; 40],
-        recv_buffer: 0xdead_beef,
-    };
-    let bytes = w.encode();
-    assert_eq!(Wireup::decode(&bytes).unwrap(), w);
-    for len in 0..bytes.len() {
-        assert!(Wireup::decode(&bytes[..len]).is_err(), "len {len}");
-    }
-    let mut long = bytes.clone();
-    long.push(1);
-    assert!(Wireup::decode(&long).is_err());
-    let empty = Wireup::default().encode();
-    assert!(Wireup::decode(&empty).is_err());
-}
-
-#[test]
-fn wireup_key_and_buffer_come_together() {
-    let tag = Wireup {
-        address: vec![7],
-        ..Wireup::default()
-    };
-    assert_eq!(Wireup::decode(&tag.encode()).unwrap(), tag);
-    let one_sided = Wireup {
-        address: vec![7],
-        rkey: vec![1; MAX_RKEY],
-        recv_buffer: 1 << 40,
-    };
-    assert_eq!(Wireup::decode(&one_sided.encode()).unwrap(), one_sided);
-    for (rkey, recv_buffer) in [(vec![], 0x1000), (vec![1, 2], 0)] {
-        let w = Wireup {
-            address: vec![7],
-            rkey,
-            recv_buffer,
-        };
-        let e = Wireup::decode(&w.encode()).unwrap_err();
-        assert!(e.to_string().contains("both or neither"), "{e}");
-    }
-    let long = Wireup {
-        address: vec![7],
-        rkey: vec![1; MAX_RKEY + 1],
-        recv_buffer: 8,
-    };
-    let e = Wireup::decode(&long.encode()).unwrap_err();
-    assert!(e.to_string().contains("exceeds the limit"), "{e}");
-}
-
-#[test]
 fn connect_to_nothing_fails_after_retrying() {
     let port = Listener::bind(0, true).unwrap().port().unwrap();
     // The listener is gone; nothing listens there now.

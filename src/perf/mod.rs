@@ -34,6 +34,7 @@ pub mod runner;
 pub mod session;
 pub mod ucp;
 mod wire;
+mod wireup;
 pub mod worker;
 
 pub use error::{PerfError, Result};

@@ -2,7 +2,8 @@
 //! for `ucx_perftest`: single-dash letters that may be grouped (`-fN`), an
 //! option argument either attached (`-n100`) or as the next word
 //! (`-n 100`), the server host as the one operand, anywhere on the line,
-//! and `--` to end the options. Long options: `--pair`, `--help`.
+//! and `--` to end the options. Long options: `--pair`, `--sockaddr`,
+//! `--help`.
 
 use super::catalog::{TestKind, NOT_YET, TESTS};
 use super::params::{TestParams, MAX_OUTSTANDING, MAX_SIZE_ENTRIES};
@@ -56,6 +57,10 @@ pub struct Options {
     pub percentile: f64,
     /// Data validation (`-V`).
     pub validate: bool,
+    /// Endpoints with error handling (`-e`).
+    pub err_handling: bool,
+    /// Endpoints through the server's listener (`--sockaddr`).
+    pub sockaddr: bool,
     /// Output format (`-f`, `-v`, `-N`).
     pub output: OutputFlags,
 }
@@ -81,6 +86,8 @@ impl Default for Options {
             outstanding: 0,
             percentile: 50.0,
             validate: false,
+            err_handling: false,
+            sockaddr: false,
             output: OutputFlags::default(),
         }
     }
@@ -104,6 +111,8 @@ impl Options {
             outstanding,
             percentile: self.percentile,
             validate: self.validate,
+            err_handling: self.err_handling,
+            sockaddr: self.sockaddr,
         };
         params.check().map_err(|e| UsageError(e.to_string()))?;
         Ok(params)
@@ -113,7 +122,7 @@ impl Options {
 /// Option letters that take an argument.
 const WITH_ARG: &str = "tsnwpOR";
 /// Option letters without an argument.
-const FLAGS: &str = "lfvNVh";
+const FLAGS: &str = "lfvNVeh";
 
 /// Parses the arguments after the program name.
 pub fn parse<I>(args: I) -> Result<Parsed, UsageError>
@@ -139,8 +148,16 @@ where
             break;
         }
         if let Some(long) = arg.strip_prefix("--") {
+            if let Some((name, _)) = long.split_once('=') {
+                if ["pair", "sockaddr", "help"].contains(&name) {
+                    return Err(UsageError(format!(
+                        "option '--{name}' doesn't allow an argument"
+                    )));
+                }
+            }
             match long {
                 "pair" => pair = true,
+                "sockaddr" => opts.sockaddr = true,
                 "pair-server" => pair_server = true,
                 "help" => return Ok(Parsed::Help),
                 _ => return Err(UsageError(format!("unrecognized option '{arg}'"))),
@@ -173,6 +190,7 @@ where
                 'v' => opts.output.csv = true,
                 'N' => opts.output.numeric = true,
                 'V' => opts.validate = true,
+                'e' => opts.err_handling = true,
                 'h' => return Ok(Parsed::Help),
                 _ => {
                     debug_assert!(!FLAGS.contains(c));
@@ -321,8 +339,15 @@ pub fn usage(program: &str) -> String {
     s.push_str("     -l             loopback: the process runs the test with itself\n");
     s.push_str("     -V             fill every message with a pattern and check every\n");
     s.push_str("                    received byte; a mismatch fails the run\n");
+    s.push_str("     -e             create endpoints with error handling support: a failure\n");
+    s.push_str("                    reported on the endpoint ends the run (a server uses\n");
+    s.push_str("                    it if it or its client has it)\n");
     s.push_str("     --pair         run a server as a child process on a free port and\n");
     s.push_str("                    be its client\n");
+    s.push_str("     --sockaddr     create the endpoints through a listener of the server\n");
+    s.push_str("                    (a socket address: the server listens on a free port\n");
+    s.push_str("                    and sends it over the bootstrap connection) instead of\n");
+    s.push_str("                    from worker addresses; a server follows its client\n");
     s.push_str("     -h, --help     show this help message\n");
     s.push('\n');
     s.push_str("  Output format:\n");

@@ -200,3 +200,76 @@ fn non_utf8_argument_is_an_error() {
     let bad = OsString::from_vec(vec![b'-', 0xff]);
     assert!(parse(vec![bad]).is_err());
 }
+
+#[test]
+fn error_handling_reaches_the_parameters_of_every_role() {
+    assert!(!run("--pair -t tag_lat").test_params().unwrap().err_handling);
+    for line in [
+        "--pair -e -t tag_lat",
+        "host -t ucp_put_bw -e",
+        "-l -t stream_bw -e",
+        "-t ucp_am_bw -fe --pair",
+        "-eV -t tag_bw --pair",
+    ] {
+        let o = run(line);
+        assert!(o.err_handling, "{line}");
+        assert!(o.test_params().unwrap().err_handling, "{line}");
+    }
+    // A server has its own -e (it adds to its client's).
+    let o = run("-e -p 4000");
+    assert_eq!((o.role, o.err_handling), (Role::Server, true));
+    assert!(usage("p").contains("-e             create endpoints with error handling"));
+}
+
+#[test]
+fn error_handling_takes_no_argument() {
+    // -e is a flag: what follows in its group are more flags.
+    assert!(err("--pair -t tag_lat -e5").contains("invalid option -- '5'"));
+    assert!(run("--pair -t tag_lat -en 5").iters == 5);
+}
+
+#[test]
+fn sockaddr_reaches_the_parameters_of_every_role() {
+    assert!(!run("--pair -t tag_lat").test_params().unwrap().sockaddr);
+    for line in [
+        "--pair --sockaddr -t tag_lat",
+        "host -t ucp_put_bw --sockaddr -e",
+        "--sockaddr -l -t stream_bw",
+        "-t ucp_am_bw -f --pair --sockaddr -- ",
+    ] {
+        let o = run(line);
+        assert!(o.sockaddr, "{line}");
+        let p = o.test_params().unwrap();
+        assert!(p.sockaddr, "{line}");
+        assert_eq!(p.err_handling, line.contains("-e"), "{line}");
+    }
+    // A server takes it and follows its client.
+    let o = run("--sockaddr -p 4000");
+    assert_eq!((o.role, o.sockaddr), (Role::Server, true));
+    assert!(usage("p").contains("--sockaddr     create the endpoints through a listener"));
+}
+
+#[test]
+fn bad_long_options_are_usage_errors() {
+    for (line, why) in [
+        (
+            "--pair --sockaddr=1 -t tag_lat",
+            "'--sockaddr' doesn't allow an argument",
+        ),
+        (
+            "--pair=yes -t tag_lat",
+            "'--pair' doesn't allow an argument",
+        ),
+        ("--help=x", "'--help' doesn't allow an argument"),
+        ("--pair --sock -t tag_lat", "unrecognized option '--sock'"),
+        (
+            "--pair --sockaddrs -t tag_lat",
+            "unrecognized option '--sockaddrs'",
+        ),
+        ("host --sockaddr -t tag_lat -p 0", "port other than 0"),
+        ("host --sockaddr -l -t tag_lat", "loopback"),
+        ("--sockaddr --pair", "missing test"),
+    ] {
+        assert!(err(line).contains(why), "{line}: {}", err(line));
+    }
+}

@@ -7,7 +7,7 @@
 //! | 0 | 4 | magic `"RXPT"` |
 //! | 4 | 2 | version (1) |
 //! | 6 | 2 | test wire id ([`TestInfo::wire_id`]) |
-//! | 8 | 4 | flags: bit 0 = validate data; other bits must be 0 |
+//! | 8 | 4 | flags: bit 0 = validate data, bit 1 = endpoints with error handling, bit 2 = endpoints through the server's listener; other bits must be 0 |
 //! | 12 | 8 | iterations (0 = no limit) |
 //! | 20 | 8 | warm-up iterations |
 //! | 28 | 4 | most uncompleted operations in flight (1..=65536) |
@@ -42,7 +42,9 @@ pub const MAX_OUTSTANDING: u32 = 65536;
 pub const MAX_SIZE_ENTRIES: usize = 256;
 
 const FLAG_VALIDATE: u32 = 1 << 0;
-const KNOWN_FLAGS: u32 = FLAG_VALIDATE;
+const FLAG_ERR_HANDLING: u32 = 1 << 1;
+const FLAG_SOCKADDR: u32 = 1 << 2;
+const KNOWN_FLAGS: u32 = FLAG_VALIDATE | FLAG_ERR_HANDLING | FLAG_SOCKADDR;
 const HEADER_LEN: usize = 44;
 
 /// What both sides need to run one test. The client sends it; the server
@@ -63,6 +65,12 @@ pub struct TestParams {
     pub percentile: f64,
     /// Fill send buffers with a pattern and check every received byte.
     pub validate: bool,
+    /// Create the endpoints in peer error mode with an error handler
+    /// (`-e`): a failure reported on the endpoint ends the run.
+    pub err_handling: bool,
+    /// Create the endpoints through a listener of the server
+    /// (`--sockaddr`) rather than from worker addresses.
+    pub sockaddr: bool,
 }
 
 impl TestParams {
@@ -76,6 +84,8 @@ impl TestParams {
             outstanding: test.info().window,
             percentile: 50.0,
             validate: false,
+            err_handling: false,
+            sockaddr: false,
         }
     }
 
@@ -170,7 +180,16 @@ impl TestParams {
         out.extend_from_slice(&MAGIC);
         out.extend_from_slice(&VERSION.to_le_bytes());
         out.extend_from_slice(&self.test.info().wire_id.to_le_bytes());
-        let flags = if self.validate { FLAG_VALIDATE } else { 0 };
+        let mut flags = 0;
+        if self.validate {
+            flags |= FLAG_VALIDATE;
+        }
+        if self.err_handling {
+            flags |= FLAG_ERR_HANDLING;
+        }
+        if self.sockaddr {
+            flags |= FLAG_SOCKADDR;
+        }
         out.extend_from_slice(&flags.to_le_bytes());
         out.extend_from_slice(&self.iters.to_le_bytes());
         out.extend_from_slice(&self.warmup.to_le_bytes());
@@ -236,6 +255,8 @@ impl TestParams {
             outstanding,
             percentile,
             validate: flags & FLAG_VALIDATE != 0,
+            err_handling: flags & FLAG_ERR_HANDLING != 0,
+            sockaddr: flags & FLAG_SOCKADDR != 0,
         };
         params
             .check()
@@ -245,177 +266,5 @@ impl TestParams {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn sample() -> TestParams {
-        TestParams {
-            test: TestKind::TagBw,
-            msg_sizes: vec![16, 48, 8192],
-            iters: 12345,
-            warmup: 77,
-            outstanding: 9,
-            percentile: 99.5,
-            validate: true,
-        }
-    }
-
-    #[test]
-    fn round_trip() {
-        for p in [sample(), TestParams::new(TestKind::TagLat)] {
-            let block = p.encode();
-            assert_eq!(block.len(), HEADER_LEN + 8 * p.msg_sizes.len());
-            assert_eq!(TestParams::decode(&block).unwrap(), p);
-        }
-    }
-
-    #[test]
-    fn defaults_follow_ucx() {
-        let p = TestParams::new(TestKind::TagLat);
-        assert_eq!(
-            (p.iters, p.warmup, p.message_size()),
-            (1_000_000, 10_000, 8)
-        );
-        assert_eq!(p.outstanding, 1);
-        assert_eq!(TestParams::new(TestKind::TagBw).outstanding, 32);
-        assert_eq!(p.warmup_iters(), 10_000);
-        let short = TestParams {
-            iters: 95,
-            ..p.clone()
-        };
-        assert_eq!(short.warmup_iters(), 10);
-        let endless = TestParams { iters: 0, ..p };
-        assert_eq!(endless.warmup_iters(), 0);
-        assert_eq!(sample().message_size(), 16 + 48 + 8192);
-        assert_eq!(sample().buffer_slots(), 9);
-    }
-
-    #[test]
-    fn every_truncation_is_an_error() {
-        let block = sample().encode();
-        for len in 0..block.len() {
-            assert!(TestParams::decode(&block[..len]).is_err(), "len {len}");
-        }
-        let mut long = block.clone();
-        long.push(0);
-        assert!(TestParams::decode(&long).is_err());
-    }
-
-    fn patched(offset: usize, bytes: &[u8]) -> Vec<u8> {
-        let mut block = sample().encode();
-        block[offset..offset + bytes.len()].copy_from_slice(bytes);
-        block
-    }
-
-    #[test]
-    fn bad_fields_are_errors() {
-        let cases: Vec<(&str, Vec<u8>)> = vec![
-            ("magic", patched(0, b"XXXX")),
-            ("version", patched(4, &2u16.to_le_bytes())),
-            ("test id", patched(6, &999u16.to_le_bytes())),
-            ("flags", patched(8, &0x8000_0000u32.to_le_bytes())),
-            ("outstanding 0", patched(28, &0u32.to_le_bytes())),
-            (
-                "outstanding big",
-                patched(28, &(MAX_OUTSTANDING + 1).to_le_bytes()),
-            ),
-            (
-                "percentile nan",
-                patched(32, &f64::NAN.to_bits().to_le_bytes()),
-            ),
-            (
-                "percentile 101",
-                patched(32, &101f64.to_bits().to_le_bytes()),
-            ),
-            ("count 0", patched(40, &0u32.to_le_bytes())),
-            ("count 2", patched(40, &2u32.to_le_bytes())),
-            ("count huge", patched(40, &u32::MAX.to_le_bytes())),
-            ("size huge", patched(44, &u64::MAX.to_le_bytes())),
-            (
-                "size over limit",
-                patched(44, &(MAX_MESSAGE_SIZE + 1).to_le_bytes()),
-            ),
-        ];
-        for (what, block) in cases {
-            assert!(TestParams::decode(&block).is_err(), "{what}");
-        }
-    }
-
-    #[test]
-    fn one_sided_size_rules() {
-        let with = |test, sizes: Vec<usize>| TestParams {
-            msg_sizes: sizes,
-            ..TestParams::new(test)
-        };
-        for test in [
-            TestKind::Add,
-            TestKind::Fadd,
-            TestKind::Swap,
-            TestKind::Cswap,
-        ] {
-            with(test, vec![4]).check().unwrap();
-            with(test, vec![8]).check().unwrap();
-            with(test, vec![4, 4]).check().unwrap();
-            for bad in [vec![0], vec![1], vec![16], vec![7]] {
-                let e = with(test, bad.clone()).check().unwrap_err().to_string();
-                assert!(e.contains("32 or 64 bit"), "{test:?} {bad:?}: {e}");
-                assert!(TestParams::decode(&with(test, bad).encode()).is_err());
-            }
-        }
-        for test in [TestKind::PutLat, TestKind::PutBw, TestKind::Get] {
-            with(test, vec![1]).check().unwrap();
-            let e = with(test, vec![0]).check().unwrap_err().to_string();
-            assert!(e.contains("at least 1"), "{e}");
-        }
-        with(TestKind::TagLat, vec![0]).check().unwrap();
-    }
-
-    #[test]
-    fn one_sided_slots() {
-        let slots = |test, outstanding, validate| {
-            TestParams {
-                outstanding,
-                validate,
-                ..TestParams::new(test)
-            }
-            .buffer_slots()
-        };
-        assert_eq!(slots(TestKind::PutBw, 32, false), 1);
-        assert_eq!(slots(TestKind::PutBw, 32, true), 32);
-        assert_eq!(slots(TestKind::Add, 8, false), 1);
-        assert_eq!(slots(TestKind::Get, 4, false), 4);
-        assert_eq!(slots(TestKind::Fadd, 3, false), 3);
-        assert_eq!(slots(TestKind::PutLat, 2, false), 2);
-        assert_eq!(slots(TestKind::TagBw, 32, false), 1);
-    }
-
-    #[test]
-    fn buffer_limit_counts_validation_slots() {
-        let mut p = sample();
-        p.msg_sizes = vec![1 << 30];
-        p.outstanding = 64;
-        assert!(p.check().is_err());
-        p.validate = false;
-        p.check().unwrap();
-    }
-
-    #[test]
-    fn garbage_never_panics() {
-        // A cheap deterministic byte generator.
-        let mut x: u64 = 0x9e37_79b9_7f4a_7c15;
-        for len in 0..200 {
-            let mut block = Vec::with_capacity(len);
-            for _ in 0..len {
-                x ^= x << 13;
-                x ^= x >> 7;
-                x ^= x << 17;
-                block.push(x as u8);
-            }
-            let _ = TestParams::decode(&block);
-            // Same with a valid header in front.
-            let mut framed = sample().encode()[..12].to_vec();
-            framed.extend_from_slice(&block);
-            let _ = TestParams::decode(&framed);
-        }
-    }
-}
+#[path = "params_tests.rs"]
+mod tests;

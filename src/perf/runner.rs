@@ -26,13 +26,14 @@
 //!
 //! While waiting, the loops check the endpoint and a [`Watch`] (the
 //! bootstrap connection) every few thousand polls, so that a vanished peer
-//! ends the run with an error instead of a hang.
+//! ends the run with an error instead of a hang. With `-e` the peer's
+//! endpoint also expects keepalive answers, so loops whose operations
+//! finish at once (a stream client's sends, one-sided streams) progress
+//! at those checks too.
 
-use super::buffers::Slots;
 use super::catalog::{Command, TestType};
-use super::error::{PerfError, Result};
+use super::error::Result;
 use super::measure::{Meter, PerfResult};
-use super::params::TestParams;
 use super::pattern;
 use super::worker::{PerfWorker, Started};
 use std::collections::VecDeque;
@@ -71,75 +72,6 @@ pub struct NoWatch;
 impl Watch for NoWatch {
     fn check(&mut self, _now: bool) -> Result<()> {
         Ok(())
-    }
-}
-
-/// Buffers and in-flight operations of a test, kept across the warm-up and
-/// the measured run.
-#[derive(Debug)]
-pub struct LoopState<R> {
-    msg_len: usize,
-    max: usize,
-    validate: bool,
-    test_type: TestType,
-    command: Command,
-    /// Data messages are synchronous sends.
-    sync: bool,
-    /// Tag tests: send buffers. One-sided tests: the local side of each
-    /// operation (put source, get destination, fetched value).
-    send: Slots,
-    /// Tag tests: receive buffers. One-sided tests with `-V`: a copy of the
-    /// exposed buffer to check.
-    recv: Slots,
-    /// Tag tests: the end-of-stream acknowledgement. One-sided tests: the
-    /// marker byte a get stream ends with.
-    ack: Slots,
-    sends: VecDeque<(R, u64)>,
-    recvs: VecDeque<(R, u64)>,
-}
-
-impl<R: Copy> LoopState<R> {
-    /// Allocates the buffers `params` need.
-    pub fn new(params: &TestParams) -> Result<LoopState<R>> {
-        params.check()?;
-        let msg_len = params.message_size();
-        let slots = params.buffer_slots();
-        let max = params.outstanding as usize;
-        let info = params.test.info();
-        let (send_len, recv_len, recv_slots) = if !info.command.is_one_sided() {
-            (msg_len, msg_len, slots)
-        } else {
-            // Fetched values are written as 64-bit words.
-            let local = if info.command.is_atomic() { 8 } else { msg_len };
-            (local, if params.validate { msg_len } else { 0 }, 1)
-        };
-        Ok(LoopState {
-            msg_len,
-            max,
-            validate: params.validate,
-            test_type: info.test_type,
-            command: info.command,
-            sync: info.command == Command::TagSync,
-            send: Slots::new(send_len, slots)?,
-            recv: Slots::new(recv_len, recv_slots)?,
-            ack: Slots::new(1, 1)?,
-            sends: VecDeque::with_capacity(max),
-            recvs: VecDeque::with_capacity(max),
-        })
-    }
-
-    /// Length of the buffer a one-sided test exposes to the peer: the
-    /// message rounded up to whole 8-byte words. `None` for tag tests.
-    pub fn exposed_len(&self) -> Option<usize> {
-        self.command
-            .is_one_sided()
-            .then(|| self.msg_len.max(1).div_ceil(8) * 8)
-    }
-
-    fn leak(&mut self) {
-        self.send.leak();
-        self.recv.leak();
-        self.ack.leak();
     }
 }
 
@@ -266,6 +198,17 @@ impl<W: PerfWorker> Runner<'_, W> {
                 self.ack(true)?;
                 self.wait_sends(max, None)?;
             }
+            Side::Client if self.st.keepalive => {
+                // Sends that finish at once never poll: look anyway.
+                while !meter.done() {
+                    self.send(sn)?;
+                    self.count_look()?;
+                    meter.update(len, report);
+                    sn += 1;
+                }
+                self.wait_sends(max, None)?;
+                self.ack(false)?;
+            }
             Side::Client => {
                 while !meter.done() {
                     self.send(sn)?;
@@ -290,11 +233,17 @@ impl<W: PerfWorker> Runner<'_, W> {
 
     /// Counts a look; checks the peer every [`CHECK_EVERY`] of them (also
     /// for loops that post operations finishing at once, which never
-    /// poll: puts into a peer's memory mapped here).
+    /// poll: puts into a peer's memory mapped here), and with `-e` also
+    /// progresses then.
     #[inline]
     fn count_look(&mut self) -> Result<()> {
         self.polls = self.polls.wrapping_add(1);
         if self.polls % CHECK_EVERY == 0 {
+            if self.st.keepalive {
+                // Answers the peer's keepalive even in loops that never
+                // poll.
+                self.w.progress();
+            }
             if let Err(e) = self.w.check_peer() {
                 // The peer may have said why before it went away.
                 self.watch.check(true)?;
@@ -472,85 +421,16 @@ impl<W: PerfWorker> Runner<'_, W> {
             }
         }
     }
-
-    /// Waits for active message `sn` to reach the handler; with `-V`
-    /// copies it into its slot and checks it.
-    fn am_recv(&mut self, sn: u64) -> Result<()> {
-        loop {
-            let out = if self.st.validate {
-                // SAFETY: no operation uses receive slots in active
-                // message tests; the handler's copy is the only writer.
-                unsafe { self.st.recv.slice_mut(sn) }
-            } else {
-                &mut []
-            };
-            if let Some(len) = self.w.am_take(out)? {
-                if len != self.st.msg_len || self.st.validate {
-                    self.received(sn, len)?;
-                }
-                return Ok(());
-            }
-            self.poll()?;
-        }
-    }
-
-    /// Checks a finished receive of message `sn`.
-    #[cold]
-    fn received(&mut self, sn: u64, len: usize) -> Result<()> {
-        if len != self.st.msg_len {
-            return Err(PerfError::Length {
-                iter: sn,
-                expected: self.st.msg_len,
-                actual: len,
-            });
-        }
-        if self.st.validate {
-            // SAFETY: the receive into this slot has finished and no other
-            // operation uses the slot until a later `recv` posts one.
-            let buf = unsafe { self.st.recv.slice_mut(sn) };
-            pattern::check(buf, sn).map_err(|m| PerfError::Validation {
-                iter: sn,
-                offset: m.offset,
-                expected: m.expected,
-                actual: m.actual,
-            })?;
-        }
-        Ok(())
-    }
-
-    /// Sends (`send == true`) or receives the 1-byte end-of-stream
-    /// acknowledgement and waits for it.
-    fn ack(&mut self, send: bool) -> Result<()> {
-        let ptr = self.st.ack.ptr(0);
-        // SAFETY: the 1-byte ack buffer belongs to `st` and is used by this
-        // one operation, which is waited for below (or leaked on failure).
-        let started = unsafe {
-            if send {
-                self.w.tag_send(ptr, 1, TAG, false)
-            } else {
-                self.w.tag_recv(ptr, 1, TAG, TAG_MASK)
-            }
-        }?;
-        let len = match started {
-            Started::Done(len) => len,
-            Started::InFlight(req) => loop {
-                if let Some(outcome) = self.w.test(req) {
-                    break outcome?;
-                }
-                self.poll()?;
-            },
-        };
-        if !send && len != 1 {
-            return Err(PerfError::Protocol(format!(
-                "the end-of-stream acknowledgement has {len} bytes, not 1"
-            )));
-        }
-        Ok(())
-    }
 }
 
+#[path = "runner_msg.rs"]
+mod msg;
 #[path = "runner_rma.rs"]
 mod rma;
+#[path = "runner_state.rs"]
+mod state;
+
+pub use state::LoopState;
 
 pub use rma::prepare;
 

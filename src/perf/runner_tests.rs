@@ -1,6 +1,8 @@
 use super::*;
 use crate::perf::catalog::TestKind;
+use crate::perf::error::PerfError;
 use crate::perf::mock::{MockNet, MockWorker};
+use crate::perf::params::TestParams;
 use std::thread;
 
 fn params(test: TestKind, size: usize, iters: u64, validate: bool) -> TestParams {

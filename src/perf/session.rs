@@ -5,9 +5,10 @@
 //!
 //! 1. each side sets up (worker, buffers, and for one-sided tests the
 //!    buffer it exposes to the peer) and sends its status;
-//! 2. both send their [`Wireup`] (worker address; exposed buffer's address
-//!    and packed key) and connect to the peer's address (and unpack its
-//!    key), then exchange the status of the connection;
+//! 2. both send their [`Wireup`] (worker address, or with `--sockaddr`
+//!    the server's listener port; exposed buffer's address and packed
+//!    key) and connect to the peer's address or listener (and unpack its
+//!    key), then exchange the status of the connection (`session_connect.rs`);
 //! 3. barrier; warm-up run; barrier; measured run; barrier; the client
 //!    prints the final row; a last barrier before the endpoints go away.
 //!    Before each barrier that precedes a run, [`runner::prepare`] sets the
@@ -15,15 +16,17 @@
 //!
 //! A side that fails after step 1 sends an abort frame with the reason, so
 //! that the other side stops at once with that message.
+//!
+//! [`Wireup`]: super::bootstrap::Wireup
 
-use super::bootstrap::{BootWatch, Bootstrap, FrameKind, Listener, Wireup};
+use super::bootstrap::{BootWatch, Bootstrap, FrameKind, Listener};
 use super::catalog::TestType;
 use super::error::{PerfError, Result};
 use super::measure::{Meter, PerfResult};
 use super::params::TestParams;
 use super::report::{format_row, table_header, test_box, OutputFlags};
 use super::runner::{self, LoopState, NoWatch, Side};
-use super::worker::{Exposed, PerfWorker};
+use super::worker::PerfWorker;
 use std::io::Write;
 use std::time::Duration;
 
@@ -94,10 +97,13 @@ pub fn client<W: PerfWorker>(
 }
 
 /// Runs the server: waits on `listener` for one client (until
-/// `accept_timeout`, if given), takes its parameters and runs the test.
+/// `accept_timeout`, if given), takes its parameters and runs the test;
+/// with error handling also when `err_handling` (the server's own `-e`,
+/// as UCX's perftest keeps it).
 pub fn server<W: PerfWorker>(
     listener: &Listener,
     accept_timeout: Option<Duration>,
+    err_handling: bool,
     make_worker: impl FnOnce() -> Result<W>,
     out: &mut dyn Write,
 ) -> Result<()> {
@@ -107,7 +113,10 @@ pub fn server<W: PerfWorker>(
     let _ = writeln!(out, "Accepted connection from {}", boot.peer());
     let block = boot.recv(FrameKind::Params, PARAMS_TIMEOUT, &mut no_progress)?;
     let params = match TestParams::decode(&block) {
-        Ok(p) => p,
+        Ok(mut p) => {
+            p.err_handling |= err_handling;
+            p
+        }
         Err(e) => {
             let _ = boot.send_outcome(FrameKind::Accept, Err(e.to_string()));
             return Err(e);
@@ -137,13 +146,8 @@ pub fn loopback<W: PerfWorker>(
 ) -> Result<PerfResult> {
     params.check()?;
     let mut w = make_worker()?;
-    let address = w.address()?;
-    w.connect(&address)?;
     let mut st = LoopState::new(params)?;
-    if let Some(len) = st.exposed_len() {
-        let exposed = expose(&mut w, len)?;
-        w.set_remote(exposed.addr, &exposed.rkey)?;
-    }
+    connect::loopback_connect(&mut w, &st, params)?;
     let info = params.test.info();
     let mut text = test_box(info, params, false);
     text.push_str(&table_header(flags, info, params.percentile));
@@ -198,16 +202,8 @@ fn run_session<W: PerfWorker>(
     report: &mut dyn FnMut(&PerfResult),
 ) -> Result<PerfResult> {
     // 1. Local setup, and its outcome to the peer.
-    let local = make_worker().and_then(|mut w| {
-        let st = LoopState::<W::Req>::new(params)?;
-        let address = w.address()?;
-        let exposed = match st.exposed_len() {
-            Some(len) => Some(expose(&mut w, len)?),
-            None => None,
-        };
-        Ok((w, st, address, exposed))
-    });
-    let (mut w, mut st, address, exposed) = match local {
+    let local = connect::local_setup(params, side, boot.local_ip(), make_worker);
+    let (mut w, mut st, wireup) = match local {
         Ok(setup) => setup,
         Err(e) => {
             let _ = boot.send_outcome(FrameKind::Status, Err(e.to_string()));
@@ -218,30 +214,7 @@ fn run_session<W: PerfWorker>(
     peer_outcome(boot, "setup", &mut no_progress)?;
 
     // 2. Addresses and endpoints.
-    let wireup = match exposed {
-        Some(e) => Wireup {
-            address,
-            rkey: e.rkey,
-            recv_buffer: e.addr,
-        },
-        None => Wireup {
-            address,
-            ..Wireup::default()
-        },
-    };
-    boot.send(FrameKind::Wireup, &wireup.encode())?;
-    let remote = boot
-        .recv(FrameKind::Wireup, SETUP_TIMEOUT, &mut no_progress)
-        .and_then(|p| Wireup::decode(&p))?;
-    if let Err(e) = connect(&mut w, st.exposed_len().is_some(), &remote) {
-        let _ = boot.send_outcome(FrameKind::Status, Err(e.to_string()));
-        return Err(e);
-    }
-    boot.send_outcome(FrameKind::Status, Ok(()))?;
-    peer_outcome(boot, "connection", &mut || {
-        w.progress();
-        Ok(())
-    })?;
+    connect::wire_up(boot, &mut w, params, side, &wireup)?;
 
     // 3. The runs.
     let outcome = runs(boot, &mut w, &mut st, params, side, report_interval, report);
@@ -251,32 +224,6 @@ fn run_session<W: PerfWorker>(
         }
     }
     outcome
-}
-
-/// Exposes `len` bytes for the peer's one-sided operations.
-fn expose<W: PerfWorker>(w: &mut W, len: usize) -> Result<Exposed> {
-    let exposed = w.expose(len)?;
-    if exposed.addr == 0 || exposed.rkey.is_empty() {
-        return Err(PerfError::Params(
-            "the exposed buffer has no address or no key".into(),
-        ));
-    }
-    Ok(exposed)
-}
-
-/// Connects to the peer of `remote` and, for a one-sided test, takes its
-/// exposed buffer as the target.
-fn connect<W: PerfWorker>(w: &mut W, one_sided: bool, remote: &Wireup) -> Result<()> {
-    w.connect(&remote.address)?;
-    if one_sided {
-        if remote.rkey.is_empty() {
-            return Err(PerfError::Protocol(
-                "the peer exposed no buffer for a one-sided test".into(),
-            ));
-        }
-        w.set_remote(remote.recv_buffer, &remote.rkey)?;
-    }
-    Ok(())
 }
 
 /// Reads the peer's status frame; its failure becomes an error here.
@@ -335,6 +282,9 @@ fn runs<W: PerfWorker>(
     barrier(boot, w)?;
     Ok(result)
 }
+
+#[path = "session_connect.rs"]
+mod connect;
 
 #[cfg(test)]
 #[path = "session_tests.rs"]

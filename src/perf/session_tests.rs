@@ -1,4 +1,5 @@
 use super::*;
+use crate::perf::bootstrap::Wireup;
 use crate::perf::catalog::TestKind;
 use crate::perf::mock::MockNet;
 use std::thread;
@@ -31,6 +32,7 @@ fn run_pair(p: TestParams, flags: OutputFlags, corrupt_client: Option<u64>) -> R
         let r = server(
             &listener,
             Some(Duration::from_secs(10)),
+            false,
             || Ok(snet.worker("server")),
             &mut out,
         );
@@ -143,6 +145,7 @@ fn one_sided_test_on_a_layer_without_it_fails_in_setup() {
         server(
             &listener,
             Some(Duration::from_secs(10)),
+            false,
             || {
                 let mut w = snet.worker("server");
                 w.no_rma = true;
@@ -213,6 +216,7 @@ fn server_rejects_a_bad_parameter_block() {
         server(
             &listener,
             Some(Duration::from_secs(10)),
+            false,
             || Ok(net.worker("s")),
             &mut Vec::new(),
         )
@@ -241,6 +245,7 @@ fn server_stops_when_its_client_vanishes() {
         server(
             &listener,
             Some(Duration::from_secs(10)),
+            false,
             || Ok(snet.worker("server")),
             &mut Vec::new(),
         )
@@ -287,6 +292,7 @@ fn client_fails_when_server_setup_fails() {
         server::<crate::perf::mock::MockWorker>(
             &listener,
             Some(Duration::from_secs(10)),
+            false,
             || Err(PerfError::NoMemory(1)),
             &mut Vec::new(),
         )
@@ -346,4 +352,34 @@ fn loopback_prints_box_table_and_final_row() {
     assert!(text.contains("latency (usec)"));
     let last = text.lines().last().unwrap();
     assert!(last.starts_with("Final:    "), "{last}");
+}
+
+#[test]
+fn a_layer_without_listeners_or_error_handling_fails_in_setup() {
+    // Only the server listens: the client hears why.
+    let sockaddr = TestParams {
+        sockaddr: true,
+        ..params(TestKind::TagLat, 8, 10, false)
+    };
+    let r = run_pair(sockaddr, OutputFlags::default(), None);
+    match (&r.server, &r.client) {
+        (Err(PerfError::Unsupported(s)), Err(PerfError::PeerAborted(c))) => {
+            assert!(s.contains("--sockaddr"), "{s}");
+            assert!(c.contains("setup failed on the peer"), "{c}");
+            assert!(c.contains("--sockaddr"), "{c}");
+        }
+        other => panic!("{other:?}"),
+    }
+    // Both sides make endpoints with error handling.
+    let err_handling = TestParams {
+        err_handling: true,
+        ..params(TestKind::TagBw, 8, 10, false)
+    };
+    let r = run_pair(err_handling, OutputFlags::default(), None);
+    for side in [r.server.map(drop), r.client.map(drop)] {
+        match side {
+            Err(PerfError::Unsupported(e)) => assert!(e.contains("-e"), "{e}"),
+            other => panic!("{other:?}"),
+        }
+    }
 }

@@ -5,11 +5,14 @@
 
 use super::error::{PerfError, Result};
 use super::worker::{AtomicKind, Exposed, PerfWorker, Started};
-use rucx_ucp::{
-    Access, AmParams, AtomicOp, AtomicValue, Context, Ep, MemMap, Op, Posted, ReqId, Rkey, Worker,
-};
+use rucx_ucp::{Access, AmParams, Context, Ep, MemMap, Op, Posted, ReqId, Worker};
 use std::collections::VecDeque;
 use std::sync::{Arc, Mutex};
+
+mod endpoints;
+mod remote;
+use endpoints::EpSetup;
+use remote::{atomic_op, atomic_value, target, Remote};
 
 /// Active message id of the perftest messages.
 const PERF_AM_ID: u16 = 0x1337;
@@ -38,13 +41,6 @@ const EXPOSED_ACCESS: Access = Access::REMOTE_READ
     .union(Access::REMOTE_WRITE)
     .union(Access::REMOTE_ATOMIC);
 
-/// The peer's exposed buffer as the endpoint reaches it.
-#[derive(Debug)]
-struct Remote {
-    addr: u64,
-    rkey: Rkey,
-}
-
 /// A ucp worker with one endpoint.
 #[derive(Debug)]
 pub struct UcpWorker {
@@ -53,6 +49,7 @@ pub struct UcpWorker {
     exposed: Option<MemMap>,
     worker: Worker,
     ep: Option<Ep>,
+    setup: EpSetup,
     ctx: Context,
     am_arrived: Arrived,
 }
@@ -95,6 +92,7 @@ impl UcpWorker {
             exposed: None,
             worker,
             ep: None,
+            setup: EpSetup::default(),
             ctx,
             am_arrived,
         })
@@ -109,18 +107,6 @@ impl UcpWorker {
         self.exposed
             .as_ref()
             .ok_or_else(|| PerfError::Params("no buffer is exposed".into()))
-    }
-}
-
-/// The endpoint and the peer's buffer, for a one-sided operation (a free
-/// function, so that the worker can be borrowed beside it).
-#[inline]
-fn target(ep: Option<Ep>, remote: &Option<Remote>) -> Result<(Ep, &Remote)> {
-    match (ep, remote) {
-        (Some(ep), Some(r)) => Ok((ep, r)),
-        _ => Err(PerfError::Params(
-            "the peer's buffer is not known (set_remote)".into(),
-        )),
     }
 }
 
@@ -140,24 +126,6 @@ fn started(p: Posted<()>) -> Started<ReqId> {
     }
 }
 
-fn atomic_op(op: AtomicKind) -> AtomicOp {
-    match op {
-        AtomicKind::Add => AtomicOp::Add,
-        AtomicKind::Swap => AtomicOp::Swap,
-        AtomicKind::Cswap => AtomicOp::Cswap,
-    }
-}
-
-fn atomic_value(width: usize, value: u64) -> Result<AtomicValue> {
-    match width {
-        4 => Ok(AtomicValue::U32(value as u32)),
-        8 => Ok(AtomicValue::U64(value)),
-        _ => Err(PerfError::Params(format!(
-            "atomic width {width} (4 or 8 bytes)"
-        ))),
-    }
-}
-
 impl PerfWorker for UcpWorker {
     type Req = ReqId;
 
@@ -166,11 +134,23 @@ impl PerfWorker for UcpWorker {
     }
 
     fn connect(&mut self, remote: &[u8]) -> Result<()> {
-        let ep = self
-            .worker
-            .connect(remote)
-            .map_err(|e| PerfError::transport("connect to the peer's worker", e))?;
-        self.ep = Some(ep);
+        self.connect_impl(remote)
+    }
+
+    fn listen(&mut self, ip: std::net::IpAddr) -> Result<u16> {
+        self.listen_impl(ip)
+    }
+
+    fn connect_to(&mut self, addr: std::net::SocketAddr) -> Result<()> {
+        self.connect_to_impl(addr)
+    }
+
+    fn connect_poll(&mut self) -> Result<bool> {
+        self.connect_poll_impl()
+    }
+
+    fn enable_err_handling(&mut self) -> Result<()> {
+        self.enable_err_handling_impl();
         Ok(())
     }
 
@@ -185,6 +165,7 @@ impl PerfWorker for UcpWorker {
     }
 
     fn check_peer(&mut self) -> Result<()> {
+        self.setup.reported()?;
         match self.ep {
             None => Ok(()),
             Some(ep) => self

@@ -12,6 +12,7 @@
 //! operations.
 
 use super::error::{PerfError, Result};
+use std::net::{IpAddr, SocketAddr};
 
 /// What the peer needs to reach an exposed buffer.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -62,6 +63,35 @@ pub trait PerfWorker {
     /// worker's own address in loopback runs).
     fn connect(&mut self, remote: &[u8]) -> Result<()>;
 
+    /// Listens for the peer's connection (`--sockaddr`) on `ip` and a free
+    /// port, which it returns; [`PerfWorker::connect_poll`] accepts the
+    /// peer's request.
+    fn listen(&mut self, ip: IpAddr) -> Result<u16> {
+        let _ = ip;
+        Err(PerfError::Unsupported(
+            "listeners (--sockaddr) in this communication layer".into(),
+        ))
+    }
+
+    /// Starts connecting to the peer's listener at `addr` (`--sockaddr`);
+    /// [`PerfWorker::connect_poll`] finishes it.
+    fn connect_to(&mut self, addr: SocketAddr) -> Result<()> {
+        let _ = addr;
+        Err(PerfError::Unsupported(
+            "listeners (--sockaddr) in this communication layer".into(),
+        ))
+    }
+
+    /// Progresses what [`PerfWorker::listen`] and
+    /// [`PerfWorker::connect_to`] started: `true` once the endpoint to the
+    /// peer is there (for a worker that does both, loopback, once both
+    /// ends are). Never blocks.
+    fn connect_poll(&mut self) -> Result<bool> {
+        Err(PerfError::Unsupported(
+            "listeners (--sockaddr) in this communication layer".into(),
+        ))
+    }
+
     /// Makes progress; returns how much happened (0 when idle). Never
     /// blocks.
     fn progress(&mut self) -> usize;
@@ -75,6 +105,15 @@ pub trait PerfWorker {
 
     /// Fails once the endpoint to the peer has failed.
     fn check_peer(&mut self) -> Result<()>;
+
+    /// Creates the endpoints made from now on with error handling (`-e`):
+    /// in peer error mode, with a handler that records the failure, which
+    /// [`PerfWorker::check_peer`] then reports.
+    fn enable_err_handling(&mut self) -> Result<()> {
+        Err(PerfError::Unsupported(
+            "endpoints with error handling (-e) in this communication layer".into(),
+        ))
+    }
 
     /// Sends `len` bytes at `ptr` with `tag` on the endpoint.
     ///

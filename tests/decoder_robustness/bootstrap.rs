@@ -238,12 +238,13 @@ pub(crate) fn check_params(p: &[u8]) {
     }
 }
 
-/// [`Wireup::decode`] on untrusted bytes: an accepted payload has an
-/// address, a key within the limit, and a key exactly when it has a buffer
-/// address.
+/// [`Wireup::decode`] on untrusted bytes: an accepted payload has a
+/// listener port only without an address, a key within the limit, and a
+/// key exactly when it has a buffer address.
 pub(crate) fn check_wireup(p: &[u8]) {
     if let Ok(w) = Wireup::decode(p) {
-        assert!(!w.address.is_empty());
+        // Only a wireup without worker address carries a listener port.
+        assert!(w.address.is_empty() || w.listen_port == 0, "{w:?}");
         assert!(w.rkey.len() <= MAX_RKEY);
         assert_eq!(w.rkey.is_empty(), w.recv_buffer == 0, "{w:?}");
         assert_eq!(w.encode(), p, "re-encoding changed the wireup");

@@ -1,0 +1,191 @@
+use super::*;
+
+fn sample() -> TestParams {
+    TestParams {
+        test: TestKind::TagBw,
+        msg_sizes: vec![16, 48, 8192],
+        iters: 12345,
+        warmup: 77,
+        outstanding: 9,
+        percentile: 99.5,
+        validate: true,
+        err_handling: true,
+        sockaddr: true,
+    }
+}
+
+#[test]
+fn round_trip() {
+    for p in [sample(), TestParams::new(TestKind::TagLat)] {
+        let block = p.encode();
+        assert_eq!(block.len(), HEADER_LEN + 8 * p.msg_sizes.len());
+        assert_eq!(TestParams::decode(&block).unwrap(), p);
+    }
+}
+
+#[test]
+fn flags_round_trip_one_by_one() {
+    for bits in 0..8u32 {
+        let (validate, err_handling, sockaddr) = (bits & 1 != 0, bits & 2 != 0, bits & 4 != 0);
+        let p = TestParams {
+            validate,
+            err_handling,
+            sockaddr,
+            ..sample()
+        };
+        let block = p.encode();
+        let flags = u32::from_le_bytes(block[8..12].try_into().unwrap());
+        assert_eq!(flags, bits);
+        assert_eq!(TestParams::decode(&block).unwrap(), p);
+    }
+}
+
+#[test]
+fn defaults_follow_ucx() {
+    let p = TestParams::new(TestKind::TagLat);
+    assert_eq!(
+        (p.iters, p.warmup, p.message_size()),
+        (1_000_000, 10_000, 8)
+    );
+    assert_eq!(p.outstanding, 1);
+    assert_eq!(TestParams::new(TestKind::TagBw).outstanding, 32);
+    assert_eq!(p.warmup_iters(), 10_000);
+    let short = TestParams {
+        iters: 95,
+        ..p.clone()
+    };
+    assert_eq!(short.warmup_iters(), 10);
+    let endless = TestParams { iters: 0, ..p };
+    assert_eq!(endless.warmup_iters(), 0);
+    assert_eq!(sample().message_size(), 16 + 48 + 8192);
+    assert_eq!(sample().buffer_slots(), 9);
+}
+
+#[test]
+fn every_truncation_is_an_error() {
+    let block = sample().encode();
+    for len in 0..block.len() {
+        assert!(TestParams::decode(&block[..len]).is_err(), "len {len}");
+    }
+    let mut long = block.clone();
+    long.push(0);
+    assert!(TestParams::decode(&long).is_err());
+}
+
+fn patched(offset: usize, bytes: &[u8]) -> Vec<u8> {
+    let mut block = sample().encode();
+    block[offset..offset + bytes.len()].copy_from_slice(bytes);
+    block
+}
+
+#[test]
+fn bad_fields_are_errors() {
+    let cases: Vec<(&str, Vec<u8>)> = vec![
+        ("magic", patched(0, b"XXXX")),
+        ("version", patched(4, &2u16.to_le_bytes())),
+        ("test id", patched(6, &999u16.to_le_bytes())),
+        ("flags", patched(8, &0x8000_0000u32.to_le_bytes())),
+        ("outstanding 0", patched(28, &0u32.to_le_bytes())),
+        (
+            "outstanding big",
+            patched(28, &(MAX_OUTSTANDING + 1).to_le_bytes()),
+        ),
+        (
+            "percentile nan",
+            patched(32, &f64::NAN.to_bits().to_le_bytes()),
+        ),
+        (
+            "percentile 101",
+            patched(32, &101f64.to_bits().to_le_bytes()),
+        ),
+        ("count 0", patched(40, &0u32.to_le_bytes())),
+        ("count 2", patched(40, &2u32.to_le_bytes())),
+        ("count huge", patched(40, &u32::MAX.to_le_bytes())),
+        ("size huge", patched(44, &u64::MAX.to_le_bytes())),
+        (
+            "size over limit",
+            patched(44, &(MAX_MESSAGE_SIZE + 1).to_le_bytes()),
+        ),
+    ];
+    for (what, block) in cases {
+        assert!(TestParams::decode(&block).is_err(), "{what}");
+    }
+}
+
+#[test]
+fn one_sided_size_rules() {
+    let with = |test, sizes: Vec<usize>| TestParams {
+        msg_sizes: sizes,
+        ..TestParams::new(test)
+    };
+    for test in [
+        TestKind::Add,
+        TestKind::Fadd,
+        TestKind::Swap,
+        TestKind::Cswap,
+    ] {
+        with(test, vec![4]).check().unwrap();
+        with(test, vec![8]).check().unwrap();
+        with(test, vec![4, 4]).check().unwrap();
+        for bad in [vec![0], vec![1], vec![16], vec![7]] {
+            let e = with(test, bad.clone()).check().unwrap_err().to_string();
+            assert!(e.contains("32 or 64 bit"), "{test:?} {bad:?}: {e}");
+            assert!(TestParams::decode(&with(test, bad).encode()).is_err());
+        }
+    }
+    for test in [TestKind::PutLat, TestKind::PutBw, TestKind::Get] {
+        with(test, vec![1]).check().unwrap();
+        let e = with(test, vec![0]).check().unwrap_err().to_string();
+        assert!(e.contains("at least 1"), "{e}");
+    }
+    with(TestKind::TagLat, vec![0]).check().unwrap();
+}
+
+#[test]
+fn one_sided_slots() {
+    let slots = |test, outstanding, validate| {
+        TestParams {
+            outstanding,
+            validate,
+            ..TestParams::new(test)
+        }
+        .buffer_slots()
+    };
+    assert_eq!(slots(TestKind::PutBw, 32, false), 1);
+    assert_eq!(slots(TestKind::PutBw, 32, true), 32);
+    assert_eq!(slots(TestKind::Add, 8, false), 1);
+    assert_eq!(slots(TestKind::Get, 4, false), 4);
+    assert_eq!(slots(TestKind::Fadd, 3, false), 3);
+    assert_eq!(slots(TestKind::PutLat, 2, false), 2);
+    assert_eq!(slots(TestKind::TagBw, 32, false), 1);
+}
+
+#[test]
+fn buffer_limit_counts_validation_slots() {
+    let mut p = sample();
+    p.msg_sizes = vec![1 << 30];
+    p.outstanding = 64;
+    assert!(p.check().is_err());
+    p.validate = false;
+    p.check().unwrap();
+}
+
+#[test]
+fn garbage_never_panics() {
+    // A cheap deterministic byte generator.
+    let mut x: u64 = 0x9e37_79b9_7f4a_7c15;
+    for len in 0..200 {
+        let mut block = Vec::with_capacity(len);
+        for _ in 0..len {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            block.push(x as u8);
+        }
+        let _ = TestParams::decode(&block);
+        // Same with a valid header in front.
+        let mut framed = sample().encode()[..12].to_vec();
+        framed.extend_from_slice(&block);
+        let _ = TestParams::decode(&framed);
+    }
+}
