@@ -100,6 +100,7 @@ fn params() -> impl Strategy<Value = TestParams> {
                     validate,
                     err_handling,
                     sockaddr,
+                    iov: (false, false),
                 }
             },
         )

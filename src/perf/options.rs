@@ -61,6 +61,8 @@ pub struct Options {
     pub err_handling: bool,
     /// Endpoints through the server's listener (`--sockaddr`).
     pub sockaddr: bool,
+    /// `-D`: iovec layouts of the sender and the receiver.
+    pub iov: (bool, bool),
     /// Output format (`-f`, `-v`, `-N`).
     pub output: OutputFlags,
 }
@@ -88,6 +90,7 @@ impl Default for Options {
             validate: false,
             err_handling: false,
             sockaddr: false,
+            iov: (false, false),
             output: OutputFlags::default(),
         }
     }
@@ -113,6 +116,7 @@ impl Options {
             validate: self.validate,
             err_handling: self.err_handling,
             sockaddr: self.sockaddr,
+            iov: self.iov,
         };
         params.check().map_err(|e| UsageError(e.to_string()))?;
         Ok(params)
@@ -120,7 +124,7 @@ impl Options {
 }
 
 /// Option letters that take an argument.
-const WITH_ARG: &str = "tsnwpOR";
+const WITH_ARG: &str = "tsnwpORD";
 /// Option letters without an argument.
 const FLAGS: &str = "lfvNVeh";
 
@@ -261,6 +265,17 @@ fn apply_value(opts: &mut Options, opt: char, value: &str) -> Result<(), UsageEr
             }
             opts.msg_sizes = sizes;
         }
+        'D' => {
+            let layout = |l: &str| match l {
+                "contig" => Ok(false),
+                "iov" => Ok(true),
+                _ => Err(bad("contig or iov, for the sender[,receiver]")),
+            };
+            opts.iov = match value.split_once(',') {
+                None => (layout(value)?, false),
+                Some((s, r)) => (layout(s)?, layout(r)?),
+            };
+        }
         'n' => opts.iters = parse_unsigned(value).ok_or_else(|| bad("a count"))? as u64,
         'w' => opts.warmup = parse_unsigned(value).ok_or_else(|| bad("a count"))? as u64,
         'p' => {
@@ -336,6 +351,12 @@ pub fn usage(program: &str) -> String {
          \x20                   pick a free one and print it ({})",
         d.port
     );
+    s.push_str("     -D <layout>[,<layout>]\n");
+    s.push_str("                    data layout of the sender[, and the receiver] in tag,\n");
+    s.push_str("                    stream and active message tests (contig):\n");
+    s.push_str("                        contig - one contiguous buffer\n");
+    s.push_str("                        iov    - scatter-gather list whose entries are the\n");
+    s.push_str("                                 -s sizes\n");
     s.push_str("     -l             loopback: the process runs the test with itself\n");
     s.push_str("     -V             fill every message with a pattern and check every\n");
     s.push_str("                    received byte; a mismatch fails the run\n");

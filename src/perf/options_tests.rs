@@ -273,3 +273,18 @@ fn bad_long_options_are_usage_errors() {
         assert!(err(line).contains(why), "{line}: {}", err(line));
     }
 }
+
+#[test]
+fn data_layouts_of_sender_and_receiver() {
+    for (line, iov) in [
+        ("--pair -t tag_lat", (false, false)),
+        ("--pair -t tag_lat -D contig", (false, false)),
+        ("--pair -t tag_lat -D iov", (true, false)),
+        ("--pair -t stream_bw -D contig,iov", (false, true)),
+        ("--pair -t ucp_am_bw -Diov,iov", (true, true)),
+    ] {
+        let o = run(line);
+        assert_eq!(o.iov, iov, "{line}");
+        assert_eq!(o.test_params().unwrap().iov, iov, "{line}");
+    }
+}

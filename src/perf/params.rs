@@ -7,7 +7,7 @@
 //! | 0 | 4 | magic `"RXPT"` |
 //! | 4 | 2 | version (1) |
 //! | 6 | 2 | test wire id ([`TestInfo::wire_id`]) |
-//! | 8 | 4 | flags: bit 0 = validate data, bit 1 = endpoints with error handling, bit 2 = endpoints through the server's listener; other bits must be 0 |
+//! | 8 | 4 | flags: bit 0 = validate data, bit 1 = endpoints with error handling, bit 2 = endpoints through the server's listener, bit 3 = sent messages as iovecs, bit 4 = received ones as iovecs (`-D`); other bits must be 0 |
 //! | 12 | 8 | iterations (0 = no limit) |
 //! | 20 | 8 | warm-up iterations |
 //! | 28 | 4 | most uncompleted operations in flight (1..=65536) |
@@ -44,7 +44,10 @@ pub const MAX_SIZE_ENTRIES: usize = 256;
 const FLAG_VALIDATE: u32 = 1 << 0;
 const FLAG_ERR_HANDLING: u32 = 1 << 1;
 const FLAG_SOCKADDR: u32 = 1 << 2;
-const KNOWN_FLAGS: u32 = FLAG_VALIDATE | FLAG_ERR_HANDLING | FLAG_SOCKADDR;
+const FLAG_SEND_IOV: u32 = 1 << 3;
+const FLAG_RECV_IOV: u32 = 1 << 4;
+const KNOWN_FLAGS: u32 =
+    FLAG_VALIDATE | FLAG_ERR_HANDLING | FLAG_SOCKADDR | FLAG_SEND_IOV | FLAG_RECV_IOV;
 const HEADER_LEN: usize = 44;
 
 /// What both sides need to run one test. The client sends it; the server
@@ -71,6 +74,9 @@ pub struct TestParams {
     /// Create the endpoints through a listener of the server
     /// (`--sockaddr`) rather than from worker addresses.
     pub sockaddr: bool,
+    /// The data layouts of the sender and the receiver (`-D`): iovecs
+    /// whose entries are the size entries, or contiguous (`false`).
+    pub iov: (bool, bool),
 }
 
 impl TestParams {
@@ -86,6 +92,7 @@ impl TestParams {
             validate: false,
             err_handling: false,
             sockaddr: false,
+            iov: (false, false),
         }
     }
 
@@ -150,6 +157,12 @@ impl TestParams {
                 self.test.info().name
             ));
         }
+        if (self.iov.0 || self.iov.1) && command.is_one_sided() {
+            return bad(format!(
+                "the iov datatype (-D iov) is for tag, stream and active message tests, not {}",
+                self.test.info().name
+            ));
+        }
         if self.outstanding == 0 || self.outstanding > MAX_OUTSTANDING {
             return bad(format!(
                 "{} operations in flight (1 to {MAX_OUTSTANDING} allowed)",
@@ -189,6 +202,12 @@ impl TestParams {
         }
         if self.sockaddr {
             flags |= FLAG_SOCKADDR;
+        }
+        if self.iov.0 {
+            flags |= FLAG_SEND_IOV;
+        }
+        if self.iov.1 {
+            flags |= FLAG_RECV_IOV;
         }
         out.extend_from_slice(&flags.to_le_bytes());
         out.extend_from_slice(&self.iters.to_le_bytes());
@@ -257,6 +276,7 @@ impl TestParams {
             validate: flags & FLAG_VALIDATE != 0,
             err_handling: flags & FLAG_ERR_HANDLING != 0,
             sockaddr: flags & FLAG_SOCKADDR != 0,
+            iov: (flags & FLAG_SEND_IOV != 0, flags & FLAG_RECV_IOV != 0),
         };
         params
             .check()

@@ -11,6 +11,7 @@ fn sample() -> TestParams {
         validate: true,
         err_handling: true,
         sockaddr: true,
+        iov: (true, false),
     }
 }
 
@@ -25,12 +26,13 @@ fn round_trip() {
 
 #[test]
 fn flags_round_trip_one_by_one() {
-    for bits in 0..8u32 {
+    for bits in 0..32u32 {
         let (validate, err_handling, sockaddr) = (bits & 1 != 0, bits & 2 != 0, bits & 4 != 0);
         let p = TestParams {
             validate,
             err_handling,
             sockaddr,
+            iov: (bits & 8 != 0, bits & 16 != 0),
             ..sample()
         };
         let block = p.encode();

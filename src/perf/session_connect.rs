@@ -35,6 +35,7 @@ pub(super) fn local_setup<W: PerfWorker>(
     if params.err_handling {
         w.enable_err_handling()?;
     }
+    set_layout(&mut w, params)?;
     let st = LoopState::<W::Req>::new(params)?;
     let mut wireup = Wireup::default();
     if !params.sockaddr {
@@ -93,6 +94,7 @@ pub(super) fn loopback_connect<W: PerfWorker>(
     if params.err_handling {
         w.enable_err_handling()?;
     }
+    set_layout(w, params)?;
     if params.sockaddr {
         let ip = IpAddr::V4(Ipv4Addr::LOCALHOST);
         let port = w.listen(ip)?;
@@ -185,4 +187,10 @@ fn set_remote<W: PerfWorker>(w: &mut W, one_sided: bool, remote: &Wireup) -> Res
         w.set_remote(remote.recv_buffer, &remote.rkey)?;
     }
     Ok(())
+}
+
+/// The data layouts of `-D`: iovecs whose entries are the `-s` sizes.
+fn set_layout<W: PerfWorker>(w: &mut W, params: &TestParams) -> Result<()> {
+    let sizes = || params.msg_sizes.clone();
+    w.set_iov(params.iov.0.then(sizes), params.iov.1.then(sizes))
 }

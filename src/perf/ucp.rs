@@ -10,6 +10,7 @@ use std::collections::VecDeque;
 use std::sync::{Arc, Mutex};
 
 mod endpoints;
+mod layout;
 mod remote;
 use endpoints::EpSetup;
 use remote::{atomic_op, atomic_value, target, Remote};
@@ -52,6 +53,8 @@ pub struct UcpWorker {
     setup: EpSetup,
     ctx: Context,
     am_arrived: Arrived,
+    /// `-D iov`: the entry sizes of sent and of received messages.
+    iov: (Option<Vec<usize>>, Option<Vec<usize>>),
 }
 
 impl UcpWorker {
@@ -95,7 +98,44 @@ impl UcpWorker {
             setup: EpSetup::default(),
             ctx,
             am_arrived,
+            iov: (None, None),
         })
+    }
+
+    /// A send of `-D iov`: `len` bytes at `ptr` as entries of the sizes.
+    ///
+    /// # Safety
+    /// As [`PerfWorker::tag_send`] (the bytes are packed before it returns).
+    #[cold]
+    unsafe fn send_iov(
+        &mut self,
+        (ptr, len): (*const u8, usize),
+        post: impl FnOnce(&mut Worker, layout::SendIov) -> rucx_ucp::Result<Posted<layout::SendIov>>,
+    ) -> Result<Started<ReqId>> {
+        let sizes = self.iov.0.as_deref().unwrap_or(&[]);
+        // SAFETY: forwarded from this function's contract.
+        let d = unsafe { layout::SendIov::new(ptr, len, sizes) };
+        post(&mut self.worker, d)
+            .map(forget_dt)
+            .map_err(|e| op_error("iov send", e))
+    }
+
+    /// A receive of `-D iov` into `len` bytes at `ptr`.
+    ///
+    /// # Safety
+    /// As [`PerfWorker::tag_recv`].
+    #[cold]
+    unsafe fn recv_iov(
+        &mut self,
+        (ptr, len): (*mut u8, usize),
+        post: impl FnOnce(&mut Worker, layout::RecvIov) -> rucx_ucp::Result<Posted<layout::RecvIov>>,
+    ) -> Result<Started<ReqId>> {
+        let sizes = self.iov.1.as_deref().unwrap_or(&[]);
+        // SAFETY: forwarded from this function's contract.
+        let d = unsafe { layout::RecvIov::new(ptr, len, sizes) };
+        post(&mut self.worker, d)
+            .map(forget_dt)
+            .map_err(|e| op_error("iov receive", e))
     }
 
     fn ep(&self) -> Result<Ep> {
@@ -117,6 +157,15 @@ fn op_error(op: &'static str, e: rucx_ucp::Error) -> PerfError {
         rucx_ucp::Error::EndpointFailed { cause } => PerfError::PeerGone(format!("{op}: {cause}")),
         e => PerfError::transport(op, e),
     }
+}
+
+/// [`started`] of a datatype post: the value only describes the caller's
+/// memory, so it is dropped.
+fn forget_dt<D>(p: Posted<D>) -> Started<ReqId> {
+    started(match p {
+        Posted::Done(info, _) => Posted::Done(info, ()),
+        Posted::InFlight(id) => Posted::InFlight(id),
+    })
 }
 
 fn started(p: Posted<()>) -> Started<ReqId> {
@@ -154,6 +203,11 @@ impl PerfWorker for UcpWorker {
         Ok(())
     }
 
+    fn set_iov(&mut self, send: Option<Vec<usize>>, recv: Option<Vec<usize>>) -> Result<()> {
+        self.iov = (send, recv);
+        Ok(())
+    }
+
     #[inline]
     fn progress(&mut self) -> usize {
         self.worker.progress()
@@ -185,6 +239,10 @@ impl PerfWorker for UcpWorker {
     ) -> Result<Started<ReqId>> {
         let ep = self.ep()?;
         let op = if sync { Op::new().sync() } else { Op::new() };
+        if self.iov.0.is_some() {
+            // SAFETY: PerfWorker::tag_send's contract.
+            return unsafe { self.send_iov((ptr, len), |w, d| w.tag_send_dt(ep, d, tag, op)) };
+        }
         // SAFETY: PerfWorker::tag_send has the same contract as
         // tag_send_raw: the bytes stay valid until completion is seen.
         unsafe { self.worker.tag_send_raw(ep, ptr, len, tag, op) }
@@ -200,6 +258,14 @@ impl PerfWorker for UcpWorker {
         tag: u64,
         mask: u64,
     ) -> Result<Started<ReqId>> {
+        if self.iov.1.is_some() {
+            // SAFETY: PerfWorker::tag_recv's contract.
+            return unsafe {
+                self.recv_iov((ptr, len), |w, d| {
+                    w.tag_recv_dt(d, tag, mask, Op::default())
+                })
+            };
+        }
         // SAFETY: PerfWorker::tag_recv has the same contract as
         // tag_recv_raw.
         unsafe { self.worker.tag_recv_raw(ptr, len, tag, mask, Op::default()) }
@@ -210,6 +276,10 @@ impl PerfWorker for UcpWorker {
     #[inline]
     unsafe fn stream_send(&mut self, ptr: *const u8, len: usize) -> Result<Started<ReqId>> {
         let ep = self.ep()?;
+        if self.iov.0.is_some() {
+            // SAFETY: PerfWorker::stream_send's contract.
+            return unsafe { self.send_iov((ptr, len), |w, d| w.stream_send_dt(ep, d, Op::new())) };
+        }
         // SAFETY: PerfWorker::stream_send has the contract of
         // stream_send_raw.
         unsafe { self.worker.stream_send_raw(ep, ptr, len, Op::new()) }
@@ -220,6 +290,12 @@ impl PerfWorker for UcpWorker {
     #[inline]
     unsafe fn stream_recv(&mut self, ptr: *mut u8, len: usize) -> Result<Started<ReqId>> {
         let ep = self.ep()?;
+        if self.iov.1.is_some() {
+            // SAFETY: PerfWorker::stream_recv's contract.
+            return unsafe {
+                self.recv_iov((ptr, len), |w, d| w.stream_recv_all_dt(ep, d, Op::new()))
+            };
+        }
         // SAFETY: PerfWorker::stream_recv has the contract of
         // stream_recv_raw.
         unsafe { self.worker.stream_recv_raw(ep, ptr, len, true, Op::new()) }
@@ -230,6 +306,14 @@ impl PerfWorker for UcpWorker {
     #[inline]
     unsafe fn am_send(&mut self, ptr: *const u8, len: usize) -> Result<Started<ReqId>> {
         let ep = self.ep()?;
+        if self.iov.0.is_some() {
+            // SAFETY: PerfWorker::am_send's contract.
+            return unsafe {
+                self.send_iov((ptr, len), |w, d| {
+                    w.am_send_dt(ep, PERF_AM_ID, &[], d, AmParams::new(), Op::new())
+                })
+            };
+        }
         // SAFETY: PerfWorker::am_send has the contract of am_send_raw.
         unsafe {
             self.worker

@@ -115,6 +115,17 @@ pub trait PerfWorker {
         ))
     }
 
+    /// Lays messages out as iovecs (`-D iov`): sent ones (`send`) or
+    /// received ones (`recv`) split into entries of the given sizes.
+    fn set_iov(&mut self, send: Option<Vec<usize>>, recv: Option<Vec<usize>>) -> Result<()> {
+        if send.is_none() && recv.is_none() {
+            return Ok(());
+        }
+        Err(PerfError::Unsupported(
+            "the iov datatype (-D iov) in this communication layer".into(),
+        ))
+    }
+
     /// Sends `len` bytes at `ptr` with `tag` on the endpoint.
     ///
     /// # Safety
