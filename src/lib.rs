@@ -42,8 +42,9 @@ pub use context::{config_tables, registry, Context};
 /// [`Error::EndpointFailed`] has the transport's error as its source, and
 /// that error an [`EndpointCause`](cause::EndpointCause); a transport's own
 /// report (an iWARP [`TerminateCause`](cause::TerminateCause), an RDMA
-/// [`WcStatus`](cause::WcStatus)) is the source of that, found with
-/// `downcast_ref`:
+/// [`WcStatus`](cause::WcStatus), a queue pair's fatal event
+/// [`QpFatal`](cause::QpFatal) such as a broken connection) is the source
+/// of that, found with `downcast_ref`:
 ///
 /// ```
 /// use std::error::Error as _;
@@ -61,7 +62,7 @@ pub use context::{config_tables, registry, Context};
 /// # let _ = terminate;
 /// ```
 pub mod cause {
-    pub use rucx_rdma::{TerminateCause, WcStatus};
+    pub use rucx_rdma::{QpFatal, TerminateCause, WcStatus};
     pub use rucx_ucp::ucs::{AccessDenied, EndpointCause};
 }
 pub use rucx_ucp as ucp;

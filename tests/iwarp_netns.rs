@@ -16,109 +16,40 @@
 //! The namespaces are deleted when the test ends, also when it fails.
 
 mod common;
+mod hosts;
 mod iwarp_capture;
 
 use common::skip_or_fail;
+use hosts::netns::TwoHosts;
+use hosts::procs::Scratch;
 use iwarp_capture::capture::Capture;
 use iwarp_capture::check::{check_with_retries, Checked};
-use iwarp_capture::netns::{ip, Netns};
 use iwarp_capture::perftest::{PerfRun, CAPTURED_RUNS};
-use iwarp_capture::procs::{Host, Scratch};
 use iwarp_capture::rules::{READ_REQUEST, READ_RESPONSE, SEND, WRITE};
 
-/// Two hosts: network namespaces joined by a veth pair, 10.<pid bits>.1
-/// and .2 on a /24 (the pid keeps runs on one machine apart).
-struct TwoHosts {
-    /// Namespace, veth device and address of each host.
-    hosts: Vec<(Netns, String, String)>,
-}
-
-impl TwoHosts {
-    /// Namespaces `rucx-<pid>-<tag>a` and `-<tag>b`; the veth ends have
-    /// one name on both hosts (as two machines with an `eth1` each) when
-    /// `same_names`, else each its own.
-    fn create(tag: &str, same_names: bool) -> Result<TwoHosts, String> {
-        let pid = std::process::id();
-        let net = format!("10.{}.{}", (pid >> 8) & 0xff, pid & 0xff);
-        let mut hosts = Vec::new();
-        for (side, n) in [("a", 1), ("b", 2)] {
-            let veth = format!("rx{pid}{tag}{}", if same_names { "" } else { side });
-            let ns = Netns::create(&format!("{tag}{side}"))?;
-            hosts.push((ns, veth, format!("{net}.{n}")));
-        }
-        let [(na, va, _), (nb, vb, _)] = &hosts[..] else {
-            unreachable!("two hosts")
-        };
-        ip(&[
-            "link",
-            "add",
-            va,
-            "netns",
-            na.name(),
-            "mtu",
-            "1500",
-            "type",
-            "veth",
-            "peer",
-            "name",
-            vb,
-            "netns",
-            nb.name(),
-            "mtu",
-            "1500",
-        ])?;
-        for (ns, veth, addr) in &hosts {
-            ip(&[
-                "-n",
-                ns.name(),
-                "addr",
-                "add",
-                &format!("{addr}/24"),
-                "dev",
-                veth,
-            ])?;
-            ip(&["-n", ns.name(), "link", "set", veth, "up"])?;
-        }
-        Ok(TwoHosts { hosts })
-    }
-
-    /// Host `i`, whose processes use only its veth: the loopback devices
-    /// of the two namespaces look alike but do not reach each other.
-    fn host(&self, i: usize) -> Host {
-        let (ns, veth, _) = &self.hosts[i];
-        ns.host()
-            .with_env("RUCX_NET_DEVICES", &format!("{veth},iwarp_{veth}"))
-    }
-
-    /// The veth's address in host `i`.
-    fn addr(&self, i: usize) -> &str {
-        &self.hosts[i].2
-    }
-
-    /// Runs `runs` with the server on host 0 and the client on host 1,
-    /// captured on host 0's veth; `None` where tshark cannot capture (the
-    /// test then skips).
-    fn capture(&self, runs: &[PerfRun<'_>], dir: &Scratch) -> Option<Checked> {
-        let (a, b) = (self.host(0), self.host(1));
-        let veth = &self.hosts[0].1;
-        let checked = check_with_retries(3, |n| {
-            let name = format!("veth{n}");
-            let capture = match Capture::start(&a, veth, "tcp", self.addr(1), dir, &name) {
-                Ok(c) => c,
-                Err(why) => {
-                    skip_or_fail(&why);
-                    return None;
-                }
-            };
-            for run in runs {
-                run.run(dir, TLS, (&a, self.addr(0)), &b);
+/// Runs `runs` with the server on host 0 and the client on host 1,
+/// captured on host 0's veth; `None` where tshark cannot capture (the
+/// test then skips).
+fn capture(two: &TwoHosts, runs: &[PerfRun<'_>], dir: &Scratch) -> Option<Checked> {
+    let (a, b) = (two.host(0), two.host(1));
+    let veth = two.veth(0);
+    let checked = check_with_retries(3, |n| {
+        let name = format!("veth{n}");
+        let capture = match Capture::start(&a, veth, "tcp", two.addr(1), dir, &name) {
+            Ok(c) => c,
+            Err(why) => {
+                skip_or_fail(&why);
+                return None;
             }
-            Some(capture.stop())
-        })?;
-        println!("{}", checked.summary);
-        checked.assert_clean("rucx-perftest over rc_iwarp between namespaces");
-        Some(checked)
-    }
+        };
+        for run in runs {
+            run.run(dir, TLS, (&a, two.addr(0)), &b);
+        }
+        Some(capture.stop())
+    })?;
+    println!("{}", checked.summary);
+    checked.assert_clean("rucx-perftest over rc_iwarp between namespaces");
+    Some(checked)
 }
 
 /// The runs whose output is checked; the bandwidth ones move 200 MiB
@@ -146,7 +77,7 @@ fn rc_iwarp_between_two_namespaces() {
         .output()
         .expect("run rucx-info -d");
     let info = String::from_utf8_lossy(&info.stdout);
-    let dev = format!("iwarp_{}", two.hosts[0].1);
+    let dev = format!("iwarp_{}", two.veth(0));
     assert!(
         info.contains(&format!("Device: {dev}\n")),
         "rucx-info -d in {a:?} lists no {dev}:\n{info}"
@@ -157,7 +88,7 @@ fn rc_iwarp_between_two_namespaces() {
         println!("{} over {TLS} between namespaces: {row:?}", run.label);
     }
 
-    let Some(checked) = two.capture(&CAPTURED_RUNS, &dir) else {
+    let Some(checked) = capture(&two, &CAPTURED_RUNS, &dir) else {
         return;
     };
     let t = &checked.summary.tally;
@@ -189,7 +120,7 @@ fn rma_between_hosts_whose_devices_differ_in_name() {
         PerfRun::new("put_bw", "-t ucp_put_bw -s 200000 -n 10 -w 1", &[]),
         PerfRun::new("get", "-t ucp_get -s 200000 -n 10 -w 1", &[]),
     ];
-    if let Some(checked) = two.capture(&rma, &dir) {
+    if let Some(checked) = capture(&two, &rma, &dir) {
         checked.assert_seen(&[WRITE, READ_REQUEST], &[WRITE, READ_RESPONSE]);
     }
 }

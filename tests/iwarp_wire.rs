@@ -19,14 +19,15 @@
 //! rule each must be caught.
 
 mod common;
+mod hosts;
 mod iwarp_capture;
 
 use common::skip_or_fail;
+use hosts::netns::Netns;
+use hosts::procs::Scratch;
 use iwarp_capture::capture::Capture;
 use iwarp_capture::check::{check_with_retries, tshark_version};
-use iwarp_capture::netns::Netns;
 use iwarp_capture::perftest::{PerfRun, CAPTURED_RUNS};
-use iwarp_capture::procs::Scratch;
 use iwarp_capture::rules::{self, Conn, Fpdu, MpaFrame, Placement, ReadRequest, Tally};
 
 /// On loopback an FPDU carries up to ~64 KiB, so besides

@@ -11,8 +11,8 @@
 //! the traffic before a probe once that probe shows up.
 
 use super::check::tshark_version;
-use super::procs::{Host, Logged, Scratch};
 use crate::common::wait_exit;
+use crate::hosts::procs::{Host, Logged, Scratch};
 use std::io::{Read, Write};
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicUsize, Ordering};

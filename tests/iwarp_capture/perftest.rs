@@ -2,8 +2,8 @@
 //! picks its bootstrap port (`-p 0`), then a client on another host (or
 //! the same) that connects to it.
 
-use super::procs::{Host, Logged, Scratch};
 use crate::common::wait_exit;
+use crate::hosts::procs::{Host, Logged, Scratch};
 
 const EXE: &str = env!("CARGO_BIN_EXE_rucx-perftest");
 /// Generous: debug builds on a loaded machine.

@@ -9,7 +9,7 @@ use std::net::SocketAddr;
 use uct::ucs::{AccessDenied, EndpointCause, Error};
 
 mod cause;
-pub use cause::TerminateCause;
+pub use cause::{QpFatal, TerminateCause};
 
 pub use uct::Access;
 

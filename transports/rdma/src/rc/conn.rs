@@ -58,6 +58,7 @@ impl RcIface {
             peer,
             initiated,
             failed: false,
+            fatal: None,
             credits,
             max_credits: credits,
             to_return: 0,

@@ -65,6 +65,10 @@ pub(crate) struct Conn {
     /// We connected it (else we accepted it).
     pub(crate) initiated: bool,
     pub(crate) failed: bool,
+    /// What a fatal event of the queue pair that no Terminate explains
+    /// said (a broken connection): the failure its error completions and
+    /// disconnection then report.
+    pub(crate) fatal: Option<String>,
     /// Sends the peer can take (its posted receives we may consume).
     pub(crate) credits: u32,
     /// Most credits the peer can have given.

@@ -1,6 +1,8 @@
 //! Progress of the RC iface: completions, connection events, credits.
 
-use crate::verbs::{CmEvent, QpId, SendFlags, SendOp, SendWr, Sge, Wc, WcStatus};
+use crate::verbs::{
+    AsyncEventKind, CmEvent, QpFatal, QpId, SendFlags, SendOp, SendWr, Sge, Wc, WcStatus,
+};
 use uct::ucs::{EndpointCause, Error, PeerMisbehaved};
 use uct::{AmSink, AM_ID_MAX};
 
@@ -25,7 +27,8 @@ impl RcIface {
     /// Runs before completions and connection events are handled, and
     /// again before an error completion fails a connection: the Terminate
     /// that ended a queue pair names the cause better than the error
-    /// completions and the disconnection that follow it.
+    /// completions and the disconnection that follow it, and so does a
+    /// fatal event that says why the connection broke (kept for them).
     fn drain_async(&mut self) -> usize {
         let mut n = 0;
         while let Some(ev) = self.verbs.poll_async() {
@@ -35,9 +38,30 @@ impl RcIface {
                 let cause = EndpointCause::transport(t);
                 let e = Error::endpoint_failed(self.info.tl_name.clone(), cause);
                 self.fail_conn(ev.qp, e);
+            } else if ev.kind == AsyncEventKind::QpFatal {
+                if let Some(c) = self.conn_mut(ev.qp) {
+                    c.fatal.get_or_insert(ev.detail);
+                }
             }
         }
         n
+    }
+
+    /// The failure of connection `qp` that an error completion of
+    /// `status` (or, with none, its disconnection) reports: the queue
+    /// pair's fatal event when there was one, else the status's error
+    /// (or `None`).
+    fn conn_failure(&self, qp: QpId, status: Option<WcStatus>) -> Option<Error> {
+        let tl = &self.info.tl_name;
+        let fatal = self.conn(qp).and_then(|c| c.fatal.clone());
+        match (fatal, status) {
+            (Some(detail), None | Some(WcStatus::FatalErr)) => {
+                let cause = EndpointCause::transport(QpFatal { detail, status });
+                Some(Error::endpoint_failed(tl.clone(), cause))
+            }
+            (_, Some(s)) => s.to_error(tl),
+            (None, None) => None,
+        }
     }
 
     /// Everything `Iface::progress` does.
@@ -154,8 +178,10 @@ impl RcIface {
             if let (Some(f), true) = (failed, wc.status == WcStatus::WrFlushErr) {
                 err = Some(f);
             } else if wc.status != WcStatus::WrFlushErr {
-                let e = err.as_ref().map_or(Error::Canceled, Error::duplicate);
                 self.drain_async();
+                let e = self.conn_failure(op.qp, Some(wc.status));
+                let e = e.unwrap_or(Error::Canceled);
+                err = Some(e.duplicate());
                 self.fail_conn(op.qp, e);
             }
         }
@@ -174,12 +200,9 @@ impl RcIface {
         if wc.status != WcStatus::Success || self.conn(qp).is_none_or(|c| c.failed) {
             self.bufs.give(buf);
             if !matches!(wc.status, WcStatus::Success | WcStatus::WrFlushErr) {
-                let e = wc
-                    .status
-                    .to_error(&self.info.tl_name)
-                    .unwrap_or(Error::Canceled);
                 self.drain_async();
-                self.fail_conn(qp, e);
+                let e = self.conn_failure(qp, Some(wc.status));
+                self.fail_conn(qp, e.unwrap_or(Error::Canceled));
             }
             return;
         }
@@ -304,10 +327,15 @@ impl RcIface {
                 self.fail_conn(qp, e);
             }
             CmEvent::Disconnected { qp } => {
-                let e = Error::ConnectionLost {
-                    peer: self.info.tl_name.clone(),
-                    reason: "disconnected".into(),
-                };
+                // The fatal event that says why may have come since the
+                // last drain (the provider progresses as it is polled).
+                self.drain_async();
+                let e = self
+                    .conn_failure(qp, None)
+                    .unwrap_or(Error::ConnectionLost {
+                        peer: self.info.tl_name.clone(),
+                        reason: "disconnected".into(),
+                    });
                 self.fail_conn(qp, e);
             }
         }

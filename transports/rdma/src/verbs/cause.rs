@@ -1,6 +1,7 @@
 //! Typed causes of failures that a provider reports: a work completion's
-//! status and an iWARP Terminate. Both are `std::error::Error`s, found on
-//! the source chain of the endpoint error they cause.
+//! status, an iWARP Terminate, and a queue pair's fatal event. All are
+//! `std::error::Error`s, found on the source chain of the endpoint error
+//! they cause.
 
 use std::fmt;
 
@@ -73,6 +74,31 @@ impl fmt::Display for TerminateCause {
 }
 
 impl std::error::Error for TerminateCause {}
+
+/// A queue pair's fatal asynchronous event that no Terminate explains
+/// (`IBV_EVENT_QP_FATAL`): the provider's words for why the queue pair
+/// failed (over TCP, the socket error that ended the connection: a
+/// timeout, a reset), and the completion status it explains when an error
+/// completion failed the endpoint, which is its source.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct QpFatal {
+    /// What the event says.
+    pub detail: String,
+    /// The error completion that failed the endpoint, if one did.
+    pub status: Option<WcStatus>,
+}
+
+impl fmt::Display for QpFatal {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.detail)
+    }
+}
+
+impl std::error::Error for QpFatal {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        self.status.as_ref().map(|s| s as _)
+    }
+}
 
 #[cfg(test)]
 mod tests {

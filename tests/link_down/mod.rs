@@ -1,0 +1,3 @@
+//! The processes of `netns_link_down.rs`.
+
+pub(crate) mod peer;
