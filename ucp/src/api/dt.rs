@@ -13,12 +13,12 @@ use crate::dt::{Pack, Unpack};
 use crate::proto::eager_rx::RecvStarted;
 use crate::proto::eager_tx::Started;
 use crate::request::buf::{RecvBuf, SendBuf};
-use crate::request::staged::{unpack_into, Staged};
+use crate::request::staged::{unpack_into, Staged, UnpackFn};
 use crate::request::{Op, Posted, ReqId};
 use crate::worker::{AmMsg, AmParams};
 use crate::{Ep, Error, Message, Result, Worker};
 
-fn started(s: RecvStarted) -> Started {
+pub(crate) fn started(s: RecvStarted) -> Started {
     match s {
         RecvStarted::Done(info) => Started::Done(info),
         RecvStarted::InFlight(id) => Started::InFlight(id),
@@ -124,43 +124,38 @@ impl Worker {
         op: Op,
         start: impl FnOnce(&mut Worker, SendBuf, Op) -> Result<Started>,
     ) -> Result<Posted<D>> {
-        let (sb, staged) = match data.contiguous() {
+        if let Some(c) = data.contiguous() {
             // SAFETY: only `Iov` makes a `Contig`, of memory that its
             // `IoBuf`s keep valid and unchanged while the value is owned
             // and not touched through `&mut`: the value moves into the
-            // request below, before any progress, and stays there until
+            // request (`hold`), before any progress, and stays there until
             // the request completes.
-            Some(c) => (unsafe { SendBuf::new(c.ptr, c.len) }, None),
-            None => {
-                let n = data.packed_size();
-                let mut bounce = vec![0u8; n];
-                let wrote = data.pack(0, &mut bounce);
-                if wrote != n {
-                    return Err(Error::InvalidParam(format!(
-                        "datatype packed {wrote} of its {n} bytes"
-                    )));
-                }
-                // SAFETY: the bounce buffer moves into the request (its
-                // heap memory does not move) and is dropped only at
-                // completion or with the request.
-                let sb = unsafe { SendBuf::new(bounce.as_ptr(), n) };
-                let staged = Staged {
-                    bounce,
-                    unpack: None,
-                };
-                (sb, Some(staged))
-            }
-        };
-        match start(self, sb, op)? {
-            Started::Done(info) => Ok(Posted::Done(info, data)),
-            Started::InFlight(id) => {
-                if let Some(r) = self.core.reqs.get_mut(id) {
-                    r.owner = Some(Box::new(data));
-                    r.staged = staged.map(Box::new);
-                }
-                Ok(Posted::InFlight(ReqId(id)))
-            }
+            let sb = unsafe { SendBuf::new(c.ptr, c.len) };
+            let s = start(self, sb, op)?;
+            return Ok(self.hold(s, data, None));
         }
+        let n = data.packed_size();
+        let mut bounce = self.bounce(n)?;
+        let wrote = data.pack(0, &mut bounce);
+        if wrote != n {
+            self.core.give_spare(bounce);
+            return Err(Error::InvalidParam(format!(
+                "datatype packed {wrote} of its {n} bytes"
+            )));
+        }
+        // SAFETY: the bounce buffer moves into the request (`hold`; its
+        // heap memory does not move) and is dropped or reused only at
+        // completion or with the request.
+        let sb = unsafe { SendBuf::new(bounce.as_ptr(), n) };
+        let s = start(self, sb, op)?;
+        Ok(self.hold(
+            s,
+            data,
+            Some(Staged {
+                bounce,
+                unpack: None,
+            }),
+        ))
     }
 
     /// Starts a receive into `data`: in place if contiguous, else into a
@@ -175,37 +170,61 @@ impl Worker {
             // SAFETY: as in `send_dt`, and the memory is the value's
             // alone: nobody touches the value while the request has it.
             let rb = unsafe { RecvBuf::new(c.ptr, c.len) };
-            return match start(self, rb, op)? {
-                Started::Done(info) => Ok(Posted::Done(info, data)),
-                Started::InFlight(id) => {
-                    if let Some(r) = self.core.reqs.get_mut(id) {
-                        r.owner = Some(Box::new(data));
-                    }
-                    Ok(Posted::InFlight(ReqId(id)))
-                }
-            };
+            let s = start(self, rb, op)?;
+            return Ok(self.hold(s, data, None));
         }
         let cap = data.packed_size();
-        let mut bounce = vec![0u8; cap];
+        let mut bounce = self.bounce(cap)?;
         // SAFETY: the bounce buffer is the request's alone: it moves into
-        // the request below (its heap memory does not move) and is
-        // dropped only at completion, after the unpack, or with the
-        // request (leaked instead if a peer may still write into it).
+        // the request (`hold`; its heap memory does not move) and is
+        // dropped or reused only at completion, after the unpack, or with
+        // the request (leaked instead if a peer may still write into it).
         let rb = unsafe { RecvBuf::new(bounce.as_mut_ptr(), cap) };
-        match start(self, rb, op)? {
+        let s = start(self, rb, op)?;
+        if let Started::Done(info) = s {
+            let unpacked = data.unpack(0, &bounce[..info.length.min(cap)]);
+            self.core.give_spare(bounce);
+            unpacked?;
+            return Ok(Posted::Done(info, data));
+        }
+        let unpack = Some(unpack_into::<D> as UnpackFn);
+        Ok(self.hold(s, data, Some(Staged { bounce, unpack })))
+    }
+
+    /// A zeroed bounce buffer of `n` bytes, from the core's spares; an
+    /// error, not an abort, if it cannot be had.
+    fn bounce(&mut self, n: usize) -> Result<Vec<u8>> {
+        let mut v = self.core.take_spare(0);
+        v.try_reserve_exact(n).map_err(|_| {
+            Error::InvalidParam(format!("a {n}-byte bounce buffer cannot be allocated"))
+        })?;
+        v.resize(n, 0);
+        Ok(v)
+    }
+
+    /// The outcome of a started owned-tier operation: `data` (a buffer or
+    /// a datatype value) back if it is done, else moved into the request,
+    /// with its bounce buffer if any, until [`Worker::take`].
+    #[inline]
+    pub(crate) fn hold<D: Send + 'static>(
+        &mut self,
+        s: Started,
+        data: D,
+        staged: Option<Staged>,
+    ) -> Posted<D> {
+        match s {
             Started::Done(info) => {
-                data.unpack(0, &bounce[..info.length.min(cap)])?;
-                Ok(Posted::Done(info, data))
+                if let Some(st) = staged {
+                    self.core.give_spare(st.bounce);
+                }
+                Posted::Done(info, data)
             }
             Started::InFlight(id) => {
                 if let Some(r) = self.core.reqs.get_mut(id) {
                     r.owner = Some(Box::new(data));
-                    r.staged = Some(Box::new(Staged {
-                        bounce,
-                        unpack: Some(unpack_into::<D>),
-                    }));
+                    r.staged = staged.map(Box::new);
                 }
-                Ok(Posted::InFlight(ReqId(id)))
+                Posted::InFlight(ReqId(id))
             }
         }
     }

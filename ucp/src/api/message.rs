@@ -58,15 +58,8 @@ impl Worker {
         // SAFETY: as in tag_recv: the buffer moves into the request before
         // any progress runs and its memory does not move with it.
         let rb = unsafe { RecvBuf::new(buf.as_mut_ptr(), buf.len()) };
-        match self.core.msg_recv_start(msg.id, rb, op)? {
-            RecvStarted::Done(info) => Ok(Posted::Done(info, buf)),
-            RecvStarted::InFlight(id) => {
-                if let Some(r) = self.core.reqs.get_mut(id) {
-                    r.owner = Some(Box::new(buf));
-                }
-                Ok(Posted::InFlight(ReqId(id)))
-            }
-        }
+        let s = super::dt::started(self.core.msg_recv_start(msg.id, rb, op)?);
+        Ok(self.hold(s, buf, None))
     }
 
     /// Receives `msg` into `buf` and waits for it.

@@ -17,7 +17,7 @@
 //! [`Worker::tag_send_raw`]: crate::Worker::tag_send_raw
 
 mod blocking;
-mod dt;
+pub(crate) mod dt;
 mod message;
 mod owned;
 mod raw;

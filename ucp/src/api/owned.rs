@@ -1,8 +1,6 @@
 //! The owned tier: buffers move into the worker and come back.
 #![allow(unsafe_code)]
 
-use crate::proto::eager_rx::RecvStarted;
-use crate::proto::eager_tx::Started;
 use crate::request::buf::{RecvBuf, SendBuf};
 use crate::request::{Info, IoBuf, IoBufMut, Op, Posted, ReqId};
 use crate::{Ep, Error, Result, Worker};
@@ -24,15 +22,8 @@ impl Worker {
         // progress can run) and stays there until completion; IoBuf
         // promises its memory does not move with it.
         let sb = unsafe { SendBuf::new(buf.as_ptr(), buf.len()) };
-        match self.core.send_start(&mut self.ifaces, ep.0, sb, tag, op)? {
-            Started::Done(info) => Ok(Posted::Done(info, buf)),
-            Started::InFlight(id) => {
-                if let Some(r) = self.core.reqs.get_mut(id) {
-                    r.owner = Some(Box::new(buf));
-                }
-                Ok(Posted::InFlight(ReqId(id)))
-            }
-        }
+        let s = self.core.send_start(&mut self.ifaces, ep.0, sb, tag, op)?;
+        Ok(self.hold(s, buf, None))
     }
 
     /// Receives a message matching `(tag, mask)` into `buf`; the worker
@@ -46,15 +37,8 @@ impl Worker {
     ) -> Result<Posted<B>> {
         // SAFETY: as in tag_send; the buffer is exclusively the request's.
         let rb = unsafe { RecvBuf::new(buf.as_mut_ptr(), buf.len()) };
-        match self.core.recv_start(rb, tag, mask, op)? {
-            RecvStarted::Done(info) => Ok(Posted::Done(info, buf)),
-            RecvStarted::InFlight(id) => {
-                if let Some(r) = self.core.reqs.get_mut(id) {
-                    r.owner = Some(Box::new(buf));
-                }
-                Ok(Posted::InFlight(ReqId(id)))
-            }
-        }
+        let s = super::dt::started(self.core.recv_start(rb, tag, mask, op)?);
+        Ok(self.hold(s, buf, None))
     }
 
     /// The result and buffer of a completed owned request, releasing it.

@@ -198,6 +198,14 @@ impl std::fmt::Debug for Core {
 const SPARE_MAX: usize = 64;
 const SPARE_MAX_CAP: usize = 256 * 1024;
 
+/// Keeps `v` among the spare buffers if there is room and it is not too
+/// large (a free function, for callers that hold a request borrowed).
+fn keep_spare(spare: &mut Vec<Vec<u8>>, v: Vec<u8>) {
+    if spare.len() < SPARE_MAX && v.capacity() <= SPARE_MAX_CAP {
+        spare.push(v);
+    }
+}
+
 impl Core {
     pub(crate) fn new(
         n_ifaces: usize,
@@ -250,9 +258,7 @@ impl Core {
     }
 
     pub(crate) fn give_spare(&mut self, v: Vec<u8>) {
-        if self.spare.len() < SPARE_MAX && v.capacity() <= SPARE_MAX_CAP {
-            self.spare.push(v);
-        }
+        keep_spare(&mut self.spare, v);
     }
 
     pub(crate) fn set_lane_ep(&mut self, iface: usize, uct_ep: EpId, ep: Option<SlabId>) {
@@ -301,7 +307,11 @@ impl Core {
         );
         self.done.completed = self.done.completed.wrapping_add(1);
         let result = match req.staged.take() {
-            Some(st) => st.finish(req.owner.as_deref_mut(), result),
+            Some(st) => {
+                let (result, bounce) = st.finish(req.owner.as_deref_mut(), result);
+                keep_spare(&mut self.spare, bounce);
+                result
+            }
             None => result,
         };
         let memh = match &mut req.kind {

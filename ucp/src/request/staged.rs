@@ -31,21 +31,22 @@ impl std::fmt::Debug for Staged {
 
 impl Staged {
     /// Finishes a request that completed with `result`: a receive's bytes
-    /// go to `owner`. A failed unpack fails the request.
+    /// go to `owner`. A failed unpack fails the request. The bounce
+    /// buffer comes back, for reuse.
     pub(crate) fn finish(
         self,
         owner: Option<&mut (dyn Any + Send)>,
         result: Result<Info>,
-    ) -> Result<Info> {
-        let (Some(unpack), Ok(info)) = (self.unpack, &result) else {
-            return result;
+    ) -> (Result<Info>, Vec<u8>) {
+        let Staged { bounce, unpack } = self;
+        let result = match (unpack, owner, result) {
+            (Some(unpack), Some(owner), Ok(info)) => {
+                let n = info.length.min(bounce.len());
+                unpack(owner, &bounce[..n]).map(|()| info)
+            }
+            (_, _, result) => result,
         };
-        let Some(owner) = owner else {
-            return result;
-        };
-        let n = info.length.min(self.bounce.len());
-        unpack(owner, &self.bounce[..n])?;
-        result
+        (result, bounce)
     }
 }
 

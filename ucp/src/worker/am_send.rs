@@ -71,15 +71,7 @@ impl Worker {
         // promises its memory does not move with it.
         let sb = unsafe { SendBuf::new(buf.as_ptr(), buf.len()) };
         let s = self.am_post(ep, (id, header, sb), params, op)?;
-        match s {
-            Started::Done(info) => Ok(Posted::Done(info, buf)),
-            Started::InFlight(rid) => {
-                if let Some(r) = self.core.reqs.get_mut(rid) {
-                    r.owner = Some(Box::new(buf));
-                }
-                Ok(Posted::InFlight(ReqId(rid)))
-            }
-        }
+        Ok(self.hold(s, buf, None))
     }
 
     /// Posts active message `id` with `header` and the `len` data bytes
@@ -134,15 +126,8 @@ impl Worker {
         let Some((pid, _)) = msg.take_rndv() else {
             return Ok(Posted::Done(copy_eager(&msg, rb)?, buf));
         };
-        match self.core.msg_recv_start(pid, rb, op)? {
-            RecvStarted::Done(info) => Ok(Posted::Done(info, buf)),
-            RecvStarted::InFlight(id) => {
-                if let Some(r) = self.core.reqs.get_mut(id) {
-                    r.owner = Some(Box::new(buf));
-                }
-                Ok(Posted::InFlight(ReqId(id)))
-            }
-        }
+        let s = crate::api::dt::started(self.core.msg_recv_start(pid, rb, op)?);
+        Ok(self.hold(s, buf, None))
     }
 
     /// Receives the data of `msg` into `buf` and waits for it.

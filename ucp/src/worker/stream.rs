@@ -60,13 +60,7 @@ impl Worker {
 
     /// Gives an in-flight request its owned buffer.
     fn keep<B: Send + 'static>(&mut self, s: Started, buf: B) -> Posted<B> {
-        let (p, kept) = posted(s, buf);
-        if let (Posted::InFlight(id), Some(b)) = (&p, kept) {
-            if let Some(r) = self.core.reqs.get_mut(id.0) {
-                r.owner = Some(Box::new(b));
-            }
-        }
-        p
+        self.hold(s, buf, None)
     }
 
     /// Sends `buf` on `ep`'s stream and waits until it may be reused.
