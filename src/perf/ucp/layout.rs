@@ -3,7 +3,7 @@
 //! datatype calls (`rucx_ucp::dt`).
 #![allow(unsafe_code)]
 
-use rucx_ucp::dt::{Pack, Unpack};
+use rucx_ucp::dt::{for_each_piece, Pack, Unpack};
 
 /// The entries of a message of `len` bytes at `base`: the `-s` sizes in
 /// order (their sum is the length; a last entry takes what is left).
@@ -48,19 +48,18 @@ impl Pack for SendIov {
     }
 
     fn pack(&mut self, offset: usize, dest: &mut [u8]) -> usize {
-        let (mut base, mut done) = (0usize, 0usize);
-        for &(p, n) in &self.0 {
-            let (lo, hi) = (base.max(offset), (base + n).min(offset + dest.len()));
-            if lo < hi {
-                // SAFETY: inside entry `p..p + n` (by the bounds above),
+        let parts = &self.0;
+        for_each_piece(
+            parts.iter().map(|e| e.1),
+            offset,
+            dest.len(),
+            |i, at, to, n| {
+                // SAFETY: `at + n` lies inside entry `i` (`for_each_piece`),
                 // readable by the constructor's contract.
-                let src = unsafe { std::slice::from_raw_parts(p.add(lo - base), hi - lo) };
-                dest[lo - offset..hi - offset].copy_from_slice(src);
-                done += hi - lo;
-            }
-            base += n;
-        }
-        done
+                let src = unsafe { std::slice::from_raw_parts(parts[i].0.add(at), n) };
+                dest[to..to + n].copy_from_slice(src);
+            },
+        )
     }
 }
 
@@ -87,17 +86,18 @@ impl Unpack for RecvIov {
     }
 
     fn unpack(&mut self, offset: usize, src: &[u8]) -> rucx_ucp::Result<()> {
-        let (mut base, end) = (0usize, offset + src.len());
-        for &(p, n) in &self.0 {
-            let (lo, hi) = (base.max(offset), (base + n).min(end));
-            if lo < hi {
-                // SAFETY: inside entry `p..p + n`, writable and ours by the
-                // constructor's contract.
-                let dst = unsafe { std::slice::from_raw_parts_mut(p.add(lo - base), hi - lo) };
-                dst.copy_from_slice(&src[lo - offset..hi - offset]);
-            }
-            base += n;
-        }
+        let parts = &self.0;
+        for_each_piece(
+            parts.iter().map(|e| e.1),
+            offset,
+            src.len(),
+            |i, at, from, n| {
+                // SAFETY: `at + n` lies inside entry `i` (`for_each_piece`),
+                // writable and ours by the constructor's contract.
+                let dst = unsafe { std::slice::from_raw_parts_mut(parts[i].0.add(at), n) };
+                dst.copy_from_slice(&src[from..from + n]);
+            },
+        );
         Ok(())
     }
 }

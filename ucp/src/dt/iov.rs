@@ -1,7 +1,7 @@
 //! Scatter-gather lists of owned buffers.
 #![allow(unsafe_code)]
 
-use super::{Contig, ContigMut, Pack, Unpack};
+use super::{for_each_piece, Contig, ContigMut, Pack, Unpack};
 use crate::request::{IoBuf, IoBufMut};
 use crate::{Error, Result};
 
@@ -55,31 +55,6 @@ impl<B: IoBuf> Iov<B> {
     }
 }
 
-/// Calls `f(buffer, offset in it, offset in the range, length)` for each
-/// piece of the packed range `offset..offset + len` over buffers of
-/// lengths `lens`; returns the bytes covered.
-fn pieces(
-    lens: impl Iterator<Item = usize>,
-    offset: usize,
-    len: usize,
-    mut f: impl FnMut(usize, usize, usize, usize),
-) -> usize {
-    let end = offset.saturating_add(len);
-    let (mut base, mut done) = (0usize, 0usize);
-    for (i, n) in lens.enumerate() {
-        if base >= end {
-            break;
-        }
-        let (lo, hi) = (base.max(offset), (base + n).min(end));
-        if lo < hi {
-            f(i, lo - base, lo - offset, hi - lo);
-            done += hi - lo;
-        }
-        base += n;
-    }
-    done
-}
-
 impl<B: IoBuf> Pack for Iov<B> {
     fn packed_size(&self) -> usize {
         self.len()
@@ -87,7 +62,7 @@ impl<B: IoBuf> Pack for Iov<B> {
 
     fn pack(&mut self, offset: usize, dest: &mut [u8]) -> usize {
         let lens: Vec<usize> = self.0.iter().map(|b| b.len()).collect();
-        pieces(lens.into_iter(), offset, dest.len(), |i, at, to, n| {
+        for_each_piece(lens.into_iter(), offset, dest.len(), |i, at, to, n| {
             dest[to..to + n].copy_from_slice(&self.bytes(i)[at..at + n]);
         })
     }
@@ -122,10 +97,10 @@ impl<B: IoBufMut> Unpack for Iov<B> {
         }
         let lens: Vec<usize> = self.0.iter().map(|b| b.len()).collect();
         let bufs = &mut self.0;
-        pieces(lens.into_iter(), offset, src.len(), |i, at, from, n| {
+        for_each_piece(lens.into_iter(), offset, src.len(), |i, at, from, n| {
             let b = &mut bufs[i];
             // SAFETY: IoBufMut promises `len()` writable bytes at
-            // `as_mut_ptr()`; `at + n <= len()` by `pieces`, and the
+            // `as_mut_ptr()`; `at + n <= len()` by `for_each_piece`, and the
             // exclusive borrow of `self` keeps anyone else out.
             let dst = unsafe { std::slice::from_raw_parts_mut(b.as_mut_ptr(), b.len()) };
             dst[at..at + n].copy_from_slice(&src[from..from + n]);

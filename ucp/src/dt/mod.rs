@@ -90,3 +90,29 @@ pub struct ContigMut {
     pub(crate) ptr: *mut u8,
     pub(crate) len: usize,
 }
+
+/// For [`Pack`] and [`Unpack`] implementations over a list of segments:
+/// calls `f(segment, offset in it, offset in the range, length)` for each
+/// piece of the packed range `offset..offset + len` over segments of
+/// lengths `lens`, in order; returns the bytes covered.
+pub fn for_each_piece(
+    lens: impl Iterator<Item = usize>,
+    offset: usize,
+    len: usize,
+    mut f: impl FnMut(usize, usize, usize, usize),
+) -> usize {
+    let end = offset.saturating_add(len);
+    let (mut base, mut done) = (0usize, 0usize);
+    for (i, n) in lens.enumerate() {
+        if base >= end {
+            break;
+        }
+        let (lo, hi) = (base.max(offset), base.saturating_add(n).min(end));
+        if lo < hi {
+            f(i, lo - base, lo - offset, hi - lo);
+            done += hi - lo;
+        }
+        base = base.saturating_add(n);
+    }
+    done
+}
