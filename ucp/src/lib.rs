@@ -49,6 +49,7 @@
 //!   active message handlers (`am.rs`, `am_send.rs`), streams
 //!   (`stream.rs`), the keepalive clock (`keepalive.rs`), closing
 //!   endpoints in flush or force mode (`close.rs`),
+//!   handing owned buffers to their requests (`hold.rs`),
 //!   the executor of the protocols' commands (`exec.rs`) and sleeping and
 //!   waking from another thread (`wakeup.rs`). The only code that holds an
 //!   iface;

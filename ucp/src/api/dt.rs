@@ -10,20 +10,12 @@
 #![allow(unsafe_code)]
 
 use crate::dt::{Pack, Unpack};
-use crate::proto::eager_rx::RecvStarted;
 use crate::proto::eager_tx::Started;
 use crate::request::buf::{RecvBuf, SendBuf};
 use crate::request::staged::{unpack_into, Staged, UnpackFn};
-use crate::request::{Op, Posted, ReqId};
+use crate::request::{Op, Posted};
 use crate::worker::{AmMsg, AmParams};
 use crate::{Ep, Error, Message, Result, Worker};
-
-pub(crate) fn started(s: RecvStarted) -> Started {
-    match s {
-        RecvStarted::Done(info) => Started::Done(info),
-        RecvStarted::InFlight(id) => Started::InFlight(id),
-    }
-}
 
 impl Worker {
     /// Sends the message `data` packs with `tag` (`ucp_tag_send_nbx` with
@@ -44,7 +36,7 @@ impl Worker {
         op: Op,
     ) -> Result<Posted<D>> {
         self.recv_dt(data, op, |w, rb, op| {
-            w.core.recv_start(rb, tag, mask, op).map(started)
+            w.core.recv_start(rb, tag, mask, op).map(Started::from)
         })
     }
 
@@ -57,7 +49,7 @@ impl Worker {
     ) -> Result<Posted<D>> {
         let pid = msg.id();
         self.recv_dt(data, op, |w, rb, op| {
-            w.core.msg_recv_start(pid, rb, op).map(started)
+            w.core.msg_recv_start(pid, rb, op).map(Started::from)
         })
     }
 
@@ -112,7 +104,7 @@ impl Worker {
     ) -> Result<Posted<D>> {
         self.recv_dt(data, op, |w, rb, op| match msg.take_rndv() {
             None => Ok(Started::Done(crate::worker::copy_eager(&msg, rb)?)),
-            Some((pid, _)) => w.core.msg_recv_start(pid, rb, op).map(started),
+            Some((pid, _)) => w.core.msg_recv_start(pid, rb, op).map(Started::from),
         })
     }
 
@@ -200,32 +192,5 @@ impl Worker {
         })?;
         v.resize(n, 0);
         Ok(v)
-    }
-
-    /// The outcome of a started owned-tier operation: `data` (a buffer or
-    /// a datatype value) back if it is done, else moved into the request,
-    /// with its bounce buffer if any, until [`Worker::take`].
-    #[inline]
-    pub(crate) fn hold<D: Send + 'static>(
-        &mut self,
-        s: Started,
-        data: D,
-        staged: Option<Staged>,
-    ) -> Posted<D> {
-        match s {
-            Started::Done(info) => {
-                if let Some(st) = staged {
-                    self.core.give_spare(st.bounce);
-                }
-                Posted::Done(info, data)
-            }
-            Started::InFlight(id) => {
-                if let Some(r) = self.core.reqs.get_mut(id) {
-                    r.owner = Some(Box::new(data));
-                    r.staged = staged.map(Box::new);
-                }
-                Posted::InFlight(ReqId(id))
-            }
-        }
     }
 }

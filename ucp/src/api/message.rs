@@ -5,6 +5,7 @@
 #![allow(unsafe_code)]
 
 use crate::proto::eager_rx::RecvStarted;
+use crate::proto::eager_tx::Started;
 use crate::request::buf::RecvBuf;
 use crate::request::{Info, IoBufMut, Op, Posted, ReqId};
 use crate::ucs::slab::SlabId;
@@ -58,7 +59,7 @@ impl Worker {
         // SAFETY: as in tag_recv: the buffer moves into the request before
         // any progress runs and its memory does not move with it.
         let rb = unsafe { RecvBuf::new(buf.as_mut_ptr(), buf.len()) };
-        let s = super::dt::started(self.core.msg_recv_start(msg.id, rb, op)?);
+        let s = Started::from(self.core.msg_recv_start(msg.id, rb, op)?);
         Ok(self.hold(s, buf, None))
     }
 

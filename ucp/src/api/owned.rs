@@ -1,6 +1,7 @@
 //! The owned tier: buffers move into the worker and come back.
 #![allow(unsafe_code)]
 
+use crate::proto::eager_tx::Started;
 use crate::request::buf::{RecvBuf, SendBuf};
 use crate::request::{Info, IoBuf, IoBufMut, Op, Posted, ReqId};
 use crate::{Ep, Error, Result, Worker};
@@ -37,7 +38,7 @@ impl Worker {
     ) -> Result<Posted<B>> {
         // SAFETY: as in tag_send; the buffer is exclusively the request's.
         let rb = unsafe { RecvBuf::new(buf.as_mut_ptr(), buf.len()) };
-        let s = super::dt::started(self.core.recv_start(rb, tag, mask, op)?);
+        let s = Started::from(self.core.recv_start(rb, tag, mask, op)?);
         Ok(self.hold(s, buf, None))
     }
 

@@ -31,6 +31,15 @@ pub(crate) enum RecvStarted {
     InFlight(SlabId),
 }
 
+impl From<RecvStarted> for crate::proto::eager_tx::Started {
+    fn from(s: RecvStarted) -> Self {
+        match s {
+            RecvStarted::Done(info) => Self::Done(info),
+            RecvStarted::InFlight(id) => Self::InFlight(id),
+        }
+    }
+}
+
 /// Most bytes reserved up front for an unexpected multi-fragment message;
 /// the rest grows as fragments arrive, so a peer's claimed length alone
 /// cannot make the receiver allocate.

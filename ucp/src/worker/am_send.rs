@@ -126,7 +126,7 @@ impl Worker {
         let Some((pid, _)) = msg.take_rndv() else {
             return Ok(Posted::Done(copy_eager(&msg, rb)?, buf));
         };
-        let s = crate::api::dt::started(self.core.msg_recv_start(pid, rb, op)?);
+        let s = Started::from(self.core.msg_recv_start(pid, rb, op)?);
         Ok(self.hold(s, buf, None))
     }
 

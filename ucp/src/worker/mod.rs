@@ -8,6 +8,7 @@ mod ep_errors;
 mod exec;
 mod flush;
 mod heat;
+mod hold;
 mod ifaces;
 mod keepalive;
 mod listener;
