@@ -2,11 +2,13 @@
 //! under an id on the receiving worker, as UCX's `ucp_am_send_nbx` and
 //! `ucp_worker_set_am_recv_handler`.
 //!
-//! Sending copies the message into fragments of the endpoint's largest
-//! copy send (`am_wire` has the layout) queued on the endpoint behind
-//! earlier sends, like the worker's own messages (`ctrl.rs`): the call
-//! completes at once and the fragments leave in order as the lane takes
-//! them. The receiver puts a message's fragments together (they arrive in
+//! A message that fits one send of the lane, with nothing queued ahead of
+//! it, leaves whole as `AM_USER_ONLY` (a short send when it has no user
+//! header and the data fits one). Otherwise sending copies the message
+//! into fragments of the endpoint's largest copy send (`am_wire` has the
+//! layout) queued on the endpoint behind earlier sends, like the worker's
+//! own messages (`ctrl.rs`): the call completes at once and the fragments
+//! leave in order as the lane takes them. The receiver puts a message's fragments together (they arrive in
 //! order on the lane) and, once it is whole, records it
 //! (`Reports::am_arrivals`); the worker hands it to the handler after
 //! `progress`. A fragment out of order or inconsistent with its message
@@ -19,12 +21,15 @@
 //! not queue without bound). Large messages go by rendezvous instead
 //! (`am_rndv.rs`). Not yet: zero-copy eager sends.
 
-use super::am_state::{AmArrival, AmPartial};
-use super::am_wire::{AmFrag, AM_HDR, AM_MAX, AM_USER, FLAG_REPLY};
+use super::am_state::{AmArrival, AmBytes, AmPartial};
+use super::am_wire::{
+    AmFrag, AmOnly, AM_HDR, AM_MAX, AM_ONLY_HDR, AM_USER, AM_USER_ONLY, FLAG_REPLY,
+};
 use super::core::Core;
-use super::eager_tx::Started;
+use super::eager_tx::{single_outcome, Started};
 use super::lanes::Lanes;
 use super::FragKey;
+use crate::request::buf::SendBuf;
 use crate::request::{CtrlState, Kind, Op, Request};
 use crate::ucs::slab::SlabId;
 use crate::ucs::PeerMisbehaved;
@@ -44,7 +49,9 @@ impl Core {
         reply: bool,
         op: Op,
     ) -> Result<Started> {
-        let st = self.eps.get(ep).ok_or(Error::InvalidHandle)?;
+        let Some(st) = self.eps.get(ep) else {
+            return Err(Error::InvalidHandle);
+        };
         if let Some(e) = &st.failed {
             return Err(e.clone());
         }
@@ -68,20 +75,21 @@ impl Core {
                 "active messages: the lane's copy sends are too small".into(),
             ));
         }
-        self.next_msg_id += 1;
-        let mut f = AmFrag {
-            id,
-            flags: if reply { FLAG_REPLY } else { 0 },
-            hdr_len,
-            msg_id: self.next_msg_id,
-            total: total as u64,
-            offset: 0,
-        };
-        if total <= frag && idle {
-            // Fast path: one fragment, nothing queued ahead of it.
-            let hdr = f.encode();
-            match tx.am_bcopy(iface, uct_ep, AM_USER, &[&hdr, header, data]) {
-                Ok((Posted::NoResource, _)) => {}
+        let flags = if reply { FLAG_REPLY } else { 0 };
+        if idle && AM_ONLY_HDR + total <= st.cfg.max_bcopy.max(st.cfg.max_short) {
+            // Fast path: the whole message in one active message, nothing
+            // queued ahead of it.
+            let only = AmOnly { id, flags, hdr_len }.encode();
+            let r = if header.is_empty() && data.len() <= st.cfg.max_short {
+                tx.am_short(iface, uct_ep, AM_USER_ONLY, u64::from_le_bytes(only), data)
+            } else if AM_ONLY_HDR + total <= st.cfg.max_bcopy {
+                tx.am_bcopy(iface, uct_ep, AM_USER_ONLY, &[&only, header, data])
+                    .map(|(p, _)| p)
+            } else {
+                Ok(Posted::NoResource)
+            };
+            match r {
+                Ok(Posted::NoResource) => {}
                 Ok(_) => {
                     let length = data.len();
                     return Ok(Started::Done(crate::request::Info { tag: 0, length }));
@@ -89,6 +97,15 @@ impl Core {
                 Err(e) => return Err(Error::endpoint(e)),
             }
         }
+        self.next_msg_id += 1;
+        let mut f = AmFrag {
+            id,
+            flags,
+            hdr_len,
+            msg_id: self.next_msg_id,
+            total: total as u64,
+            offset: 0,
+        };
         let mut off = 0;
         loop {
             let n = frag.min(total - off);
@@ -117,12 +134,68 @@ impl Core {
         }
     }
 
+    /// The fast path of a message without a user header whose data fits
+    /// a short send that the endpoint's selection makes eager, with
+    /// nothing queued ahead of it: one `am_short`. `None` when the message
+    /// does not take it (or the lane has no room now).
+    #[inline]
+    pub(crate) fn am_send_short(
+        &self,
+        tx: &mut dyn Lanes,
+        ep: SlabId,
+        id: u16,
+        buf: &SendBuf,
+        reply: bool,
+    ) -> Option<Result<Started>> {
+        let st = self.eps.get(ep)?;
+        let len = buf.len();
+        if len >= st.short_end || st.failed.is_some() || !st.queue.is_empty() {
+            return None;
+        }
+        let flags = if reply { FLAG_REPLY } else { 0 };
+        let only = AmOnly {
+            id,
+            flags,
+            hdr_len: 0,
+        }
+        .encode();
+        let hdr = u64::from_le_bytes(only);
+        let r = tx.am_short(st.iface, st.uct_ep, AM_USER_ONLY, hdr, buf.slice(0, len));
+        single_outcome(
+            r,
+            crate::request::Info {
+                tag: 0,
+                length: len,
+            },
+        )
+    }
+
+    /// An `AM_USER_ONLY` message arrived from `src`, whole.
+    #[inline]
+    pub(crate) fn rx_am_user_only(
+        &mut self,
+        src: SrcId,
+        data: &[u8],
+    ) -> Result<(), PeerMisbehaved> {
+        let (m, bytes) = AmOnly::decode(data)?;
+        let f = AmFrag {
+            id: m.id,
+            flags: m.flags,
+            hdr_len: m.hdr_len,
+            msg_id: 0,
+            total: bytes.len() as u64,
+            offset: 0,
+        };
+        self.am_arrived(src, f, AmBytes::copy(bytes));
+        Ok(())
+    }
+
     /// An `AM_USER` fragment arrived from `src`.
     pub(crate) fn rx_am_user(&mut self, src: SrcId, data: &[u8]) -> Result<(), PeerMisbehaved> {
         let (f, bytes) = AmFrag::decode(data)?;
         if f.offset == 0 && bytes.len() as u64 == f.total {
             // A whole message, the common case: no reassembly.
-            self.am_arrived(src, f, bytes.to_vec());
+            self.am_arrived(src, f, AmBytes::copy(bytes));
             return Ok(());
         }
         let key = FragKey {
@@ -162,12 +235,12 @@ impl Core {
                 p.bytes
             }
         };
-        self.am_arrived(src, f, whole);
+        self.am_arrived(src, f, whole.into());
         Ok(())
     }
 
     /// Message `f` from `src` is whole: record it for its handler.
-    fn am_arrived(&mut self, src: SrcId, f: AmFrag, whole: Vec<u8>) {
+    fn am_arrived(&mut self, src: SrcId, f: AmFrag, whole: AmBytes) {
         let reply_from = (f.flags & FLAG_REPLY != 0).then_some((self.cur_iface, src));
         self.done.am_arrivals.push(AmArrival {
             id: f.id,

@@ -92,7 +92,14 @@ impl Core {
         (reply, how): (bool, AmProto),
         op: Op,
     ) -> Result<Started> {
-        let st = self.eps.get(ep).ok_or(Error::InvalidHandle)?;
+        if header.is_empty() && how != AmProto::Rndv {
+            if let Some(done) = self.am_send_short(tx, ep, id, &buf, reply) {
+                return done;
+            }
+        }
+        let Some(st) = self.eps.get(ep) else {
+            return Err(Error::InvalidHandle);
+        };
         if let Some(e) = &st.failed {
             return Err(e.clone());
         }
@@ -178,7 +185,7 @@ impl Core {
         let hdr_len = am.header.len();
         self.done.am_arrivals.push(AmArrival {
             id: am.rts.id,
-            bytes: am.header,
+            bytes: am.header.into(),
             hdr_len,
             reply_from,
             rndv: Some((pid, total)),

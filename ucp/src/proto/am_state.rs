@@ -12,7 +12,7 @@ use crate::uct::SrcId;
 pub(crate) struct AmArrival {
     pub(crate) id: u16,
     /// The user header, then the data.
-    pub(crate) bytes: Vec<u8>,
+    pub(crate) bytes: AmBytes,
     pub(crate) hdr_len: usize,
     /// Where the sender's messages come from, if it asked for the
     /// endpoint back to it: `(iface, source)`, resolved when the handler
@@ -37,4 +37,77 @@ pub(crate) struct AmPartial {
 pub(crate) struct AmRtsIn {
     pub(crate) rts: AmRts,
     pub(crate) header: Vec<u8>,
+}
+
+/// Longest message (user header plus data) kept inline in [`AmBytes`].
+pub(crate) const AM_INLINE: usize = 56;
+
+/// A message's user header and data: short ones inline, so that a small
+/// message costs no allocation on its way to the handler; longer ones on
+/// the heap.
+#[derive(Debug)]
+pub(crate) enum AmBytes {
+    Inline { len: u8, buf: [u8; AM_INLINE] },
+    Heap(Vec<u8>),
+}
+
+impl AmBytes {
+    /// A copy of `b`.
+    #[inline]
+    pub(crate) fn copy(b: &[u8]) -> AmBytes {
+        if b.len() <= AM_INLINE {
+            let mut buf = [0u8; AM_INLINE];
+            buf[..b.len()].copy_from_slice(b);
+            AmBytes::Inline {
+                len: b.len() as u8,
+                buf,
+            }
+        } else {
+            AmBytes::Heap(b.to_vec())
+        }
+    }
+
+    /// The bytes.
+    #[inline]
+    pub(crate) fn as_slice(&self) -> &[u8] {
+        match self {
+            AmBytes::Inline { len, buf } => &buf[..*len as usize],
+            AmBytes::Heap(v) => v,
+        }
+    }
+
+    /// The bytes from `at` on, owned (the heap buffer itself when there
+    /// is one).
+    pub(crate) fn into_vec_from(self, at: usize) -> Vec<u8> {
+        match self {
+            AmBytes::Inline { .. } => self.as_slice()[at..].to_vec(),
+            AmBytes::Heap(mut v) => {
+                v.drain(..at);
+                v
+            }
+        }
+    }
+}
+
+impl From<Vec<u8>> for AmBytes {
+    fn from(v: Vec<u8>) -> AmBytes {
+        AmBytes::Heap(v)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn short_bytes_are_inline_and_long_ones_on_the_heap() {
+        for n in [0, 1, AM_INLINE - 1, AM_INLINE, AM_INLINE + 1, 4096] {
+            let b: Vec<u8> = (0..n).map(|i| i as u8).collect();
+            let a = AmBytes::copy(&b);
+            assert_eq!(matches!(a, AmBytes::Inline { .. }), n <= AM_INLINE);
+            assert_eq!(a.as_slice(), &b[..]);
+            let at = n / 3;
+            assert_eq!(AmBytes::copy(&b).into_vec_from(at), b[at..].to_vec());
+        }
+    }
 }

@@ -7,6 +7,9 @@
 //! (`u64`) and this fragment's offset in them (`u64`); then the
 //! fragment's bytes of the user header followed by the data.
 //!
+//! A message that fits one active message goes as `AM_USER_ONLY` instead,
+//! with the 8-byte [`AmOnly`] header.
+//!
 //! A rendezvous active message is announced by one `AM_USER_RTS` instead
 //! (see [`AmRts`]): the tag protocol's request to send, wrapped with the
 //! handler id, flags and the user header. The receiver hands the handler
@@ -28,6 +31,11 @@ pub const AM_MAX: u64 = 256 << 20;
 pub const AM_USER_RTS: AmId = 23;
 /// Length of [`AmRts`]'s encoding.
 pub const AM_RTS_HDR: usize = 8;
+/// Active message id of a message sent whole in one active message
+/// (see [`AmOnly`]).
+pub const AM_USER_ONLY: AmId = 26;
+/// Length of [`AmOnly`]'s encoding.
+pub const AM_ONLY_HDR: usize = 8;
 
 /// A fragment's fixed header.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -113,6 +121,68 @@ impl AmFrag {
             ));
         }
         Ok((f, bytes))
+    }
+}
+
+/// The header of a message that fits one active message (`AM_USER_ONLY`):
+/// the handler id (`u16`), flags (`u8`), a zero byte and the user
+/// header's length (`u32`), little-endian; then the user header, then
+/// the data. It needs none of a fragment's message id, total and offset,
+/// so a small message costs 8 bytes of header instead of 32 and fits a
+/// short send.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct AmOnly {
+    /// The handler id.
+    pub id: u16,
+    /// [`FLAG_REPLY`] or 0.
+    pub flags: u8,
+    /// Length of the user header.
+    pub hdr_len: u32,
+}
+
+impl AmOnly {
+    /// The header's bytes.
+    pub fn encode(&self) -> [u8; AM_ONLY_HDR] {
+        let mut b = [0u8; AM_ONLY_HDR];
+        b[0..2].copy_from_slice(&self.id.to_le_bytes());
+        b[2] = self.flags;
+        b[4..8].copy_from_slice(&self.hdr_len.to_le_bytes());
+        b
+    }
+
+    /// Decodes a whole message: its header and the user header and data
+    /// that follow. Refuses unknown flags, a nonzero reserved byte, a user
+    /// header beyond the message and a message over [`AM_MAX`].
+    pub fn decode(b: &[u8]) -> Result<(AmOnly, &[u8]), PeerMisbehaved> {
+        let Some((h, rest)) = b.split_first_chunk::<AM_ONLY_HDR>() else {
+            return Err(PeerMisbehaved::Truncated {
+                what: "active message header",
+                len: b.len(),
+                min: AM_ONLY_HDR,
+            });
+        };
+        let m = AmOnly {
+            id: u16::from_le_bytes([h[0], h[1]]),
+            flags: h[2],
+            hdr_len: u32::from_le_bytes([h[4], h[5], h[6], h[7]]),
+        };
+        let bad = |what: &'static str, detail: String| PeerMisbehaved::Invalid { what, detail };
+        if m.flags & !FLAG_REPLY != 0 || h[3] != 0 {
+            return Err(bad("active message flags", format!("{:#x}", m.flags)));
+        }
+        if rest.len() as u64 > AM_MAX {
+            return Err(PeerMisbehaved::FrameTooLong {
+                len: rest.len(),
+                max: AM_MAX as usize,
+            });
+        }
+        if m.hdr_len as usize > rest.len() {
+            return Err(bad(
+                "active message header length",
+                format!("{} of {}", m.hdr_len, rest.len()),
+            ));
+        }
+        Ok((m, rest))
     }
 }
 
@@ -222,6 +292,26 @@ mod tests {
         let mut b = frag(0, 1, 0).encode().to_vec();
         b[2] = 0x80;
         assert!(AmFrag::decode(&b).is_err(), "unknown flag");
+    }
+
+    #[test]
+    fn whole_messages_round_trip_and_refuse_nonsense() {
+        let m = AmOnly {
+            id: 0x1337,
+            flags: FLAG_REPLY,
+            hdr_len: 2,
+        };
+        let mut b = m.encode().to_vec();
+        b.extend_from_slice(b"hdata");
+        assert_eq!(AmOnly::decode(&b).unwrap(), (m, &b"hdata"[..]));
+        assert_eq!(AmOnly::decode(&b[..AM_ONLY_HDR + 2]).unwrap().1, b"hd");
+        assert!(AmOnly::decode(&b[..AM_ONLY_HDR + 1]).is_err(), "header beyond the end");
+        assert!(AmOnly::decode(&b[..AM_ONLY_HDR - 1]).is_err(), "short");
+        for (at, v) in [(2, 0x80), (3, 1)] {
+            let mut bad = b.clone();
+            bad[at] = v;
+            assert!(AmOnly::decode(&bad).is_err(), "byte {at} = {v:#x}");
+        }
     }
 
     #[test]

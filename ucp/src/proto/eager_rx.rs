@@ -76,6 +76,7 @@ impl Core {
             AM_RNDV_DATA => self.rx_rndv_data(src, data),
             AM_RNDV_RTS_GET => self.rx_rts_get(src, data),
             AM_RNDV_ATS => wire::decode_ack(data).map(|r| self.rndv_ats(SlabId::from_u64(r))),
+            crate::proto::am_wire::AM_USER_ONLY => self.rx_am_user_only(src, data),
             crate::proto::am_wire::AM_USER => self.rx_am_user(src, data),
             crate::proto::am_wire::AM_USER_RTS => self.rx_am_rts(src, data),
             crate::proto::wire::AM_STREAM => self.rx_stream(src, data),

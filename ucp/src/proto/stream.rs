@@ -216,7 +216,9 @@ impl Core {
 
     /// The oldest fragment kept for endpoint `ep`, without a copy.
     pub(crate) fn stream_take_chunk(&mut self, ep: SlabId) -> Result<Option<Vec<u8>>> {
-        let st = self.eps.get_mut(ep).ok_or(Error::InvalidHandle)?;
+        let Some(st) = self.eps.get_mut(ep) else {
+            return Err(Error::InvalidHandle);
+        };
         let c = st.stream.as_mut().and_then(|rx| {
             // Receives posted first get the bytes first.
             rx.recvs.is_empty().then(|| rx.take_chunk()).flatten()

@@ -4,7 +4,7 @@
 use super::Worker;
 use crate::api::WorkerMut;
 use crate::proto::am_rndv::AmProto;
-use crate::proto::am_state::AmArrival;
+use crate::proto::am_state::{AmArrival, AmBytes};
 use crate::ucs::slab::SlabId;
 use crate::Ep;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -81,10 +81,11 @@ impl Drop for RndvDesc {
 #[derive(Debug)]
 pub struct AmMsg {
     id: u16,
-    bytes: Vec<u8>,
+    bytes: AmBytes,
     hdr_len: usize,
     reply_ep: Option<Ep>,
-    rndv: Option<RndvDesc>,
+    /// Boxed: the rare case, kept out of the common message's size.
+    rndv: Option<Box<RndvDesc>>,
 }
 
 impl AmMsg {
@@ -95,19 +96,19 @@ impl AmMsg {
 
     /// The user header.
     pub fn header(&self) -> &[u8] {
-        &self.bytes[..self.hdr_len]
+        &self.bytes.as_slice()[..self.hdr_len]
     }
 
     /// The data of an eager message; empty for a rendezvous one.
     pub fn data(&self) -> &[u8] {
-        &self.bytes[self.hdr_len..]
+        &self.bytes.as_slice()[self.hdr_len..]
     }
 
     /// The length of the data, also of a rendezvous message.
     pub fn data_len(&self) -> usize {
         match &self.rndv {
             Some(r) => r.len,
-            None => self.bytes.len() - self.hdr_len,
+            None => self.bytes.as_slice().len() - self.hdr_len,
         }
     }
 
@@ -133,12 +134,11 @@ impl AmMsg {
     /// Keeps the data of an eager message beyond the handler (the header
     /// is dropped). A rendezvous message's data is discarded.
     pub fn into_data(mut self) -> Vec<u8> {
-        let mut b = std::mem::take(&mut self.bytes);
-        b.drain(..self.hdr_len);
         if self.rndv.is_some() {
-            b.clear();
+            return Vec::new();
         }
-        b
+        let b = std::mem::replace(&mut self.bytes, AmBytes::Heap(Vec::new()));
+        b.into_vec_from(self.hdr_len)
     }
 }
 
@@ -208,6 +208,32 @@ impl Worker {
         self.am_handlers.clear(id);
     }
 
+    /// The handler's view of message `a`.
+    #[inline]
+    fn am_msg(&self, a: AmArrival) -> AmMsg {
+        let AmArrival {
+            id,
+            bytes,
+            hdr_len,
+            reply_from,
+            rndv,
+        } = a;
+        let reply_ep = reply_from.and_then(|k| self.core.src_eps.get(&k).copied());
+        AmMsg {
+            id,
+            bytes,
+            hdr_len,
+            reply_ep: reply_ep.map(Ep),
+            rndv: rndv.map(|(pid, len)| {
+                Box::new(RndvDesc {
+                    pid,
+                    len,
+                    dropped: Some(Arc::clone(&self.am_dropped)),
+                })
+            }),
+        }
+    }
+
     /// Runs the handlers of the active messages that arrived; returns how
     /// many messages it took.
     pub(crate) fn run_am_handlers(&mut self) -> usize {
@@ -216,36 +242,25 @@ impl Worker {
         std::mem::swap(&mut arrived, &mut self.core.done.am_arrivals);
         let n = arrived.len();
         for a in arrived.drain(..) {
-            if matches!(self.am_handlers.slot(a.id), Some(None)) {
+            // Taken out while it runs: a handler may replace itself.
+            let h = match self.am_handlers.slot(a.id) {
+                Some(slot) => slot.take(),
+                None => {
+                    tracing::warn!("active message {}: no handler; dropped", a.id);
+                    // Dropping the message discards rendezvous data, so
+                    // that the sender's send still completes.
+                    drop(self.am_msg(a));
+                    continue;
+                }
+            };
+            let Some(mut h) = h else {
                 // Its handler is running (it waits for something, which
                 // progresses): the message waits for the next round.
                 self.core.done.am_arrivals.push(a);
                 continue;
-            }
-            let AmArrival {
-                id,
-                bytes,
-                hdr_len,
-                reply_from,
-                rndv,
-            } = a;
-            let reply_ep = reply_from.and_then(|k| self.core.src_eps.get(&k).copied());
-            let msg = AmMsg {
-                id,
-                bytes,
-                hdr_len,
-                reply_ep: reply_ep.map(Ep),
-                rndv: rndv.map(|(pid, len)| RndvDesc {
-                    pid,
-                    len,
-                    dropped: Some(Arc::clone(&self.am_dropped)),
-                }),
             };
-            // Taken out while it runs: a handler may replace itself.
-            let Some(mut h) = self.am_handlers.slot(id).and_then(Option::take) else {
-                tracing::warn!("active message {id}: no handler; dropped");
-                continue;
-            };
+            let id = a.id;
+            let msg = self.am_msg(a);
             h(&mut WorkerMut::new(self), msg);
             if let Some(slot @ None) = self.am_handlers.slot(id) {
                 *slot = Some(h);

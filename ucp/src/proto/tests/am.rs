@@ -1,7 +1,7 @@
 //! Active messages: fragments on the sender, reassembly and refusals on
 //! the receiver.
 
-use crate::proto::am_wire::{AmFrag, AM_HDR, AM_USER, FLAG_REPLY};
+use crate::proto::am_wire::{AmFrag, AM_HDR, AM_ONLY_HDR, AM_USER, AM_USER_ONLY, FLAG_REPLY};
 use crate::proto::testing::{deliver, pattern, virt_attr, Node};
 use crate::uct::{AmSink, SrcId};
 
@@ -24,18 +24,34 @@ fn send(a: &mut Node, header: &[u8], data: &[u8], reply: bool) {
 fn small_and_fragmented_messages_arrive_whole() {
     let mut a = Node::new(virt_attr(|_| {}));
     let mut b = Node::new(virt_attr(|_| {}));
-    let frag = a.core.eps.get(a.ep).unwrap().cfg.max_bcopy - AM_HDR;
-    for (h, d) in [(0, 0), (3, 0), (0, 10), (16, 1000), (8, 3 * frag + 5)] {
+    let max_bcopy = a.core.eps.get(a.ep).unwrap().cfg.max_bcopy;
+    let frag = max_bcopy - AM_HDR;
+    let last_whole = max_bcopy - AM_ONLY_HDR;
+    for (h, d) in [
+        (0, 0),
+        (3, 0),
+        (0, 10),
+        (16, 1000),
+        (0, last_whole),
+        (1, last_whole),
+        (8, 3 * frag + 5),
+    ] {
         let (header, data) = (pattern(h), pattern(d));
         send(&mut a, &header, &data, false);
-        let frags = a.tx.ams_of(AM_USER).len();
-        assert_eq!(frags, (h + d).div_ceil(frag).max(1), "{h} + {d}");
+        // A message that fits one send goes whole; a larger one in
+        // fragments.
+        let (whole, frags) = (a.tx.ams_of(AM_USER_ONLY).len(), a.tx.ams_of(AM_USER).len());
+        if h + d <= last_whole {
+            assert_eq!((whole, frags), (1, 0), "{h} + {d}");
+        } else {
+            assert_eq!((whole, frags), (0, (h + d).div_ceil(frag)), "{h} + {d}");
+        }
         deliver(&mut a, &mut b);
         let got = std::mem::take(&mut b.core.done.am_arrivals);
         assert_eq!(got.len(), 1, "{h} + {d}");
         assert_eq!(got[0].id, 5);
-        assert_eq!(&got[0].bytes[..got[0].hdr_len], &header[..]);
-        assert_eq!(&got[0].bytes[got[0].hdr_len..], &data[..]);
+        assert_eq!(&got[0].bytes.as_slice()[..got[0].hdr_len], &header[..]);
+        assert_eq!(&got[0].bytes.as_slice()[got[0].hdr_len..], &data[..]);
         assert_eq!(got[0].reply_from, None);
         assert!(b.core.am_frags.is_empty());
     }
@@ -146,7 +162,7 @@ fn a_rendezvous_announcement_gives_the_handler_a_descriptor() {
     let got = std::mem::take(&mut b.core.done.am_arrivals);
     assert_eq!(got.len(), 1);
     assert_eq!(
-        (got[0].id, &got[0].bytes[..], got[0].reply_from),
+        (got[0].id, got[0].bytes.as_slice(), got[0].reply_from),
         (3, &b"hi"[..], Some((0, SrcId(0))))
     );
     let (pid, len) = got[0].rndv.expect("a descriptor");
