@@ -192,5 +192,6 @@ fn set_remote<W: PerfWorker>(w: &mut W, one_sided: bool, remote: &Wireup) -> Res
 /// The data layouts of `-D`: iovecs whose entries are the `-s` sizes.
 fn set_layout<W: PerfWorker>(w: &mut W, params: &TestParams) -> Result<()> {
     let sizes = || params.msg_sizes.clone();
-    w.set_iov(params.iov.0.then(sizes), params.iov.1.then(sizes))
+    w.set_iov(params.iov.0.then(sizes), params.iov.1.then(sizes))?;
+    w.am_expect(params.message_size(), params.validate)
 }

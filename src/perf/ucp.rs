@@ -6,36 +6,14 @@
 use super::error::{PerfError, Result};
 use super::worker::{AtomicKind, Exposed, PerfWorker, Started};
 use rucx_ucp::{Access, AmParams, Context, Ep, MemMap, Op, Posted, ReqId, Worker};
-use std::collections::VecDeque;
-use std::sync::{Arc, Mutex};
 
+mod am;
 mod endpoints;
 mod layout;
 mod remote;
+use am::{AmInbox, PERF_AM_ID};
 use endpoints::EpSetup;
 use remote::{atomic_op, atomic_value, target, Remote};
-
-/// Active message id of the perftest messages.
-const PERF_AM_ID: u16 = 0x1337;
-
-/// An active message the handler took.
-#[derive(Debug)]
-enum AmGot {
-    Data(Vec<u8>),
-    /// A rendezvous message whose data is being received.
-    Fetching(ReqId),
-    Failed(rucx_ucp::Error),
-}
-
-/// Active messages the handler took, until the loop looks; and buffers
-/// for rendezvous data, reused (as UCX's perftest reuses its one buffer).
-#[derive(Debug, Default)]
-struct AmQueue {
-    got: VecDeque<AmGot>,
-    spare: Vec<Vec<u8>>,
-}
-
-type Arrived = Arc<Mutex<AmQueue>>;
 
 /// Rights of the exposed buffer: everything the one-sided tests do.
 const EXPOSED_ACCESS: Access = Access::REMOTE_READ
@@ -52,7 +30,7 @@ pub struct UcpWorker {
     ep: Option<Ep>,
     setup: EpSetup,
     ctx: Context,
-    am_arrived: Arrived,
+    am: AmInbox,
     /// `-D iov`: the entry sizes of sent and of received messages.
     iov: (Option<Vec<usize>>, Option<Vec<usize>>),
 }
@@ -66,30 +44,8 @@ impl UcpWorker {
         let mut worker = ctx
             .create_worker()
             .map_err(|e| PerfError::transport("create worker", e))?;
-        let am_arrived = Arrived::default();
-        let q = Arc::clone(&am_arrived);
-        worker.am_set_handler(PERF_AM_ID, move |w, m| {
-            let got = if m.is_rndv() {
-                // As UCX's perftest: fetch the data into a buffer of the
-                // handler's; the loop takes it once it is there.
-                let mut buf = q
-                    .lock()
-                    .ok()
-                    .and_then(|mut q| q.spare.pop())
-                    .unwrap_or_default();
-                buf.resize(m.data_len(), 0);
-                match w.am_recv_data(m, buf, Op::new()) {
-                    Ok(Posted::Done(_, buf)) => AmGot::Data(buf),
-                    Ok(Posted::InFlight(id)) => AmGot::Fetching(id),
-                    Err(e) => AmGot::Failed(e),
-                }
-            } else {
-                AmGot::Data(m.into_data())
-            };
-            if let Ok(mut q) = q.lock() {
-                q.got.push_back(got);
-            }
-        });
+        let am = AmInbox::default();
+        am.install(&mut worker);
         Ok(UcpWorker {
             remote: None,
             exposed: None,
@@ -97,7 +53,7 @@ impl UcpWorker {
             ep: None,
             setup: EpSetup::default(),
             ctx,
-            am_arrived,
+            am,
             iov: (None, None),
         })
     }
@@ -325,37 +281,18 @@ impl PerfWorker for UcpWorker {
 
     #[inline]
     fn am_take(&mut self, out: &mut [u8]) -> Result<Option<usize>> {
-        let Some(got) = self
-            .am_arrived
-            .lock()
-            .ok()
-            .and_then(|mut q| q.got.pop_front())
-        else {
-            return Ok(None);
-        };
-        let data = match got {
-            AmGot::Data(d) => d,
-            AmGot::Failed(e) => return Err(op_error("active message data", e)),
-            AmGot::Fetching(id) => match self.worker.take::<Vec<u8>>(id) {
-                None => {
-                    if let Ok(mut q) = self.am_arrived.lock() {
-                        q.got.push_front(AmGot::Fetching(id));
-                    }
-                    return Ok(None);
-                }
-                Some(Ok((_, d))) => d,
-                Some(Err(e)) => return Err(op_error("active message data", e.error)),
-            },
-        };
-        let n = out.len().min(data.len());
-        out[..n].copy_from_slice(&data[..n]);
-        let len = data.len();
-        if let Ok(mut q) = self.am_arrived.lock() {
-            if q.spare.len() < 64 {
-                q.spare.push(data);
-            }
-        }
-        Ok(Some(len))
+        let w = &mut self.worker;
+        self.am
+            .take(out, |id| {
+                w.take::<Vec<u8>>(id)
+                    .map(|r| r.map(|(_, d)| d).map_err(|e| e.error))
+            })
+            .map_err(|e| op_error("active message data", e))
+    }
+
+    fn am_expect(&mut self, len: usize, keep: bool) -> Result<()> {
+        self.am.expect(len, keep);
+        Ok(())
     }
 
     #[inline(always)]

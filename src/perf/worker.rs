@@ -224,6 +224,14 @@ pub trait PerfWorker {
         Err(PerfError::Unsupported("active message receive".into()))
     }
 
+    /// Tells the active message handler the length of the test's
+    /// messages and whether the loop will want their bytes (`-V`); a
+    /// handler that is not told keeps every message.
+    fn am_expect(&mut self, len: usize, keep: bool) -> Result<()> {
+        let _ = (len, keep);
+        Ok(())
+    }
+
     /// Allocates `len` zeroed bytes, 8-byte aligned, that the peer may
     /// read, write and update with atomics, replacing any buffer exposed
     /// before. `len` is a multiple of 8.

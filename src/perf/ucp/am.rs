@@ -1,0 +1,173 @@
+//! The perftest's active message handler and what it leaves for the
+//! message loop.
+//!
+//! As UCX's perftest, the handler consumes an eager message in place: it
+//! only counts it. It keeps the data only where the loop asks for it
+//! (`-V`, which checks every byte) or where the length is not the one the
+//! test sends (so that the loop reports it). A rendezvous message's data
+//! is received into a buffer of the handler's, reused from message to
+//! message. The count is written by the handler and read by the loop on
+//! the same thread (the handler runs inside `progress`), so it needs no
+//! read-modify-write; the queue of kept messages is looked at only when
+//! its length says it holds something.
+
+use rucx_ucp::{AmMsg, Op, Posted, ReqId, Worker};
+use std::collections::VecDeque;
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+
+/// What taking a message gives: its length, or none yet, or the error of
+/// its receive.
+type Taken = Result<Option<usize>, rucx_ucp::Error>;
+
+/// Active message id of the perftest messages.
+pub(super) const PERF_AM_ID: u16 = 0x1337;
+
+/// An active message the handler kept.
+#[derive(Debug)]
+pub(super) enum AmGot {
+    Data(Vec<u8>),
+    /// A rendezvous message whose data is being received.
+    Fetching(ReqId),
+    Failed(rucx_ucp::Error),
+}
+
+/// What the handler shares with the loop.
+#[derive(Debug, Default)]
+struct Shared {
+    /// Eager messages of the expected length, consumed in place.
+    consumed: AtomicU64,
+    /// The length the test sends.
+    expect: AtomicUsize,
+    /// Whether to keep the data of every message (`-V`).
+    keep: AtomicBool,
+    /// How many entries `kept.got` holds.
+    queued: AtomicUsize,
+    kept: Mutex<Kept>,
+}
+
+/// Kept messages, and buffers for rendezvous data, reused (as UCX's
+/// perftest reuses its one buffer).
+#[derive(Debug, Default)]
+struct Kept {
+    got: VecDeque<AmGot>,
+    spare: Vec<Vec<u8>>,
+}
+
+/// The loop's side of the handler.
+#[derive(Debug, Default)]
+pub(super) struct AmInbox {
+    shared: Arc<Shared>,
+    /// How many of `shared.consumed` the loop has taken.
+    taken: u64,
+}
+
+impl AmInbox {
+    /// Registers the perftest handler on `worker`.
+    pub(super) fn install(&self, worker: &mut Worker) {
+        let s = Arc::clone(&self.shared);
+        worker.am_set_handler(PERF_AM_ID, move |w, m| {
+            if !m.is_rndv()
+                && !s.keep.load(Ordering::Relaxed)
+                && m.data_len() == s.expect.load(Ordering::Relaxed)
+            {
+                // The handler is the only writer: no read-modify-write.
+                let n = s.consumed.load(Ordering::Relaxed);
+                s.consumed.store(n + 1, Ordering::Release);
+                return;
+            }
+            let got = if m.is_rndv() {
+                let mut buf = s.lock().spare.pop().unwrap_or_default();
+                buf.resize(m.data_len(), 0);
+                match w.am_recv_data(m, buf, Op::new()) {
+                    Ok(Posted::Done(_, buf)) => AmGot::Data(buf),
+                    Ok(Posted::InFlight(id)) => AmGot::Fetching(id),
+                    Err(e) => AmGot::Failed(e),
+                }
+            } else {
+                AmGot::Data(AmMsg::into_data(m))
+            };
+            s.push_back(got);
+        });
+    }
+
+    /// Sets the length of the test's messages and whether the loop wants
+    /// their bytes.
+    pub(super) fn expect(&self, len: usize, keep: bool) {
+        self.shared.expect.store(len, Ordering::Relaxed);
+        self.shared.keep.store(keep, Ordering::Relaxed);
+    }
+
+    /// The length of the oldest message, copying up to `out.len()` of its
+    /// bytes into `out`; `take` receives a rendezvous message's data
+    /// (`None` while it is still on its way).
+    #[inline]
+    pub(super) fn take(
+        &mut self,
+        out: &mut [u8],
+        take: impl FnOnce(ReqId) -> Option<Result<Vec<u8>, rucx_ucp::Error>>,
+    ) -> Taken {
+        if self.shared.consumed.load(Ordering::Acquire) > self.taken {
+            self.taken += 1;
+            return Ok(Some(self.shared.expect.load(Ordering::Relaxed)));
+        }
+        if self.shared.queued.load(Ordering::Acquire) == 0 {
+            return Ok(None);
+        }
+        self.take_kept(out, take)
+    }
+
+    #[cold]
+    fn take_kept(
+        &mut self,
+        out: &mut [u8],
+        take: impl FnOnce(ReqId) -> Option<Result<Vec<u8>, rucx_ucp::Error>>,
+    ) -> Taken {
+        let Some(got) = self.shared.pop_front() else {
+            return Ok(None);
+        };
+        let data = match got {
+            AmGot::Data(d) => d,
+            AmGot::Failed(e) => return Err(e),
+            AmGot::Fetching(id) => match take(id) {
+                None => {
+                    self.shared.push_front(AmGot::Fetching(id));
+                    return Ok(None);
+                }
+                Some(Ok(d)) => d,
+                Some(Err(e)) => return Err(e),
+            },
+        };
+        let n = out.len().min(data.len());
+        out[..n].copy_from_slice(&data[..n]);
+        let len = data.len();
+        let mut k = self.shared.lock();
+        if k.spare.len() < 64 {
+            k.spare.push(data);
+        }
+        Ok(Some(len))
+    }
+}
+
+impl Shared {
+    fn lock(&self) -> std::sync::MutexGuard<'_, Kept> {
+        // A handler that panicked poisons nothing that matters here.
+        self.kept.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    fn push_back(&self, got: AmGot) {
+        self.lock().got.push_back(got);
+        self.queued.fetch_add(1, Ordering::Release);
+    }
+
+    fn push_front(&self, got: AmGot) {
+        self.lock().got.push_front(got);
+        self.queued.fetch_add(1, Ordering::Release);
+    }
+
+    fn pop_front(&self) -> Option<AmGot> {
+        let got = self.lock().got.pop_front()?;
+        self.queued.fetch_sub(1, Ordering::Release);
+        Some(got)
+    }
+}
