@@ -281,12 +281,8 @@ impl PerfWorker for UcpWorker {
 
     #[inline]
     fn am_take(&mut self, out: &mut [u8]) -> Result<Option<usize>> {
-        let w = &mut self.worker;
         self.am
-            .take(out, |id| {
-                w.take::<Vec<u8>>(id)
-                    .map(|r| r.map(|(_, d)| d).map_err(|e| e.error))
-            })
+            .take(out, &mut self.worker)
             .map_err(|e| op_error("active message data", e))
     }
 

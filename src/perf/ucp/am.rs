@@ -5,13 +5,15 @@
 //! only counts it. It keeps the data only where the loop asks for it
 //! (`-V`, which checks every byte) or where the length is not the one the
 //! test sends (so that the loop reports it). A rendezvous message's data
-//! is received into a buffer of the handler's, reused from message to
-//! message. The count is written by the handler and read by the loop on
+//! is received, as UCX's perftest does, into one scratch buffer that every
+//! message overwrites (nothing reads it), or with `-V` into a buffer of
+//! its own, reused once the loop has checked it. The count is written by
+//! the handler and read by the loop on
 //! the same thread (the handler runs inside `progress`), so it needs no
 //! read-modify-write; the queue of kept messages is looked at only when
 //! its length says it holds something.
 
-use rucx_ucp::{AmMsg, Op, Posted, ReqId, Worker};
+use rucx_ucp::{AmMsg, Op, Posted, ReqId, Worker, WorkerMut};
 use std::collections::VecDeque;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
@@ -27,8 +29,12 @@ pub(super) const PERF_AM_ID: u16 = 0x1337;
 #[derive(Debug)]
 pub(super) enum AmGot {
     Data(Vec<u8>),
-    /// A rendezvous message whose data is being received.
+    /// A rendezvous message whose data is being received into a buffer
+    /// of its own.
     Fetching(ReqId),
+    /// A rendezvous message whose data is being received into the
+    /// scratch buffer.
+    Scratching(ReqId),
     Failed(rucx_ucp::Error),
 }
 
@@ -52,6 +58,10 @@ struct Shared {
 struct Kept {
     got: VecDeque<AmGot>,
     spare: Vec<Vec<u8>>,
+    /// The scratch buffer, as long as the test's messages; earlier ones
+    /// (of a shorter length) are kept too, since receives may still be
+    /// writing into them, until the handler goes.
+    scratch: Vec<Box<[u8]>>,
 }
 
 /// The loop's side of the handler.
@@ -71,18 +81,13 @@ impl AmInbox {
                 && !s.keep.load(Ordering::Relaxed)
                 && m.data_len() == s.expect.load(Ordering::Relaxed)
             {
-                // The handler is the only writer: no read-modify-write.
-                let n = s.consumed.load(Ordering::Relaxed);
-                s.consumed.store(n + 1, Ordering::Release);
+                s.count();
                 return;
             }
             let got = if m.is_rndv() {
-                let mut buf = s.lock().spare.pop().unwrap_or_default();
-                buf.resize(m.data_len(), 0);
-                match w.am_recv_data(m, buf, Op::new()) {
-                    Ok(Posted::Done(_, buf)) => AmGot::Data(buf),
-                    Ok(Posted::InFlight(id)) => AmGot::Fetching(id),
-                    Err(e) => AmGot::Failed(e),
+                match s.fetch(w, m) {
+                    Some(got) => got,
+                    None => return,
                 }
             } else {
                 AmGot::Data(AmMsg::into_data(m))
@@ -96,17 +101,18 @@ impl AmInbox {
     pub(super) fn expect(&self, len: usize, keep: bool) {
         self.shared.expect.store(len, Ordering::Relaxed);
         self.shared.keep.store(keep, Ordering::Relaxed);
+        let mut k = self.shared.lock();
+        if !keep && k.scratch.last().is_none_or(|b| b.len() < len) {
+            k.scratch.push(vec![0u8; len].into_boxed_slice());
+        }
     }
 
     /// The length of the oldest message, copying up to `out.len()` of its
-    /// bytes into `out`; `take` receives a rendezvous message's data
-    /// (`None` while it is still on its way).
+    /// bytes into `out` (none for one received into the scratch buffer);
+    /// `None` while a rendezvous message's data is still on its way to
+    /// `worker`.
     #[inline]
-    pub(super) fn take(
-        &mut self,
-        out: &mut [u8],
-        take: impl FnOnce(ReqId) -> Option<Result<Vec<u8>, rucx_ucp::Error>>,
-    ) -> Taken {
+    pub(super) fn take(&mut self, out: &mut [u8], worker: &mut Worker) -> Taken {
         if self.shared.consumed.load(Ordering::Acquire) > self.taken {
             self.taken += 1;
             return Ok(Some(self.shared.expect.load(Ordering::Relaxed)));
@@ -114,29 +120,34 @@ impl AmInbox {
         if self.shared.queued.load(Ordering::Acquire) == 0 {
             return Ok(None);
         }
-        self.take_kept(out, take)
+        self.take_kept(out, worker)
     }
 
     #[cold]
-    fn take_kept(
-        &mut self,
-        out: &mut [u8],
-        take: impl FnOnce(ReqId) -> Option<Result<Vec<u8>, rucx_ucp::Error>>,
-    ) -> Taken {
+    fn take_kept(&mut self, out: &mut [u8], worker: &mut Worker) -> Taken {
         let Some(got) = self.shared.pop_front() else {
             return Ok(None);
         };
         let data = match got {
             AmGot::Data(d) => d,
             AmGot::Failed(e) => return Err(e),
-            AmGot::Fetching(id) => match take(id) {
+            AmGot::Fetching(id) => match worker.take::<Vec<u8>>(id) {
                 None => {
                     self.shared.push_front(AmGot::Fetching(id));
                     return Ok(None);
                 }
-                Some(Ok(d)) => d,
-                Some(Err(e)) => return Err(e),
+                Some(Ok((_, d))) => d,
+                Some(Err(e)) => return Err(e.error),
             },
+            AmGot::Scratching(id) => {
+                return match worker.request_test(id) {
+                    None => {
+                        self.shared.push_front(AmGot::Scratching(id));
+                        Ok(None)
+                    }
+                    Some(r) => r.map(|info| Some(info.length)),
+                };
+            }
         };
         let n = out.len().min(data.len());
         out[..n].copy_from_slice(&data[..n]);
@@ -150,6 +161,50 @@ impl AmInbox {
 }
 
 impl Shared {
+    /// Receives the data of rendezvous message `m`: into the scratch
+    /// buffer when nothing reads it (`None`: received and counted at
+    /// once), else into a buffer of its own.
+    fn fetch(&self, w: &mut WorkerMut<'_>, m: AmMsg) -> Option<AmGot> {
+        let len = m.data_len();
+        let scratch =
+            !self.keep.load(Ordering::Relaxed) && len == self.expect.load(Ordering::Relaxed);
+        let mut k = self.lock();
+        if let Some(b) = k.scratch.last_mut().filter(|b| scratch && b.len() >= len) {
+            let ptr = b.as_mut_ptr();
+            drop(k);
+            // SAFETY: the scratch buffers live in `self` until the handler
+            // (which holds it) goes with the worker, and are never resized;
+            // the only writers are this worker's receives, and nothing
+            // reads them.
+            #[allow(unsafe_code)]
+            return match unsafe { w.am_recv_data_raw(m, ptr, len, Op::new()) } {
+                Ok(Posted::Done(..)) => {
+                    // Counted as an eager message of the expected length.
+                    self.count();
+                    None
+                }
+                Ok(Posted::InFlight(id)) => Some(AmGot::Scratching(id)),
+                Err(e) => Some(AmGot::Failed(e)),
+            };
+        }
+        let mut buf = k.spare.pop().unwrap_or_default();
+        drop(k);
+        buf.resize(len, 0);
+        Some(match w.am_recv_data(m, buf, Op::new()) {
+            Ok(Posted::Done(_, buf)) => AmGot::Data(buf),
+            Ok(Posted::InFlight(id)) => AmGot::Fetching(id),
+            Err(e) => AmGot::Failed(e),
+        })
+    }
+
+    /// Counts one message consumed; the handler is the only writer, so no
+    /// read-modify-write is needed.
+    #[inline]
+    fn count(&self) {
+        let n = self.consumed.load(Ordering::Relaxed);
+        self.consumed.store(n + 1, Ordering::Release);
+    }
+
     fn lock(&self) -> std::sync::MutexGuard<'_, Kept> {
         // A handler that panicked poisons nothing that matters here.
         self.kept.lock().unwrap_or_else(|p| p.into_inner())

@@ -333,6 +333,23 @@ impl WorkerMut<'_> {
         unsafe { self.w.tag_recv_raw(ptr, len, tag, mask, op) }
     }
 
+    /// [`Worker::am_recv_data_raw`].
+    ///
+    /// # Safety
+    ///
+    /// As for [`Worker::am_recv_data_raw`].
+    #[inline]
+    pub unsafe fn am_recv_data_raw(
+        &mut self,
+        msg: AmMsg,
+        ptr: *mut u8,
+        len: usize,
+        op: Op,
+    ) -> Result<Posted<()>> {
+        // SAFETY: forwarded from this function's contract.
+        unsafe { self.w.am_recv_data_raw(msg, ptr, len, op) }
+    }
+
     /// [`Worker::put_raw`].
     ///
     /// # Safety

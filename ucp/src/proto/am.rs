@@ -241,11 +241,11 @@ impl Core {
 
     /// Message `f` from `src` is whole: record it for its handler.
     fn am_arrived(&mut self, src: SrcId, f: AmFrag, whole: AmBytes) {
-        let reply_from = (f.flags & FLAG_REPLY != 0).then_some((self.cur_iface, src));
+        let reply_from = (f.flags & FLAG_REPLY != 0).then_some((self.cur_iface as u32, src));
         self.done.am_arrivals.push(AmArrival {
             id: f.id,
             bytes: whole,
-            hdr_len: f.hdr_len as usize,
+            hdr_len: f.hdr_len,
             reply_from,
             rndv: None,
         });

@@ -181,14 +181,14 @@ impl Core {
             }),
             error: None,
         });
-        let reply_from = (am.rts.flags & FLAG_REPLY != 0).then_some((to.iface, to.src));
-        let hdr_len = am.header.len();
+        let reply_from = (am.rts.flags & FLAG_REPLY != 0).then_some((to.iface as u32, to.src));
+        let hdr_len = am.rts.hdr_len;
         self.done.am_arrivals.push(AmArrival {
             id: am.rts.id,
             bytes: am.header.into(),
             hdr_len,
             reply_from,
-            rndv: Some((pid, total)),
+            rndv: Some(Box::new((pid, total))),
         });
     }
 }

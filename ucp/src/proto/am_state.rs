@@ -13,15 +13,17 @@ pub(crate) struct AmArrival {
     pub(crate) id: u16,
     /// The user header, then the data.
     pub(crate) bytes: AmBytes,
-    pub(crate) hdr_len: usize,
+    pub(crate) hdr_len: u32,
     /// Where the sender's messages come from, if it asked for the
     /// endpoint back to it: `(iface, source)`, resolved when the handler
     /// runs (the endpoint may be made by a wireup carried out after this
     /// message arrived).
-    pub(crate) reply_from: Option<(usize, SrcId)>,
+    pub(crate) reply_from: Option<(u32, SrcId)>,
     /// A rendezvous message: the probed message that holds its data, and
-    /// the data's length (`bytes` is then the user header only).
-    pub(crate) rndv: Option<(SlabId, usize)>,
+    /// the data's length (`bytes` is then the user header only). Boxed:
+    /// the rare case, kept out of the size of every small message, which
+    /// is moved several times on its way to the handler.
+    pub(crate) rndv: Option<Box<(SlabId, usize)>>,
 }
 
 /// A message whose fragments are still arriving.
@@ -39,8 +41,10 @@ pub(crate) struct AmRtsIn {
     pub(crate) header: Vec<u8>,
 }
 
-/// Longest message (user header plus data) kept inline in [`AmBytes`].
-pub(crate) const AM_INLINE: usize = 56;
+/// Longest message (user header plus data) kept inline in [`AmBytes`]:
+/// as much as fits beside the length in the heap variant's size, so
+/// that inline storage makes the value no larger.
+pub(crate) const AM_INLINE: usize = 22;
 
 /// A message's user header and data: short ones inline, so that a small
 /// message costs no allocation on its way to the handler; longer ones on
@@ -109,5 +113,12 @@ mod tests {
             let at = n / 3;
             assert_eq!(AmBytes::copy(&b).into_vec_from(at), b[at..].to_vec());
         }
+    }
+
+    #[test]
+    fn a_small_arrival_stays_small() {
+        // It is moved from the receive path to the handler several times.
+        assert!(std::mem::size_of::<AmBytes>() <= 32);
+        assert!(std::mem::size_of::<AmArrival>() <= 64);
     }
 }

@@ -82,7 +82,7 @@ impl Drop for RndvDesc {
 pub struct AmMsg {
     id: u16,
     bytes: AmBytes,
-    hdr_len: usize,
+    hdr_len: u32,
     reply_ep: Option<Ep>,
     /// Boxed: the rare case, kept out of the common message's size.
     rndv: Option<Box<RndvDesc>>,
@@ -96,19 +96,19 @@ impl AmMsg {
 
     /// The user header.
     pub fn header(&self) -> &[u8] {
-        &self.bytes.as_slice()[..self.hdr_len]
+        &self.bytes.as_slice()[..self.hdr_len as usize]
     }
 
     /// The data of an eager message; empty for a rendezvous one.
     pub fn data(&self) -> &[u8] {
-        &self.bytes.as_slice()[self.hdr_len..]
+        &self.bytes.as_slice()[self.hdr_len as usize..]
     }
 
     /// The length of the data, also of a rendezvous message.
     pub fn data_len(&self) -> usize {
         match &self.rndv {
             Some(r) => r.len,
-            None => self.bytes.as_slice().len() - self.hdr_len,
+            None => self.bytes.as_slice().len() - self.hdr_len as usize,
         }
     }
 
@@ -138,7 +138,7 @@ impl AmMsg {
             return Vec::new();
         }
         let b = std::mem::replace(&mut self.bytes, AmBytes::Heap(Vec::new()));
-        b.into_vec_from(self.hdr_len)
+        b.into_vec_from(self.hdr_len as usize)
     }
 }
 
@@ -218,13 +218,15 @@ impl Worker {
             reply_from,
             rndv,
         } = a;
-        let reply_ep = reply_from.and_then(|k| self.core.src_eps.get(&k).copied());
+        let reply_ep =
+            reply_from.and_then(|(i, s)| self.core.src_eps.get(&(i as usize, s)).copied());
         AmMsg {
             id,
             bytes,
             hdr_len,
             reply_ep: reply_ep.map(Ep),
-            rndv: rndv.map(|(pid, len)| {
+            rndv: rndv.map(|r| {
+                let (pid, len) = *r;
                 Box::new(RndvDesc {
                     pid,
                     len,

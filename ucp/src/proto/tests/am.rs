@@ -50,8 +50,14 @@ fn small_and_fragmented_messages_arrive_whole() {
         let got = std::mem::take(&mut b.core.done.am_arrivals);
         assert_eq!(got.len(), 1, "{h} + {d}");
         assert_eq!(got[0].id, 5);
-        assert_eq!(&got[0].bytes.as_slice()[..got[0].hdr_len], &header[..]);
-        assert_eq!(&got[0].bytes.as_slice()[got[0].hdr_len..], &data[..]);
+        assert_eq!(
+            &got[0].bytes.as_slice()[..got[0].hdr_len as usize],
+            &header[..]
+        );
+        assert_eq!(
+            &got[0].bytes.as_slice()[got[0].hdr_len as usize..],
+            &data[..]
+        );
         assert_eq!(got[0].reply_from, None);
         assert!(b.core.am_frags.is_empty());
     }
@@ -165,7 +171,7 @@ fn a_rendezvous_announcement_gives_the_handler_a_descriptor() {
         (got[0].id, got[0].bytes.as_slice(), got[0].reply_from),
         (3, &b"hi"[..], Some((0, SrcId(0))))
     );
-    let (pid, len) = got[0].rndv.expect("a descriptor");
+    let (pid, len) = **got[0].rndv.as_ref().expect("a descriptor");
     assert_eq!(len, 5000);
     assert_eq!(b.core.probed_len(pid), Some(5000));
     assert!(b.core.am_rts.is_none());
