@@ -196,6 +196,23 @@ fn pair_stream_and_am_tests_with_validation() {
     }
 }
 
+/// Without `-V` the active message handler consumes eager messages in
+/// place and receives rendezvous data into one scratch buffer: every
+/// iteration still has to be counted, with a window of messages in flight.
+#[test]
+fn pair_am_tests_unvalidated_count_every_message() {
+    for tls in ["shm", "tcp"] {
+        for (test, size) in [
+            ("ucp_am_bw", "8"),
+            ("ucp_am_bw", "300000"),
+            ("ucp_am_lat", "300000"),
+        ] {
+            let out = run_on(tls, &["--pair", "-t", test, "-s", size, "-n", "400", "-f"]);
+            check_success(&out, 400.0);
+        }
+    }
+}
+
 #[test]
 fn pair_one_sided_tests_over_shm_tcp_and_rc_iwarp() {
     for tls in ["shm", "tcp", "rc_iwarp"] {
