@@ -12,8 +12,8 @@
 //! rendezvous (get, put, active messages) the sender chose.
 
 use super::am_state::{AmArrival, AmRtsIn};
-use super::am_wire::{AmRts, AM_MAX, FLAG_REPLY};
-use super::core::{AckTo, Core, ProbedMsg, Rts, Unexp};
+use super::am_wire::{AmRts, AM_MAX, FLAG_REPLY, FLAG_STREAM};
+use super::core::{AckTo, Core, Rts};
 use super::eager_tx::Started;
 use super::lanes::Lanes;
 use super::select::ProtocolId;
@@ -114,6 +114,24 @@ impl Core {
                 max: max_hdr,
             });
         }
+        let am = AmSendInfo {
+            id,
+            flags: if reply { FLAG_REPLY } else { 0 },
+            header: header.to_vec(),
+        };
+        self.rndv_wrapped_send(tx, (ep, buf), rndv, am, op)
+    }
+
+    /// Starts rendezvous send `buf` on `ep` from phase `rndv`, its request
+    /// to send wrapped by `am` (an active message's, or a stream's).
+    pub(crate) fn rndv_wrapped_send(
+        &mut self,
+        tx: &mut dyn Lanes,
+        (ep, buf): (SlabId, SendBuf),
+        rndv: RndvPhase,
+        am: AmSendInfo,
+        op: Op,
+    ) -> Result<Started> {
         self.next_msg_id += 1;
         let rid = self.reqs.insert(Request::new(
             Kind::Send(SendState {
@@ -129,11 +147,7 @@ impl Core {
                 rndv,
                 memh: None,
                 stream: false,
-                am: Some(Box::new(AmSendInfo {
-                    id,
-                    flags: if reply { FLAG_REPLY } else { 0 },
-                    header: header.to_vec(),
-                })),
+                am: Some(Box::new(am)),
             }),
             op,
         ));
@@ -160,6 +174,10 @@ impl Core {
 
     /// The wrapped request of `am` arrived: keep it for the handler.
     pub(crate) fn am_rts_arrived(&mut self, am: AmRtsIn, total: usize, to: AckTo, kind: Rts) {
+        if am.rts.flags & FLAG_STREAM != 0 {
+            // Not for a handler: a large stream send.
+            return self.stream_rts_arrived(am, total, to, kind);
+        }
         if total as u64 > AM_MAX {
             // No sender announces more; the data would be fetched (or
             // discarded) into a buffer of that size.
@@ -169,18 +187,7 @@ impl Core {
             );
             return;
         }
-        let pid = self.probed.insert(ProbedMsg {
-            msg: Some(Unexp {
-                tag: 0,
-                data: Vec::new(),
-                total,
-                received: 0,
-                key: None,
-                ack: None,
-                rts: Some(Box::new((to, kind))),
-            }),
-            error: None,
-        });
+        let pid = self.probe_rts(total, to, kind);
         let reply_from = (am.rts.flags & FLAG_REPLY != 0).then_some((to.iface as u32, to.src));
         let hdr_len = am.rts.hdr_len;
         self.done.am_arrivals.push(AmArrival {

@@ -25,6 +25,9 @@ pub const AM_USER: AmId = 21;
 pub const AM_HDR: usize = 32;
 /// The sender asks for the endpoint back to it to be given to the handler.
 pub const FLAG_REPLY: u8 = 1;
+/// Announcement flag: not an active message but a large stream send
+/// (`stream_rndv.rs`), whose user header is its stream offset (`u64`).
+pub const FLAG_STREAM: u8 = 2;
 /// Largest user header plus data of one active message.
 pub const AM_MAX: u64 = 256 << 20;
 /// Active message id of a rendezvous active message's announcement.
@@ -238,7 +241,7 @@ impl AmRts {
         if ![AM_RNDV_RTS, AM_RNDV_RTS_GET, AM_RNDV_RTS_PUT].contains(&r.inner) {
             return Err(bad("rendezvous active message kind", format!("{}", r.inner)));
         }
-        if r.flags & !FLAG_REPLY != 0 {
+        if r.flags & !(FLAG_REPLY | FLAG_STREAM) != 0 {
             return Err(bad("active message flags", format!("{:#x}", r.flags)));
         }
         let rest = &b[AM_RTS_HDR..];
@@ -248,6 +251,9 @@ impl AmRts {
                 "rendezvous active message header length",
                 format!("{n} of {}", rest.len()),
             ));
+        }
+        if r.flags & FLAG_STREAM != 0 && n != 8 {
+            return Err(bad("stream rendezvous offset", format!("{n} bytes")));
         }
         Ok((r, &rest[..n], &rest[n..]))
     }

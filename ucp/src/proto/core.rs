@@ -177,6 +177,11 @@ pub(crate) struct Core {
     pub(crate) stream_ready: Vec<SlabId>,
     /// Stream receives completed by one fragment (reused).
     pub(crate) stream_done: Vec<SlabId>,
+    /// Fetches of rendezvous stream sends' data, by request
+    /// (`stream_rndv.rs`): their completion goes to the stream.
+    pub(crate) stream_fetches: FxHashMap<SlabId, crate::proto::stream_rndv::StreamFetch>,
+    /// Buffers that held fetched stream data, for the next fetches.
+    pub(crate) stream_spare: Vec<Vec<u8>>,
     /// Where the next keepalive round starts among the watched endpoints.
     pub(crate) ka_cursor: usize,
     /// A rendezvous active message's announcement while its wrapped
@@ -241,6 +246,8 @@ impl Core {
             stream_early: FxHashMap::default(),
             stream_ready: Vec::new(),
             stream_done: Vec::new(),
+            stream_fetches: FxHashMap::default(),
+            stream_spare: Vec::new(),
             ka_cursor: 0,
             am_rts: None,
         }
@@ -327,6 +334,15 @@ impl Core {
         }
         if !self.get_plans.is_empty() {
             self.get_plans.remove(&id);
+        }
+        if !self.stream_fetches.is_empty() {
+            if let Some(f) = self.stream_fetches.remove(&id) {
+                // The core's own receive: the stream takes the result.
+                let data = req.owner.take().and_then(|o| o.downcast::<Vec<u8>>().ok());
+                self.reqs.remove(id);
+                let _ = self.stream_fetch_over(f, Some(id), result, data.map(|b| *b));
+                return;
+            }
         }
         let user_data = req.user_data;
         match std::mem::replace(&mut req.notify, Notify::Poll) {

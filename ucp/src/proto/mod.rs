@@ -27,6 +27,7 @@ pub(crate) mod rndv_zcopy;
 mod room;
 pub mod select;
 pub(crate) mod stream;
+pub(crate) mod stream_rndv;
 pub(crate) mod stream_rx;
 mod sync;
 #[cfg(test)]

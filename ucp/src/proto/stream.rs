@@ -5,10 +5,12 @@
 //! boundaries: it goes out as `STREAM` active messages on the endpoint's
 //! active message lane, in order with the endpoint's other sends, from
 //! the caller's buffer with zero-copy sends where the selection table
-//! would use them for a tag send of that size (streams have no
-//! rendezvous, as in UCX). Every fragment carries the stream offset of its
-//! first byte (`u64`, wrapping), so the receiver checks that nothing was
-//! lost or reordered: a gap is the peer's protocol violation.
+//! would use them for a tag send of that size. Where the table would send
+//! a tag message by a zero-copy rendezvous, a stream send does too
+//! (`stream_rndv.rs`; UCX's streams have none). Every fragment carries
+//! the stream offset of its first byte (`u64`, wrapping), so the receiver
+//! checks that nothing was lost or reordered: a gap is the peer's
+//! protocol violation.
 //!
 //! The receiver attributes a fragment to the endpoint back to its sender
 //! (learned from wireup). Bytes go straight into the oldest posted
@@ -22,6 +24,7 @@
 use super::core::Core;
 use super::eager_tx::Started;
 use super::lanes::Lanes;
+use super::stream_rndv::StreamAt;
 use super::wire::{AM_STREAM, STREAM_HDR};
 use crate::request::buf::{RecvBuf, SendBuf};
 use crate::request::{Info, Kind, Op, Request, SendState, StreamRecvState, SyncState};
@@ -69,6 +72,12 @@ impl Core {
                 return done;
             }
         }
+        if let Some(rndv) = self.stream_rndv_phase(ep, len) {
+            return self.stream_rndv_send(tx, ep, (base, buf), rndv, op);
+        }
+        let Some(st) = self.eps.get(ep) else {
+            return Err(Error::InvalidHandle);
+        };
         // Zero-copy where a tag send of this size would use it.
         let zcopy = cfg.max_zcopy > 0 && st.tables[0].lookup(len).proto.zcopy();
         let single = if zcopy {
@@ -154,15 +163,16 @@ impl Core {
         let rx = st.stream.get_or_insert_with(Default::default);
         let mut done = std::mem::take(&mut self.stream_done);
         rx.adopt(&mut self.reqs, early, &mut done);
-        let kept = !rx.chunks.is_empty();
+        let kept = rx.has_data();
         self.stream_done(done);
+        self.stream_pump(StreamAt::Ep(ep));
         if kept && !self.stream_ready.contains(&ep) {
             self.stream_ready.push(ep);
         }
     }
 
     /// Completes the receives in `done` (kept for reuse, emptied).
-    fn stream_done(&mut self, mut done: Vec<SlabId>) {
+    pub(crate) fn stream_done(&mut self, mut done: Vec<SlabId>) {
         for &id in &done {
             if let Some(Request {
                 kind: Kind::StreamRecv(r),
@@ -194,6 +204,7 @@ impl Core {
             buf,
             filled: 0,
             wait_all,
+            fetching: false,
         };
         let rx = st.stream.get_or_insert_with(Default::default);
         if r.buf.capacity() == 0 {
@@ -211,6 +222,10 @@ impl Core {
         }
         let id = self.reqs.insert(Request::new(Kind::StreamRecv(r), op));
         rx.recvs.push_back(id);
+        if !rx.held.is_empty() {
+            // Data at the sender may be next: fetch it, maybe into this.
+            self.stream_pump(StreamAt::Ep(ep));
+        }
         Ok(Started::InFlight(id))
     }
 
@@ -237,7 +252,7 @@ impl Core {
         self.stream_ready.retain(|&e| {
             eps.get(e)
                 .and_then(|s| s.stream.as_ref())
-                .is_some_and(|rx| !rx.chunks.is_empty())
+                .is_some_and(|rx| rx.has_data())
         });
         self.stream_ready.iter().take(max).copied().collect()
     }
@@ -252,6 +267,10 @@ impl Core {
         else {
             return false;
         };
+        if r.fetching {
+            // A transport is writing into its buffer.
+            return false;
+        }
         let (ep, length) = (r.ep, r.filled);
         if let Some(rx) = self.eps.get_mut(ep).and_then(|s| s.stream.as_mut()) {
             rx.recvs.retain(|&q| q != id);
@@ -273,6 +292,14 @@ impl Core {
             return;
         };
         for id in std::mem::take(&mut rx.recvs) {
+            if let Some(Request {
+                kind: Kind::StreamRecv(StreamRecvState { fetching: true, .. }),
+                ..
+            }) = self.reqs.get(id)
+            {
+                // Its fetch completes it (with the failure, or its data).
+                continue;
+            }
             self.complete(id, Err(err.clone()));
         }
     }

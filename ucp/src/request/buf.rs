@@ -76,6 +76,17 @@ impl RecvBuf {
         self.ptr.wrapping_add(offset)
     }
 
+    /// Bytes `offset..offset + len` of this buffer (clamped to it), as a
+    /// buffer of their own for a request that this buffer's request
+    /// waits for.
+    pub(crate) fn sub(&self, offset: usize, len: usize) -> RecvBuf {
+        let start = offset.min(self.cap);
+        RecvBuf {
+            ptr: self.ptr.wrapping_add(start),
+            cap: len.min(self.cap - start),
+        }
+    }
+
     /// Copies `data` to `offset`, dropping what falls beyond the capacity.
     /// Returns the number of bytes written.
     pub(crate) fn write(&self, offset: usize, data: &[u8]) -> usize {

@@ -15,6 +15,9 @@ pub(crate) struct StreamRecvState {
     pub(crate) filled: usize,
     /// Complete only once the buffer is full.
     pub(crate) wait_all: bool,
+    /// A rendezvous send's data is being fetched into the buffer: the
+    /// receive cannot complete or be canceled until that is over.
+    pub(crate) fetching: bool,
 }
 
 /// What wraps a rendezvous active message's request to send.

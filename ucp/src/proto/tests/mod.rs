@@ -16,4 +16,5 @@ mod rndv_misc;
 mod rndv_put;
 mod rndv_split;
 mod stream;
+mod stream_rndv;
 mod sync;

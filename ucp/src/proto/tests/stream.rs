@@ -3,13 +3,13 @@
 #![allow(unsafe_code)]
 
 use crate::proto::eager_tx::Started;
-use crate::proto::testing::{deliver, pattern, virt_attr, Node};
+use crate::proto::testing::{deliver, no_rndv, pattern, virt_attr, Node};
 use crate::proto::wire::{AM_STREAM, STREAM_HDR};
 use crate::request::buf::{RecvBuf, SendBuf};
 use crate::request::Op;
 use crate::uct::{AmSink, SrcId};
 
-fn stream_send(a: &mut Node, data: &[u8]) -> Started {
+pub(super) fn stream_send(a: &mut Node, data: &[u8]) -> Started {
     // SAFETY: the tests keep `data` alive while the send is open.
     let buf = unsafe { SendBuf::new(data.as_ptr(), data.len()) };
     let ep = a.ep;
@@ -21,7 +21,7 @@ fn stream_send(a: &mut Node, data: &[u8]) -> Started {
     s
 }
 
-fn stream_recv(b: &mut Node, buf: &mut [u8], wait_all: bool) -> Started {
+pub(super) fn stream_recv(b: &mut Node, buf: &mut [u8], wait_all: bool) -> Started {
     // SAFETY: the tests keep `buf` alive while the receive is open.
     let rb = unsafe { RecvBuf::new(buf.as_mut_ptr(), buf.len()) };
     let ep = b.ep;
@@ -36,8 +36,9 @@ fn offset_of(frag: &[u8]) -> u64 {
 
 #[test]
 fn sends_carry_their_stream_offsets_and_arrive_in_order() {
-    let mut a = Node::new(virt_attr(|_| {}));
-    let mut b = Node::new(virt_attr(|_| {}));
+    // Without rendezvous (`stream_rndv.rs` has those), in fragments.
+    let mut a = Node::with_config(virt_attr(|_| {}), no_rndv());
+    let mut b = Node::with_config(virt_attr(|_| {}), no_rndv());
     let cfg = a.core.eps.get(a.ep).unwrap().cfg;
     let (small, large) = (
         pattern(10),
