@@ -273,7 +273,12 @@ impl Core {
                 if result.is_err() || !s.wait_all || s.filled == s.buf.capacity() {
                     let ep = s.ep;
                     if let Some(rx) = self.eps.get_mut(ep).and_then(|e| e.stream.as_mut()) {
-                        rx.recvs.retain(|&q| q != r);
+                        // The oldest receive, but for one that failed.
+                        if rx.recvs.front() == Some(&r) {
+                            rx.recvs.pop_front();
+                        } else {
+                            rx.recvs.retain(|&q| q != r);
+                        }
                     }
                     match &result {
                         Ok(_) => done.push(r),
