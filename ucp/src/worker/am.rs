@@ -239,37 +239,51 @@ impl Worker {
     /// Runs the handlers of the active messages that arrived; returns how
     /// many messages it took.
     pub(crate) fn run_am_handlers(&mut self) -> usize {
+        if self.core.done.am_arrivals.len() == 1 {
+            // The common case of one message per round: no list swap.
+            if let Some(a) = self.core.done.am_arrivals.pop() {
+                self.run_am_handler(a);
+            }
+            self.discard_dropped_am();
+            return 1;
+        }
         // Swapped with a kept list, so that neither allocates anew.
         let mut arrived = std::mem::take(&mut self.am_batch);
         std::mem::swap(&mut arrived, &mut self.core.done.am_arrivals);
         let n = arrived.len();
         for a in arrived.drain(..) {
-            // Taken out while it runs: a handler may replace itself.
-            let h = match self.am_handlers.slot(a.id) {
-                Some(slot) => slot.take(),
-                None => {
-                    tracing::warn!("active message {}: no handler; dropped", a.id);
-                    // Dropping the message discards rendezvous data, so
-                    // that the sender's send still completes.
-                    drop(self.am_msg(a));
-                    continue;
-                }
-            };
-            let Some(mut h) = h else {
-                // Its handler is running (it waits for something, which
-                // progresses): the message waits for the next round.
-                self.core.done.am_arrivals.push(a);
-                continue;
-            };
-            let id = a.id;
-            let msg = self.am_msg(a);
-            h(&mut WorkerMut::new(self), msg);
-            if let Some(slot @ None) = self.am_handlers.slot(id) {
-                *slot = Some(h);
-            }
+            self.run_am_handler(a);
         }
         self.am_batch = arrived;
         self.discard_dropped_am();
         n
+    }
+
+    /// Runs the handler of message `a`.
+    #[inline]
+    fn run_am_handler(&mut self, a: AmArrival) {
+        // Taken out while it runs: a handler may replace itself.
+        let h = match self.am_handlers.slot(a.id) {
+            Some(slot) => slot.take(),
+            None => {
+                tracing::warn!("active message {}: no handler; dropped", a.id);
+                // Dropping the message discards rendezvous data, so that
+                // the sender's send still completes.
+                drop(self.am_msg(a));
+                return;
+            }
+        };
+        let Some(mut h) = h else {
+            // Its handler is running (it waits for something, which
+            // progresses): the message waits for the next round.
+            self.core.done.am_arrivals.push(a);
+            return;
+        };
+        let id = a.id;
+        let msg = self.am_msg(a);
+        h(&mut WorkerMut::new(self), msg);
+        if let Some(slot @ None) = self.am_handlers.slot(id) {
+            *slot = Some(h);
+        }
     }
 }

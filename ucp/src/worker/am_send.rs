@@ -163,7 +163,11 @@ impl Worker {
     /// Receives the data of rendezvous messages dropped unreceived into
     /// buffers of the worker's, discarded when done.
     pub(crate) fn discard_dropped_am(&mut self) {
-        if !self.am_dropped.any.swap(false, Ordering::Acquire) {
+        // A load first: the swap's read-modify-write costs on every
+        // round of handlers, and almost always nothing was dropped.
+        if !self.am_dropped.any.load(Ordering::Relaxed)
+            || !self.am_dropped.any.swap(false, Ordering::Acquire)
+        {
             return;
         }
         let pids = match self.am_dropped.list.lock() {
