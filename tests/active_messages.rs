@@ -1,6 +1,7 @@
 //! Active messages between two workers (`self`, `posix`, `tcp`,
 //! `rc_iwarp`): every size from empty to several fragments, eager and by
-//! rendezvous; handlers that consume the data inline, keep it, answer
+//! rendezvous; inline handlers that consume messages where they arrive
+//! or pass them on; handlers that consume the data inline, keep it, answer
 //! through the reply endpoint, fetch rendezvous data into a buffer of
 //! their choosing, keep the message to fetch it later, or drop it.
 
@@ -116,6 +117,91 @@ fn a_handler_keeps_the_data_and_answers_through_the_reply_endpoint() {
     for i in 0..3u8 {
         assert!(kept[usize::from(i)] == pattern(300_000, i.into()));
     }
+}
+
+/// An inline handler sees whole eager messages where they arrived and
+/// consumes the ones it wants; the others, rendezvous messages and
+/// messages that asked for a reply go to the regular handler, in order
+/// with the rest of the id's messages.
+fn inline_handler(tls: &str) {
+    let (mut a, mut b, ep) = pair(tls);
+    let inline: Arc<Mutex<Vec<Seen>>> = Arc::default();
+    let regular: Arc<Mutex<Vec<Seen>>> = Arc::default();
+    let (i2, r2) = (Arc::clone(&inline), Arc::clone(&regular));
+    // Consumes messages whose data is of even length.
+    b.am_set_inline_handler(4, move |h, d| {
+        if d.len() % 2 != 0 {
+            return false;
+        }
+        i2.lock().unwrap().push((h.to_vec(), d.to_vec()));
+        true
+    });
+    b.am_set_handler(4, move |_, m: AmMsg| {
+        // A rendezvous message is dropped (its data discarded, the send
+        // still completes): its length stands for the data.
+        let data = match m.is_rndv() {
+            true => (m.data_len() as u64).to_le_bytes().to_vec(),
+            false => m.data().to_vec(),
+        };
+        r2.lock().unwrap().push((m.header().to_vec(), data));
+    });
+    // (data length, reply, rendezvous) and where it must land.
+    let cases = [
+        (10, false, false, true),
+        (11, false, false, false),
+        (20_000, false, false, true),
+        (3 * 65_536 + 2, false, false, true),
+        (12, true, false, false),
+        (100_000, false, true, false),
+    ];
+    for (k, &(len, reply, rndv, consumed)) in cases.iter().enumerate() {
+        let (h, d) = (pattern(k + 1, k as u64), pattern(len, k as u64 + 50));
+        let mut p = if rndv {
+            AmParams::new().rndv()
+        } else {
+            AmParams::new().eager()
+        };
+        if reply {
+            p = p.reply();
+        }
+        let before = (inline.lock().unwrap().len(), regular.lock().unwrap().len());
+        send(&mut a, ep, 4, (&h, &d), p);
+        until(&mut a, &mut b, || {
+            inline.lock().unwrap().len() + regular.lock().unwrap().len() > before.0 + before.1
+        });
+        let got = if consumed {
+            assert_eq!(regular.lock().unwrap().len(), before.1, "{tls} case {k}");
+            inline.lock().unwrap().last().cloned().unwrap()
+        } else {
+            assert_eq!(inline.lock().unwrap().len(), before.0, "{tls} case {k}");
+            regular.lock().unwrap().last().cloned().unwrap()
+        };
+        let want = match rndv {
+            true => (len as u64).to_le_bytes().to_vec(),
+            false => d.clone(),
+        };
+        assert!(got.1 == want, "{tls} case {k}: data");
+        assert_eq!(got.0, h, "{tls} case {k}: header");
+    }
+    // Cleared with the regular handler: the next message finds neither.
+    b.am_clear_handler(4);
+    send(&mut a, ep, 4, (b"", b"gone"), AmParams::new());
+    for _ in 0..2000 {
+        a.progress();
+        b.progress();
+    }
+    assert_eq!(inline.lock().unwrap().len(), 3);
+    assert_eq!(regular.lock().unwrap().len(), 3);
+}
+
+#[test]
+fn tcp_inline_handler() {
+    inline_handler("tcp");
+}
+
+#[test]
+fn shm_inline_handler() {
+    inline_handler("posix,cma");
 }
 
 #[test]

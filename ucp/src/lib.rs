@@ -123,9 +123,9 @@ pub use rma::{AtomicOp, AtomicValue, MemMap, Rkey};
 pub use uct::ucs::AccessDenied;
 pub use uct::Access;
 pub use worker::{
-    AmHandler, AmMsg, AmParams, Armed, CloseMode, Closing, ConnHandler, ConnRequest, Connecting,
-    EpParams, ErrHandler, ErrMode, Flushing, Listener, Waker, Worker, DROP_WRITES_TIMEOUT,
-    MAX_SLEEP,
+    AmHandler, AmInlineHandler, AmMsg, AmParams, Armed, CloseMode, Closing, ConnHandler,
+    ConnRequest, Connecting, EpParams, ErrHandler, ErrMode, Flushing, Listener, Waker, Worker,
+    DROP_WRITES_TIMEOUT, MAX_SLEEP,
 };
 
 /// The crate `rucx-uct`.

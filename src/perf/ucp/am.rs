@@ -1,8 +1,8 @@
 //! The perftest's active message handler and what it leaves for the
 //! message loop.
 //!
-//! As UCX's perftest, the handler consumes an eager message in place: it
-//! only counts it. It keeps the data only where the loop asks for it
+//! As UCX's perftest, the handler consumes an eager message in place: an
+//! inline handler, run where the message arrived, only counts it. It keeps the data only where the loop asks for it
 //! (`-V`, which checks every byte) or where the length is not the one the
 //! test sends (so that the loop reports it). A rendezvous message's data
 //! is received, as UCX's perftest does, into one scratch buffer that every
@@ -75,6 +75,17 @@ pub(super) struct AmInbox {
 impl AmInbox {
     /// Registers the perftest handler on `worker`.
     pub(super) fn install(&self, worker: &mut Worker) {
+        // Eager messages of the test's length are counted where they
+        // arrive, as UCX's perftest handler does; the rest (rendezvous
+        // messages, `-V`, wrong lengths) go to the regular handler.
+        let s = Arc::clone(&self.shared);
+        worker.am_set_inline_handler(PERF_AM_ID, move |_, data| {
+            if s.keep.load(Ordering::Relaxed) || data.len() != s.expect.load(Ordering::Relaxed) {
+                return false;
+            }
+            s.count();
+            true
+        });
         let s = Arc::clone(&self.shared);
         worker.am_set_handler(PERF_AM_ID, move |w, m| {
             if !m.is_rndv()

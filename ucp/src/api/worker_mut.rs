@@ -168,6 +168,15 @@ impl WorkerMut<'_> {
         self.w.am_set_handler(id, f)
     }
 
+    /// [`Worker::am_set_inline_handler`].
+    pub fn am_set_inline_handler(
+        &mut self,
+        id: u16,
+        f: impl FnMut(&[u8], &[u8]) -> bool + Send + 'static,
+    ) {
+        self.w.am_set_inline_handler(id, f)
+    }
+
     /// [`Worker::listen`].
     pub fn listen(
         &mut self,

@@ -178,6 +178,9 @@ impl Core {
         data: &[u8],
     ) -> Result<(), PeerMisbehaved> {
         let (m, bytes) = AmOnly::decode(data)?;
+        if !self.am_inline.is_empty() && self.am_run_inline(m.id, m.flags, bytes, m.hdr_len) {
+            return Ok(());
+        }
         let f = AmFrag {
             id: m.id,
             flags: m.flags,
@@ -239,8 +242,29 @@ impl Core {
         Ok(())
     }
 
+    /// Runs the inline handler of `id` on a whole eager message (`bytes`:
+    /// its user header of `hdr_len` bytes, then its data), if it has one
+    /// and the sender asked for no reply endpoint; whether the handler
+    /// consumed it.
+    #[inline]
+    fn am_run_inline(&mut self, id: u16, flags: u8, bytes: &[u8], hdr_len: u32) -> bool {
+        if flags & FLAG_REPLY != 0 {
+            return false;
+        }
+        let Some((_, h)) = self.am_inline.iter_mut().find(|(i, _)| *i == id) else {
+            return false;
+        };
+        let (header, data) = bytes.split_at((hdr_len as usize).min(bytes.len()));
+        h(header, data)
+    }
+
     /// Message `f` from `src` is whole: record it for its handler.
     fn am_arrived(&mut self, src: SrcId, f: AmFrag, whole: AmBytes) {
+        if !self.am_inline.is_empty()
+            && self.am_run_inline(f.id, f.flags, whole.as_slice(), f.hdr_len)
+        {
+            return;
+        }
         let reply_from = (f.flags & FLAG_REPLY != 0).then_some((self.cur_iface as u32, src));
         self.done.am_arrivals.push(AmArrival {
             id: f.id,

@@ -182,6 +182,8 @@ pub(crate) struct Core {
     pub(crate) stream_fetches: FxHashMap<SlabId, crate::proto::stream_rndv::StreamFetch>,
     /// Buffers that held fetched stream data, for the next fetches.
     pub(crate) stream_spare: Vec<Vec<u8>>,
+    /// Inline active message handlers by id (`Worker::am_set_inline_handler`).
+    pub(crate) am_inline: Vec<(u16, crate::worker::AmInlineHandler)>,
     /// Where the next keepalive round starts among the watched endpoints.
     pub(crate) ka_cursor: usize,
     /// A rendezvous active message's announcement while its wrapped
@@ -248,6 +250,7 @@ impl Core {
             stream_done: Vec::new(),
             stream_fetches: FxHashMap::default(),
             stream_spare: Vec::new(),
+            am_inline: Vec::new(),
             ka_cursor: 0,
             am_rts: None,
         }

@@ -14,6 +14,14 @@ use std::sync::{Arc, Mutex};
 /// its id, with the worker (to reply or post anything), and the message.
 pub type AmHandler = Box<dyn FnMut(&mut WorkerMut<'_>, AmMsg) + Send>;
 
+/// An inline active message handler: runs inside `progress`, in the
+/// transport's receive, on a whole eager message's user header and data
+/// where they arrived (no copy, no queueing); returns whether it consumed
+/// the message. One that does not is handed to the id's regular handler
+/// ([`Worker::am_set_handler`]) as an [`AmMsg`], as are rendezvous
+/// messages and messages whose sender asked for a reply endpoint.
+pub type AmInlineHandler = Box<dyn FnMut(&[u8], &[u8]) -> bool + Send>;
+
 /// The handlers of a worker, by id (few: a list). A handler is `None`
 /// while it runs.
 #[derive(Default)]
@@ -203,9 +211,31 @@ impl Worker {
         self.am_handlers.set(id, Box::new(f));
     }
 
-    /// Removes the handler of `id`.
+    /// Registers `f` as the inline handler of active message id `id`
+    /// (replacing any earlier one): it sees each whole eager message of
+    /// that id first, inside the transport's receive, with the user
+    /// header and data where they arrived, and returns `true` when it
+    /// consumed the message (UCX's handler returning `UCS_OK` on a
+    /// `UCP_AM_FLAG_WHOLE_MSG` message); `false` passes the message on,
+    /// copied, to the regular handler. It cannot reach the worker (so
+    /// cannot send) and must not block. Rendezvous messages and messages
+    /// that asked for a reply endpoint always go to the regular handler.
+    pub fn am_set_inline_handler(
+        &mut self,
+        id: u16,
+        f: impl FnMut(&[u8], &[u8]) -> bool + Send + 'static,
+    ) {
+        let h: AmInlineHandler = Box::new(f);
+        match self.core.am_inline.iter_mut().find(|(i, _)| *i == id) {
+            Some(slot) => slot.1 = h,
+            None => self.core.am_inline.push((id, h)),
+        }
+    }
+
+    /// Removes the handlers of `id`, regular and inline.
     pub fn am_clear_handler(&mut self, id: u16) {
         self.am_handlers.clear(id);
+        self.core.am_inline.retain(|(i, _)| *i != id);
     }
 
     /// The handler's view of message `a`.

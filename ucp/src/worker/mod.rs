@@ -21,7 +21,7 @@ use crate::request::{Completion, Info, Kind, ReqId, Request};
 use crate::uct::{Caps, Iface, IfaceParams, Posted, Token};
 use crate::wireup::address::{IfaceEntry, WorkerAddress};
 use crate::{Ep, Error, Result};
-pub use am::{AmHandler, AmMsg, AmParams};
+pub use am::{AmHandler, AmInlineHandler, AmMsg, AmParams};
 pub(crate) use am_send::copy_eager;
 pub use close::{CloseMode, Closing};
 pub use ep_errors::{EpParams, ErrHandler, ErrMode};
