@@ -4,11 +4,12 @@
 //!
 //! A message that fits one send of the lane, with nothing queued ahead of
 //! it, leaves whole as `AM_USER_ONLY` (a short send when it has no user
-//! header and the data fits one). Otherwise sending copies the message
-//! into fragments of the endpoint's largest copy send (`am_wire` has the
-//! layout) queued on the endpoint behind earlier sends, like the worker's
-//! own messages (`ctrl.rs`): the call completes at once and the fragments
-//! leave in order as the lane takes them. The receiver puts a message's fragments together (they arrive in
+//! header and the selection makes its size a short one). Otherwise
+//! sending copies the message into fragments of the endpoint's largest
+//! copy send (`am_wire` has the layout) queued on the endpoint behind
+//! earlier sends, like the worker's own messages (`ctrl.rs`): the call
+//! completes at once and the fragments leave in order as the lane takes
+//! them. The receiver puts a message's fragments together (they arrive in
 //! order on the lane) and, once it is whole, records it
 //! (`Reports::am_arrivals`); the worker hands it to the handler after
 //! `progress`. A fragment out of order or inconsistent with its message
@@ -76,20 +77,12 @@ impl Core {
             ));
         }
         let flags = if reply { FLAG_REPLY } else { 0 };
-        if idle && AM_ONLY_HDR + total <= st.cfg.max_bcopy.max(st.cfg.max_short) {
-            // Fast path: the whole message in one active message, nothing
-            // queued ahead of it.
+        if idle && AM_ONLY_HDR + total <= st.cfg.max_bcopy {
+            // Fast path: the whole message in one copy send, nothing
+            // queued ahead of it (`am_send_short` took the short ones).
             let only = AmOnly { id, flags, hdr_len }.encode();
-            let r = if header.is_empty() && data.len() <= st.cfg.max_short {
-                tx.am_short(iface, uct_ep, AM_USER_ONLY, u64::from_le_bytes(only), data)
-            } else if AM_ONLY_HDR + total <= st.cfg.max_bcopy {
-                tx.am_bcopy(iface, uct_ep, AM_USER_ONLY, &[&only, header, data])
-                    .map(|(p, _)| p)
-            } else {
-                Ok(Posted::NoResource)
-            };
-            match r {
-                Ok(Posted::NoResource) => {}
+            match tx.am_bcopy(iface, uct_ep, AM_USER_ONLY, &[&only, header, data]) {
+                Ok((Posted::NoResource, _)) => {}
                 Ok(_) => {
                     let length = data.len();
                     return Ok(Started::Done(crate::request::Info { tag: 0, length }));
