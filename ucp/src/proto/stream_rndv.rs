@@ -139,7 +139,16 @@ impl Core {
         else {
             return;
         };
-        if let Err(what) = rx.arrive_remote(off, pid, total) {
+        // No sender announces more (`stream_rndv_phase`); the receiver
+        // may have to hold it whole.
+        let r = match total as u64 > AM_MAX {
+            true => Err(crate::ucs::PeerMisbehaved::FrameTooLong {
+                len: total,
+                max: AM_MAX as usize,
+            }),
+            false => rx.arrive_remote(off, pid, total),
+        };
+        if let Err(what) = r {
             self.probed.remove(pid);
             tracing::warn!(error = %what, "stream rendezvous refused");
             if let Some(ep) = ep {

@@ -158,3 +158,23 @@ fn a_stream_announcement_out_of_place_fails_the_endpoint() {
     short.extend_from_slice(inner);
     assert!(AmRts::decode(&short).is_err());
 }
+
+#[test]
+fn a_stream_announcement_beyond_the_limit_is_refused_without_allocating() {
+    use crate::proto::am_wire::AM_MAX;
+    let (mut a, mut b) = get_pair();
+    let data = pattern(BIG);
+    stream_send(&mut a, &data);
+    let m = a.tx.take_ams_of(AM_USER_RTS).remove(0);
+    let (rts, off, inner) = AmRts::decode(&m).unwrap();
+    // The wrapped request's length (its third u64) forged huge.
+    let mut forged = rts.encode().to_vec();
+    forged.extend_from_slice(off);
+    let mut inner = inner.to_vec();
+    inner[16..24].copy_from_slice(&(AM_MAX + 1).to_le_bytes());
+    forged.extend_from_slice(&inner);
+    b.core.am(AM_USER_RTS, crate::uct::SrcId(0), &forged);
+    b.run();
+    assert!(b.core.eps.get(b.ep).unwrap().failed.is_some());
+    assert!(b.tx.rmas(true).is_empty(), "nothing fetched");
+}
