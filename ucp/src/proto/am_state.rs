@@ -7,6 +7,14 @@ use super::am_wire::{AmFrag, AmRts};
 use crate::ucs::slab::SlabId;
 use crate::uct::SrcId;
 
+/// An inline active message handler: runs inside `progress`, in the
+/// transport's receive, on a whole eager message's user header and data
+/// where they arrived (no copy, no queueing); returns whether it consumed
+/// the message. One that does not is handed to the id's regular handler
+/// (`Worker::am_set_handler`) as an `AmMsg`, as are rendezvous
+/// messages and messages whose sender asked for a reply endpoint.
+pub type AmInlineHandler = Box<dyn FnMut(&[u8], &[u8]) -> bool + Send>;
+
 /// An active message that arrived whole, until its handler runs.
 #[derive(Debug)]
 pub(crate) struct AmArrival {

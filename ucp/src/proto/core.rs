@@ -183,7 +183,7 @@ pub(crate) struct Core {
     /// Buffers that held fetched stream data, for the next fetches.
     pub(crate) stream_spare: Vec<Vec<u8>>,
     /// Inline active message handlers by id (`Worker::am_set_inline_handler`).
-    pub(crate) am_inline: Vec<(u16, crate::worker::AmInlineHandler)>,
+    pub(crate) am_inline: Vec<(u16, crate::proto::am_state::AmInlineHandler)>,
     /// Where the next keepalive round starts among the watched endpoints.
     pub(crate) ka_cursor: usize,
     /// A rendezvous active message's announcement while its wrapped

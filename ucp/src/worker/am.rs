@@ -4,6 +4,7 @@
 use super::Worker;
 use crate::api::WorkerMut;
 use crate::proto::am_rndv::AmProto;
+pub use crate::proto::am_state::AmInlineHandler;
 use crate::proto::am_state::{AmArrival, AmBytes};
 use crate::ucs::slab::SlabId;
 use crate::Ep;
@@ -13,14 +14,6 @@ use std::sync::{Arc, Mutex};
 /// An active message handler: runs after `progress` for each message of
 /// its id, with the worker (to reply or post anything), and the message.
 pub type AmHandler = Box<dyn FnMut(&mut WorkerMut<'_>, AmMsg) + Send>;
-
-/// An inline active message handler: runs inside `progress`, in the
-/// transport's receive, on a whole eager message's user header and data
-/// where they arrived (no copy, no queueing); returns whether it consumed
-/// the message. One that does not is handed to the id's regular handler
-/// ([`Worker::am_set_handler`]) as an [`AmMsg`], as are rendezvous
-/// messages and messages whose sender asked for a reply endpoint.
-pub type AmInlineHandler = Box<dyn FnMut(&[u8], &[u8]) -> bool + Send>;
 
 /// The handlers of a worker, by id (few: a list). A handler is `None`
 /// while it runs.
