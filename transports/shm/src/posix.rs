@@ -69,6 +69,10 @@ ucs::config_table! {
         FIFO_RELEASE_FACTOR release_factor: f64 = "0.125",
         /// Most messages taken out of the FIFO in one progress call.
         FIFO_MAX_POLL max_poll: u32 = "16",
+        /// Most processes that may send to one iface at a time (at most
+        /// 32768); a further peer's endpoint fails and the next transport
+        /// that reaches it is used instead.
+        MAX_SENDERS max_senders: u32 = "32768",
     }
 }
 

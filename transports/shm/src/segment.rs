@@ -92,8 +92,22 @@ impl Segment {
     /// not enough shared memory is [`Error::NoMemory`]; with the file
     /// backend a missing directory is [`Error::Unsupported`].
     pub fn create(len: usize, config: &PosixConfig) -> Result<Segment> {
+        Segment::create_with_hole(len, 0..0, config)
+    }
+
+    /// Like [`Segment::create`], but the pages wholly inside `hole` are
+    /// not reserved: they cost nothing until touched, and whoever touches
+    /// one first reserves it ([`Reserver::reserve`]), or risks SIGBUS when
+    /// shared memory runs out.
+    pub fn create_with_hole(
+        len: usize,
+        hole: std::ops::Range<usize>,
+        config: &PosixConfig,
+    ) -> Result<Segment> {
         check_len(len)?;
-        let fd = create::open_reserved(len, config)?;
+        let page = page_size();
+        let hole = hole.start.div_ceil(page) * page..hole.end / page * page;
+        let fd = create::open_reserved(len, hole, config)?;
         let ptr = map(fd.as_fd(), len)?;
         Ok(Segment {
             ptr,
@@ -112,12 +126,26 @@ impl Segment {
     /// shorter than `len`; [`Error::InvalidParam`] for a `len` of 0 or
     /// beyond `isize::MAX`.
     pub fn attach(owner: ProcessId, fd: u32, len: usize) -> Result<Segment> {
+        Segment::attach_with(owner, fd, len, |_, _| Ok(())).map(|(s, ())| s)
+    }
+
+    /// Like [`Segment::attach`], then runs `f` on the mapping while the
+    /// descriptor is still open, so that it can reserve pages of a hole
+    /// ([`Segment::create_with_hole`]) before touching them.
+    pub fn attach_with<T>(
+        owner: ProcessId,
+        fd: u32,
+        len: usize,
+        f: impl FnOnce(&Segment, &Reserver<'_>) -> Result<T>,
+    ) -> Result<(Segment, T)> {
         check_len(len)?;
         let file = attach::open_peer(owner, fd, len)?;
         let ptr = map(file.as_fd(), len)?;
+        let seg = Segment { ptr, len, fd: None };
+        let t = f(&seg, &Reserver(file.as_fd()))?;
         // The mapping keeps the memory; the descriptor is not needed.
         drop(file);
-        Ok(Segment { ptr, len, fd: None })
+        Ok((seg, t))
     }
 
     /// The first byte; page aligned.
@@ -140,6 +168,29 @@ impl Segment {
     pub fn fd(&self) -> Option<u32> {
         self.fd.as_ref().map(|fd| fd.as_raw_fd() as u32)
     }
+}
+
+/// Reserves pages of an attached segment (see [`Segment::attach_with`]).
+#[derive(Debug)]
+pub struct Reserver<'a>(BorrowedFd<'a>);
+
+impl Reserver<'_> {
+    /// Allocates the pages holding bytes `off..off + len` of the segment, so
+    /// that touching them cannot fail; [`Error::NoMemory`] when shared
+    /// memory is exhausted.
+    pub fn reserve(&self, off: usize, len: usize) -> Result<()> {
+        create::allocate(self.0, off, len).map_err(|e| {
+            Error::NoMemory(format!(
+                "reserving {len} bytes at {off} of a shared segment: {e}"
+            ))
+        })
+    }
+}
+
+fn page_size() -> usize {
+    // SAFETY: sysconf has no memory effects.
+    let n = unsafe { libc::sysconf(libc::_SC_PAGESIZE) };
+    usize::try_from(n).ok().filter(|&n| n > 0).unwrap_or(4096)
 }
 
 impl Drop for Segment {

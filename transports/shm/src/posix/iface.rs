@@ -1,6 +1,6 @@
 //! The posix iface: endpoints, sends, pending queues, progress, sleep.
 
-use std::collections::VecDeque;
+use std::collections::{HashMap, VecDeque};
 use std::os::fd::RawFd;
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::{Duration, Instant};
@@ -11,6 +11,7 @@ use uct::{limits, AmId, AmOps, AmSink, Armed, EpId, EpTable, Iface, IfaceParams,
 use super::addr::IfaceAddr;
 use super::peer::Peer;
 use super::rx::Rx;
+use super::shared::MAX_SENDERS;
 use super::wake::{WakeRx, WakeTx};
 use super::{iface_attr, MmConfig, DEV_NAME, TL_NAME};
 use crate::proc_id::{HostId, ProcessId};
@@ -46,6 +47,11 @@ pub(crate) struct PosixIface {
     /// Endpoint failures to report on the next progress.
     failed: VecDeque<(EpId, Error)>,
     peers: Vec<Option<Peer>>,
+    /// Empty entries of `peers`, reused before the vector grows.
+    free_peers: Vec<usize>,
+    /// The usable peer of each remote iface (its process and iface
+    /// number), so that `ep_create` finds it without a scan.
+    peer_by_addr: HashMap<(ProcessId, u32), usize>,
     wake_tx: WakeTx,
     wake_rx: WakeRx,
     rx: Rx,
@@ -66,12 +72,21 @@ fn peer_failed(why: &str) -> Error {
 }
 
 impl PosixIface {
+    /// Opens an iface whose segment accepts up to `RUCX_MM_MAX_SENDERS`
+    /// senders (at most [`MAX_SENDERS`]); a further sender's `ep_create`
+    /// fails.
     pub(crate) fn open(_params: &IfaceParams, mm: &MmConfig, posix: &PosixConfig) -> Result<Self> {
+        let max_senders = mm.max_senders as usize;
+        if max_senders == 0 || max_senders > MAX_SENDERS {
+            return Err(Error::InvalidParam(format!(
+                "RUCX_MM_MAX_SENDERS={max_senders} is not in 1..={MAX_SENDERS}"
+            )));
+        }
         let fifo = mm.fifo()?;
         let me = ProcessId::current()?;
         let host = HostId::current()?;
         let iface_id = NEXT_IFACE.fetch_add(1, Ordering::Relaxed);
-        let rx = Rx::create(fifo, posix)?;
+        let rx = Rx::create(fifo, posix, max_senders)?;
         let (fd, seg_len) = rx.segment();
         let addr = IfaceAddr {
             owner: me,
@@ -95,6 +110,8 @@ impl PosixIface {
             pending_scratch: Vec::new(),
             failed: VecDeque::new(),
             peers: Vec::new(),
+            free_peers: Vec::new(),
+            peer_by_addr: HashMap::new(),
             wake_tx: WakeTx::new()?,
             wake_rx: WakeRx::bind(me, iface_id)?,
             rx,
@@ -237,15 +254,18 @@ impl Iface for PosixIface {
             ));
         }
         let addr = IfaceAddr::decode(iface_addr)?;
-        let existing = self.peers.iter().position(|p| {
-            p.as_ref()
+        let key = (addr.owner, addr.iface_id);
+        let existing = self.peer_by_addr.get(&key).copied().filter(|&i| {
+            self.peers
+                .get(i)
+                .and_then(Option::as_ref)
                 .is_some_and(|p| p.addr == addr && p.failed.is_none())
         });
         let peer = match existing {
             Some(i) => i,
             None => {
                 let p = Peer::attach(addr, self.me)?;
-                match self.peers.iter().position(Option::is_none) {
+                let i = match self.free_peers.pop() {
                     Some(i) => {
                         self.peers[i] = Some(p);
                         i
@@ -254,7 +274,11 @@ impl Iface for PosixIface {
                         self.peers.push(Some(p));
                         self.peers.len() - 1
                     }
-                }
+                };
+                // A failed peer of the same address keeps its entry until
+                // its last endpoint goes; new endpoints use this one.
+                self.peer_by_addr.insert(key, i);
+                i
             }
         };
         if let Some(Some(p)) = self.peers.get_mut(peer) {
@@ -279,7 +303,12 @@ impl Iface for PosixIface {
             if let Some(p) = slot {
                 p.refs = p.refs.saturating_sub(1);
                 if p.refs == 0 {
+                    let key = (p.addr.owner, p.addr.iface_id);
+                    if self.peer_by_addr.get(&key) == Some(&e.peer) {
+                        self.peer_by_addr.remove(&key);
+                    }
                     *slot = None;
+                    self.free_peers.push(e.peer);
                 }
             }
         }

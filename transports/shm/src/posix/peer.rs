@@ -36,31 +36,37 @@ impl Peer {
     pub(super) fn attach(addr: IfaceAddr, me: ProcessId) -> Result<Peer> {
         let len = usize::try_from(addr.seg_len)
             .map_err(|_| Error::InvalidAddr("posix: segment too large".into()))?;
-        let seg = Segment::attach(addr.owner, addr.fd, len)?;
-        let base = seg.as_ptr();
-        // SAFETY: the mapping is `len >= FIFO_OFF + region` bytes (checked
-        // when the address was decoded and by `Segment::attach`), page
-        // aligned, and lives in `_seg`, which outlives `shared` (field
-        // order). The header is only accessed atomically.
-        let shared = unsafe { Shared::new(base) };
-        if !shared.check() {
-            return Err(Error::Unreachable(format!(
-                "posix: segment of process {} holds no open iface",
-                addr.owner.pid
-            )));
-        }
-        // SAFETY: FIFO_OFF < len, so the pointer stays in the mapping.
-        let fifo_ptr = unsafe { NonNull::new_unchecked(base.as_ptr().add(FIFO_OFF)) };
-        // SAFETY: the region lies inside the mapping, which outlives the
-        // FIFO (field order); this process touches it only through `Fifo`.
-        let fifo = unsafe { Fifo::attach_raw(fifo_ptr, len - FIFO_OFF, addr.fifo) }
-            .map_err(|e| Error::InvalidAddr(format!("posix: peer FIFO: {e}")))?;
-        let slot = shared.claim(me).ok_or_else(|| {
-            Error::NoMemory(format!(
-                "posix: process {} has no free sender slot",
-                addr.owner.pid
-            ))
-        })?;
+        let (seg, (shared, fifo, slot)) =
+            Segment::attach_with(addr.owner, addr.fd, len, |seg, reserver| {
+                let base = seg.as_ptr();
+                // SAFETY: the mapping is `len >= FIFO_OFF + region` bytes
+                // (checked when the address was decoded and by the attach),
+                // page aligned, and lives in `_seg`, which outlives `shared`
+                // (field order). The header is only accessed atomically.
+                let shared = unsafe { Shared::new(base) };
+                if !shared.check() {
+                    return Err(Error::Unreachable(format!(
+                        "posix: segment of process {} holds no open iface",
+                        addr.owner.pid
+                    )));
+                }
+                // SAFETY: FIFO_OFF < len, so the pointer stays in the mapping.
+                let fifo_ptr = unsafe { NonNull::new_unchecked(base.as_ptr().add(FIFO_OFF)) };
+                // SAFETY: the region lies inside the mapping, which outlives
+                // the FIFO (field order); this process touches it only
+                // through `Fifo`.
+                let fifo = unsafe { Fifo::attach_raw(fifo_ptr, len - FIFO_OFF, addr.fifo) }
+                    .map_err(|e| Error::InvalidAddr(format!("posix: peer FIFO: {e}")))?;
+                let slot = shared
+                    .claim(me, &|off, n| reserver.reserve(off, n))?
+                    .ok_or_else(|| {
+                        Error::NoMemory(format!(
+                            "posix: process {} has no free sender slot",
+                            addr.owner.pid
+                        ))
+                    })?;
+                Ok((shared, fifo, slot))
+            })?;
         Ok(Peer {
             producer: Producer::new(Arc::new(fifo)),
             shared,

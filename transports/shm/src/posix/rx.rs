@@ -1,6 +1,7 @@
 //! The receiving side of a posix iface: its segment, the FIFO consumer,
 //! and the bookkeeping of senders (who a source is, when it is gone).
 
+use std::collections::HashMap;
 use std::ptr::NonNull;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -10,6 +11,7 @@ use uct::{AmSink, SrcId};
 
 use super::shared::{Shared, CLOSED, FIFO_OFF, LIVE, MAX_SENDERS};
 use crate::fifo::{Consumer, Fifo, FifoConfig};
+use crate::proc_id::ProcessId;
 use crate::segment::{PosixConfig, Segment};
 
 /// How long the consumer waits at a hole (a claimed, unpublished element)
@@ -37,7 +39,10 @@ pub(super) struct Rx {
     fifo: Arc<Fifo>,
     shared: Shared,
     seg: Segment,
+    /// Per sender slot, grown to the highest slot seen.
     srcs: Vec<Src>,
+    /// Liveness of each sending process during one check.
+    alive_scratch: HashMap<ProcessId, bool>,
     /// Slots with `gone_at` set, to report once read.
     gone: Vec<u16>,
     seen_closes: u64,
@@ -47,12 +52,17 @@ pub(super) struct Rx {
 }
 
 impl Rx {
-    /// Creates the segment and an empty FIFO in it.
-    pub(super) fn create(fifo_cfg: FifoConfig, posix: &PosixConfig) -> Result<Rx> {
+    /// Creates the segment and an empty FIFO in it, accepting up to
+    /// `max_senders` senders at a time.
+    pub(super) fn create(
+        fifo_cfg: FifoConfig,
+        posix: &PosixConfig,
+        max_senders: usize,
+    ) -> Result<Rx> {
         let region = fifo_cfg
             .region_size()
             .map_err(|e| Error::InvalidParam(format!("posix: {e}")))?;
-        let seg = Segment::create(FIFO_OFF + region, posix)?;
+        let seg = Segment::create_with_hole(FIFO_OFF + region, Shared::table_hole(), posix)?;
         let base = seg.as_ptr();
         // SAFETY: the mapping is FIFO_OFF + region bytes, page aligned, and
         // outlives `shared` and the FIFO (field order).
@@ -63,7 +73,7 @@ impl Rx {
         // of yet, and this process touches it only through the `Fifo`.
         let fifo = unsafe { Fifo::from_raw(fifo_ptr, region, fifo_cfg) }
             .map_err(|e| Error::InvalidParam(format!("posix: {e}")))?;
-        shared.init();
+        shared.init(max_senders);
         let fifo = Arc::new(fifo);
         let consumer = Consumer::new(Arc::clone(&fifo))
             .map_err(|e| Error::InvalidParam(format!("posix: {e}")))?;
@@ -72,7 +82,8 @@ impl Rx {
             fifo,
             shared,
             seg,
-            srcs: vec![Src::default(); MAX_SENDERS],
+            srcs: Vec::new(),
+            alive_scratch: HashMap::new(),
             gone: Vec::new(),
             seen_closes: 0,
             death_seen: false,
@@ -93,7 +104,7 @@ impl Rx {
             let shared = &self.shared;
             let got = self.consumer.poll_msg(|m| {
                 let slot = usize::from(m.src);
-                let Some(src) = srcs.get_mut(slot) else {
+                let Some(src) = src_mut(srcs, slot) else {
                     tracing::warn!("posix: message from sender slot {slot} dropped");
                     return;
                 };
@@ -132,7 +143,7 @@ impl Rx {
         let closes = self.shared.closes();
         if closes != self.seen_closes {
             self.seen_closes = closes;
-            for slot in 0..MAX_SENDERS as u16 {
+            for slot in 0..self.shared.used() {
                 if self.shared.entry(slot).state == CLOSED {
                     self.mark_gone(slot, false);
                 }
@@ -144,15 +155,23 @@ impl Rx {
     /// Checks every live sender's process; a dead one is gone like a
     /// closed one. Also gives up on a hole a dead sender left.
     pub(super) fn check_senders(&mut self, sink: &mut dyn AmSink) -> usize {
-        for slot in 0..MAX_SENDERS as u16 {
+        // Many slots may belong to one process (one per iface of it): each
+        // process is looked up once per check.
+        let mut alive = std::mem::take(&mut self.alive_scratch);
+        alive.clear();
+        for slot in 0..self.shared.used() {
             let e = self.shared.entry(slot);
             if e.state != LIVE && e.state != CLOSED {
                 continue;
             }
-            if e.process.is_none_or(|p| !p.is_alive()) {
+            let ok = e
+                .process
+                .is_some_and(|p| *alive.entry(p).or_insert_with(|| p.is_alive()));
+            if !ok {
                 self.mark_gone(slot, true);
             }
         }
+        self.alive_scratch = alive;
         if self.consumer.is_stuck() {
             let since = *self.stuck_since.get_or_insert_with(Instant::now);
             if self.death_seen && since.elapsed() >= HOLE_TIMEOUT && self.consumer.skip_stuck() {
@@ -166,7 +185,9 @@ impl Rx {
     }
 
     fn mark_gone(&mut self, slot: u16, died: bool) {
-        let src = &mut self.srcs[usize::from(slot)];
+        let Some(src) = src_mut(&mut self.srcs, usize::from(slot)) else {
+            return;
+        };
         if src.gone_at.is_none() {
             src.gone_at = Some(self.fifo.claimed());
             src.died = died;
@@ -224,4 +245,16 @@ impl Rx {
 /// generations keep the ids of successive senders apart.
 fn src_id(slot: u16, generation: u32) -> SrcId {
     SrcId(u32::from(slot) | (generation & 0xffff) << 16)
+}
+
+/// The record of sender slot `slot`, growing the table to it; `None` for a
+/// slot no sender can have.
+fn src_mut(srcs: &mut Vec<Src>, slot: usize) -> Option<&mut Src> {
+    if slot >= MAX_SENDERS {
+        return None;
+    }
+    if slot >= srcs.len() {
+        srcs.resize(slot + 1, Src::default());
+    }
+    srcs.get_mut(slot)
 }

@@ -5,6 +5,11 @@
 //! offset 8     closes u64           bumped by a sender after it closed its
 //!                                   slot, so the receiver scans the table
 //!                                   only when something changed
+//! offset 16    used u32             slots ever handed out: claims take the
+//!                                   next unused slot (no scan), the
+//!                                   receiver looks only below this mark
+//! offset 20    limit u32            slots this receiver accepts, at most
+//!                                   MAX_SENDERS
 //! offset 64    MAX_SENDERS entries of 32 bytes:
 //!                state u32          FREE, CLAIMED (being filled), LIVE,
 //!                                   CLOSED (no more messages from it)
@@ -13,6 +18,12 @@
 //!                pid u32, pad u32, start_time u64, pad u64
 //! offset FIFO_OFF  the FIFO region (see `crate::fifo`)
 //! ```
+//!
+//! The segment is fresh (zero) when the receiver initialises it, so the
+//! table is not written up front: a page of it is touched only once a slot
+//! on it is used. A sender takes slot `used` (bumping `used` with a CAS)
+//! while `used < limit`, and scans for a FREE slot only once every slot
+//! has been used; when none is free the table is full.
 //!
 //! A sender claims a FREE slot with a CAS, fills in who it is and stores
 //! LIVE (Release) before its first message, so the receiver, having seen a
@@ -25,11 +36,14 @@ use std::ptr::NonNull;
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 
 use crate::proc_id::ProcessId;
+use uct::ucs::Result;
 
-/// "RUCXSHM" and layout version 1.
-pub(crate) const SEGMENT_MAGIC: u64 = 0x5255_4358_5348_4d01;
-/// Senders one receiver accepts at a time.
-pub(crate) const MAX_SENDERS: usize = 1024;
+/// "RUCXSHM" and layout version 2.
+pub(crate) const SEGMENT_MAGIC: u64 = 0x5255_4358_5348_4d02;
+/// Senders one receiver accepts at a time: far above any host's process
+/// count. The table costs address space only; a page of it is touched
+/// once a slot on it is used.
+pub(crate) const MAX_SENDERS: usize = 32768;
 const TABLE_OFF: usize = 64;
 const ENTRY: usize = 32;
 /// Offset of the FIFO region in the segment.
@@ -83,15 +97,14 @@ impl Shared {
         unsafe { AtomicU64::from_ptr(self.base.as_ptr().add(off).cast()) }
     }
 
-    /// Owner side: an empty table, then the magic (Release). The FIFO is
-    /// initialised separately, before.
-    pub(crate) fn init(&self) {
-        for slot in 0..MAX_SENDERS {
-            let e = TABLE_OFF + slot * ENTRY;
-            self.u32_at(e).store(FREE, Ordering::Relaxed);
-            self.u32_at(e + 4).store(0, Ordering::Relaxed);
-        }
+    /// Owner side, on a fresh (zero-filled) segment: an empty table that
+    /// accepts `limit` senders (at most [`MAX_SENDERS`]), then the magic
+    /// (Release). The FIFO is initialised separately, before.
+    pub(crate) fn init(&self, limit: usize) {
+        let limit = limit.min(MAX_SENDERS) as u32;
         self.u64_at(8).store(0, Ordering::Relaxed);
+        self.u32_at(16).store(0, Ordering::Relaxed);
+        self.u32_at(20).store(limit, Ordering::Relaxed);
         self.u64_at(0).store(SEGMENT_MAGIC, Ordering::Release);
     }
 
@@ -106,20 +119,72 @@ impl Shared {
         self.u64_at(0).load(Ordering::Acquire) == SEGMENT_MAGIC
     }
 
-    /// Sender side: claims a free slot for `me`; `None` if the table is full.
-    pub(crate) fn claim(&self, me: ProcessId) -> Option<u16> {
-        (0..MAX_SENDERS).find_map(|slot| {
-            let e = TABLE_OFF + slot * ENTRY;
-            let state = self.u32_at(e);
-            state
-                .compare_exchange(FREE, CLAIMED, Ordering::Acquire, Ordering::Relaxed)
-                .ok()?;
-            self.u32_at(e + 4).fetch_add(1, Ordering::Relaxed);
-            self.u32_at(e + 8).store(me.pid, Ordering::Relaxed);
-            self.u64_at(e + 16).store(me.start_time, Ordering::Relaxed);
-            state.store(LIVE, Ordering::Release);
-            Some(slot as u16)
-        })
+    /// Sender side: claims a free slot for `me`; `None` if the table is
+    /// full. `reserve(off, len)` is called on the bytes of a slot's entry
+    /// before they are touched (the table is a hole of the segment whose
+    /// pages are allocated on first use); if it fails, so does the claim.
+    pub(crate) fn claim(
+        &self,
+        me: ProcessId,
+        reserve: &dyn Fn(usize, usize) -> Result<()>,
+    ) -> Result<Option<u16>> {
+        // A peer may scribble on the header: clamp what is read.
+        let limit = (self.u32_at(20).load(Ordering::Relaxed) as usize).min(MAX_SENDERS);
+        let used = self.u32_at(16);
+        let mut n = used.load(Ordering::Relaxed);
+        while (n as usize) < limit {
+            match used.compare_exchange_weak(n, n + 1, Ordering::Relaxed, Ordering::Relaxed) {
+                Ok(_) => {
+                    if let Some(slot) = self.take(n as usize, me, reserve)? {
+                        return Ok(Some(slot));
+                    }
+                    n = used.load(Ordering::Relaxed);
+                }
+                Err(now) => n = now,
+            }
+        }
+        for slot in 0..limit {
+            if let Some(slot) = self.take(slot, me, reserve)? {
+                return Ok(Some(slot));
+            }
+        }
+        Ok(None)
+    }
+
+    /// Claims `slot` for `me` if it is FREE.
+    fn take(
+        &self,
+        slot: usize,
+        me: ProcessId,
+        reserve: &dyn Fn(usize, usize) -> Result<()>,
+    ) -> Result<Option<u16>> {
+        let e = TABLE_OFF + slot * ENTRY;
+        reserve(e, ENTRY)?;
+        let state = self.u32_at(e);
+        if state
+            .compare_exchange(FREE, CLAIMED, Ordering::Acquire, Ordering::Relaxed)
+            .is_err()
+        {
+            return Ok(None);
+        }
+        self.u32_at(e + 4).fetch_add(1, Ordering::Relaxed);
+        self.u32_at(e + 8).store(me.pid, Ordering::Relaxed);
+        self.u64_at(e + 16).store(me.start_time, Ordering::Relaxed);
+        state.store(LIVE, Ordering::Release);
+        Ok(Some(slot as u16))
+    }
+
+    /// The sender table's bytes: the owner leaves them unreserved (past the
+    /// first page) and senders reserve the entry they claim.
+    pub(crate) fn table_hole() -> std::ops::Range<usize> {
+        TABLE_OFF..FIFO_OFF
+    }
+
+    /// Receiver side: slots below this were ever claimed; the others are
+    /// FREE and need no look.
+    pub(crate) fn used(&self) -> u16 {
+        let n = self.u32_at(16).load(Ordering::Acquire) as usize;
+        n.min(MAX_SENDERS).min(usize::from(u16::MAX)) as u16
     }
 
     /// Sender side: no more messages from `slot`. Every message published
@@ -169,11 +234,11 @@ mod tests {
         // SAFETY: `buf` outlives `s` and is only used through it.
         let s = unsafe { Shared::new(base) };
         assert!(!s.check());
-        s.init();
+        s.init(MAX_SENDERS);
         assert!(s.check());
         let me = ProcessId::current().unwrap();
-        let a = s.claim(me).unwrap();
-        let b = s.claim(me).unwrap();
+        let a = s.claim(me, &|_, _| Ok(())).unwrap().unwrap();
+        let b = s.claim(me, &|_, _| Ok(())).unwrap().unwrap();
         assert_ne!(a, b);
         let e = s.entry(a);
         assert_eq!((e.state, e.generation, e.process), (LIVE, 1, Some(me)));
@@ -181,11 +246,41 @@ mod tests {
         assert_eq!(s.entry(a).state, CLOSED);
         assert_eq!(s.closes(), 1);
         s.free(a);
-        assert_eq!(s.claim(me), Some(a), "a freed slot is reused");
-        assert_eq!(s.entry(a).generation, 2);
-        for _ in 2..MAX_SENDERS {
-            assert!(s.claim(me).is_some());
+        assert_eq!(
+            s.claim(me, &|_, _| Ok(())).unwrap(),
+            Some(2),
+            "fresh slots are taken first"
+        );
+        assert_eq!(s.used(), 3);
+        for _ in 3..MAX_SENDERS {
+            assert!(s.claim(me, &|_, _| Ok(())).unwrap().is_some());
         }
-        assert_eq!(s.claim(me), None, "table full");
+        assert_eq!(
+            s.claim(me, &|_, _| Ok(())).unwrap(),
+            Some(a),
+            "then a freed slot is reused"
+        );
+        assert_eq!(s.entry(a).generation, 2);
+        assert_eq!(s.claim(me, &|_, _| Ok(())).unwrap(), None, "table full");
+    }
+
+    #[test]
+    fn a_small_limit_fills_then_reuses_freed_slots() {
+        let mut buf = AlignedBlock::zeroed_buffer(FIFO_OFF);
+        let base = NonNull::new(buf.as_mut_ptr().cast::<u8>()).unwrap();
+        // SAFETY: `buf` outlives `s` and is only used through it.
+        let s = unsafe { Shared::new(base) };
+        s.init(3);
+        let me = ProcessId::current().unwrap();
+        let got: Vec<_> = (0..3)
+            .map(|_| s.claim(me, &|_, _| Ok(())).unwrap())
+            .collect();
+        assert_eq!(got, [Some(0), Some(1), Some(2)], "fresh slots in order");
+        assert_eq!(s.claim(me, &|_, _| Ok(())).unwrap(), None, "table full");
+        s.close(1);
+        s.free(1);
+        assert_eq!(s.claim(me, &|_, _| Ok(())).unwrap(), Some(1));
+        assert_eq!(s.used(), 3);
+        assert_eq!(s.claim(me, &|_, _| Ok(())).unwrap(), None);
     }
 }

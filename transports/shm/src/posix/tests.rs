@@ -205,3 +205,74 @@ fn unreachable_and_malformed_addresses() {
     assert!(a.ep_create(b.device_addr(), &[0; 44]).is_err());
     assert!(a.am().unwrap().am_short(EpId(77), 1, 0, &[]).is_err());
 }
+
+#[test]
+fn endpoints_to_one_receiver_share_its_peer_record() {
+    let mut a = open();
+    let mut b = open();
+    let mut c = open();
+    let e1 = connect(&mut a, &b);
+    let e2 = connect(&mut a, &b);
+    let e3 = connect(&mut a, &c);
+    for (ep, id) in [(e1, 1), (e2, 2)] {
+        assert_eq!(
+            a.am().unwrap().am_short(ep, id, 0, b"").unwrap(),
+            Posted::Done
+        );
+    }
+    assert_eq!(
+        a.am().unwrap().am_short(e3, 3, 0, b"").unwrap(),
+        Posted::Done
+    );
+    let mut sb = TestSink::new();
+    drive(&mut b, &mut sb, |s| s.ams.len() == 2);
+    assert_eq!(sb.ams[0].src, sb.ams[1].src, "one sender slot per peer");
+    let mut sc = TestSink::new();
+    drive(&mut c, &mut sc, |s| s.ams.len() == 1);
+    // The last endpoint of a peer releases it; a new one attaches again,
+    // in the freed record, and is a new source for the receiver.
+    a.ep_destroy(e1);
+    a.ep_destroy(e2);
+    let e4 = connect(&mut a, &b);
+    assert_eq!(
+        a.am().unwrap().am_short(e4, 4, 0, b"").unwrap(),
+        Posted::Done
+    );
+    assert_eq!(
+        a.am().unwrap().am_short(e3, 5, 0, b"").unwrap(),
+        Posted::Done
+    );
+    drive(&mut b, &mut sb, |s| s.ams.len() == 3);
+    assert_eq!(sb.ams[2].id, 4);
+    drive(&mut c, &mut sc, |s| s.ams.len() == 2);
+    assert_eq!(sc.ams[1].src, sc.ams[0].src);
+}
+
+#[test]
+fn a_full_sender_table_fails_only_the_next_peer() {
+    let mm = MmConfig {
+        max_senders: 2,
+        ..MmConfig::default()
+    };
+    let mut b = open_with(&mm);
+    let mut senders: Vec<PosixIface> = (0..3).map(|_| open()).collect();
+    let e0 = connect(&mut senders[0], &b);
+    let _e1 = connect(&mut senders[1], &b);
+    let err = senders[2]
+        .ep_create(b.device_addr(), b.iface_addr())
+        .unwrap_err();
+    assert!(err.to_string().contains("no free sender slot"), "{err}");
+    // The peers that got in are unaffected.
+    assert_eq!(
+        senders[0].am().unwrap().am_short(e0, 9, 0, b"").unwrap(),
+        Posted::Done
+    );
+    let mut sb = TestSink::new();
+    drive(&mut b, &mut sb, |s| s.ams.len() == 1);
+    assert_eq!(sb.ams[0].id, 9);
+    let bad = MmConfig {
+        max_senders: 0,
+        ..MmConfig::default()
+    };
+    assert!(PosixIface::open(&IfaceParams::default(), &bad, &PosixConfig::default()).is_err());
+}

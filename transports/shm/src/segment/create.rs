@@ -5,6 +5,7 @@ use std::fs::OpenOptions;
 use std::io;
 use std::os::fd::{AsFd, AsRawFd, BorrowedFd, FromRawFd, OwnedFd};
 use std::os::unix::fs::OpenOptionsExt;
+use std::ops::Range;
 use std::path::Path;
 use std::sync::atomic::{AtomicU64, Ordering};
 
@@ -21,18 +22,24 @@ static COUNTER: AtomicU64 = AtomicU64::new(0);
 /// persistent directory holding files from before a reboot).
 const NAME_ATTEMPTS: usize = 16;
 
-/// A new file of `len` bytes, every page reserved, from `config`'s backend.
-pub(super) fn open_reserved(len: usize, config: &PosixConfig) -> Result<OwnedFd> {
+/// A new file of `len` bytes, every page outside `hole` reserved, from
+/// `config`'s backend.
+pub(super) fn open_reserved(
+    len: usize,
+    hole: Range<usize>,
+    config: &PosixConfig,
+) -> Result<OwnedFd> {
     let dir = Path::new(&config.dir);
+    let hole = &hole;
     match config.backend {
-        Backend::Memfd => memfd(len),
-        Backend::File => file(dir, len),
+        Backend::Memfd => memfd(len, hole),
+        Backend::File => file(dir, len, hole),
         Backend::Auto => match open_memfd() {
-            Ok(fd) => reserve_memfd(fd, len),
+            Ok(fd) => reserve_memfd(fd, len, hole),
             Err(memfd_err) => {
                 tracing::debug!(error = %memfd_err, dir = %dir.display(),
                     "posix: memfd_create failed, using a file");
-                file(dir, len).map_err(|e| match e {
+                file(dir, len, hole).map_err(|e| match e {
                     Error::Unsupported(msg) => {
                         Error::Unsupported(format!("{msg} (and memfd_create failed: {memfd_err})"))
                     }
@@ -43,7 +50,7 @@ pub(super) fn open_reserved(len: usize, config: &PosixConfig) -> Result<OwnedFd>
     }
 }
 
-fn memfd(len: usize) -> Result<OwnedFd> {
+fn memfd(len: usize, hole: &Range<usize>) -> Result<OwnedFd> {
     let fd = open_memfd().map_err(|e| match e.raw_os_error() {
         Some(libc::ENOSYS) | Some(libc::EPERM) | Some(libc::EACCES) => Error::Unsupported(format!(
             "memfd_create: {e} (set RUCX_POSIX_BACKEND=file or auto to use a file instead)"
@@ -53,7 +60,7 @@ fn memfd(len: usize) -> Result<OwnedFd> {
         }
         _ => Error::io("memfd_create", e),
     })?;
-    reserve_memfd(fd, len)
+    reserve_memfd(fd, len, hole)
 }
 
 fn open_memfd() -> io::Result<OwnedFd> {
@@ -78,8 +85,14 @@ fn open_memfd() -> io::Result<OwnedFd> {
 
 /// Sizes the memfd, then seals its size: no one who opens it through
 /// `/proc` can shrink it under the mappings (which would raise SIGBUS).
-fn reserve_memfd(fd: OwnedFd, len: usize) -> Result<OwnedFd> {
-    reserve(fd.as_fd(), len, "memfd (anonymous shared memory)", None)?;
+fn reserve_memfd(fd: OwnedFd, len: usize, hole: &Range<usize>) -> Result<OwnedFd> {
+    reserve(
+        fd.as_fd(),
+        len,
+        hole,
+        "memfd (anonymous shared memory)",
+        None,
+    )?;
     let seals = libc::F_SEAL_SHRINK | libc::F_SEAL_GROW | libc::F_SEAL_SEAL;
     // SAFETY: F_ADD_SEALS on a descriptor this function owns; it only
     // changes what later ftruncate/fallocate calls may do.
@@ -91,7 +104,7 @@ fn reserve_memfd(fd: OwnedFd, len: usize) -> Result<OwnedFd> {
 }
 
 /// A file in `dir`, unlinked at once, then sized.
-fn file(dir: &Path, len: usize) -> Result<OwnedFd> {
+fn file(dir: &Path, len: usize, hole: &Range<usize>) -> Result<OwnedFd> {
     match std::fs::metadata(dir) {
         Ok(m) if m.is_dir() => {}
         Ok(_) => {
@@ -112,7 +125,7 @@ fn file(dir: &Path, len: usize) -> Result<OwnedFd> {
     let me = ProcessId::current()?;
     reap::reap_stale(dir);
     let fd = open_unlinked(dir, me)?;
-    reserve(fd.as_fd(), len, &dir.display().to_string(), Some(dir))?;
+    reserve(fd.as_fd(), len, hole, &dir.display().to_string(), Some(dir))?;
     Ok(fd)
 }
 
@@ -163,10 +176,16 @@ fn open_unlinked(dir: &Path, me: ProcessId) -> Result<OwnedFd> {
     )))
 }
 
-/// Sets the size of `fd` to `len` and allocates every page, so that
-/// touching the memory later cannot fail. `place` names where the memory
-/// comes from; `dir`, if any, is asked for its free space on failure.
-fn reserve(fd: BorrowedFd<'_>, len: usize, place: &str, dir: Option<&Path>) -> Result<()> {
+/// Sets the size of `fd` to `len` and allocates every page outside `hole`,
+/// so that touching that memory later cannot fail. `place` names where the
+/// memory comes from; `dir`, if any, is asked for its free space on failure.
+fn reserve(
+    fd: BorrowedFd<'_>,
+    len: usize,
+    hole: &Range<usize>,
+    place: &str,
+    dir: Option<&Path>,
+) -> Result<()> {
     let size = libc::off_t::try_from(len)
         .map_err(|_| Error::InvalidParam(format!("segment length {len}: too large")))?;
     let no_space = |e: io::Error| {
@@ -192,22 +211,35 @@ fn reserve(fd: BorrowedFd<'_>, len: usize, place: &str, dir: Option<&Path>) -> R
             _ => return Err(Error::io(format!("sizing a segment in {place}"), e)),
         }
     }
+    let hole = hole.start.min(len)..hole.end.clamp(hole.start.min(len), len);
+    for (off, n) in [(0, hole.start), (hole.end, len - hole.end)] {
+        allocate(fd, off, n).map_err(|e| match e.raw_os_error() {
+            Some(libc::ENOSPC) | Some(libc::EFBIG) | Some(libc::ENOMEM) => no_space(e),
+            _ => Error::io(
+                format!("reserving {len} bytes of shared memory in {place}"),
+                e,
+            ),
+        })?;
+    }
+    Ok(())
+}
+
+/// Allocates the pages of `fd` holding bytes `off..off + len` (nothing for
+/// an empty range), so that touching them cannot fail later.
+pub(super) fn allocate(fd: BorrowedFd<'_>, off: usize, len: usize) -> io::Result<()> {
+    if len == 0 {
+        return Ok(());
+    }
+    let (Ok(o), Ok(n)) = (libc::off_t::try_from(off), libc::off_t::try_from(len)) else {
+        return Err(io::Error::from_raw_os_error(libc::EFBIG));
+    };
     loop {
-        // SAFETY: posix_fallocate on a descriptor the caller owns; it
+        // SAFETY: posix_fallocate on a descriptor the caller holds; it
         // returns the error number instead of setting errno.
-        let rc = unsafe { libc::posix_fallocate(fd.as_raw_fd(), 0, size) };
-        match rc {
+        match unsafe { libc::posix_fallocate(fd.as_raw_fd(), o, n) } {
             0 => return Ok(()),
             libc::EINTR => continue,
-            libc::ENOSPC | libc::EFBIG | libc::ENOMEM => {
-                return Err(no_space(io::Error::from_raw_os_error(rc)))
-            }
-            _ => {
-                return Err(Error::io(
-                    format!("reserving {len} bytes of shared memory in {place}"),
-                    io::Error::from_raw_os_error(rc),
-                ))
-            }
+            rc => return Err(io::Error::from_raw_os_error(rc)),
         }
     }
 }

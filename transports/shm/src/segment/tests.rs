@@ -305,3 +305,25 @@ fn stale_files_are_reaped_live_ones_kept() {
     // Reaping again finds nothing more.
     assert_eq!(reap::reap_stale(&dir.0), 0);
 }
+
+#[test]
+fn a_hole_is_reserved_only_where_a_peer_asks() {
+    use std::os::unix::fs::MetadataExt;
+    let p = page();
+    let seg = Segment::create_with_hole(64 * p, p..63 * p, &PosixConfig::default_memfd()).unwrap();
+    let blocks = || {
+        std::fs::metadata(format!("/proc/self/fd/{}", seg.fd().unwrap()))
+            .unwrap()
+            .blocks()
+            * 512
+    };
+    assert_eq!(blocks(), 2 * p as u64, "the first and last pages only");
+    let me = crate::proc_id::ProcessId::current().unwrap();
+    let (peer, ()) = Segment::attach_with(me, seg.fd().unwrap(), 64 * p, |_, r| {
+        r.reserve(10 * p + 8, 32)?;
+        r.reserve(10 * p + 100, 32)
+    })
+    .unwrap();
+    assert_eq!(blocks(), 3 * p as u64, "one more page, once");
+    drop(peer);
+}

@@ -37,9 +37,9 @@ use uct::{
 pub(crate) const POSIX_ADDR_LEN: usize = 44;
 /// Bytes of a cma iface address (a process id).
 pub(crate) const CMA_ADDR_LEN: usize = 12;
-/// Offset of the FIFO in a posix segment: a 64-byte header and 1024
+/// Offset of the FIFO in a posix segment: a 64-byte header and 32768
 /// sender entries of 32 bytes.
-const FIFO_OFF: u64 = 64 + 1024 * 32;
+const FIFO_OFF: u64 = 64 + 32768 * 32;
 /// Most endpoints one case creates.
 pub(crate) const MAX_PROBES: usize = 8;
 /// Most sends on one endpoint.
