@@ -59,6 +59,12 @@ crate::ucs::config_table! {
         KEEPALIVE_NUM_EPS keepalive_num_eps: usize = "128",
         /// Rounds without an answer after which an endpoint fails.
         KEEPALIVE_MISSES keepalive_misses: usize = "3",
+        /// Most bytes of unexpected tag messages a worker holds before it
+        /// asks the senders of more to use rendezvous (only their small
+        /// announcements are then queued; the data waits at the sender
+        /// until a receive matches it). Eager again below half of it.
+        /// `inf`: no limit, as UCX.
+        UNEXPECTED_MAX unexpected_max: MemUnits = "64m",
     }
 }
 

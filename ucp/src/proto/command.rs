@@ -23,6 +23,9 @@ pub(crate) enum Command {
     Resume { iface: usize, uct_ep: EpId },
     /// Answer a keepalive ping on endpoint `ep` (`keepalive.rs`).
     KeepaliveAnswer { ep: crate::ucs::slab::SlabId },
+    /// Tell the peer of endpoint `ep` to send tag messages by rendezvous
+    /// (`on`) or as selected again (`throttle.rs`).
+    Throttle { ep: SlabId, on: bool },
     /// Ask the transport to say when transport endpoint `uct_ep` of iface
     /// `iface` has room (`pending_add`; see `room.rs`).
     AwaitRoom { iface: usize, uct_ep: EpId },

@@ -152,6 +152,11 @@ pub(crate) struct Core {
     pub(crate) address: Vec<u8>,
     /// Which endpoint answers a transport source (learned from wireup).
     pub(crate) src_eps: FxHashMap<(usize, SrcId), SlabId>,
+    /// Endpoints by remote worker uuid, oldest first (`ep.rs`).
+    pub(crate) uuid_eps: FxHashMap<u64, Vec<SlabId>>,
+    /// Bytes the unexpected tag messages hold, their limit, and the
+    /// endpoints asked to send by rendezvous (`throttle.rs`).
+    pub(crate) unexp: super::throttle::UnexpBudget,
     /// Selection tables by lane configuration.
     pub(crate) select: SelectCache,
     /// Print each new endpoint's tables.
@@ -235,6 +240,8 @@ impl Core {
             spare: Vec::new(),
             address,
             src_eps: FxHashMap::default(),
+            uuid_eps: FxHashMap::default(),
+            unexp: super::throttle::UnexpBudget::new(ctx.config().unexpected_max.usize_or(usize::MAX)),
             select: SelectCache::new(select),
             proto_info,
             ctx,
@@ -461,7 +468,7 @@ impl AmSink for Core {
             if let Some((hdr, payload)) =
                 data.split_first_chunk::<{ crate::proto::wire::ONLY_HDR }>()
             {
-                self.rx_whole(u64::from_le_bytes(*hdr), payload, None);
+                self.rx_whole(src, u64::from_le_bytes(*hdr), payload, None);
                 return;
             }
         }

@@ -40,6 +40,7 @@ impl Core {
             Command::Wireup { .. } | Command::AwaitRoom { .. } => {}
             Command::AckSync(ack) => self.ack_sync(tx, ack),
             Command::KeepaliveAnswer { ep } => self.keepalive_answer(tx, ep),
+            Command::Throttle { ep, on } => self.throttle_send(tx, ep, on),
             Command::RmaReply { iface, src, msg } => match self.src_eps.get(&(iface, src)) {
                 Some(&ep) => self.send_ctrl(tx, ep, AM_RMA_REPLY, msg),
                 None => tracing::warn!("no endpoint to answer a one-sided operation on"),

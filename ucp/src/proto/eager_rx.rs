@@ -56,9 +56,9 @@ impl Core {
         let iface = self.cur_iface;
         let ack = |sreq| AckTo { iface, src, sreq };
         let r = match id {
-            AM_EAGER_ONLY => wire::decode_only(data).map(|(tag, p)| self.rx_whole(tag, p, None)),
+            AM_EAGER_ONLY => wire::decode_only(data).map(|(tag, p)| self.rx_whole(src, tag, p, None)),
             AM_EAGER_SYNC_ONLY => wire::decode_sync_only(data)
-                .map(|(tag, sreq, p)| self.rx_whole(tag, p, Some(ack(sreq)))),
+                .map(|(tag, sreq, p)| self.rx_whole(src, tag, p, Some(ack(sreq)))),
             AM_EAGER_FIRST => {
                 FirstHdr::decode(data).and_then(|(h, f)| self.rx_first(src, h, f, None))
             }
@@ -81,6 +81,7 @@ impl Core {
             crate::proto::am_wire::AM_USER_RTS => self.rx_am_rts(src, data),
             crate::proto::wire::AM_STREAM => self.rx_stream(src, data),
             crate::proto::keepalive::AM_KEEPALIVE => self.rx_keepalive(src, data),
+            crate::proto::throttle::AM_THROTTLE => self.rx_throttle(src, data),
             crate::proto::close::AM_EP_CLOSE => self.rx_ep_close(src, data),
             other => self
                 .rma_arrived(other, src, data)
@@ -99,9 +100,9 @@ impl Core {
     /// A whole message arrived. The common case, a polled receive waiting
     /// for it, is finished here; the rest is out of line.
     #[inline]
-    pub(crate) fn rx_whole(&mut self, tag: u64, payload: &[u8], ack: Option<AckTo>) {
+    pub(crate) fn rx_whole(&mut self, src: SrcId, tag: u64, payload: &[u8], ack: Option<AckTo>) {
         let Some(req) = self.matcher.arrive(tag) else {
-            return self.rx_whole_unexpected(tag, payload, ack);
+            return self.rx_whole_unexpected(src, tag, payload, ack);
         };
         self.matched_sync(ack);
         // A polled receive: the whole message finishes it here, in one
@@ -154,21 +155,20 @@ impl Core {
 
     /// A whole message no receive was waiting for.
     #[inline(never)]
-    fn rx_whole_unexpected(&mut self, tag: u64, payload: &[u8], ack: Option<AckTo>) {
+    fn rx_whole_unexpected(&mut self, src: SrcId, tag: u64, payload: &[u8], ack: Option<AckTo>) {
         let mut v = self.take_spare(payload.len());
         v.extend_from_slice(payload);
-        self.matcher.push_unexpected(
+        let u = Unexp {
             tag,
-            Unexp {
-                tag,
-                data: v,
-                total: payload.len(),
-                received: payload.len(),
-                key: None,
-                ack,
-                rts: None,
-            },
-        );
+            data: v,
+            total: payload.len(),
+            received: payload.len(),
+            key: None,
+            ack,
+            rts: None,
+        };
+        self.unexp_added(Some(src), &u);
+        self.matcher.push_unexpected(tag, u);
     }
 
     fn rx_first(
@@ -208,18 +208,17 @@ impl Core {
         } else {
             let mut v = self.take_spare(total.min(UNEXP_RESERVE_MAX));
             v.extend_from_slice(frag);
-            let uid = self.matcher.push_unexpected(
-                h.tag,
-                Unexp {
-                    tag: h.tag,
-                    data: v,
-                    total,
-                    received: frag.len(),
-                    key: (!done).then_some(key),
-                    ack,
-                    rts: None,
-                },
-            );
+            let u = Unexp {
+                tag: h.tag,
+                data: v,
+                total,
+                received: frag.len(),
+                key: (!done).then_some(key),
+                ack,
+                rts: None,
+            };
+            self.unexp_added(Some(src), &u);
+            let uid = self.matcher.push_unexpected(h.tag, u);
             if !done {
                 self.frags.insert(key, FragTarget::Unexp(uid));
             }
@@ -286,11 +285,16 @@ impl Core {
                         format!("{offset}, expected {}", u.data.len()),
                     ));
                 }
+                let cap = u.data.capacity();
                 u.data.extend_from_slice(frag);
                 u.received += frag.len();
+                let grew = u.data.capacity() - cap;
                 if u.received >= u.total {
                     u.key = None;
                     self.frags.remove(&key);
+                }
+                if matches!(target, FragTarget::Unexp(_)) && grew > 0 {
+                    self.unexp_grew(Some(src), grew);
                 }
             }
         }
@@ -374,6 +378,7 @@ impl Core {
             if let Some((uid, _, u)) = self.matcher.probe(tag, mask) {
                 if u.rts.is_none() && u.received == u.total {
                     if let Some(u) = self.matcher.take_unexpected(uid) {
+                        self.unexp_taken(&u);
                         return self.take_whole(buf, u);
                     }
                 }
@@ -389,7 +394,10 @@ impl Core {
                 }
                 Ok(RecvStarted::InFlight(id))
             }
-            PostOutcome::Matched { msg: u, .. } => self.start_matched(id, buf, u),
+            PostOutcome::Matched { msg: u, .. } => {
+                self.unexp_taken(&u);
+                self.start_matched(id, buf, u)
+            }
         }
     }
 
@@ -496,6 +504,7 @@ impl Core {
                 Some(FragTarget::Req(req)) => self.complete(req, Err(err.clone())),
                 Some(FragTarget::Unexp(uid)) => {
                     if let Some(u) = self.matcher.take_unexpected(uid) {
+                        self.unexp_taken(&u);
                         self.give_spare(u.data);
                     }
                 }

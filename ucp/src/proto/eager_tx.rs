@@ -203,7 +203,11 @@ impl Core {
         }
         let (iface_idx, uct_ep, cfg) = (st.iface, st.uct_ep, st.cfg);
         let proto = st.tables[usize::from(sync)].lookup(len).proto;
-        let plan = Plan::of(proto, &cfg, len, sync);
+        let mut plan = Plan::of(proto, &cfg, len, sync);
+        if st.rndv_only && len > 0 && !matches!(plan, Plan::Rndv(_)) {
+            // The receiver holds too much unexpected data (`throttle.rs`).
+            plan = Plan::Rndv(Rndv::Am);
+        }
         let single = matches!(plan, Plan::Single { .. });
         if let (
             Plan::Single {

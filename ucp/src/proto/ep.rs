@@ -81,15 +81,34 @@ pub(crate) struct EpState {
     pub(crate) stream: Option<Box<crate::proto::stream_rx::StreamRx>>,
     /// Keepalive rounds since the peer was last heard (`keepalive.rs`).
     pub(crate) ka_missed: u32,
+    /// The peer asked for tag sends by rendezvous (`throttle.rs`).
+    pub(crate) rndv_only: bool,
+    /// This worker asked the peer for that.
+    pub(crate) throttled_peer: bool,
 }
 
 impl Core {
     /// A working endpoint to the worker with `uuid`, if there is one.
+    /// A lookup by uuid, not a scan: endpoint creation stays flat in the
+    /// number of endpoints.
     pub(crate) fn find_ep(&self, uuid: u64) -> Option<SlabId> {
-        self.eps
-            .iter()
-            .find(|(_, e)| e.remote_uuid == uuid && e.failed.is_none())
-            .map(|(id, _)| id)
+        self.uuid_eps.get(&uuid)?.iter().copied().find(|&id| {
+            self.eps
+                .get(id)
+                .is_some_and(|e| e.remote_uuid == uuid && e.failed.is_none())
+        })
+    }
+
+    /// Removes endpoint `ep` from the worker's tables (not its lanes).
+    pub(crate) fn remove_ep(&mut self, ep: SlabId) -> Option<EpState> {
+        let st = self.eps.remove(ep)?;
+        if let Some(ids) = self.uuid_eps.get_mut(&st.remote_uuid) {
+            ids.retain(|&id| id != ep);
+            if ids.is_empty() {
+                self.uuid_eps.remove(&st.remote_uuid);
+            }
+        }
+        Some(st)
     }
 
     /// What selection sees of local iface `i`, named `name`, with `attr`:
@@ -161,7 +180,10 @@ impl Core {
             stream_tx: 0,
             stream: None,
             ka_missed: 0,
+            rndv_only: false,
+            throttled_peer: false,
         });
+        self.uuid_eps.entry(remote_uuid).or_default().push(id);
         for &(i, e) in &lanes {
             self.set_lane_ep(i, e, Some(id));
         }

@@ -30,6 +30,7 @@ pub(crate) mod stream;
 pub(crate) mod stream_rndv;
 pub(crate) mod stream_rx;
 mod sync;
+pub(crate) mod throttle;
 #[cfg(test)]
 pub(crate) mod testing;
 #[cfg(test)]

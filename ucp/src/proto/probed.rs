@@ -19,6 +19,7 @@ impl Core {
     pub(crate) fn probe_remove(&mut self, tag: u64, mask: u64) -> Option<(SlabId, Info)> {
         let (uid, _, _) = self.matcher.probe(tag, mask)?;
         let u = self.matcher.take_unexpected(uid)?;
+        self.unexp_taken(&u);
         let info = Info {
             tag: u.tag,
             length: u.total,

@@ -59,18 +59,19 @@ impl Core {
             self.rts_matched(req, tag, total, to, kind);
         } else {
             let data = self.take_spare(0);
-            self.matcher.push_unexpected(
+            let u = Unexp {
                 tag,
-                Unexp {
-                    tag,
-                    data,
-                    total,
-                    received: 0,
-                    key: None,
-                    ack: None,
-                    rts: Some(Box::new((to, kind))),
-                },
-            );
+                data,
+                total,
+                received: 0,
+                key: None,
+                ack: None,
+                rts: Some(Box::new((to, kind))),
+            };
+            // Counted, but never a reason to throttle: it is what a
+            // throttled sender sends.
+            self.unexp_added(None, &u);
+            self.matcher.push_unexpected(tag, u);
         }
     }
 

@@ -26,7 +26,15 @@ fn am_score(local: &dyn Iface, remote: &IfaceEntry) -> f64 {
 /// Picks the active-message lane: the reachable pair of ifaces with the
 /// lowest latency plus overheads. `None` if nothing reaches the peer.
 pub fn select_am_lane(locals: &[Box<dyn Iface>], remote: &WorkerAddress) -> Option<LaneChoice> {
-    let mut best: Option<(f64, LaneChoice)> = None;
+    am_lane_candidates(locals, remote).first().copied()
+}
+
+/// Every reachable pair of ifaces that could carry the active-message
+/// lane, best first (lowest latency plus overheads; ties in iface order),
+/// so that a lane that cannot be created for this peer gives way to the
+/// next.
+pub fn am_lane_candidates(locals: &[Box<dyn Iface>], remote: &WorkerAddress) -> Vec<LaneChoice> {
+    let mut all: Vec<(f64, LaneChoice)> = Vec::new();
     for (li, local) in locals.iter().enumerate() {
         if !local.attr().caps.contains(AM_LANE_CAPS) {
             continue;
@@ -38,17 +46,13 @@ pub fn select_am_lane(locals: &[Box<dyn Iface>], remote: &WorkerAddress) -> Opti
             {
                 continue;
             }
-            let score = am_score(local.as_ref(), r);
-            if best.is_none_or(|(s, _)| score < s) {
-                best = Some((
-                    score,
-                    LaneChoice {
-                        iface: li,
-                        remote: ri,
-                    },
-                ));
-            }
+            let choice = LaneChoice {
+                iface: li,
+                remote: ri,
+            };
+            all.push((am_score(local.as_ref(), r), choice));
         }
     }
-    best.map(|(_, c)| c)
+    all.sort_by(|a, b| a.0.total_cmp(&b.0));
+    all.into_iter().map(|(_, c)| c).collect()
 }

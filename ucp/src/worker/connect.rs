@@ -14,7 +14,7 @@ use crate::proto::wire::FIRST_HDR;
 use crate::ucs::slab::SlabId;
 use crate::uct::Caps;
 use crate::wireup::address::WorkerAddress;
-use crate::wireup::lanes::select_am_lane;
+use crate::wireup::lanes::{am_lane_candidates, LaneChoice};
 use crate::{Error, Result};
 
 impl Core {
@@ -30,9 +30,13 @@ impl Core {
         }
     }
 
-    /// Creates an endpoint to `addr`'s worker and queues its wireup.
+    /// Creates an endpoint to `addr`'s worker and queues its wireup. The
+    /// active-message lane is the best one that can be created: when a
+    /// transport cannot take this peer (a full table, no more connections)
+    /// the next candidate is tried, with an info line.
     pub(crate) fn connect(&mut self, ifaces: &mut Ifaces, addr: &WorkerAddress) -> Result<SlabId> {
-        let Some(lane) = select_am_lane(ifaces, addr) else {
+        let candidates = am_lane_candidates(ifaces, addr);
+        if candidates.is_empty() {
             let offered: Vec<&str> = addr.ifaces.iter().map(|i| i.tl_name.as_str()).collect();
             let ours: Vec<String> = ifaces
                 .iter()
@@ -43,7 +47,39 @@ impl Core {
                 ours.join(", "),
                 offered.join(", ")
             )));
-        };
+        }
+        let mut last = None;
+        for (k, &lane) in candidates.iter().enumerate() {
+            match self.connect_on(ifaces, addr, lane) {
+                Ok(id) => return Ok(id),
+                Err(e) => {
+                    let i = &ifaces[lane.iface];
+                    let next = if k + 1 < candidates.len() {
+                        "trying the next lane"
+                    } else {
+                        "no lane left"
+                    };
+                    tracing::info!(
+                        "endpoint to worker {:#x}: lane {}/{} not created ({e}); {next}",
+                        addr.uuid,
+                        i.tl_name(),
+                        i.dev_name()
+                    );
+                    last = Some(e);
+                }
+            }
+        }
+        Err(last.unwrap_or_else(|| Error::Unreachable("no lane".into())))
+    }
+
+    /// Creates an endpoint to `addr`'s worker with `lane` as its
+    /// active-message lane.
+    fn connect_on(
+        &mut self,
+        ifaces: &mut Ifaces,
+        addr: &WorkerAddress,
+        lane: LaneChoice,
+    ) -> Result<SlabId> {
         let r = &addr.ifaces[lane.remote];
         let iface = &mut ifaces[lane.iface];
         let uct_ep = iface

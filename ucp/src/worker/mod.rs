@@ -239,7 +239,7 @@ impl Worker {
         let lanes = state.lanes.clone();
         self.forget_err_handler(ep);
         self.core.fail_ep(ep.0, Error::Canceled);
-        self.core.eps.remove(ep.0);
+        self.core.remove_ep(ep.0);
         for (iface, uct_ep) in lanes {
             self.core.set_lane_ep(iface, uct_ep, None);
             self.ifaces[iface].ep_destroy(uct_ep);
@@ -442,6 +442,12 @@ impl Worker {
     /// without receiving it.
     pub fn tag_probe(&mut self, tag: u64, mask: u64) -> Option<Info> {
         self.core.probe(tag, mask)
+    }
+
+    /// Bytes the unexpected tag messages hold now, and the most they held
+    /// so far (bounded by `RUCX_UNEXPECTED_MAX`, which slows senders).
+    pub fn unexpected_bytes(&self) -> (usize, usize) {
+        (self.core.unexp.held(), self.core.unexp.peak())
     }
 
     /// Number of requests in flight or waiting to be collected.

@@ -18,3 +18,4 @@ mod rndv_split;
 mod stream;
 mod stream_rndv;
 mod sync;
+mod throttle;
