@@ -34,6 +34,7 @@
 
 mod context;
 pub mod perf;
+pub mod scale;
 
 pub use context::{config_tables, registry, Context};
 
