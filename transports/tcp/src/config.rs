@@ -62,10 +62,12 @@ ucs::config_table! {
         /// Set TCP_NODELAY on every connection, so that small messages
         /// leave at once.
         NODELAY nodelay: bool = "y",
-        /// Initial receive buffer of a connection. It grows up to the
-        /// largest frame when a frame needs more.
+        /// Receive buffer of a busy connection (allocated on demand, given
+        /// back when the connection is quiet). It grows up to the largest
+        /// frame when a frame needs more.
         RX_SEG_SIZE rx_seg_size: MemUnits = "64k",
-        /// Largest am_bcopy message; also the send buffer of an endpoint.
+        /// Largest am_bcopy message; also the most a connection buffers of
+        /// copy sends the socket did not take (allocated on demand).
         TX_SEG_SIZE tx_seg_size: MemUnits = "64k",
         /// Largest am_zcopy payload. A receiver buffers a whole frame, so
         /// this also bounds a connection's receive buffer. Also the
@@ -134,9 +136,9 @@ pub(crate) struct Limits {
     pub(crate) max_put: usize,
     /// Largest frame payload accepted from a peer.
     pub(crate) max_frame: usize,
-    /// Capacity of an endpoint's send buffer.
+    /// Most bytes of copy sends a connection's backlog holds.
     pub(crate) tx_buf: usize,
-    /// Initial capacity of a connection's receive buffer.
+    /// Receive buffer of a busy connection (see `rx.rs`).
     pub(crate) rx_buf: usize,
 }
 

@@ -75,9 +75,9 @@ pub(crate) struct Conn {
     pub(crate) state: ConnState,
     /// When a connection that is not open yet gives up.
     pub(crate) deadline: Option<Instant>,
-    /// Our hello, sent first on a connection we opened.
-    hello: Vec<u8>,
-    hello_sent: usize,
+    /// Bytes of the iface's hello (sent first on a connection we opened)
+    /// still to send.
+    hello_left: usize,
     pub(crate) tx: TxState,
     pub(crate) rx: RxState,
     out_armed: bool,
@@ -94,16 +94,20 @@ pub(crate) struct Conn {
     /// Acknowledgements of the peer's puts that the backlog could not
     /// take yet, in order.
     pub(crate) acks: VecDeque<(u64, PutStatus)>,
+    /// Whether it is in the iface's list of connections holding buffers.
+    pub(crate) listed: bool,
+    /// Whether it received or sent since the last sweep of that list.
+    pub(crate) active: bool,
 }
 
 impl Conn {
-    /// A connection we opened to the iface `key` at `peer`; `hello` goes
-    /// first once connected.
+    /// A connection we opened to the iface `key` at `peer`; the iface's
+    /// hello of `hello_len` bytes goes first once connected.
     pub(crate) fn connector(
         fd: OwnedFd,
         peer: SocketAddr,
         key: Key,
-        hello: Vec<u8>,
+        hello_len: usize,
         connected: bool,
         deadline: Option<Instant>,
         limits: &Limits,
@@ -111,8 +115,7 @@ impl Conn {
         let rx = RxState::new(limits.rx_buf, false);
         let mut c = Conn::new(fd, peer, deadline, limits.tx_buf, rx);
         c.key = Some(key);
-        c.hello = hello;
-        c.hello_sent = 0;
+        c.hello_left = hello_len;
         c.state = if connected {
             ConnState::AwaitAccept
         } else {
@@ -147,8 +150,7 @@ impl Conn {
             src: SrcId(0),
             state: ConnState::AwaitHello,
             deadline,
-            hello: Vec::new(),
-            hello_sent: 0,
+            hello_left: 0,
             tx: TxState::new(tx_cap),
             rx,
             out_armed: false,
@@ -158,6 +160,8 @@ impl Conn {
             puts: VecDeque::new(),
             put_seq: 0,
             acks: VecDeque::new(),
+            listed: false,
+            active: false,
         }
     }
 
@@ -205,7 +209,7 @@ impl Conn {
     fn wants_out(&self) -> bool {
         match self.state {
             ConnState::Connecting => true,
-            ConnState::AwaitAccept => self.hello_sent < self.hello.len(),
+            ConnState::AwaitAccept => self.hello_left > 0,
             ConnState::Open => self.tx.has_backlog(),
             ConnState::Rejected | ConnState::AwaitHello => false,
         }
@@ -254,13 +258,27 @@ impl Conn {
         }
     }
 
-    /// Writes what is left of the hello.
-    pub(crate) fn send_hello(&mut self) -> io::Result<()> {
-        if self.hello_sent < self.hello.len() {
+    /// Writes what is left of `hello`, the iface's hello.
+    pub(crate) fn send_hello(&mut self, hello: &[u8]) -> io::Result<()> {
+        if self.hello_left > 0 {
             let fd = self.raw_fd().ok_or(io::ErrorKind::NotConnected)?;
-            self.hello_sent += sys::send(fd, &self.hello[self.hello_sent..])?;
+            let from = hello.len().saturating_sub(self.hello_left);
+            self.hello_left -= sys::send(fd, &hello[from..])?;
         }
         Ok(())
+    }
+
+    /// Bytes of heap memory its buffers hold (receive buffer, backlog);
+    /// the queues of endpoints, tokens and puts are not counted.
+    pub(crate) fn held(&self) -> usize {
+        self.rx.held() + self.tx.held()
+    }
+
+    /// Frees the buffers that hold nothing. Returns whether none is held.
+    pub(crate) fn release(&mut self) -> bool {
+        let rx = self.rx.release();
+        let tx = self.tx.release();
+        rx && tx
     }
 
     /// The socket, for tests that read its options.

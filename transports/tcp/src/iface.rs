@@ -111,10 +111,10 @@ impl SockOpts {
 pub(crate) struct TcpIface {
     pub(crate) info: uct::IfaceInfo,
     pub(crate) local: Local,
-    /// Where this iface listens, as peers know it.
-    pub(crate) listen: SocketAddr,
     /// Its key (see [`crate::wire::key`]).
     pub(crate) own_key: wire::Key,
+    /// The hello its connections send first (the same on all of them).
+    pub(crate) hello: Vec<u8>,
     pub(crate) limits: Limits,
     pub(crate) opts: SockOpts,
     pub(crate) listener: OwnedFd,
@@ -129,8 +129,22 @@ pub(crate) struct TcpIface {
     /// Connections whose pending tokens go back on the next `progress`.
     pub(crate) ready: Vec<u32>,
     pub(crate) flushes: Slots<GlobalFlush>,
-    /// Connections not open yet (they have deadlines).
+    /// Connections not open yet.
     pub(crate) unopened: usize,
+    /// Deadlines of connections not open yet, with their slot and epoll
+    /// data, in order (every deadline is its creation time plus the one
+    /// `RUCX_TCP_CONN_TIMEOUT`); entries of connections that opened or went
+    /// away are dropped when their time comes.
+    pub(crate) deadlines: VecDeque<(Instant, u32, u64)>,
+    /// Connections that may hold buffers (slot, epoll data); see `idle.rs`.
+    pub(crate) holders: Vec<(u32, u64)>,
+    /// `progress` calls since the clock was last read for a sweep.
+    pub(crate) sweep_tick: u32,
+    /// When the holders are next swept.
+    pub(crate) next_sweep: Instant,
+    /// Connections looked at so far (epoll events, sweeps, deadlines): what
+    /// `progress` costs beyond the epoll call, for tests.
+    pub(crate) visits: u64,
     /// Counter making every connection's epoll data unique.
     pub(crate) serial: u32,
     /// When connection deadlines are next checked.
@@ -234,8 +248,8 @@ impl TcpIface {
                 loopback: nif.loopback,
                 family: AddrFamily::of(ip),
             },
-            listen,
             own_key: wire::key(listen),
+            hello: wire::hello(listen),
             limits,
             opts,
             listener,
@@ -248,6 +262,11 @@ impl TcpIface {
             ready: Vec::new(),
             flushes: Slots::new(),
             unopened: 0,
+            deadlines: VecDeque::new(),
+            holders: Vec::new(),
+            sweep_tick: 0,
+            next_sweep: Instant::now(),
+            visits: 0,
             serial: 0,
             next_timeout_check: Instant::now(),
         };

@@ -47,6 +47,17 @@
 //!   (`AmSink::am_begin`): if the sink names a place (a receive posted for
 //!   it), the rest of the data is received straight from the socket into
 //!   that place and reported with `am_end`, saving a copy.
+//! * Connection buffers cost what is used: a connection starts with no
+//!   receive buffer and no send backlog; the receive buffer is allocated
+//!   (never zeroed) at the first read, small at first and a segment
+//!   (`RUCX_TCP_RX_SEG_SIZE`) once data streams; the backlog only when the
+//!   socket does not take a send. A busy connection keeps them from message
+//!   to message; the handshake's buffer goes when the connection opens, and
+//!   `progress` gives back the buffers of connections quiet for 100-200 ms
+//!   by sweeping only the connections that hold some (`idle.rs`). Peers,
+//!   endpoints and connections are found by hash map or slot index; with
+//!   nothing arriving, `progress` is one `epoll_wait` whatever the number
+//!   of connections.
 //! * Memory: the memory domain registers memory in a process-wide table
 //!   (nothing is pinned: TCP copies through the kernel) and packs keys
 //!   that name the registration and the process (host id, pid, a random
@@ -107,6 +118,7 @@
 //! * `rma.rs`: puts: posting, acknowledgements both ways, flushes;
 //! * `progress.rs`: epoll events, reading and writing, reports to the sink;
 //! * `lifecycle.rs`: connect, accept, hello/accept/reject, failure;
+//! * `idle.rs`: giving the buffers of quiet connections back;
 //! * `conn.rs`: a connection's socket, state and queues;
 //! * `tx.rs`: a connection's send backlog;
 //! * `rx.rs`: a connection's receive buffer and frame parser;
@@ -119,6 +131,7 @@
 mod component;
 mod config;
 mod conn;
+mod idle;
 mod iface;
 mod lifecycle;
 mod mem;

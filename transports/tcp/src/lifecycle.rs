@@ -73,6 +73,10 @@ impl TcpIface {
         if !open {
             self.unopened += 1;
         }
+        if let Some(d) = self.conns.get(ci).and_then(|c| c.deadline) {
+            self.deadlines.push_back((d, ci, tag));
+        }
+        self.touch(ci);
         Ok(ci)
     }
 
@@ -101,13 +105,13 @@ impl TcpIface {
             fd,
             addr,
             key,
-            wire::hello(self.listen),
+            self.hello.len(),
             connected,
             self.deadline(),
             &self.limits,
         );
         if connected {
-            c.send_hello()
+            c.send_hello(&self.hello)
                 .map_err(|e| Error::io(format!("send to {addr}"), e))?;
         }
         let ci = self.insert_conn(c)?;
@@ -177,6 +181,8 @@ impl TcpIface {
         }
     }
 
+    /// Opens a connection; the buffers of the handshake go back unless
+    /// frames wait in them.
     fn set_open(&mut self, ci: u32) {
         if let Some(c) = self.conns.get_mut(ci) {
             if !c.is_open() {
@@ -185,6 +191,7 @@ impl TcpIface {
             c.state = ConnState::Open;
             c.rx.data_ok = true;
             c.deadline = None;
+            c.release();
         }
     }
 
@@ -260,6 +267,7 @@ impl TcpIface {
         c.eps.append(&mut old.eps);
         c.pending.append(&mut old.pending);
         c.waiters.append(&mut old.waiters);
+        self.touch(to);
     }
 
     /// The peer closed a connection.

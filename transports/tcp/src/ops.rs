@@ -56,10 +56,19 @@ impl TcpIface {
         }
         let hdr = wire::frame_hdr(id, total as u32);
         match c.tx.post_copy(c.open_fd(), &hdr, parts, total) {
-            Ok(true) => match c.sync_interest(&self.epoll) {
-                Ok(()) => Ok(Posted::Done),
-                Err(e) => self.op_failed(ci, e),
-            },
+            Ok(true) => {
+                c.active = true;
+                let unlisted = !c.listed && c.tx.held() > 0;
+                match c.sync_interest(&self.epoll) {
+                    Ok(()) => {
+                        if unlisted {
+                            self.touch(ci);
+                        }
+                        Ok(Posted::Done)
+                    }
+                    Err(e) => self.op_failed(ci, e),
+                }
+            }
             Ok(false) => Ok(Posted::NoResource),
             Err(e) => self.op_failed(ci, e),
         }
@@ -259,7 +268,10 @@ impl AmZcopyOps for TcpIface {
             Ok(None) => Ok(Posted::NoResource),
             Ok(Some(false)) => Ok(Posted::Done),
             Ok(Some(true)) => match c.sync_interest(&self.epoll) {
-                Ok(()) => Ok(Posted::InFlight),
+                Ok(()) => {
+                    self.touch(ci);
+                    Ok(Posted::InFlight)
+                }
                 Err(e) => self.op_failed(ci, e),
             },
             Err(e) => self.op_failed(ci, e),

@@ -44,8 +44,11 @@ impl TcpIface {
                 count += self.on_conn(tag, bits, sink);
             }
         }
-        if self.unopened > 0 {
+        if !self.deadlines.is_empty() {
             self.check_timeouts();
+        }
+        if !self.holders.is_empty() {
+            self.tick_sweep();
         }
         while let Some(notice) = self.notices.pop_front() {
             match notice {
@@ -80,6 +83,7 @@ impl TcpIface {
 
     fn on_conn(&mut self, tag: u64, bits: u32, sink: &mut dyn AmSink) -> usize {
         let ci = tag as u32;
+        self.visits += 1;
         let Some(c) = self.conns.get_mut(ci) else {
             return 0;
         };
@@ -90,7 +94,7 @@ impl TcpIface {
             if bits & (EV_OUT | EV_ERR) == 0 {
                 return 0;
             }
-            if let Err(e) = c.finish_connect().and_then(|()| c.send_hello()) {
+            if let Err(e) = c.finish_connect().and_then(|()| c.send_hello(&self.hello)) {
                 let err = Error::io(format!("connect {}", c.peer), e);
                 self.fail_conn(ci, err);
                 return 0;
@@ -107,6 +111,9 @@ impl TcpIface {
                 let err = self.lost(ci, &e.to_string());
                 self.fail_conn(ci, err);
             }
+        }
+        if self.conns.get(ci).is_some_and(|c| c.tag == tag) {
+            self.touch(ci);
         }
         n
     }
@@ -197,7 +204,7 @@ impl TcpIface {
             return 0;
         };
         let res = match (c.state, c.raw_fd()) {
-            (ConnState::AwaitAccept, _) => c.send_hello().map(|()| Flushed::Partial),
+            (ConnState::AwaitAccept, _) => c.send_hello(&self.hello).map(|()| Flushed::Partial),
             (ConnState::Open, Some(fd)) => c.tx.flush_out(fd),
             _ => Ok(Flushed::Partial),
         };
@@ -236,23 +243,27 @@ impl TcpIface {
         n
     }
 
+    /// Fails the connections whose deadline passed before they opened,
+    /// looking only at the deadlines that are due.
     fn check_timeouts(&mut self) {
         let now = Instant::now();
         if now < self.next_timeout_check {
             return;
         }
         self.next_timeout_check = now + TIMEOUT_CHECK;
-        let expired: Vec<u32> = self
-            .conns
-            .indices()
-            .filter(|&i| {
-                self.conns
-                    .get(i)
-                    .is_some_and(|c| c.deadline.is_some_and(|d| now >= d))
-            })
-            .collect();
-        for ci in expired {
-            self.conn_timed_out(ci);
+        while let Some(&(due, ci, tag)) = self.deadlines.front() {
+            if now < due {
+                break;
+            }
+            self.deadlines.pop_front();
+            self.visits += 1;
+            let expired = self
+                .conns
+                .get(ci)
+                .is_some_and(|c| c.tag == tag && c.deadline.is_some_and(|d| now >= d));
+            if expired {
+                self.conn_timed_out(ci);
+            }
         }
     }
 }

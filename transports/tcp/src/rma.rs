@@ -73,7 +73,10 @@ impl TcpIface {
                     token: Some(token),
                 });
                 match c.sync_interest(&self.epoll) {
-                    Ok(()) => Ok(Posted::InFlight),
+                    Ok(()) => {
+                        self.touch(ci);
+                        Ok(Posted::InFlight)
+                    }
                     Err(e) => self.op_failed(ci, e),
                 }
             }
@@ -175,6 +178,7 @@ impl TcpIface {
             self.fail_conn(ci, err);
             return false;
         }
+        self.touch(ci);
         true
     }
 

@@ -4,8 +4,16 @@
 //! accepted connections), control frames and the end of a put are returned
 //! to the iface, and every complete message is handed to the sink straight
 //! from the buffer. A partial frame stays; the buffer is compacted when the
-//! frame would not fit behind it, and grows (once, up to the largest frame)
-//! when the frame is larger than the buffer.
+//! frame would not fit behind it, and grows (up to the largest frame) when
+//! the frame is larger than the buffer.
+//!
+//! The buffer costs what is used: a connection starts with none; the first
+//! read allocates [`RX_FIRST`] bytes (enough for the handshake), a read that
+//! fills them grows it to the configured segment, and nothing is ever zeroed
+//! (reads go into the vector's spare capacity). [`RxState::release`] gives
+//! an empty buffer back; the iface calls it once the handshake is done and
+//! when the connection has been quiet for a while, never between the
+//! messages of a busy one.
 //!
 //! The data of a PUT frame is not buffered whole: once its header is in,
 //! what the buffer holds of the data is written to the destination, and
@@ -21,6 +29,10 @@ use crate::rx_am::{AmRx, DIRECT_MIN};
 use crate::rx_put::PutRx;
 use crate::sys::{self, Recv};
 use crate::wire::{self, Ctrl, Frame, PutHdr, PutStatus, ACK_LEN, FRAME_HDR, HELLO_MAX, PUT_HDR};
+
+/// The first allocation of a connection's buffer: room for a hello, control
+/// frames, an acknowledgement or a few small messages.
+pub(crate) const RX_FIRST: usize = 512;
 
 /// What one `recv` found.
 #[derive(Debug, PartialEq, Eq)]
@@ -71,12 +83,13 @@ pub(crate) struct RxState {
     pub(crate) data_ok: bool,
     /// Whether a message from it reached the sink.
     pub(crate) announced: bool,
-    /// Received bytes not yet consumed are `buf[start..end]`.
+    /// Received bytes not yet consumed are `buf[start..]`; the spare
+    /// capacity is where the next read goes. Empty and unallocated while
+    /// nothing is buffered on a quiet connection.
     buf: Vec<u8>,
-    /// The initial buffer size.
+    /// The size the buffer grows to once a read fills [`RX_FIRST`].
     seg: usize,
     start: usize,
-    end: usize,
     /// The put whose data is arriving.
     put: Option<PutRx>,
     /// The active message whose data is arriving into the sink's
@@ -90,10 +103,9 @@ impl RxState {
             expect_hello,
             data_ok: false,
             announced: false,
-            buf: vec![0; buf_size.max(HELLO_MAX + FRAME_HDR + PUT_HDR)],
+            buf: Vec::new(),
             seg: buf_size.max(HELLO_MAX + FRAME_HDR + PUT_HDR),
             start: 0,
-            end: 0,
             put: None,
             am: None,
         }
@@ -101,7 +113,33 @@ impl RxState {
 
     /// Whether no partial frame is held.
     pub(crate) fn at_boundary(&self) -> bool {
-        self.start == self.end && self.put.is_none() && self.am.is_none()
+        self.is_empty() && self.put.is_none() && self.am.is_none()
+    }
+
+    /// Whether no received byte waits in the buffer.
+    fn is_empty(&self) -> bool {
+        self.start == self.buf.len()
+    }
+
+    /// Bytes of heap memory the buffer holds.
+    pub(crate) fn held(&self) -> usize {
+        self.buf.capacity()
+    }
+
+    /// Whether the buffer grew past its segment (for a large frame).
+    pub(crate) fn grown(&self) -> bool {
+        self.buf.capacity() > self.seg
+    }
+
+    /// Frees the buffer if nothing waits in it (the data of a put or of a
+    /// message received in place does not need it). Returns whether the
+    /// connection now holds no receive buffer.
+    pub(crate) fn release(&mut self) -> bool {
+        if self.is_empty() {
+            self.buf = Vec::new();
+            self.start = 0;
+        }
+        self.buf.capacity() == 0
     }
 
     /// The token of the active message being received into a sink's
@@ -114,10 +152,11 @@ impl RxState {
     /// put is arriving and nothing is buffered, straight into its
     /// destination.
     pub(crate) fn fill(&mut self, fd: RawFd) -> io::Result<Filled> {
+        let empty = self.is_empty();
         if let Some(am) = &mut self.am {
-            if self.start == self.end && am.left() > 0 {
+            if empty && am.left() > 0 {
                 let want = am.left();
-                return Ok(match am.recv(fd, &mut self.buf)? {
+                return Ok(match am.recv(fd)? {
                     Recv::Data(n) => Filled::Data { more: n == want },
                     Recv::WouldBlock => Filled::WouldBlock,
                     Recv::Eof => Filled::Eof,
@@ -125,32 +164,45 @@ impl RxState {
             }
         }
         if let Some(put) = &mut self.put {
-            if self.start == self.end && put.left() > 0 {
+            if empty && put.left() > 0 {
                 let want = put.left();
-                // The buffer is empty: it is the scratch space for data
-                // that is dropped.
-                return Ok(match put.recv(fd, &mut self.buf)? {
+                return Ok(match put.recv(fd)? {
                     Recv::Data(n) => Filled::Data { more: n == want },
                     Recv::WouldBlock => Filled::WouldBlock,
                     Recv::Eof => Filled::Eof,
                 });
             }
         }
-        if self.end == self.buf.len() {
+        if self.buf.capacity() == 0 {
+            self.buf.reserve_exact(RX_FIRST.min(self.seg));
+        }
+        if self.buf.len() == self.buf.capacity() {
             // Only a partial header can sit at the very end (make_room keeps
             // a known frame in reach); move it to the front.
             self.compact();
         }
-        if self.end == self.buf.len() {
+        if self.buf.len() == self.buf.capacity() {
             // Cannot happen (see above); never read into nothing, which
             // would look like the end of the stream.
-            self.buf.resize(self.buf.len() + self.seg, 0);
+            self.buf.reserve_exact(self.seg);
         }
-        let want = self.buf.len() - self.end;
-        Ok(match sys::recv(fd, &mut self.buf[self.end..])? {
+        let spare = self.buf.spare_capacity_mut();
+        let want = spare.len();
+        // SAFETY: the spare capacity of `buf`, `want` (not 0) bytes valid
+        // for writes; `recv` only writes into them.
+        let got = unsafe { sys::recv_raw(fd, spare.as_mut_ptr().cast(), want) }?;
+        Ok(match got {
             Recv::Data(n) => {
-                self.end += n;
-                Filled::Data { more: n == want }
+                let len = self.buf.len() + n;
+                // SAFETY: `recv` initialized the `n <= want` bytes after
+                // the old length, which stays within the capacity.
+                unsafe { self.buf.set_len(len) };
+                let more = n == want;
+                if more && self.buf.capacity() < self.seg {
+                    // A busy connection: read a segment at a time from now on.
+                    self.buf.reserve_exact(self.seg - self.buf.len());
+                }
+                Filled::Data { more }
             }
             Recv::WouldBlock => Filled::WouldBlock,
             Recv::Eof => Filled::Eof,
@@ -168,9 +220,10 @@ impl RxState {
         delivered: &mut usize,
     ) -> Result<Option<Event>, PeerMisbehaved> {
         let out = self.parse_inner(src, limits, sink, delivered);
-        if self.start == self.end {
+        if self.is_empty() {
+            // Keeps the capacity: a busy connection reuses it.
+            self.buf.clear();
             self.start = 0;
-            self.end = 0;
         }
         out
     }
@@ -183,7 +236,7 @@ impl RxState {
         delivered: &mut usize,
     ) -> Result<Option<Event>, PeerMisbehaved> {
         if self.expect_hello {
-            let Some((from, len)) = wire::parse_hello(&self.buf[self.start..self.end])? else {
+            let Some((from, len)) = wire::parse_hello(&self.buf[self.start..])? else {
                 return Ok(None);
             };
             self.start += len;
@@ -192,7 +245,7 @@ impl RxState {
         }
         loop {
             if let Some(am) = &mut self.am {
-                let n = (self.end - self.start).min(am.left());
+                let n = (self.buf.len() - self.start).min(am.left());
                 am.absorb(&self.buf[self.start..self.start + n]);
                 self.start += n;
                 if am.left() > 0 {
@@ -205,7 +258,7 @@ impl RxState {
                 continue;
             }
             if let Some(put) = &mut self.put {
-                let n = (self.end - self.start).min(put.left());
+                let n = (self.buf.len() - self.start).min(put.left());
                 put.absorb(&self.buf[self.start..self.start + n]);
                 self.start += n;
                 let Some((seq, status)) = put.finished() else {
@@ -214,7 +267,7 @@ impl RxState {
                 self.put = None;
                 return Ok(Some(Event::PutDone(seq, status)));
             }
-            if self.end - self.start < FRAME_HDR {
+            if self.buf.len() - self.start < FRAME_HDR {
                 return Ok(None);
             }
             let mut hdr = [0u8; FRAME_HDR];
@@ -238,7 +291,7 @@ impl RxState {
                 });
             }
             let need = FRAME_HDR + body_len;
-            if self.end - self.start < need {
+            if self.buf.len() - self.start < need {
                 if let Body::Am(id) = body {
                     if self.begin_direct(id, src, body_len, sink) {
                         continue;
@@ -283,11 +336,11 @@ impl RxState {
         sink: &mut dyn AmSink,
     ) -> bool {
         let at = self.start + FRAME_HDR;
-        let here = self.end - at;
+        let here = self.buf.len() - at;
         if len < DIRECT_MIN || here < uct::AM_HEAD_MIN.min(len) {
             return false;
         }
-        let Some(dest) = sink.am_begin(id, src, &self.buf[at..self.end], len) else {
+        let Some(dest) = sink.am_begin(id, src, &self.buf[at..], len) else {
             return false;
         };
         // A sink cannot make the iface skip past the message.
@@ -300,23 +353,24 @@ impl RxState {
 
     /// Makes sure a frame of `frame` bytes starting at `start` fits.
     fn make_room(&mut self, frame: usize) {
-        if self.buf.len() < frame {
-            // Room for the next frame's start too, so that one read can
-            // span the boundary.
-            let mut bigger = vec![0; frame + self.seg];
-            bigger[..self.end - self.start].copy_from_slice(&self.buf[self.start..self.end]);
-            self.buf = bigger;
-            self.end -= self.start;
-            self.start = 0;
-        } else if self.buf.len() - self.start < frame {
+        if self.buf.capacity() - self.start < frame {
             self.compact();
+        }
+        if self.buf.capacity() < frame {
+            // Room for the next frame's start too, so that one read can
+            // span the boundary; no more than a segment beyond the frame.
+            let want = if frame <= self.seg {
+                self.seg
+            } else {
+                frame + self.seg
+            };
+            self.buf.reserve_exact(want - self.buf.len());
         }
     }
 
     fn compact(&mut self) {
         if self.start > 0 {
-            self.buf.copy_within(self.start..self.end, 0);
-            self.end -= self.start;
+            self.buf.drain(..self.start);
             self.start = 0;
         }
     }

@@ -3,7 +3,7 @@
 //! buffer and copied from there.
 //!
 //! The sink vouches for the destination until `am_end`; bytes beyond its
-//! length are read into the connection's buffer as scratch and dropped.
+//! length are read into a scratch buffer on the stack and dropped.
 
 use std::io;
 use std::os::fd::RawFd;
@@ -15,6 +15,10 @@ use crate::sys::{self, Recv};
 /// Smallest message whose data is received straight into a destination
 /// (smaller ones are as cheap to copy as to place).
 pub(crate) const DIRECT_MIN: usize = 16 * 1024;
+
+/// Bytes read per `recv` of data that is dropped (beyond a destination, or
+/// of a refused put): a connection keeps no buffer for it.
+pub(crate) const SCRATCH: usize = 4096;
 
 /// An active message whose data is arriving into the sink's destination.
 #[derive(Debug)]
@@ -69,9 +73,9 @@ impl AmRx {
     }
 
     /// Receives what is left with one `recv`: into the destination while
-    /// it has room, else into `scratch` (not empty), to be dropped. Never
+    /// it has room, else into a scratch buffer on the stack, to be dropped. Never
     /// reads past the message.
-    pub(crate) fn recv(&mut self, fd: RawFd, scratch: &mut [u8]) -> io::Result<Recv> {
+    pub(crate) fn recv(&mut self, fd: RawFd) -> io::Result<Recv> {
         if self.left == 0 {
             return Ok(Recv::WouldBlock);
         }
@@ -83,7 +87,8 @@ impl AmRx {
             // contract.
             unsafe { sys::recv_raw(fd, self.dest.ptr().add(self.done), n) }
         } else {
-            let n = self.left.min(scratch.len());
+            let mut scratch = [0u8; SCRATCH];
+            let n = self.left.min(SCRATCH);
             sys::recv(fd, &mut scratch[..n])
         };
         if let Ok(Recv::Data(k)) = got {

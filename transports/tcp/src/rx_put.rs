@@ -20,6 +20,7 @@ use std::os::fd::RawFd;
 use uct::{Access, KeyFields};
 
 use crate::mem::REGS;
+use crate::rx_am::SCRATCH;
 use crate::sys::{self, Recv};
 use crate::wire::{PutHdr, PutStatus};
 
@@ -116,9 +117,9 @@ impl PutRx {
     }
 
     /// Receives what is left straight into the destination with one
-    /// `recv`; when the key is refused, into `scratch` (not empty), to be
-    /// dropped. Never reads past the put's data.
-    pub(crate) fn recv(&mut self, fd: RawFd, scratch: &mut [u8]) -> io::Result<Recv> {
+    /// `recv`; when the key is refused, into a scratch buffer on the stack,
+    /// to be dropped. Never reads past the put's data.
+    pub(crate) fn recv(&mut self, fd: RawFd) -> io::Result<Recv> {
         let want = self.left();
         if want == 0 {
             // Nothing to read into: a recv of 0 bytes would look like EOF.
@@ -142,7 +143,8 @@ impl PutRx {
                 Err(e) => self.status = PutStatus::of_refusal(&e),
             }
         }
-        let n = want.min(scratch.len());
+        let mut scratch = [0u8; SCRATCH];
+        let n = want.min(SCRATCH);
         let got = sys::recv(fd, &mut scratch[..n]);
         if let Ok(Recv::Data(k)) = got {
             self.done += k;

@@ -8,7 +8,9 @@ use uct::{AmId, AmSink, EpId, Error, Iface, IfaceParams, Posted, SrcId, Token};
 use crate::config::TcpConfig;
 use crate::iface::TcpIface;
 
+mod alloc;
 mod keepalive;
+mod scale;
 
 #[derive(Default)]
 struct Rec {

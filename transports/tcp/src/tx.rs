@@ -1,8 +1,9 @@
 //! The sending half of a connection: its backlog.
 //!
 //! Frames go straight to the socket. What the socket does not take stays in
-//! the backlog: copied bytes in `buf` (fixed capacity) followed, for a
-//! zero-copy send, by the caller's remaining iov. While there is a backlog
+//! the backlog: copied bytes in `buf` (at most the limit given to
+//! [`TxState::new`]) followed, for a zero-copy send, by the caller's
+//! remaining iov. While there is a backlog
 //! (or the connection is not open yet), copy sends are appended to `buf`
 //! if they fit, without a system call, and zero-copy sends are refused;
 //! [`TxState::flush_out`] writes the backlog with one `sendmsg` per call.
@@ -10,8 +11,16 @@
 //! Invariant: nothing is appended behind a zero-copy tail, so the tail is
 //! the last thing in the backlog and completes exactly when the backlog
 //! drains.
+//!
+//! Memory: `buf` is allocated only when something must wait (the socket is
+//! full, or the connection is not open yet), grows on demand up to the
+//! limit, and is kept while the connection is busy; [`TxState::release`]
+//! frees it once the backlog is gone. Small sends with no backlog are
+//! assembled on the stack, so a connection that never backs up holds no
+//! send buffer.
 
 use std::io;
+use std::mem::MaybeUninit;
 use std::os::fd::RawFd;
 
 use uct::{EpId, Iov, Token};
@@ -25,6 +34,8 @@ use crate::wire::FRAME_HDR;
 const COPY_MAX: usize = 2048;
 /// Most parts of a copy send written without assembling them.
 const MAX_PARTS: usize = 8;
+/// The first allocation of a backlog.
+const BACKLOG_FIRST: usize = 1024;
 
 const NO_IOVEC: libc::iovec = libc::iovec {
     iov_base: std::ptr::null_mut(),
@@ -94,18 +105,65 @@ pub(crate) struct TxState {
     /// Unsent bytes are `buf[off..]`.
     buf: Vec<u8>,
     off: usize,
-    zc: Option<ZcopyTail>,
+    /// Most bytes `buf` may hold for copy sends appended to a backlog.
+    cap: usize,
+    /// Boxed: most connections never have one, and the box is reused.
+    zc: Option<Box<ZcopyTail>>,
+    /// The box of the last finished tail, for the next one.
+    spare_zc: Option<Box<ZcopyTail>>,
     /// The rest of a detached zero-copy send, copied (see `detach_zcopy`).
     owned_tail: Vec<u8>,
 }
 
 impl TxState {
+    /// A backlog taking copy sends up to `cap` bytes; nothing allocated.
     pub(crate) fn new(cap: usize) -> TxState {
         TxState {
-            buf: Vec::with_capacity(cap),
+            buf: Vec::new(),
             off: 0,
+            cap,
             zc: None,
+            spare_zc: None,
             owned_tail: Vec::new(),
+        }
+    }
+
+    /// Bytes of heap memory held.
+    pub(crate) fn held(&self) -> usize {
+        let boxes = usize::from(self.zc.is_some()) + usize::from(self.spare_zc.is_some());
+        self.buf.capacity() + self.owned_tail.capacity() + boxes * size_of::<ZcopyTail>()
+    }
+
+    /// Ends the zero-copy tail, keeping its box; returns its owner.
+    fn take_zc(&mut self) -> Option<ZcOwner> {
+        let z = self.zc.take()?;
+        let owner = z.owner;
+        self.spare_zc = Some(z);
+        owner
+    }
+
+    /// Frees the buffers if nothing waits in them. Returns whether none
+    /// is held.
+    pub(crate) fn release(&mut self) -> bool {
+        if !self.has_backlog() && self.zc.is_none() {
+            self.buf = Vec::new();
+            self.off = 0;
+            self.owned_tail = Vec::new();
+            self.spare_zc = None;
+        }
+        self.held() == 0
+    }
+
+    /// Makes room for `extra` more bytes in `buf`: doubling, from
+    /// [`BACKLOG_FIRST`], but not past the limit unless one frame needs it.
+    fn reserve(&mut self, extra: usize) {
+        let want = self.buf.len() + extra;
+        if want > self.buf.capacity() {
+            let target = (self.buf.capacity() * 2)
+                .max(BACKLOG_FIRST)
+                .min(self.cap)
+                .max(want);
+            self.buf.reserve_exact(target - self.buf.len());
         }
     }
 
@@ -132,20 +190,25 @@ impl TxState {
                     // Nothing goes behind a zero-copy tail.
                     return Ok(false);
                 }
-                if self.buf.len() + need > self.buf.capacity() {
-                    if self.buf.len() - self.off + need > self.buf.capacity() {
+                if self.buf.len() + need > self.cap {
+                    if self.buf.len() - self.off + need > self.cap {
                         return Ok(false);
                     }
                     self.buf.drain(..self.off);
                     self.off = 0;
                 }
+                self.reserve(need);
                 self.append(hdr, parts);
                 return Ok(true);
             }
         };
-        if total <= COPY_MAX || parts.len() >= MAX_PARTS {
+        if total <= COPY_MAX {
+            return self.send_small(fd, hdr, parts, need);
+        }
+        if parts.len() >= MAX_PARTS {
             self.buf.clear();
             self.off = 0;
+            self.reserve(need);
             self.append(hdr, parts);
             let n = sys::send(fd, &self.buf)?;
             if n == self.buf.len() {
@@ -169,6 +232,7 @@ impl TxState {
             // Keep what the socket did not take.
             self.buf.clear();
             self.off = 0;
+            self.reserve(need - n);
             let mut skip = n;
             for chunk in std::iter::once(&hdr[..]).chain(parts.iter().copied()) {
                 if skip >= chunk.len() {
@@ -178,6 +242,40 @@ impl TxState {
                     skip = 0;
                 }
             }
+        }
+        Ok(true)
+    }
+
+    /// Assembles a frame of `need <= FRAME_HDR + COPY_MAX` bytes on the
+    /// stack and sends it with one `send`, with no backlog; what the socket
+    /// does not take becomes the backlog.
+    fn send_small(
+        &mut self,
+        fd: RawFd,
+        hdr: &[u8; FRAME_HDR],
+        parts: &[&[u8]],
+        need: usize,
+    ) -> io::Result<bool> {
+        let mut frame = [MaybeUninit::<u8>::uninit(); FRAME_HDR + COPY_MAX];
+        let mut at = 0;
+        for p in std::iter::once(&hdr[..]).chain(parts.iter().copied()) {
+            let n = p.len().min(frame.len() - at);
+            // SAFETY: `at + n <= frame.len()`; `p` is borrowed, and cannot
+            // overlap the local `frame`.
+            unsafe {
+                std::ptr::copy_nonoverlapping(p.as_ptr(), frame[at..].as_mut_ptr().cast(), n)
+            };
+            at += n;
+        }
+        debug_assert_eq!(at, need);
+        // SAFETY: the first `at` bytes of `frame` were written above.
+        let bytes = unsafe { std::slice::from_raw_parts(frame.as_ptr().cast::<u8>(), at) };
+        let n = sys::send(fd, bytes)?;
+        if n < at {
+            self.buf.clear();
+            self.off = 0;
+            self.reserve(at - n);
+            self.buf.extend_from_slice(&bytes[n..]);
         }
         Ok(true)
     }
@@ -237,12 +335,17 @@ impl TxState {
             self.buf.extend_from_slice(&header[n - FRAME_HDR..]);
         }
         let mut skip = n.saturating_sub(head);
-        let mut tail = ZcopyTail {
-            iov: [NO_IOV; MAX_IOV],
-            idx: 0,
-            count: 0,
-            owner: Some(owner),
-        };
+        let mut tail = self.spare_zc.take().unwrap_or_else(|| {
+            Box::new(ZcopyTail {
+                iov: [NO_IOV; MAX_IOV],
+                idx: 0,
+                count: 0,
+                owner: None,
+            })
+        });
+        tail.idx = 0;
+        tail.count = 0;
+        tail.owner = Some(owner);
         for r in iov.iter().filter(|r| r.len > 0) {
             if skip >= r.len {
                 skip -= r.len;
@@ -286,7 +389,7 @@ impl TxState {
         }
         self.buf.clear();
         self.off = 0;
-        let owner = self.zc.take().and_then(|z| z.owner).and_then(ZcOwner::am);
+        let owner = self.take_zc().and_then(ZcOwner::am);
         if !self.owned_tail.is_empty() {
             self.owned_tail = Vec::new();
         }
@@ -339,7 +442,7 @@ impl TxState {
         self.buf.clear();
         self.off = 0;
         self.owned_tail = Vec::new();
-        self.zc.take().and_then(|z| z.owner).and_then(ZcOwner::am)
+        self.take_zc().and_then(ZcOwner::am)
     }
 
     /// Appends the buffered frames of `other`, a connection that never sent

@@ -361,3 +361,48 @@ fn malformed_puts_and_acks_fail_the_parse() {
     let res = rx.parse(SrcId(0), LIMITS, &mut Msgs::default(), &mut n);
     assert_eq!(res, Ok(Some(Event::PutAck(3, PutStatus::Access))));
 }
+
+#[test]
+fn the_buffer_is_allocated_on_demand_and_given_back() {
+    let mut rx = RxState::new(4096, false);
+    rx.data_ok = true;
+    assert_eq!(rx.held(), 0, "nothing before data");
+    let (msgs, _) = feed(&mut rx, &frame(1, b"hi"), 64);
+    assert_eq!(msgs.0.len(), 1);
+    assert_eq!(rx.held(), RX_FIRST, "a small first allocation");
+    assert!(rx.release());
+    assert_eq!(rx.held(), 0);
+    // A stream of data grows it to the segment, a large frame past it.
+    let big = vec![5u8; 20_000];
+    let (msgs, _) = feed(&mut rx, &frame(2, &big), big.len() + FRAME_HDR);
+    assert_eq!(msgs.0, vec![(2, big)]);
+    assert!(rx.grown());
+    assert!(rx.held() <= 20_000 + FRAME_HDR + 4096);
+    assert!(rx.release());
+    assert_eq!(rx.held(), 0);
+}
+
+#[test]
+fn a_partial_frame_keeps_the_buffer() {
+    let mut rx = RxState::new(4096, false);
+    rx.data_ok = true;
+    let (a, b) = UnixStream::pair().unwrap();
+    b.set_nonblocking(true).unwrap();
+    (&a).write_all(&frame(1, b"hello")[..4]).unwrap();
+    let mut msgs = Msgs::default();
+    let mut n = 0;
+    assert!(matches!(
+        rx.fill(b.as_raw_fd()).unwrap(),
+        Filled::Data { .. }
+    ));
+    assert_eq!(rx.parse(SrcId(1), LIMITS, &mut msgs, &mut n).unwrap(), None);
+    assert!(!rx.release(), "four bytes wait in it");
+    (&a).write_all(&frame(1, b"hello")[4..]).unwrap();
+    assert!(matches!(
+        rx.fill(b.as_raw_fd()).unwrap(),
+        Filled::Data { .. }
+    ));
+    assert_eq!(rx.parse(SrcId(1), LIMITS, &mut msgs, &mut n).unwrap(), None);
+    assert_eq!(msgs.0, vec![(1, b"hello".to_vec())]);
+    assert!(rx.release());
+}
