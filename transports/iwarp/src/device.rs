@@ -10,7 +10,10 @@ use uct::ucs::{Error, Result};
 use crate::config::{Settings, MAX_RD};
 use crate::engine::Context;
 use crate::mr::{Tables, LOCAL_LKEY};
-use crate::shared::{Shared, MAX_INLINE, MAX_MSG, MAX_PRIVATE_DATA, MAX_QP_WR, MAX_SGE};
+use crate::shared::{
+    Shared, MAX_CQE, MAX_INLINE, MAX_MSG, MAX_PRIVATE_DATA, MAX_QP_WR, MAX_SGE, MAX_SRQ_SGE,
+    MAX_SRQ_WR,
+};
 
 /// An open iWARP device.
 #[derive(Debug, Clone)]
@@ -26,6 +29,9 @@ impl IwarpDevice {
             addr,
             transport: TransportKind::Iwarp,
             max_qp_wr: MAX_QP_WR,
+            max_cqe: MAX_CQE,
+            max_srq_wr: MAX_SRQ_WR,
+            max_srq_sge: MAX_SRQ_SGE,
             max_sge: MAX_SGE as u32,
             max_sge_rd: 1,
             max_inline: MAX_INLINE as u32,

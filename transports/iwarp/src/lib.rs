@@ -30,6 +30,11 @@
 //!   not used; protection
 //!   domains and a region table shared by every context of the device;
 //!   STags `(slot + 1) << 8 | key` whose key byte changes on every reuse.
+//! * Shared receive queues: a queue pair attached to one takes the
+//!   receive of each incoming SEND from it (the one posted last), so one
+//!   pool of buffers serves every connection of a context.
+//! * A queue pair holds its send batch (headers, inline copies, iovecs)
+//!   only while it has FPDUs to write; idle ones hold none.
 //! * Data moves without copies where it can: sends and Read Responses are
 //!   written with `sendmsg` straight from the source memory; payloads are
 //!   read with `readv` straight into the target region, READ sink or
@@ -42,8 +47,8 @@
 //! # What it does not do
 //!
 //! No markers, no MPA revision 0, no RFC 7306 atomics or immediate data,
-//! no memory windows, no shared receive queues, no IPv6 link-local
-//! addresses. No threads: a
+//! no memory windows, no IPv6 link-local addresses. Shared receive queues
+//! take one scatter entry per receive. No threads: a
 //! context moves only inside [`Verbs::progress`](rucx_rdma::Verbs::progress)
 //! (and `poll_cq`, `post_send`). Completion order across kinds follows
 //! siw: a SEND or WRITE completes when its last byte is handed to the

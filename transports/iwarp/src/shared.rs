@@ -14,6 +14,12 @@ pub(crate) const MAX_SGE: usize = 6;
 pub(crate) const MAX_INLINE: usize = 128;
 /// Most work requests per queue.
 pub(crate) const MAX_QP_WR: u32 = 32 * 1024;
+/// Largest completion queue.
+pub(crate) const MAX_CQE: u32 = 1 << 20;
+/// Most receives of a shared receive queue.
+pub(crate) const MAX_SRQ_WR: u32 = 1 << 20;
+/// Most scatter entries of a receive on a shared receive queue.
+pub(crate) const MAX_SRQ_SGE: u32 = 1;
 /// Largest message: completions carry 32-bit lengths.
 pub(crate) const MAX_MSG: u64 = 1 << 31;
 /// Largest private data: MPA's 512 bytes minus RFC 6581's IRD/ORD word.

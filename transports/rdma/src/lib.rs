@@ -6,7 +6,8 @@
 //! * [`verbs`]: the types of verbs semantics — protection domains, memory
 //!   regions with access rights and non-zero keys, scatter/gather entries,
 //!   send work requests (SEND, SEND with Invalidate or Solicited Event,
-//!   RDMA WRITE, RDMA READ, atomics), receives, work completions with
+//!   RDMA WRITE, RDMA READ, atomics), receives (on a queue pair or a
+//!   shared receive queue), work completions with
 //!   their statuses, connection-manager events, asynchronous events.
 //! * [`Provider`], [`Device`], [`Verbs`]: what a provider implements. The
 //!   connection model is the connection manager's (listen, connect and
@@ -18,8 +19,8 @@
 //! # What it does not do
 //!
 //! No wire protocol and no devices of its own: the userspace iWARP engine
-//! (`rucx-iwarp`) is a provider. No UD queue pairs, shared receive queues
-//! or memory windows.
+//! (`rucx-iwarp`) is a provider. No UD queue pairs, XRC or memory
+//! windows.
 
 pub mod provider;
 pub mod rc;

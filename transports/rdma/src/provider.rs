@@ -13,7 +13,7 @@
 
 use crate::verbs::{
     AsyncEvent, CmEvent, ConnParam, ConnReqId, CqId, DeviceAttr, DeviceInfo, Mr, PdId, QpId,
-    QpInit, QpState, RecvWr, SendWr, Wc,
+    QpInit, QpState, RecvWr, SendWr, SrqId, SrqInit, Wc,
 };
 use std::net::SocketAddr;
 use std::os::fd::RawFd;
@@ -91,6 +91,33 @@ pub trait Verbs: Send + std::fmt::Debug {
     /// Destroys a queue pair at once: its connection is closed and its
     /// outstanding requests are dropped without completions.
     fn destroy_qp(&mut self, qp: QpId) -> Result<()>;
+
+    /// Creates a shared receive queue (`ibv_create_srq`): queue pairs
+    /// created with it in [`QpInit::srq`] take the receive of each
+    /// incoming SEND from it, in no promised order, instead of from
+    /// receives posted on them.
+    fn create_srq(&mut self, init: &SrqInit) -> Result<SrqId>;
+
+    /// Destroys a shared receive queue no queue pair uses
+    /// (`ibv_destroy_srq`); its posted receives are dropped without
+    /// completions.
+    fn destroy_srq(&mut self, srq: SrqId) -> Result<()>;
+
+    /// Posts a receive on a shared receive queue (`ibv_post_srq_recv`).
+    /// Its completion names the queue pair whose SEND filled it. A queue
+    /// pair takes a receive when a SEND starts arriving; one that fails
+    /// or is destroyed before the SEND is complete gives that receive
+    /// back to the shared queue, without a completion (a provider whose
+    /// hardware flushes it instead completes it with
+    /// [`WcStatus::WrFlushErr`](crate::WcStatus::WrFlushErr), which the
+    /// caller must treat the same). Once a queue pair is in
+    /// [`QpState::Error`] it takes none.
+    ///
+    /// # Safety
+    ///
+    /// As [`Verbs::post_recv`], until the receive's completion is polled
+    /// or the shared receive queue is destroyed.
+    unsafe fn post_srq_recv(&mut self, srq: SrqId, wr: &RecvWr<'_>) -> Result<()>;
 
     /// State of a queue pair (`None` if it does not exist).
     fn qp_state(&self, qp: QpId) -> Option<QpState>;

@@ -25,6 +25,11 @@ pub struct CqId(pub u32);
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct QpId(pub u32);
 
+/// A shared receive queue of a [`Verbs`](crate::Verbs) context
+/// (`ibv_srq`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct SrqId(pub u32);
+
 /// A connection request waiting for [`Verbs::accept`](crate::Verbs::accept)
 /// or [`Verbs::reject`](crate::Verbs::reject).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -77,6 +82,12 @@ pub struct DeviceAttr {
     pub transport: TransportKind,
     /// Most outstanding work requests per queue.
     pub max_qp_wr: u32,
+    /// Most completions a completion queue holds.
+    pub max_cqe: u32,
+    /// Most receives posted on a shared receive queue.
+    pub max_srq_wr: u32,
+    /// Most scatter entries per receive of a shared receive queue.
+    pub max_srq_sge: u32,
     /// Most scatter/gather entries per send or receive.
     pub max_sge: u32,
     /// Most scatter/gather entries of an RDMA READ's sink (1 on iWARP).
@@ -309,7 +320,7 @@ pub struct QpInit {
     pub recv_cq: CqId,
     /// Most outstanding send work requests.
     pub max_send_wr: u32,
-    /// Most posted receives.
+    /// Most posted receives (ignored with `srq`).
     pub max_recv_wr: u32,
     /// Most gather entries per send.
     pub max_send_sge: u32,
@@ -319,6 +330,21 @@ pub struct QpInit {
     pub max_inline: u32,
     /// Every send completes with a completion, whatever its flags.
     pub sq_sig_all: bool,
+    /// The shared receive queue incoming SENDs take their receives from
+    /// (`ibv_qp_init_attr.srq`); `None` for the queue pair's own receive
+    /// queue. A queue pair with one refuses `post_recv`.
+    pub srq: Option<SrqId>,
+}
+
+/// Shared receive queue creation attributes (`ibv_srq_init_attr`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SrqInit {
+    /// Protection domain of the receives' scatter entries.
+    pub pd: PdId,
+    /// Most posted receives.
+    pub max_wr: u32,
+    /// Most scatter entries per receive.
+    pub max_sge: u32,
 }
 
 /// State of a queue pair (`ibv_qp_state`, as an RC QP under a connection

@@ -8,6 +8,7 @@
 //! * [`cm`]: MPA negotiation as pure decisions, reading one MPA frame;
 //! * [`tx`]: framing and writing FPDUs; [`rx`]: parsing and placing them;
 //! * [`cq`]: completion queues and the event queues;
+//! * [`srq`]: shared receive queues;
 //! * [`table`]: 32-bit generational ids.
 //!
 //! Epoll tokens: the kind in the upper 32 bits ([`TOKEN_LISTENER`],
@@ -20,6 +21,7 @@ mod conn;
 mod cq;
 mod qp;
 mod rx;
+mod srq;
 mod table;
 mod timer;
 mod tx;
@@ -31,18 +33,19 @@ use std::time::{Duration, Instant};
 
 use rucx_rdma::{
     AsyncEvent, CmEvent, ConnParam, ConnReqId, CqId, DeviceAttr, QpId, QpInit, QpState, RecvWr,
-    SendFlags, SendOp, SendWr, Verbs, Wc, WcOpcode, WcStatus,
+    SendFlags, SendOp, SendWr, SrqId, SrqInit, Verbs, Wc, WcOpcode, WcStatus,
 };
 use uct::ucs::progress::{EventSet, Interest, Readiness, TimerQueue};
 use uct::ucs::sock::{self, Recv};
 use uct::ucs::{Error, Result};
 use uct::Armed;
 
-use crate::shared::{Shared, MAX_INLINE, MAX_MSG, MAX_PRIVATE_DATA, MAX_QP_WR, MAX_SGE};
+use crate::shared::{Shared, MAX_CQE, MAX_INLINE, MAX_MSG, MAX_PRIVATE_DATA, MAX_QP_WR, MAX_SGE};
 use crate::wire::mpa::MpaFrame;
 use cm::FrameRead;
 use cq::{Cq, Outputs};
 use qp::{qp_token, Conn, Env, Failure, Phase, Qp, RecvReq, SendReq};
+use srq::Srq;
 use table::Table;
 
 /// Token kind of the listening socket.
@@ -54,8 +57,18 @@ pub(crate) const TOKEN_QP: u64 = 3;
 /// Token kind of the timer fd.
 pub(crate) const TOKEN_TIMER: u64 = 4;
 
-/// Largest completion queue.
-const MAX_CQE: u32 = 1 << 20;
+/// A receive request from a work request (at most [`MAX_SGE`] entries,
+/// checked by the caller).
+fn recv_req(wr: &RecvWr<'_>) -> RecvReq {
+    let mut r = RecvReq {
+        wr_id: wr.wr_id,
+        sges: [Default::default(); MAX_SGE],
+        nsge: wr.sges.len(),
+        len: wr.sges.iter().map(|s| u64::from(s.len)).sum(),
+    };
+    r.sges[..wr.sges.len()].copy_from_slice(wr.sges);
+    r
+}
 
 /// A connection a peer opened to our listener.
 #[derive(Debug)]
@@ -76,6 +89,9 @@ pub(crate) struct Context {
     ready: Vec<(u64, Readiness)>,
     listener: Option<OwnedFd>,
     qps: Table<Qp>,
+    srqs: Table<Srq>,
+    /// Send batches of idle queue pairs (see `tx`).
+    batches: Vec<tx::Batch>,
     reqs: Table<ConnReq>,
     out: Outputs,
     /// Deadlines of MPA exchanges and lingering connections, carrying the
@@ -117,6 +133,8 @@ impl Context {
             ready: Vec::new(),
             listener: None,
             qps: Table::default(),
+            srqs: Table::default(),
+            batches: Vec::new(),
             reqs: Table::default(),
             out: Outputs::default(),
             deadlines: TimerQueue::new(),
@@ -129,6 +147,8 @@ impl Context {
         let qp = self.qps.get_mut(id.0)?;
         let mut env = Env {
             shared: &self.shared,
+            srqs: &mut self.srqs,
+            batches: &mut self.batches,
             events: &self.events,
             out: &mut self.out,
             deadlines: &mut self.deadlines,
@@ -337,6 +357,9 @@ impl Drop for Context {
         for qp in self.qps.values() {
             tables.pd_use(qp.init.pd, false);
         }
+        for srq in self.srqs.values() {
+            tables.pd_use(srq.pd(), false);
+        }
     }
 }
 
@@ -386,6 +409,11 @@ impl Verbs for Context {
         {
             return Err(bad("create_qp: limits beyond the device's"));
         }
+        if let Some(srq) = init.srq {
+            if self.srqs.get(srq.0).is_none() {
+                return Err(bad("create_qp: unknown shared receive queue"));
+            }
+        }
         if !self.shared.tables.write().pd_use(init.pd, true) {
             return Err(bad("create_qp: unknown protection domain"));
         }
@@ -398,16 +426,26 @@ impl Verbs for Context {
                 q.users += 1;
             }
         }
+        if let Some(s) = init.srq.and_then(|s| self.srqs.get_mut(s.0)) {
+            s.users += 1;
+        }
         Ok(QpId(id))
     }
 
     fn destroy_qp(&mut self, qp: QpId) -> Result<()> {
-        let q = self
+        let mut q = self
             .qps
             .remove(qp.0)
             .ok_or_else(|| bad("unknown queue pair"))?;
         if let Some(c) = &q.conn {
             let _ = self.events.remove(c.fd.as_raw_fd());
+        }
+        if let Some(s) = q.init.srq.and_then(|s| self.srqs.get_mut(s.0)) {
+            s.users = s.users.saturating_sub(1);
+            // A receive taken for a SEND that never completed goes back.
+            for r in q.rq.drain(..) {
+                s.give_back(r);
+            }
         }
         self.shared.tables.write().pd_use(q.init.pd, false);
         for cq in [q.init.send_cq, q.init.recv_cq] {
@@ -416,6 +454,19 @@ impl Verbs for Context {
             }
         }
         Ok(())
+    }
+
+    fn create_srq(&mut self, init: &SrqInit) -> Result<SrqId> {
+        self.srq_create(init)
+    }
+
+    fn destroy_srq(&mut self, srq: SrqId) -> Result<()> {
+        self.srq_destroy(srq)
+    }
+
+    unsafe fn post_srq_recv(&mut self, srq: SrqId, wr: &RecvWr<'_>) -> Result<()> {
+        // SAFETY: forwarded under the caller's contract.
+        unsafe { self.srq_post(srq, wr) }
     }
 
     fn qp_state(&self, qp: QpId) -> Option<QpState> {
@@ -666,6 +717,11 @@ impl Verbs for Context {
             );
             return Ok(());
         }
+        if q.init.srq.is_some() {
+            return Err(bad(
+                "post_recv: the queue pair receives from a shared receive queue",
+            ));
+        }
         if q.rq.len() >= q.init.max_recv_wr as usize {
             return Err(Error::NoMemory("iwarp: receive queue full".into()));
         }
@@ -684,13 +740,7 @@ impl Verbs for Context {
             );
             return Ok(());
         }
-        let mut r = RecvReq {
-            wr_id: wr.wr_id,
-            sges: [Default::default(); MAX_SGE],
-            nsge: wr.sges.len(),
-            len: wr.sges.iter().map(|s| u64::from(s.len)).sum(),
-        };
-        r.sges[..wr.sges.len()].copy_from_slice(wr.sges);
+        let r = recv_req(wr);
         self.qps
             .get_mut(qp.0)
             .expect("checked above")

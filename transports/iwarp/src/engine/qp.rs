@@ -164,6 +164,8 @@ pub(crate) struct Qp {
     pub(crate) next_seq: u64,
     pub(crate) sq: VecDeque<SendReq>,
     pub(crate) sq_used: u32,
+    /// Posted receives; with a shared receive queue, the one taken for
+    /// the SEND being received.
     pub(crate) rq: VecDeque<RecvReq>,
     pub(crate) orq: VecDeque<ReadOut>,
     pub(crate) irq: VecDeque<ReadResp>,
@@ -184,6 +186,10 @@ pub(crate) struct Qp {
 #[derive(Debug)]
 pub(crate) struct Env<'a> {
     pub(crate) shared: &'a Shared,
+    /// The context's shared receive queues.
+    pub(crate) srqs: &'a mut super::table::Table<super::srq::Srq>,
+    /// Send batches no queue pair holds, for the next one to write.
+    pub(crate) batches: &'a mut Vec<super::tx::Batch>,
     pub(crate) events: &'a EventSet,
     pub(crate) out: &'a mut Outputs,
     pub(crate) deadlines: &'a mut TimerQueue,
@@ -286,7 +292,7 @@ impl Qp {
         }
         self.tx.drop_batch();
         if self.flush_pending {
-            self.flush(env.out);
+            self.flush(env);
         }
     }
 
@@ -383,7 +389,7 @@ impl Qp {
             _ => self.close_conn(env),
         }
         if self.tx.batch_is_empty() {
-            self.flush(env.out);
+            self.flush(env);
         }
     }
 
@@ -399,8 +405,11 @@ impl Qp {
     }
 
     /// Completes every outstanding request with [`WcStatus::WrFlushErr`],
-    /// sends in posting order, then receives.
-    pub(crate) fn flush(&mut self, out: &mut Outputs) {
+    /// sends in posting order, then receives; a receive taken from a
+    /// shared receive queue for a SEND not received completely goes back
+    /// to it instead (unfilled, it belongs to no SEND).
+    pub(crate) fn flush(&mut self, env: &mut Env<'_>) {
+        let out = &mut *env.out;
         self.flush_pending = false;
         let mut done: Vec<(u64, u64, WcOpcode)> = Vec::new();
         for m in self.tx.take_marks() {
@@ -420,9 +429,14 @@ impl Qp {
         }
         self.sq_used = 0;
         self.irq.clear();
+        if let Some(srq) = self.init.srq.and_then(|s| env.srqs.get_mut(s.0)) {
+            for r in self.rq.drain(..) {
+                srq.give_back(r);
+            }
+        }
         for r in std::mem::take(&mut self.rq) {
             let wc = self.wc(r.wr_id, WcStatus::WrFlushErr, WcOpcode::Recv, 0);
-            out.complete(self.init.recv_cq, wc);
+            env.out.complete(self.init.recv_cq, wc);
         }
     }
 }

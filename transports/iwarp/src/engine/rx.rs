@@ -409,6 +409,14 @@ impl Qp {
                         if u64::from(mo) != self.rx.send_mo {
                             return Err(f.term(TermCause::DDP_UNTAGGED_INVALID_MO, None));
                         }
+                        if self.rq.is_empty() && mo == 0 {
+                            // A queue pair on a shared receive queue takes
+                            // the SEND's receive as its first segment comes.
+                            let srq = self.init.srq.and_then(|s| env.srqs.get_mut(s.0));
+                            if let Some(r) = srq.and_then(|s| s.take()) {
+                                self.rq.push_back(r);
+                            }
+                        }
                         let Some(r) = self.rq.front() else {
                             return Err(f.term(TermCause::DDP_UNTAGGED_NO_BUFFER, None));
                         };

@@ -8,6 +8,7 @@
 //! socket (as siw does); each leaves a [`Mark`] at that stream position.
 
 use std::collections::VecDeque;
+use std::mem::MaybeUninit;
 use std::os::fd::AsRawFd;
 
 use rucx_rdma::{Access, SendOp, Sge, WcOpcode, WcStatus};
@@ -25,10 +26,13 @@ use crate::wire::{TermCause, Terminate};
 const BATCH_FPDUS: usize = 64;
 /// Room for an FPDU's length field, DDP header and Read Request.
 const HDR_SLOT: usize = fpdu::PREFIX_LEN + MAX_HDR_LEN + READ_REQ_LEN;
+/// Empty batches a context keeps for its queue pairs.
+pub(crate) const SPARE_BATCHES: usize = 4;
 /// iovecs per batch (the kernel's IOV_MAX).
 const IOV_CAP: usize = 1024;
-/// Copies of inline data and Terminate bodies in a batch.
-const ARENA: usize = 16 * 1024;
+/// Copies of inline data and Terminate bodies in a batch: room for an
+/// inline send in every FPDU.
+const ARENA: usize = BATCH_FPDUS * MAX_INLINE;
 /// The STag of ready-to-receive messages and of READ sinks without a
 /// scatter entry (zero-length): never 0 on the wire.
 pub(crate) const DUMMY_STAG: u32 = 1;
@@ -53,10 +57,12 @@ struct Part {
 
 /// FPDUs ready to be written.
 #[derive(Debug)]
-struct Batch {
+pub(crate) struct Batch {
     hdrs: Box<[[u8; HDR_SLOT]; BATCH_FPDUS]>,
     trailers: Box<[[u8; 8]; BATCH_FPDUS]>,
-    arena: Box<[u8; ARENA]>,
+    /// Not initialized up front: a page of it costs memory once a copy
+    /// is written there; only written bytes are ever read.
+    arena: Box<[MaybeUninit<u8>]>,
     arena_used: usize,
     nfpdu: usize,
     iov: Vec<libc::iovec>,
@@ -85,11 +91,14 @@ impl Batch {
         Batch {
             hdrs: Box::new([[0; HDR_SLOT]; BATCH_FPDUS]),
             trailers: Box::new([[0; 8]; BATCH_FPDUS]),
-            arena: Box::new([0; ARENA]),
+            arena: Box::new_uninit_slice(ARENA),
             arena_used: 0,
             nfpdu: 0,
-            iov: Vec::with_capacity(IOV_CAP),
-            starts: Vec::with_capacity(IOV_CAP),
+            // Grown as batches fill (at most to IOV_CAP) and kept: a
+            // context's batches are reused, so this allocates only while
+            // the largest batch so far grows.
+            iov: Vec::new(),
+            starts: Vec::new(),
             pos: 0,
             partial: false,
             rresp: Vec::new(),
@@ -120,10 +129,16 @@ impl Batch {
     /// Copies `data` into the arena; the part points at the copy.
     fn copy(&mut self, data: &[u8]) -> Part {
         let at = self.arena_used;
-        self.arena[at..at + data.len()].copy_from_slice(data);
+        let dst = &mut self.arena[at..at + data.len()];
+        // SAFETY: `dst` has room for `data.len()` bytes (the slice was
+        // bounds-checked), `MaybeUninit<u8>` has the layout of `u8`, and
+        // `data` (caller memory) cannot overlap the batch's own arena.
+        unsafe {
+            std::ptr::copy_nonoverlapping(data.as_ptr(), dst.as_mut_ptr().cast::<u8>(), data.len())
+        };
         self.arena_used += data.len();
         Part {
-            ptr: self.arena[at..].as_ptr(),
+            ptr: self.arena[at..].as_ptr().cast::<u8>(),
             len: data.len(),
         }
     }
@@ -206,7 +221,9 @@ pub(crate) struct Tx {
     /// MPA frame bytes to write before any FPDU.
     raw: Vec<u8>,
     raw_off: usize,
-    batch: Batch,
+    /// Held only while FPDUs wait to be written: an idle queue pair gives
+    /// it back to its context's spares ([`Env::batches`]).
+    batch: Option<Batch>,
     sent_pos: u64,
     framed_pos: u64,
     marks: VecDeque<Mark>,
@@ -234,7 +251,7 @@ impl Tx {
         Tx {
             raw: Vec::new(),
             raw_off: 0,
-            batch: Batch::new(),
+            batch: None,
             sent_pos: 0,
             framed_pos: 0,
             marks: VecDeque::new(),
@@ -255,7 +272,12 @@ impl Tx {
     }
 
     pub(crate) fn batch_is_empty(&self) -> bool {
-        self.batch.is_empty()
+        self.batch.as_ref().is_none_or(|b| b.is_empty())
+    }
+
+    /// The batch being framed (taken by `tx_progress` before framing).
+    fn batch_mut(&mut self) -> &mut Batch {
+        self.batch.get_or_insert_with(Batch::new)
     }
 
     /// Queues an MPA frame.
@@ -269,7 +291,7 @@ impl Tx {
 
     /// Forgets the batch (the connection is gone).
     pub(crate) fn drop_batch(&mut self) {
-        self.batch.reset();
+        self.batch = None;
         self.cur_off = None;
         self.blocked = false;
     }
@@ -277,7 +299,7 @@ impl Tx {
     /// Sends `t` after the FPDU being written (if any); nothing else is
     /// framed after it.
     pub(crate) fn queue_terminate(&mut self, t: &Terminate, _crc: bool) {
-        let left = self.batch.truncate_unstarted();
+        let left = self.batch.as_mut().map_or(0, |b| b.truncate_unstarted());
         self.framed_pos = self.sent_pos + left;
         self.cur_off = None;
         self.term = Some(t.encode_ulpdu());
@@ -321,16 +343,23 @@ impl Qp {
         self.tx.raw.clear();
         self.tx.raw_off = 0;
         loop {
-            if self.tx.batch.is_empty() {
-                self.tx.batch.reset();
+            if self.tx.batch_is_empty() {
+                let mut b = match self.tx.batch.take() {
+                    Some(b) => b,
+                    None => env.batches.pop().unwrap_or_else(Batch::new),
+                };
+                b.reset();
+                self.tx.batch = Some(b);
                 if let Err(t) = self.refill(env) {
                     return Err(Failure::Terminate(t));
                 }
-                if self.tx.batch.is_empty() {
+                if self.tx.batch_is_empty() {
                     break;
                 }
             }
-            let b = &self.tx.batch;
+            let Some(b) = self.tx.batch.as_ref() else {
+                break;
+            };
             let n = {
                 let guard = (!b.rresp.is_empty()).then(|| env.shared.tables.read());
                 if let Some(g) = &guard {
@@ -352,7 +381,7 @@ impl Qp {
                 break;
             }
             work += 1;
-            self.tx.batch.advance(n);
+            self.tx.batch_mut().advance(n);
             self.tx.sent_pos += n as u64;
             while let Some(m) = self.tx.marks.front().copied() {
                 if m.pos > self.tx.sent_pos {
@@ -361,14 +390,19 @@ impl Qp {
                 self.tx.marks.pop_front();
                 self.complete_send(env.out, m.wr_id, m.signaled, WcStatus::Success, m.opcode, 0);
             }
-            if !self.tx.batch.is_empty() {
+            if !self.tx.batch_is_empty() {
                 self.tx.blocked = true;
                 break;
             }
         }
-        if self.tx.batch.is_empty() {
+        if self.tx.batch_is_empty() {
+            if let Some(b) = self.tx.batch.take() {
+                if env.batches.len() < SPARE_BATCHES {
+                    env.batches.push(b);
+                }
+            }
             if self.flush_pending {
-                self.flush(env.out);
+                self.flush(env);
             }
             if self.tx.term_framed && self.tx.term.is_none() {
                 self.tx.term_framed = false;
@@ -393,8 +427,8 @@ impl Qp {
                 Ok(h) => h,
                 Err(_) => return Ok(()),
             };
-            let part = self.tx.batch.copy(&t[hlen..]);
-            self.tx.framed_pos += self.tx.batch.push(&hdr, &[], &[part], crc) as u64;
+            let part = self.tx.batch_mut().copy(&t[hlen..]);
+            self.tx.framed_pos += self.tx.batch_mut().push(&hdr, &[], &[part], crc) as u64;
             self.tx.term_framed = true;
             return Ok(());
         }
@@ -405,7 +439,7 @@ impl Qp {
             self.frame_rtr(rtr, crc);
         }
         let tables = env.shared.tables.read();
-        while self.tx.batch.has_room(MAX_INLINE) {
+        while self.tx.batch_mut().has_room(MAX_INLINE) {
             if self.tx.cur_off.is_none() {
                 if !self.irq.is_empty() {
                     self.tx.cur_rresp = true;
@@ -459,7 +493,7 @@ impl Qp {
                     stag: DUMMY_STAG,
                     to: 0,
                 };
-                self.tx.framed_pos += self.tx.batch.push(&hdr, &[], &[], crc) as u64;
+                self.tx.framed_pos += self.tx.batch_mut().push(&hdr, &[], &[], crc) as u64;
             }
             Rtr::Read => {
                 let rr = ReadRequest {
@@ -492,7 +526,7 @@ impl Qp {
             mo: 0,
         };
         self.tx.msn_rreq = self.tx.msn_rreq.wrapping_add(1);
-        self.tx.framed_pos += self.tx.batch.push(&hdr, &rr.encode(), &[], crc) as u64;
+        self.tx.framed_pos += self.tx.batch_mut().push(&hdr, &rr.encode(), &[], crc) as u64;
     }
 
     /// Frames the next FPDU of the Read Response at the head of `irq`.
@@ -543,9 +577,9 @@ impl Qp {
             len: seg,
         };
         let parts: &[Part] = if seg > 0 { &[part] } else { &[] };
-        self.tx.framed_pos += self.tx.batch.push(&hdr, &[], parts, crc) as u64;
+        self.tx.framed_pos += self.tx.batch_mut().push(&hdr, &[], parts, crc) as u64;
         if seg > 0 {
-            let b = &mut self.tx.batch;
+            let b = self.tx.batch_mut();
             let end = b.iov.len();
             match b.rresp.last_mut() {
                 Some((stag, e)) if *stag == r.src_stag => *e = end,
@@ -631,12 +665,12 @@ impl Qp {
         let n = match &req.inline {
             Some((data, _)) => {
                 let data = &data[off as usize..off as usize + seg];
-                parts[0] = self.tx.batch.copy(data);
+                parts[0] = self.tx.batch_mut().copy(data);
                 1
             }
             None => gather(req.sges(), off, seg, &mut parts),
         };
-        self.tx.framed_pos += self.tx.batch.push(&hdr, &[], &parts[..n], crc) as u64;
+        self.tx.framed_pos += self.tx.batch_mut().push(&hdr, &[], &parts[..n], crc) as u64;
         if !last {
             self.tx.cur_off = Some(off + seg as u64);
             return;

@@ -164,6 +164,7 @@ pub(crate) fn qp_init(pd: PdId, cq: CqId) -> QpInit {
         max_recv_sge: 4,
         max_inline: 64,
         sq_sig_all: false,
+        srq: None,
     }
 }
 

@@ -34,6 +34,7 @@ fn qp_init(pd: PdId, cq: CqId) -> QpInit {
         max_recv_sge: 1,
         max_inline: 64,
         sq_sig_all: true,
+        srq: None,
     }
 }
 

@@ -1,12 +1,14 @@
-//! Registered buffers of an RC iface: receive buffers posted on its queue
-//! pairs and copy-send buffers, all of one size, from chunks registered
-//! once with the device.
+//! Registered buffers of an RC iface, all of one size, from chunks
+//! registered once with the device: one pool of receive buffers posted on
+//! its shared receive queue, one of copy-send buffers.
+//!
+//! Chunks are anonymous mappings, not zeroed up front: a page costs
+//! memory only once a message is written into it.
 //!
 //! The memory is reached only through raw pointers: the provider writes
 //! receive buffers while they are posted, and no Rust reference to a
 //! buffer exists except [`Bufs::slice`] of one that is not posted.
 
-use std::alloc::Layout;
 use std::sync::Arc;
 
 use crate::provider::Device;
@@ -15,14 +17,14 @@ use uct::ucs::{Error, Result};
 use uct::Access;
 
 /// Buffers per registered chunk.
-const CHUNK: usize = 64;
+pub(crate) const CHUNK: usize = 64;
 
 /// Who holds a buffer.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Owner {
     Free,
-    /// Posted as a receive on this queue pair.
-    Rx(QpId),
+    /// Posted on the shared receive queue (or filled and not reposted).
+    Srq,
     /// Carrying a send on this queue pair.
     Tx(QpId),
 }
@@ -30,7 +32,7 @@ pub(crate) enum Owner {
 #[derive(Debug)]
 struct Chunk {
     ptr: *mut u8,
-    layout: Layout,
+    len: usize,
     mr: Mr,
 }
 
@@ -70,40 +72,67 @@ impl Bufs {
         self.seg
     }
 
-    fn grow(&mut self) -> Result<()> {
-        let layout = Layout::from_size_align(self.seg * CHUNK, 64)
-            .map_err(|_| Error::NoMemory("rc: buffer chunk layout".into()))?;
-        // SAFETY: the layout has a non-zero size (seg >= 256).
-        let ptr = unsafe { std::alloc::alloc_zeroed(layout) };
-        if ptr.is_null() {
+    /// Whether one more chunk fits under the pool's limit.
+    pub(crate) fn can_grow(&self) -> bool {
+        self.owner.len() + CHUNK <= self.max.max(CHUNK)
+    }
+
+    /// Adds a registered chunk of [`CHUNK`] buffers, all free.
+    pub(crate) fn grow(&mut self) -> Result<()> {
+        if !self.can_grow() {
+            return Err(Error::NoMemory(format!(
+                "rc: buffer pool at its limit of {} buffers",
+                self.max.max(CHUNK)
+            )));
+        }
+        let len = self.seg * CHUNK;
+        // SAFETY: a private anonymous mapping of a non-zero length
+        // (seg >= 256) at an address the kernel picks; checked below.
+        let ptr = unsafe {
+            libc::mmap(
+                std::ptr::null_mut(),
+                len,
+                libc::PROT_READ | libc::PROT_WRITE,
+                libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
+                -1,
+                0,
+            )
+        };
+        if ptr == libc::MAP_FAILED {
             return Err(Error::NoMemory("rc: buffer chunk".into()));
         }
+        let ptr = ptr.cast::<u8>();
         let access = Access::LOCAL_WRITE;
         // SAFETY: the chunk lives until `Drop` deregisters it first; it is
         // only reached through raw pointers.
-        let mr = match unsafe { self.device.reg_mr(self.pd, ptr, layout.size(), access) } {
+        let mr = match unsafe { self.device.reg_mr(self.pd, ptr, len, access) } {
             Ok(mr) => mr,
             Err(e) => {
-                // SAFETY: allocated above with this layout.
-                unsafe { std::alloc::dealloc(ptr, layout) };
+                // SAFETY: mapped above with this length, not registered.
+                unsafe { libc::munmap(ptr.cast(), len) };
                 return Err(e);
             }
         };
         let base = self.owner.len() as u32;
-        self.chunks.push(Chunk { ptr, layout, mr });
+        self.chunks.push(Chunk { ptr, len, mr });
         self.owner.extend(std::iter::repeat_n(Owner::Free, CHUNK));
         self.free.extend((base..base + CHUNK as u32).rev());
         Ok(())
     }
 
-    /// A free buffer, now owned by `owner`; `None` when the pool is at its
-    /// limit (or memory ran out).
+    /// A free buffer, now owned by `owner`, growing the pool if it can;
+    /// `None` when the pool is at its limit (or memory ran out).
     pub(crate) fn take(&mut self, owner: Owner) -> Option<u32> {
-        if self.free.is_empty() && self.owner.len() + CHUNK <= self.max.max(CHUNK) {
+        if self.free.is_empty() && self.can_grow() {
             if let Err(e) = self.grow() {
                 tracing::warn!(error = %e, "rc: no more registered buffers");
             }
         }
+        self.take_free(owner)
+    }
+
+    /// A free buffer, now owned by `owner`, without growing the pool.
+    pub(crate) fn take_free(&mut self, owner: Owner) -> Option<u32> {
         let i = self.free.pop()?;
         self.owner[i as usize] = owner;
         Some(i)
@@ -119,15 +148,6 @@ impl Bufs {
         }
     }
 
-    /// Hands buffer `i` (not free) to `owner`.
-    pub(crate) fn set_owner(&mut self, i: u32, owner: Owner) {
-        if let Some(o) = self.owner.get_mut(i as usize) {
-            if *o != Owner::Free && owner != Owner::Free {
-                *o = owner;
-            }
-        }
-    }
-
     /// Who holds buffer `i`.
     pub(crate) fn owner(&self, i: u32) -> Owner {
         self.owner.get(i as usize).copied().unwrap_or(Owner::Free)
@@ -137,7 +157,7 @@ impl Bufs {
     pub(crate) fn held_by(&self, qp: QpId) -> Vec<u32> {
         let mut out = Vec::new();
         for (i, o) in self.owner.iter().enumerate() {
-            if matches!(o, Owner::Rx(q) | Owner::Tx(q) if *q == qp) {
+            if matches!(o, Owner::Tx(q) if *q == qp) {
                 out.push(i as u32);
             }
         }
@@ -161,11 +181,13 @@ impl Bufs {
         }
     }
 
-    /// The first `len` bytes of buffer `i`, which must not be posted.
+    /// The first `len` bytes of buffer `i`, which must not be posted: a
+    /// send buffer, or a receive whose completion was polled and that is
+    /// not posted again while the slice lives.
     pub(crate) fn slice(&self, i: u32, len: usize) -> &[u8] {
-        debug_assert!(!matches!(self.owner(i), Owner::Rx(_)));
         // SAFETY: the buffer has `seg` bytes; it is not posted, so no
-        // provider writes it while the slice lives (the pool is borrowed).
+        // provider writes it while the slice lives (the pool is borrowed,
+        // and reposting takes it mutably).
         unsafe { std::slice::from_raw_parts(self.ptr(i), len.min(self.seg)) }
     }
 
@@ -196,9 +218,9 @@ impl Drop for Bufs {
             if let Err(e) = self.device.dereg_mr(&c.mr) {
                 tracing::debug!(error = %e, "rc: buffer chunk not deregistered");
             }
-            // SAFETY: allocated in `grow` with this layout; deregistered, and
-            // the iface destroyed its queue pairs before its buffers.
-            unsafe { std::alloc::dealloc(c.ptr, c.layout) };
+            // SAFETY: mapped in `grow` with this length; deregistered, and
+            // the iface destroyed its queues before its buffers.
+            unsafe { libc::munmap(c.ptr.cast(), c.len) };
         }
     }
 }

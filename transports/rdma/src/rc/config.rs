@@ -11,8 +11,16 @@ ucs::config_table! {
         /// Size of a receive buffer: the largest active message (its one-byte
         /// id included) a peer may send. Both sides must agree.
         SEG_SIZE seg_size: MemUnits = "8k",
-        /// Receives posted per connection: the credits a sender starts with.
+        /// Most credits a connection's peer may be granted: its window grows
+        /// up to this while it uses all of it.
         RX_QUEUE_LEN rx_queue_len: u32 = "64",
+        /// Credits a connection's peer starts with: receives of the shared
+        /// pool committed to it (one more is committed for credit grants).
+        RX_WINDOW rx_window: u32 = "2",
+        /// Largest shared receive pool per iface. It grows in registered
+        /// chunks while connections need receives; a connection that finds
+        /// it full fails (the number of connections is bounded by it).
+        RX_POOL_MAX rx_pool_max: MemUnits = "1g",
         /// Send work requests outstanding per connection.
         TX_QUEUE_LEN tx_queue_len: u32 = "256",
         /// Copy-send buffers per iface (shared by its connections).
@@ -35,6 +43,10 @@ pub(crate) struct Limits {
     /// Receive buffer size.
     pub(crate) seg: usize,
     pub(crate) rx_queue: u32,
+    /// Initial window of a connection.
+    pub(crate) rx_window: u32,
+    /// Most buffers of the receive pool.
+    pub(crate) rx_pool_bufs: usize,
     pub(crate) tx_queue: u32,
     pub(crate) tx_bufs: u32,
     pub(crate) ord: u32,
@@ -63,9 +75,17 @@ fn count(name: &str, v: u32, min: u32, max: u32) -> Result<u32> {
 
 impl Limits {
     pub(crate) fn from_config(c: &RcConfig) -> Result<Limits> {
+        let seg = size("SEG_SIZE", c.seg_size, 256, 1 << 20)?;
+        let rx_queue = count("RX_QUEUE_LEN", c.rx_queue_len, 8, MAX_RX_QUEUE)?;
+        let pool = match c.rx_pool_max.bytes() {
+            None => usize::MAX,
+            Some(_) => size("RX_POOL_MAX", c.rx_pool_max, 0, usize::MAX)?,
+        };
         Ok(Limits {
-            seg: size("SEG_SIZE", c.seg_size, 256, 1 << 20)?,
-            rx_queue: count("RX_QUEUE_LEN", c.rx_queue_len, 8, MAX_RX_QUEUE)?,
+            seg,
+            rx_queue,
+            rx_window: count("RX_WINDOW", c.rx_window, 1, rx_queue)?,
+            rx_pool_bufs: pool / seg,
             tx_queue: count("TX_QUEUE_LEN", c.tx_queue_len, 8, 16384)?,
             tx_bufs: count("TX_BUFS", c.tx_bufs, 8, 65536)?,
             ord: count("MAX_RD_ATOMIC", c.max_rd_atomic, 1, 128)?,
@@ -89,5 +109,11 @@ mod tests {
         let c =
             RcConfig::from_lookup(|v| (v == "RUCX_RC_RX_QUEUE_LEN").then(|| "2".into())).unwrap();
         assert!(Limits::from_config(&c).is_err());
+        assert_eq!((l.rx_window, l.rx_pool_bufs), (2, 131072));
+        let c = RcConfig::from_lookup(|v| (v == "RUCX_RC_RX_WINDOW").then(|| "65".into())).unwrap();
+        assert!(Limits::from_config(&c).is_err());
+        let c =
+            RcConfig::from_lookup(|v| (v == "RUCX_RC_RX_POOL_MAX").then(|| "1m".into())).unwrap();
+        assert_eq!(Limits::from_config(&c).unwrap().rx_pool_bufs, 128);
     }
 }

@@ -16,11 +16,10 @@ use crate::verbs::{ConnParam, ConnReqId, QpId, QpInit};
 use uct::ucs::{EndpointCause, Error, Result};
 use uct::EpId;
 
-use super::bufs::Owner;
 use super::config::MAX_RX_QUEUE;
+use super::credits::{Credits, GRANT_SLOT};
 use super::iface::{Conn, Notice, RcEp, RcIface};
-use super::ops::RECV_BIT;
-use super::wire::{ConnRep, ConnReq, RESERVE};
+use super::wire::{ConnRep, ConnReq};
 
 /// The order of listening addresses that settles simultaneous
 /// connections: by IP, then port (the same on both sides).
@@ -29,39 +28,42 @@ fn addr_key(a: SocketAddr) -> (std::net::IpAddr, u16) {
 }
 
 impl RcIface {
-    /// A queue pair for a connection whose peer may send `peer_sends`
-    /// messages before its first grant, with the receives for them (and
-    /// the grant reserve) posted.
-    fn new_qp(&mut self, peer_sends: u32) -> Result<QpId> {
+    /// A queue pair on the shared receive queue, for a connection whose
+    /// peer starts with `window` credits: that many receives (and the
+    /// grant slot) are committed in the pool first, which grows if it
+    /// must; a full pool fails this connection only.
+    fn new_qp(&mut self, window: u32) -> Result<QpId> {
+        self.commit_rx(window + GRANT_SLOT)?;
         let dattr = self.device.attr();
         let init = QpInit {
             pd: self.pd,
             send_cq: self.cq,
             recv_cq: self.cq,
             max_send_wr: self.limits.tx_queue,
-            max_recv_wr: peer_sends + RESERVE,
+            max_recv_wr: 0,
             max_send_sge: (self.info.attr.max_iov as u32 + 1).min(dattr.max_sge),
             max_recv_sge: 1,
             max_inline: self.max_inline as u32,
             sq_sig_all: true,
+            srq: Some(self.srq),
         };
-        let qp = self.verbs.create_qp(&init)?;
-        if let Err(e) = self.post_recvs(qp, peer_sends + RESERVE) {
-            self.drop_qp(qp, Error::Canceled);
-            return Err(e);
+        match self.verbs.create_qp(&init) {
+            Ok(qp) => Ok(qp),
+            Err(e) => {
+                self.pool.release(window + GRANT_SLOT);
+                Err(e)
+            }
         }
-        Ok(qp)
     }
 
-    fn new_conn(&mut self, peer: SocketAddr, initiated: bool, credits: u32) -> Conn {
+    fn new_conn(&mut self, peer: SocketAddr, initiated: bool, cr: Credits) -> Conn {
         Conn {
             peer,
             initiated,
             failed: false,
             fatal: None,
-            credits,
-            max_credits: credits,
-            to_return: 0,
+            cr,
+            in_pool: true,
             sq_free: self.limits.tx_queue,
             src: self.src_for(peer),
         }
@@ -89,38 +91,50 @@ impl RcIface {
 
     /// Connects a new queue pair to the iface listening at `peer`.
     fn open_conn(&mut self, peer: SocketAddr) -> Result<QpId> {
-        let rx = self.limits.rx_queue;
-        let qp = self.new_qp(rx)?;
+        let window = self.limits.rx_window;
+        let qp = self.new_qp(window)?;
         let dattr = self.device.attr();
         let param = ConnParam {
             private_data: ConnReq {
                 seg: self.bufs.seg() as u32,
                 uuid: self.worker_uuid,
-                credits: rx,
-                posted: rx,
+                credits: window,
+                posted: window,
                 listen: self.listen,
+                max_window: self.limits.rx_queue,
             }
             .encode(),
             ord: self.limits.ord.min(dattr.max_qp_rd_atom),
             ird: dattr.max_qp_init_rd_atom,
         };
+        // The window the peer is asked to commit is ours to send with;
+        // the peer may grow it up to the limit it replies with.
+        let cr = Credits::new(window, MAX_RX_QUEUE, window);
+        let conn = self.new_conn(peer, true, cr);
+        self.set_conn(qp, Some(conn));
         if let Err(e) = self.verbs.connect(qp, peer, &param) {
             self.drop_qp(qp, Error::Canceled);
             return Err(e);
         }
-        // We send up to the receives we ask the peer to post.
-        let conn = self.new_conn(peer, true, rx);
-        self.set_conn(qp, Some(conn));
         self.peers.insert(peer, qp);
         Ok(qp)
     }
 
     /// A peer's connection request: accepted on a queue pair whose
-    /// receives are posted, or rejected.
+    /// receives are committed, or rejected.
     pub(crate) fn on_request(&mut self, req: ConnReqId, param: &ConnParam) {
         let seg = self.bufs.seg() as u32;
+        let sane = |n: u32| (1..=MAX_RX_QUEUE).contains(&n);
         let r = match ConnReq::decode(&param.private_data) {
-            Ok(r) if r.seg == seg && r.credits <= MAX_RX_QUEUE && r.posted <= MAX_RX_QUEUE => r,
+            Ok(r)
+                if r.seg == seg
+                    && sane(r.credits)
+                    && sane(r.posted)
+                    && r.max_window >= r.posted
+                    && r.max_window <= MAX_RX_QUEUE =>
+            {
+                r
+            }
             other => {
                 tracing::debug!(?other, "rc: connection request refused");
                 if let Err(e) = self.verbs.reject(req, b"rucx rc: bad request") {
@@ -129,23 +143,19 @@ impl RcIface {
                 return;
             }
         };
-        let rx = r.credits.max(self.limits.rx_queue);
+        let window = r.credits;
         let dattr = self.device.attr();
         let accept = ConnParam {
-            private_data: ConnRep { credits: rx, seg }.encode(),
+            private_data: ConnRep {
+                credits: window,
+                seg,
+                max_window: self.limits.rx_queue.max(window),
+            }
+            .encode(),
             ord: param.ird.min(self.limits.ord).min(dattr.max_qp_rd_atom),
             ird: param.ord.min(dattr.max_qp_init_rd_atom),
         };
-        let accepted = self
-            .new_qp(rx)
-            .and_then(|qp| match self.verbs.accept(req, qp, &accept) {
-                Ok(()) => Ok(qp),
-                Err(e) => {
-                    self.drop_qp(qp, Error::Canceled);
-                    Err(e)
-                }
-            });
-        let qp = match accepted {
+        let qp = match self.new_qp(window) {
             Ok(qp) => qp,
             Err(e) => {
                 tracing::warn!(error = %e, "rc: connection not accepted");
@@ -153,8 +163,15 @@ impl RcIface {
                 return;
             }
         };
-        let conn = self.new_conn(r.listen, false, r.posted);
+        let cr = Credits::new(r.posted, r.max_window, window);
+        let conn = self.new_conn(r.listen, false, cr);
         self.set_conn(qp, Some(conn));
+        if let Err(e) = self.verbs.accept(req, qp, &accept) {
+            tracing::warn!(error = %e, "rc: connection not accepted");
+            self.drop_qp(qp, Error::Canceled);
+            let _ = self.verbs.reject(req, b"rucx rc: no resources");
+            return;
+        }
         let ours = self.peers.get(&r.listen).copied();
         match ours {
             Some(q0) if self.conn(q0).is_some_and(|c| !c.failed) => {
@@ -251,6 +268,13 @@ impl RcIface {
         }
         c.failed = true;
         let (peer, src) = (c.peer, c.src);
+        // The queue pair stops taking receives from the shared queue; its
+        // window goes back to the pool once the receives it filled were
+        // polled and reposted.
+        if let Err(e) = self.verbs.disconnect(qp) {
+            tracing::debug!(error = %e, "rc: disconnect failed");
+        }
+        self.defer_release(qp);
         if self.peers.get(&peer) == Some(&qp) {
             self.peers.remove(&peer);
         }
@@ -283,40 +307,13 @@ impl RcIface {
         }
     }
 
-    /// Posts `n` receive buffers on `qp`.
-    pub(crate) fn post_recvs(&mut self, qp: QpId, n: u32) -> Result<()> {
-        for _ in 0..n {
-            let buf = self
-                .bufs
-                .take(Owner::Rx(qp))
-                .ok_or_else(|| Error::NoMemory("rc: receive buffers".into()))?;
-            self.post_recv_buf(qp, buf)?;
-        }
-        Ok(())
-    }
-
-    /// Posts buffer `buf` (owned for `qp`) as a receive.
-    pub(crate) fn post_recv_buf(&mut self, qp: QpId, buf: u32) -> Result<()> {
-        let sge = [self.bufs.sge(buf, self.bufs.seg())];
-        let wr = crate::verbs::RecvWr {
-            wr_id: RECV_BIT | u64::from(buf),
-            sges: &sge,
-        };
-        // SAFETY: the buffer is the pool's and stays posted (owned for
-        // `qp`) until its completion or the queue pair's destruction.
-        let r = unsafe { self.verbs.post_recv(qp, &wr) };
-        if r.is_err() {
-            self.bufs.give(buf);
-        }
-        r
-    }
-
     /// Destroys `qp` and releases everything it held; its operations
     /// complete with `error`.
     pub(crate) fn drop_qp(&mut self, qp: QpId, error: Error) {
         if let Err(e) = self.verbs.destroy_qp(qp) {
             tracing::debug!(error = %e, "rc: queue pair not destroyed");
         }
+        self.release_window(qp);
         if let Some(c) = self.conn(qp) {
             let (peer, src, failed) = (c.peer, c.src, c.failed);
             if self.peers.get(&peer) == Some(&qp) {

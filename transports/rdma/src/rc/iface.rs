@@ -6,14 +6,15 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 
 use crate::provider::{Device, Verbs};
-use crate::verbs::{CqId, Mr, PdId, QpId, Wc};
+use crate::verbs::{CqId, Mr, PdId, QpId, SrqId, SrqInit, Wc};
 use uct::ip_addr::{self, Local};
 use uct::ucs::netif;
 use uct::ucs::{Error, Result};
 use uct::{Caps, ConnectMode, EpId, EpTable, IfaceAttr, IfaceParams, PerfModel, SrcId, Token};
 
-use super::bufs::Bufs;
+use super::bufs::{Bufs, CHUNK};
 use super::config::Limits;
+use super::credits::{Credits, RxPool};
 use super::md::RcMd;
 use super::wire::HDR;
 
@@ -69,12 +70,11 @@ pub(crate) struct Conn {
     /// said (a broken connection): the failure its error completions and
     /// disconnection then report.
     pub(crate) fatal: Option<String>,
-    /// Sends the peer can take (its posted receives we may consume).
-    pub(crate) credits: u32,
-    /// Most credits the peer can have given.
-    pub(crate) max_credits: u32,
-    /// Receives consumed and reposted but not yet returned.
-    pub(crate) to_return: u32,
+    /// Credits both ways.
+    pub(crate) cr: Credits,
+    /// Its window is committed in the receive pool (until it fails or is
+    /// destroyed).
+    pub(crate) in_pool: bool,
     /// Free send queue entries.
     pub(crate) sq_free: u32,
     /// The source messages on it are reported from: one per peer iface,
@@ -154,9 +154,19 @@ impl<T> Table<T> {
 /// An RC iface on one device.
 #[derive(Debug)]
 pub(crate) struct RcIface {
-    /// Declared first: dropped (queue pairs destroyed) before the buffers.
+    /// Declared first: dropped (queues destroyed) before the buffers.
     pub(crate) verbs: Box<dyn Verbs>,
+    /// Copy-send buffers.
     pub(crate) bufs: Bufs,
+    /// Receive buffers, all given to `srq`.
+    pub(crate) rx: Bufs,
+    /// The shared receive queue of every connection.
+    pub(crate) srq: SrqId,
+    /// What the receive pool committed to connections.
+    pub(crate) pool: RxPool,
+    /// Windows of connections that failed, released once the receives
+    /// they filled were polled (see `rxpool`).
+    pub(crate) releasing: u32,
     pub(crate) device: Arc<dyn Device>,
     pub(crate) pd: PdId,
     pub(crate) info: uct::IfaceInfo,
@@ -209,8 +219,21 @@ impl RcIface {
         let dattr = md.device.attr().clone();
         let nif = netif::find(&dattr.netdev)?;
         let mut verbs = md.device.open_context()?;
-        let depth = 4 * (limits.tx_queue + limits.rx_queue).max(1024);
+        let max_rx = limits
+            .rx_pool_bufs
+            .min(dattr.max_srq_wr as usize)
+            .div_ceil(CHUNK)
+            * CHUNK;
+        // Room for every receive of the pool completing at once, and for
+        // sends besides.
+        let depth = (4 * (limits.tx_queue + limits.rx_queue).max(1024) as usize + max_rx)
+            .min(dattr.max_cqe as usize) as u32;
         let cq = verbs.create_cq(depth)?;
+        let srq = verbs.create_srq(&SrqInit {
+            pd: md.pd,
+            max_wr: max_rx.max(1) as u32,
+            max_sge: 1,
+        })?;
         let bound = verbs.listen(SocketAddr::new(dattr.addr, 0))?;
         let host_id = uct::ucs::sys::host_id();
         let max_inline = (dattr.max_inline as usize).min(INLINE_CAP);
@@ -232,9 +255,17 @@ impl RcIface {
             connect: ConnectMode::ToIface,
         };
         tracing::debug!(dev = %dattr.name, %bound, "rc iface listening");
-        let max_bufs = (limits.tx_bufs as usize) + 64 * (limits.rx_queue as usize);
         let mut iface = RcIface {
-            bufs: Bufs::new(md.device.clone(), md.pd, limits.seg, max_bufs),
+            bufs: Bufs::new(
+                md.device.clone(),
+                md.pd,
+                limits.seg,
+                limits.tx_bufs as usize,
+            ),
+            rx: Bufs::new(md.device.clone(), md.pd, limits.seg, max_rx),
+            srq,
+            pool: RxPool::default(),
+            releasing: 0,
             verbs,
             device: md.device.clone(),
             pd: md.pd,

@@ -12,8 +12,9 @@
 //!   queue pair each side), used in both directions and shared by every
 //!   endpoint between them (`conn.rs`): `ep_create` reuses the connection
 //!   to the remote iface if there is one (opened by either side), else
-//!   connects with private data naming the buffer size, the receives each
-//!   side posted and the initiator's listening address (`wire.rs`). When
+//!   connects with private data naming the buffer size, the windows each
+//!   side committed and may grow to, and the initiator's listening
+//!   address (`wire.rs`). When
 //!   both sides connect at once, both keep the connection opened by the
 //!   smaller address, and an endpoint that already sent on the other one
 //!   moves over after a zero-length READ proves its messages arrived, so
@@ -23,11 +24,18 @@
 //! * Active messages are SENDs: `am_short` inline (copied at post time),
 //!   `am_bcopy` from a registered copy buffer, `am_zcopy` with the caller's
 //!   memory in the gather list. Every SEND needs a credit (iWARP has no
-//!   receiver-not-ready retry); credits come back in the header of every
-//!   message the other way, or in a grant message of their own once a
-//!   quarter of the receives was reposted with nothing to carry them. Without a credit, a send queue
-//!   entry or a copy buffer the operation is refused (`NoResource`) and
-//!   `pending_add` reports the endpoint when it can take more.
+//!   receiver-not-ready retry). Receives come from one shared receive
+//!   queue per iface, fed by a pool of registered buffers that grows in
+//!   chunks up to `RUCX_RC_RX_POOL_MAX` (`rxpool.rs`); each connection's
+//!   peer gets a window of credits committed in that pool: small at
+//!   first (`RUCX_RC_RX_WINDOW`), doubled up to `RUCX_RC_RX_QUEUE_LEN`
+//!   each time the peer spends its last credit (`credits.rs`). Credits
+//!   come back in the header of every message the other way, or in a
+//!   grant message of their own. A connection the pool cannot take fails
+//!   alone: `ep_create` refuses it, or the peer's request is rejected.
+//!   Without a credit, a send queue entry or a copy buffer the operation
+//!   is refused (`NoResource`) and `pending_add` reports the endpoint
+//!   when it can take more.
 //! * `put_zcopy` is an RDMA WRITE from the caller's memory; `get_zcopy` an
 //!   RDMA READ per iov entry into the caller's memory, registered for that
 //!   READ alone with remote write rights (a Read Response is written by
@@ -43,18 +51,22 @@
 //! # What it does not do
 //!
 //! No atomics (the iWARP provider has none; the protocol layer emulates
-//! them), no shared receive queue, no closing of idle connections (nor of
-//! the connection that lost a simultaneous connect), no threads: a peer's
+//! them), no closing of idle connections (nor of the connection that lost
+//! a simultaneous connect), no shrinking of a window that grew, nor of
+//! the receive pool (a receive posted on a shared queue cannot be taken
+//! back), no threads: a peer's
 //! WRITE or READ into this process's memory is served when this iface's
 //! `progress` runs.
 
 mod bufs;
 mod config;
 mod conn;
+mod credits;
 mod iface;
 mod md;
 mod ops;
 mod progress;
+mod rxpool;
 uct::ucs::internal_mod!(
     /// The connection handshake and header codecs: public for fuzz targets
     /// (the `fuzzing` feature, or `--cfg fuzzing`), internal otherwise.

@@ -37,7 +37,7 @@ impl RcIface {
         // connection is up; the peer posts the receives we count on before
         // it accepts.
         match self.conn(qp) {
-            Some(c) if (credit && c.credits == 0) || c.sq_free < sq => Ok(None),
+            Some(c) if (credit && c.cr.credits == 0) || c.sq_free < sq => Ok(None),
             Some(_) => Ok(Some(qp)),
             None => Err(Error::endpoint_failed(
                 self.info.tl_name.clone(),
@@ -49,21 +49,14 @@ impl RcIface {
     /// The header of an active message on `qp`, returning the credits
     /// piled up for the peer.
     fn am_header(&mut self, qp: QpId, id: AmId) -> [u8; HDR] {
-        let grant = match self.conn_mut(qp) {
-            Some(c) => {
-                let g = c.to_return.min(u32::from(u16::MAX));
-                c.to_return -= g;
-                g as u16
-            }
-            None => 0,
-        };
-        wire::header(id, grant)
+        let field = self.conn_mut(qp).map_or(0, |c| c.cr.outgoing(true));
+        wire::header(id, field)
     }
 
     /// Takes back the credits of a header whose send was refused.
     fn unsent_header(&mut self, qp: QpId, hdr: &[u8; HDR]) {
-        if let (Some(c), Some((_, g))) = (self.conn_mut(qp), wire::parse_header(hdr)) {
-            c.to_return += u32::from(g);
+        if let (Some(c), Some((_, field))) = (self.conn_mut(qp), wire::parse_header(hdr)) {
+            c.cr.unsent(field);
         }
     }
 
@@ -90,7 +83,7 @@ impl RcIface {
         if let Some(c) = self.conn_mut(qp) {
             c.sq_free -= 1;
             if credit {
-                c.credits -= 1;
+                c.cr.credits -= 1;
             }
         }
         if let Some(e) = ep.and_then(|ep| self.eps.get_mut(ep)) {

@@ -7,6 +7,8 @@ use uct::ucs::{EndpointCause, Error, PeerMisbehaved};
 use uct::{AmSink, AM_ID_MAX};
 
 use super::bufs::Owner;
+use super::config::MAX_RX_QUEUE;
+use super::credits::{ACK, COUNT};
 use super::iface::{Notice, Op, RcIface, WC_BATCH};
 use super::ops::RECV_BIT;
 use super::wire::{self, ConnRep, GRANT, HDR};
@@ -66,6 +68,9 @@ impl RcIface {
 
     /// Everything `Iface::progress` does.
     pub(crate) fn progress_all(&mut self, sink: &mut dyn AmSink) -> usize {
+        // Connections that failed before this call: their filled receives
+        // are in the completion queue, drained below.
+        let due = std::mem::take(&mut self.releasing);
         let mut n = self.drain_async();
         loop {
             let mut wcs = std::mem::take(&mut self.wcs);
@@ -79,6 +84,7 @@ impl RcIface {
                 break;
             }
         }
+        self.pool.release(due);
         while let Some(ev) = self.verbs.poll_cm() {
             n += 1;
             self.handle_cm(ev);
@@ -118,7 +124,7 @@ impl RcIface {
                 0
             } else {
                 self.conn(e.conn)
-                    .map_or(0, |c| c.credits.min(c.sq_free) as usize)
+                    .map_or(0, |c| c.cr.credits.min(c.sq_free) as usize)
             };
             let Some(e) = self.eps.get_mut(ep) else {
                 continue;
@@ -153,6 +159,9 @@ impl RcIface {
         };
         if let Some(c) = self.conn_mut(op.qp) {
             c.sq_free += 1;
+            if c.cr.to_return > 0 {
+                self.maybe_grant(op.qp);
+            }
         }
         if let Some(ep) = op.ep {
             if let Some(e) = self.eps.get_mut(ep) {
@@ -190,79 +199,115 @@ impl RcIface {
 
     fn handle_recv(&mut self, wc: &Wc, sink: &mut dyn AmSink) {
         let buf = wc.wr_id as u32;
-        let Some(qp) = wc.qp else {
-            self.bufs.give(buf);
-            return;
-        };
-        if self.bufs.owner(buf) != Owner::Rx(qp) {
+        if self.rx.owner(buf) != Owner::Srq {
             return;
         }
-        if wc.status != WcStatus::Success || self.conn(qp).is_none_or(|c| c.failed) {
-            self.bufs.give(buf);
-            if !matches!(wc.status, WcStatus::Success | WcStatus::WrFlushErr) {
-                self.drain_async();
-                let e = self.conn_failure(qp, Some(wc.status));
-                self.fail_conn(qp, e.unwrap_or(Error::Canceled));
+        let qp = match wc.qp {
+            Some(qp) if wc.status == WcStatus::Success => qp,
+            other => {
+                // Flushed from a failed queue pair: back to the shared queue.
+                self.repost(buf);
+                if let Some(qp) = other {
+                    if wc.status != WcStatus::WrFlushErr {
+                        self.drain_async();
+                        let e = self.conn_failure(qp, Some(wc.status));
+                        self.fail_conn(qp, e.unwrap_or(Error::Canceled));
+                    }
+                }
+                return;
             }
+        };
+        if self.conn(qp).is_none_or(|c| c.failed) {
+            self.repost(buf);
             return;
         }
-        // Not posted any more: the provider no longer writes it.
-        self.bufs.set_owner(buf, Owner::Tx(qp));
         let len = wc.byte_len as usize;
-        let data = self.bufs.slice(buf, len);
-        let Some((id, grant)) = wire::parse_header(data) else {
-            self.bufs.give(buf);
+        // Not posted any more: the provider no longer writes it until it
+        // is reposted below.
+        let Some((id, field)) = wire::parse_header(self.rx.slice(buf, len)) else {
+            self.repost(buf);
             self.fail_conn(qp, misbehaved(format!("{len}-byte message")));
             return;
         };
-        let Some(c) = self.conn_mut(qp) else {
-            self.bufs.give(buf);
-            return;
-        };
-        let starved = c.credits == 0;
-        c.credits += u32::from(grant);
-        if c.credits > c.max_credits {
-            let d = format!("{} credits, at most {}", c.credits, c.max_credits);
-            self.bufs.give(buf);
-            self.fail_conn(qp, misbehaved(d));
+        if id >= AM_ID_MAX && id != GRANT {
+            self.repost(buf);
+            self.fail_conn(qp, misbehaved(format!("message id {id}")));
             return;
         }
-        if id < AM_ID_MAX {
-            c.to_return += 1;
+        let Some(c) = self.conn_mut(qp) else {
+            self.repost(buf);
+            return;
+        };
+        let arrival = match c.cr.arrived(id == GRANT, field) {
+            Ok(a) => a,
+            Err(v) => {
+                self.repost(buf);
+                self.fail_conn(qp, misbehaved(v.to_string()));
+                return;
+            }
+        };
+        if id != GRANT {
             let src = c.src;
             if let Some(s) = self.srcs.get_mut(&src.0) {
                 s.delivered = true;
             }
-            sink.am(id, src, &self.bufs.slice(buf, len)[HDR..]);
-        } else if id != GRANT {
-            self.bufs.give(buf);
-            self.fail_conn(qp, misbehaved(format!("message id {id}")));
-            return;
+            sink.am(id, src, &self.rx.slice(buf, len)[HDR..]);
         }
-        self.bufs.set_owner(buf, Owner::Rx(qp));
-        if let Err(e) = self.post_recv_buf(qp, buf) {
-            self.fail_conn(qp, e);
-            return;
-        }
+        self.repost(buf);
         // Endpoints wait for credits only when there were none (those
         // waiting for send queue entries are woken by completions).
-        if grant > 0 && starved {
+        if field & COUNT > 0 && arrival.was_starved {
             self.wake_eps(qp);
         }
-        let quarter = (self.limits.rx_queue / 4).max(1);
-        if let Some(c) = self.conn_mut(qp) {
-            if c.to_return >= quarter && c.sq_free > 0 {
-                let n = c.to_return.min(u32::from(u16::MAX));
-                c.to_return -= n;
-                c.sq_free -= 1;
-                self.send_grant(qp, n as u16);
-            }
+        if id != GRANT {
+            self.returned(qp, arrival.last);
+        } else if field & ACK != 0 {
+            self.maybe_grant(qp);
         }
     }
 
-    /// Returns `n` credits to the peer of `qp` in a message of their own.
-    fn send_grant(&mut self, qp: QpId, n: u16) {
-        let msg = wire::header(GRANT, n);
+    /// The receive of a message from the peer of `qp` is posted again:
+    /// its credit can go back, with more if the peer ran dry (`dry`) and
+    /// the pool has room.
+    fn returned(&mut self, qp: QpId, dry: bool) {
+        let limit = self.limits.rx_queue;
+        let Some(c) = self.conn_mut(qp) else {
+            return;
+        };
+        c.cr.reposted();
+        if dry {
+            let want = c.cr.growth(limit);
+            if want > 0 {
+                let got = self.commit_rx_upto(want);
+                if let Some(c) = self.conn_mut(qp) {
+                    c.cr.grow(got);
+                }
+            }
+        }
+        self.maybe_grant(qp);
+    }
+
+    /// Sends a grant to the peer of `qp` if more than half of its window
+    /// waits to be returned, or it has nothing left, and a grant and a
+    /// send queue entry are free. Runs after every message and send
+    /// completion on `qp`, so a grant held back for want of either goes
+    /// once it can.
+    pub(crate) fn maybe_grant(&mut self, qp: QpId) {
+        let Some(c) = self.conn_mut(qp) else {
+            return;
+        };
+        if c.failed || c.sq_free == 0 || !c.cr.wants_grant() {
+            return;
+        }
+        if let Some(field) = c.cr.grant() {
+            c.sq_free -= 1;
+            self.send_grant(qp, field);
+        }
+    }
+
+    /// Sends a grant with credit field `field` to the peer of `qp`.
+    fn send_grant(&mut self, qp: QpId, field: u16) {
+        let msg = wire::header(GRANT, field);
         let sge = [Sge {
             addr: msg.as_ptr() as u64,
             len: msg.len() as u32,
@@ -286,6 +331,10 @@ impl RcIface {
         // SAFETY: an inline send copies `msg` before returning.
         if let Err(e) = unsafe { self.verbs.post_send(qp, &wr) } {
             self.ops.remove(idx);
+            if let Some(c) = self.conn_mut(qp) {
+                c.sq_free += 1;
+                c.cr.grant_unsent(field);
+            }
             self.fail_conn(qp, e);
         }
     }
@@ -299,9 +348,17 @@ impl RcIface {
                 };
                 if c.initiated {
                     let seg = self.bufs.seg() as u32;
-                    let asked = self.limits.rx_queue;
+                    let asked = self.limits.rx_window;
                     match ConnRep::decode(&param.private_data) {
-                        Ok(rep) if rep.seg == seg && rep.credits >= asked => {}
+                        Ok(rep)
+                            if rep.seg == seg
+                                && rep.credits >= asked
+                                && (asked..=MAX_RX_QUEUE).contains(&rep.max_window) =>
+                        {
+                            if let Some(c) = self.conn_mut(qp) {
+                                c.cr.max_credits = rep.max_window;
+                            }
+                        }
                         Ok(rep) => {
                             let d = format!(
                                 "buffer size {} (ours {seg}), {} receives (asked {asked})",

@@ -1,28 +1,33 @@
 //! What the RC transport puts in SENDs and in connection private data.
 //! Every field is little-endian.
 //!
-//! * Connection request private data, 44 bytes: magic `rcx` + version 3
+//! * Connection request private data, 48 bytes: magic `rcx` + version 4
 //!   (4), the initiator's receive buffer size (u32), the initiator's
-//!   worker uuid (u64, for logs), the receives the responder must post
-//!   (u32: the initiator starts sending while the connection is being set
-//!   up, the provider holding the SENDs until it is), the receives the
-//!   initiator posted (u32: the responder's credits), the initiator's
-//!   listening address: its family (one byte, 4 or 6), the IP (16 bytes
-//!   in network order; an IPv4 address in the first 4, the rest zero) and
-//!   the port (u16), then a reserved byte (zero).
-//! * Accept private data, 12 bytes: magic (4), the receives the responder
-//!   posted before accepting (u32, at least what was asked: a responder
-//!   that cannot post that many rejects), its receive buffer size (u32).
-//!   Both sides must use the same buffer size; a mismatch is rejected.
+//!   worker uuid (u64, for logs), the window the initiator starts sending
+//!   with (u32: the responder commits that many receives before it
+//!   accepts; the initiator starts sending while the connection is being
+//!   set up, the provider holding the SENDs until it is), the window the
+//!   initiator committed to the responder (u32: the responder's first
+//!   credits), the initiator's listening address: its family (one byte, 4
+//!   or 6), the IP (16 bytes in network order; an IPv4 address in the
+//!   first 4, the rest zero) and the port (u16), then a reserved byte
+//!   (zero), then the most credits the initiator will ever grant (u32).
+//! * Accept private data, 16 bytes: magic (4), the window the responder
+//!   committed to the initiator (u32, at least what was asked: a
+//!   responder that cannot commit that many rejects), its receive buffer
+//!   size (u32), the most credits it will ever grant (u32). Both sides
+//!   must use the same buffer size; a mismatch is rejected.
 //! * A SEND carries one active message: a 3-byte header — its id (below
-//!   `AM_ID_MAX`) and the credits it returns (u16) — then the data
+//!   `AM_ID_MAX`) and a credit field (u16): the credits it returns (low
+//!   14 bits), bit 14 set when it spent its sender's last credit, bit 15
+//!   set when it acknowledges the peer's last grant — then the data
 //!   (`am_short`: the 8-byte header and the payload).
-//! * A credit grant is a SEND with id [`GRANT`], no data, for when
-//!   credits pile up with nothing to carry them (a quarter of the
-//!   receives): at most four are in flight, and each side keeps
-//!   [`RESERVE`] receives beyond its credits for them. iWARP has no
-//!   receiver-not-ready retry: a SEND that finds no receive ends the
-//!   connection, so the accounting must be exact.
+//! * A credit grant is a SEND with id [`GRANT`], no data, and the same
+//!   credit field, for when credits pile up with nothing to carry them:
+//!   it needs no credit, each side keeps one receive per connection for
+//!   it, and a side sends the next only once the last was acknowledged.
+//!   iWARP has no receiver-not-ready retry: a SEND that finds no receive
+//!   ends the connection, so the accounting must be exact.
 
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
 
@@ -32,14 +37,12 @@ use uct::ucs::{Error, PeerMisbehaved, Result};
 pub const GRANT: u8 = 0xff;
 /// Bytes before a message's data.
 pub const HDR: usize = 3;
-/// Receives posted beyond the credits, for grants.
-pub const RESERVE: u32 = 8;
 /// First bytes of both private data blocks: `rcx` and the version.
-pub const MAGIC: [u8; 4] = *b"rcx\x03";
+pub const MAGIC: [u8; 4] = *b"rcx\x04";
 /// Length of the request's private data.
-pub const REQ_LEN: usize = 44;
+pub const REQ_LEN: usize = 48;
 /// Length of the accept's private data.
-pub const REP_LEN: usize = 12;
+pub const REP_LEN: usize = 16;
 
 /// The initiator's private data.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -48,21 +51,26 @@ pub struct ConnReq {
     pub seg: u32,
     /// The initiator's worker uuid (for logs).
     pub uuid: u64,
-    /// Receives the responder must post.
+    /// The window the initiator starts sending with: receives the
+    /// responder must commit.
     pub credits: u32,
-    /// Receives the initiator posted.
+    /// The window the initiator committed to the responder.
     pub posted: u32,
     /// The initiator's listening address.
     pub listen: SocketAddr,
+    /// Most credits the initiator will grant.
+    pub max_window: u32,
 }
 
 /// The responder's private data.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct ConnRep {
-    /// Receives the responder posted before accepting.
+    /// The window the responder committed to the initiator.
     pub credits: u32,
     /// The responder's receive buffer size.
     pub seg: u32,
+    /// Most credits the responder will grant.
+    pub max_window: u32,
 }
 
 fn bad(detail: &str) -> Error {
@@ -101,6 +109,7 @@ impl ConnReq {
         v.extend_from_slice(&ip);
         v.extend_from_slice(&self.listen.port().to_le_bytes());
         v.push(0);
+        v.extend_from_slice(&self.max_window.to_le_bytes());
         v
     }
 
@@ -135,6 +144,7 @@ impl ConnReq {
             credits: u32_at(b, 16),
             posted: u32_at(b, 20),
             listen: SocketAddr::new(ip, port),
+            max_window: u32_at(b, 44),
         })
     }
 }
@@ -145,6 +155,7 @@ impl ConnRep {
         let mut v = MAGIC.to_vec();
         v.extend_from_slice(&self.credits.to_le_bytes());
         v.extend_from_slice(&self.seg.to_le_bytes());
+        v.extend_from_slice(&self.max_window.to_le_bytes());
         v
     }
 
@@ -159,6 +170,7 @@ impl ConnRep {
         Ok(ConnRep {
             credits: u32_at(b, 4),
             seg: u32_at(b, 8),
+            max_window: u32_at(b, 12),
         })
     }
 }
@@ -193,13 +205,14 @@ mod tests {
             credits: 64,
             posted: 72,
             listen: "10.1.2.3:4000".parse().unwrap(),
+            max_window: 64,
         };
         let e = r.encode();
         assert_eq!(e.len(), REQ_LEN);
         assert_eq!(&e[24..29], &[4, 10, 1, 2, 3]);
-        assert_eq!(&e[41..44], &[0xa0, 0x0f, 0]);
+        assert_eq!(&e[41..48], &[0xa0, 0x0f, 0, 64, 0, 0, 0]);
         assert_eq!(ConnReq::decode(&e).unwrap(), r);
-        assert!(ConnReq::decode(&e[..43]).is_err());
+        assert!(ConnReq::decode(&e[..47]).is_err());
         let mut z = e.clone();
         z[41..43].copy_from_slice(&[0, 0]);
         assert!(ConnReq::decode(&z).is_err());
@@ -222,9 +235,11 @@ mod tests {
         let p = ConnRep {
             credits: 64,
             seg: 8192,
+            max_window: 128,
         };
         assert_eq!(ConnRep::decode(&p.encode()).unwrap(), p);
-        assert!(ConnRep::decode(b"xxxx\0\0\0\0\0\0\0\0").is_err());
+        assert!(ConnRep::decode(&p.encode()[..15]).is_err());
+        assert!(ConnRep::decode(b"xxxx\0\0\0\0\0\0\0\0\0\0\0\0").is_err());
         assert_eq!(parse_header(&header(5, 300)), Some((5, 300)));
         assert_eq!(parse_header(&[GRANT, 1]), None);
     }

@@ -23,7 +23,7 @@ pub(crate) fn check_all(data: &[u8]) {
 /// `ConnReq::decode`: accepted exactly when the input is long enough, has
 /// the magic, a zero reserved byte and a listening address (family 4 with
 /// zeros after the IPv4 address, or 6; not unspecified; port not 0); then
-/// the request re-encodes to its 44 bytes.
+/// the request re-encodes to its 48 bytes.
 pub(crate) fn check_req(data: &[u8]) {
     let addr_ok = |d: &[u8]| {
         let mut a = [0u8; 16];
@@ -50,7 +50,7 @@ pub(crate) fn check_req(data: &[u8]) {
 }
 
 /// `ConnRep::decode`: accepted exactly when the input is long enough and
-/// has the magic; then the reply re-encodes to its 12 bytes.
+/// has the magic; then the reply re-encodes to its 16 bytes.
 pub(crate) fn check_rep(data: &[u8]) {
     let ok_shape = data.len() >= REP_LEN && data[..4] == MAGIC;
     check_prefix(
@@ -114,21 +114,30 @@ mod tests {
                 (1u128..).prop_map(|ip| IpAddr::from(Ipv6Addr::from(ip))),
             ],
             1u16..,
+            any::<u32>(),
         )
-            .prop_map(|(seg, uuid, credits, posted, ip, port)| {
+            .prop_map(|(seg, uuid, credits, posted, ip, port, max_window)| {
                 ConnReq {
                     seg,
                     uuid,
                     credits,
                     posted,
                     listen: SocketAddr::new(ip, port),
+                    max_window,
                 }
                 .encode()
             })
     }
 
     fn valid_rep() -> impl Strategy<Value = Vec<u8>> {
-        (any::<u32>(), any::<u32>()).prop_map(|(credits, seg)| ConnRep { credits, seg }.encode())
+        (any::<u32>(), any::<u32>(), any::<u32>()).prop_map(|(credits, seg, max_window)| {
+            ConnRep {
+                credits,
+                seg,
+                max_window,
+            }
+            .encode()
+        })
     }
 
     /// A valid message, then truncated, bit-flipped or extended.
