@@ -31,7 +31,12 @@ pub(crate) struct IncastReport {
 
 /// The receiver: `senders` children for `secs` seconds of `size`-byte
 /// messages, taken at `rate` a second.
-pub(crate) fn run(senders: usize, secs: f64, size: usize, rate: f64) -> Result<IncastReport, String> {
+pub(crate) fn run(
+    senders: usize,
+    secs: f64,
+    size: usize,
+    rate: f64,
+) -> Result<IncastReport, String> {
     if senders == 0 || size < 8 || rate <= 0.0 {
         return Err("incast needs a sender, messages of 8 bytes or more and a rate".into());
     }
@@ -42,7 +47,13 @@ pub(crate) fn run(senders: usize, secs: f64, size: usize, rate: f64) -> Result<I
     let base = sys::rss_kb();
     let mut kids = Vec::with_capacity(senders);
     for i in 0..senders {
-        let args = ["--send", &me, &secs.to_string(), &size.to_string(), &i.to_string()];
+        let args = [
+            "--send",
+            &me,
+            &secs.to_string(),
+            &size.to_string(),
+            &i.to_string(),
+        ];
         kids.push(ChildProc::spawn(&args.map(String::from))?);
     }
     let mut seen = Seen {
@@ -117,7 +128,9 @@ impl Seen {
             self.done[from] = Some(value);
         } else if value != self.next[from] || self.done[from].is_some() {
             let due = self.next[from];
-            return Err(format!("sender {from}: message {value} where {due} was due"));
+            return Err(format!(
+                "sender {from}: message {value} where {due} was due"
+            ));
         } else {
             self.next[from] += 1;
         }
@@ -144,6 +157,8 @@ pub(crate) fn send(addr: &str, secs: f64, size: usize, index: u64) -> Result<(),
             Ok(Posted::Done(..)) => {}
             Err(e) => return Err(format!("send {value}: {e}")),
         }
+        // A sender that progresses hears the receiver ask for rendezvous.
+        w.progress();
         while inflight.saturating_sub(w.released_completed()) > WINDOW {
             w.progress();
         }

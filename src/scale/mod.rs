@@ -134,5 +134,6 @@ fn run(args: Vec<String>) -> Result<(), String> {
 }
 
 fn parse<T: std::str::FromStr>(v: &str, name: &str) -> Result<T, String> {
-    v.parse().map_err(|_| format!("{name}: bad value {v:?}\n{USAGE}"))
+    v.parse()
+        .map_err(|_| format!("{name}: bad value {v:?}\n{USAGE}"))
 }

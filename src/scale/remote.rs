@@ -6,8 +6,11 @@
 //! (answered with `report <rss kB> <fds>`) and `exit` (or end of input).
 
 use std::io::{Read, Write};
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
+use std::time::{Duration, Instant};
 
 use super::{hex, sys, ANSWER, ECHO};
+use crate::ucp::Armed;
 use crate::ucp::{AmParams, Posted};
 use crate::{Context, Worker};
 
@@ -34,19 +37,52 @@ pub(crate) fn serve(count: usize) -> Result<(), String> {
         writeln!(out, "addr {}", hex::encode(&w.address())).map_err(|e| e.to_string())?;
         workers.push(w);
     }
+    // Each worker's event fd in one epoll set, so that an answer waits
+    // only for the worker that has work, not for a sweep over all of them.
+    let poll = Epoll::new()?;
+    for (i, w) in workers.iter_mut().enumerate() {
+        let fd = w
+            .event_fd()
+            .map_err(|e| format!("event fd of worker {i}: {e}"))?;
+        poll.add(fd, i as u64)?;
+    }
+    poll.add(0, STDIN)?;
     writeln!(out, "ready {} {}", sys::rss_kb(), sys::fds()).map_err(|e| e.to_string())?;
     out.flush().map_err(|e| e.to_string())?;
     sys::stdin_nonblocking().map_err(|e| format!("stdin: {e}"))?;
     let mut stdin = std::io::stdin().lock();
     let mut line = Vec::new();
     let mut buf = [0u8; 256];
-    let mut rounds = 0u32;
+    let mut ready = Vec::new();
+    let mut last_sweep = Instant::now();
+    // Workers whose last arm said busy: progressed again without waiting.
+    let mut busy: Vec<usize> = (0..workers.len()).collect();
     loop {
-        for w in &mut workers {
-            w.progress();
+        let timeout = if busy.is_empty() { 10 } else { 0 };
+        poll.wait(&mut ready, timeout)?;
+        if last_sweep.elapsed() >= SWEEP {
+            // Timers (keepalive) and failures only found by looking.
+            last_sweep = Instant::now();
+            busy.extend(0..workers.len());
         }
-        rounds = rounds.wrapping_add(1);
-        if rounds % 64 != 0 {
+        let mut read_stdin = false;
+        for &tok in &ready {
+            if tok == STDIN {
+                read_stdin = true;
+            } else {
+                busy.push(tok as usize);
+            }
+        }
+        busy.sort_unstable();
+        busy.dedup();
+        for i in std::mem::take(&mut busy) {
+            let w = &mut workers[i];
+            while w.progress() > 0 {}
+            if w.arm().map_err(|e| format!("arming worker {i}: {e}"))? == Armed::Busy {
+                busy.push(i);
+            }
+        }
+        if !read_stdin {
             continue;
         }
         match stdin.read(&mut buf) {
@@ -72,5 +108,59 @@ pub(crate) fn serve(count: usize) -> Result<(), String> {
                 }
             }
         }
+    }
+}
+
+/// Token of standard input in the epoll set.
+const STDIN: u64 = u64::MAX;
+/// How often every worker is progressed whether or not it signalled.
+const SWEEP: Duration = Duration::from_millis(100);
+
+/// An epoll set (level-triggered).
+struct Epoll(OwnedFd);
+
+impl Epoll {
+    fn new() -> Result<Epoll, String> {
+        // SAFETY: epoll_create1 has no memory effects; the result is checked.
+        let fd = unsafe { libc::epoll_create1(libc::EPOLL_CLOEXEC) };
+        if fd < 0 {
+            return Err(format!(
+                "epoll_create1: {}",
+                std::io::Error::last_os_error()
+            ));
+        }
+        // SAFETY: a new descriptor nothing else owns.
+        Ok(Epoll(unsafe { OwnedFd::from_raw_fd(fd) }))
+    }
+
+    fn add(&self, fd: RawFd, token: u64) -> Result<(), String> {
+        let mut ev = libc::epoll_event {
+            events: libc::EPOLLIN as u32,
+            u64: token,
+        };
+        // SAFETY: `ev` is a valid event for the duration of the call.
+        let rc = unsafe { libc::epoll_ctl(self.0.as_raw_fd(), libc::EPOLL_CTL_ADD, fd, &mut ev) };
+        if rc != 0 {
+            return Err(format!("epoll_ctl: {}", std::io::Error::last_os_error()));
+        }
+        Ok(())
+    }
+
+    /// Waits up to `ms` milliseconds; the tokens of ready descriptors.
+    fn wait(&self, out: &mut Vec<u64>, ms: i32) -> Result<(), String> {
+        let mut evs = [libc::epoll_event { events: 0, u64: 0 }; 256];
+        // SAFETY: `evs` is writable for its length.
+        let n =
+            unsafe { libc::epoll_wait(self.0.as_raw_fd(), evs.as_mut_ptr(), evs.len() as i32, ms) };
+        out.clear();
+        if n < 0 {
+            let e = std::io::Error::last_os_error();
+            if e.kind() == std::io::ErrorKind::Interrupted {
+                return Ok(());
+            }
+            return Err(format!("epoll_wait: {e}"));
+        }
+        out.extend(evs[..n as usize].iter().map(|e| e.u64));
+        Ok(())
     }
 }

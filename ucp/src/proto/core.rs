@@ -241,7 +241,9 @@ impl Core {
             address,
             src_eps: FxHashMap::default(),
             uuid_eps: FxHashMap::default(),
-            unexp: super::throttle::UnexpBudget::new(ctx.config().unexpected_max.usize_or(usize::MAX)),
+            unexp: super::throttle::UnexpBudget::new(
+                ctx.config().unexpected_max.usize_or(usize::MAX),
+            ),
             select: SelectCache::new(select),
             proto_info,
             ctx,

@@ -56,7 +56,9 @@ impl Core {
         let iface = self.cur_iface;
         let ack = |sreq| AckTo { iface, src, sreq };
         let r = match id {
-            AM_EAGER_ONLY => wire::decode_only(data).map(|(tag, p)| self.rx_whole(src, tag, p, None)),
+            AM_EAGER_ONLY => {
+                wire::decode_only(data).map(|(tag, p)| self.rx_whole(src, tag, p, None))
+            }
             AM_EAGER_SYNC_ONLY => wire::decode_sync_only(data)
                 .map(|(tag, sreq, p)| self.rx_whole(src, tag, p, Some(ack(sreq)))),
             AM_EAGER_FIRST => {

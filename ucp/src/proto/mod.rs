@@ -30,11 +30,11 @@ pub(crate) mod stream;
 pub(crate) mod stream_rndv;
 pub(crate) mod stream_rx;
 mod sync;
-pub(crate) mod throttle;
 #[cfg(test)]
 pub(crate) mod testing;
 #[cfg(test)]
 mod tests;
+pub(crate) mod throttle;
 crate::ucs::internal_mod!(wire);
 mod wireup;
 

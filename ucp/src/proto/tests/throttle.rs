@@ -35,7 +35,8 @@ fn over_the_limit_senders_switch_to_rendezvous_and_back() {
     // Eager until the receiver is over its limit and says so.
     for i in 0..200u64 {
         let data = msg(i);
-        if let crate::proto::eager_tx::Started::InFlight(id) = a.send(&data, 5, Op::new()).unwrap() {
+        if let crate::proto::eager_tx::Started::InFlight(id) = a.send(&data, 5, Op::new()).unwrap()
+        {
             ids.push(id);
         }
         sent.push(data);
@@ -47,7 +48,10 @@ fn over_the_limit_senders_switch_to_rendezvous_and_back() {
     assert!(!ids.is_empty(), "rendezvous sends wait for their receive");
     // Over the limit only announcements queue: their entries, no data.
     let rts = ids.len() * std::mem::size_of::<Unexp>();
-    assert!(peak <= 4096 + 1024 + rts, "held {held}, peak {peak}, rts {rts}");
+    assert!(
+        peak <= 4096 + 1024 + rts,
+        "held {held}, peak {peak}, rts {rts}"
+    );
     assert!(peak > 4096, "the limit was reached");
     // Receive everything, in order; the sends finish as they match.
     let mut buf = vec![0u8; LEN];

@@ -1,0 +1,129 @@
+//! Many endpoints per worker, and an incast to a slow receiver, run
+//! through the `rucx-scale` benchmark (which checks every answer and the
+//! order of every incast message, and fails otherwise).
+//!
+//! * `tcp_many_endpoints`: one worker, `RUCX_TEST_SCALE_N` (default
+//!   10,000) tcp endpoints over `lo` to as many workers in four processes;
+//!   one descriptor per endpoint on each side.
+//! * `shm_more_than_1024_peers`: 1,100 posix peers send to one worker
+//!   (more than the 1,024 senders a receiver used to accept).
+//! * `lane_fallback_when_shm_is_full`: with `RUCX_MM_MAX_SENDERS=40`, the
+//!   61st and later peers cannot get a posix slot in the driver's segment;
+//!   their endpoints fall back to tcp (logged at info) and every round trip
+//!   still completes.
+//! * `incast_is_bounded`: two senders stream 64-byte tag messages to a
+//!   receiver taking 1,000 per second; with `RUCX_UNEXPECTED_MAX=8m` the
+//!   receiver's peak growth stays a small multiple of the limit instead of
+//!   growing with the messages sent, and every message arrives in order.
+
+use std::process::Command;
+
+/// The columns of the endpoint report, by name.
+struct Row(Vec<f64>);
+
+impl Row {
+    fn col(&self, i: usize) -> f64 {
+        self.0[i]
+    }
+}
+
+const N: usize = 1;
+const FDS_PER_EP: usize = 9;
+const REMOTE_FDS_PER_EP: usize = 11;
+
+fn scale(args: &[&str], env: &[(&str, &str)]) -> (Row, String) {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_rucx-scale"));
+    cmd.args(args).arg("-H");
+    for var in ["RUCX_TLS", "RUCX_NET_DEVICES", "RUCX_UNEXPECTED_MAX"] {
+        cmd.env_remove(var);
+    }
+    for (k, v) in env {
+        cmd.env(k, v);
+    }
+    let out = cmd.output().expect("run rucx-scale");
+    let stdout = String::from_utf8_lossy(&out.stdout).to_string();
+    let stderr = String::from_utf8_lossy(&out.stderr).to_string();
+    assert!(
+        out.status.success(),
+        "rucx-scale {args:?} failed: {stdout}\n{stderr}"
+    );
+    let line = stdout
+        .lines()
+        .rfind(|l| !l.starts_with('#'))
+        .expect("a result line");
+    let nums = line
+        .split_whitespace()
+        .skip(1)
+        .map(|x| x.parse::<f64>().expect("a number"))
+        .collect();
+    println!("{line}");
+    (Row(nums), stderr)
+}
+
+fn scale_n() -> String {
+    std::env::var("RUCX_TEST_SCALE_N").unwrap_or_else(|_| "10000".into())
+}
+
+#[test]
+fn tcp_many_endpoints() {
+    let n = scale_n();
+    let (row, _) = scale(
+        &["-n", &n, "-P", "4"],
+        &[("RUCX_TLS", "tcp"), ("RUCX_NET_DEVICES", "lo")],
+    );
+    assert_eq!(row.col(N), n.parse::<f64>().unwrap());
+    assert!(
+        row.col(FDS_PER_EP) <= 1.01,
+        "fds/ep {}",
+        row.col(FDS_PER_EP)
+    );
+    assert!(row.col(REMOTE_FDS_PER_EP) <= 1.01);
+}
+
+#[test]
+fn shm_more_than_1024_peers() {
+    let (row, _) = scale(&["-n", "1100", "-P", "4"], &[("RUCX_TLS", "posix")]);
+    assert_eq!(row.col(N), 1100.0);
+    assert_eq!(row.col(FDS_PER_EP), 0.0, "shm needs no descriptor per peer");
+}
+
+#[test]
+fn lane_fallback_when_shm_is_full() {
+    let (row, log) = scale(
+        &["-n", "60", "-P", "2"],
+        &[
+            ("RUCX_TLS", "posix,tcp"),
+            ("RUCX_NET_DEVICES", "lo"),
+            ("RUCX_MM_MAX_SENDERS", "40"),
+            ("RUCX_LOG_LEVEL", "info"),
+        ],
+    );
+    assert_eq!(row.col(N), 60.0);
+    let fell_back = log
+        .lines()
+        .filter(|l| {
+            l.contains("lane posix/memory not created") && l.contains("trying the next lane")
+        })
+        .count();
+    assert!(fell_back >= 20, "{fell_back} fallbacks logged:\n{log}");
+}
+
+#[test]
+fn incast_is_bounded() {
+    let limit_kb = 8.0 * 1024.0;
+    let (row, _) = scale(
+        &["--incast", "2", "--seconds", "2"],
+        &[
+            ("RUCX_TLS", "tcp"),
+            ("RUCX_NET_DEVICES", "lo"),
+            ("RUCX_UNEXPECTED_MAX", "8m"),
+        ],
+    );
+    // senders, messages, peak_rss_kB, kB per 1k messages, drain ms
+    let (messages, peak_kb) = (row.col(1), row.col(2));
+    assert!(messages > 0.0);
+    assert!(
+        peak_kb < 4.0 * limit_kb,
+        "peak growth {peak_kb} kB with a limit of {limit_kb} kB ({messages} messages)"
+    );
+}
