@@ -511,6 +511,16 @@ impl Verbs for Context {
         let fd = sock::tcp_socket(dest.ip())?;
         conn::preset_socket(&self.shared.settings, &fd)?;
         let local = SocketAddr::new(self.shared.addr, 0);
+        // The port is picked at connect time, for the whole 4-tuple: a
+        // port for a bare bind is searched among every bound socket, which
+        // grows with the connections of the host. Best effort (Linux 4.2).
+        let _ = sock::set_opt(
+            &fd,
+            libc::IPPROTO_IP,
+            libc::IP_BIND_ADDRESS_NO_PORT,
+            1,
+            "setsockopt(IP_BIND_ADDRESS_NO_PORT)",
+        );
         sock::bind(&fd, local).map_err(|e| Error::io(format!("bind {local}"), e))?;
         sock::connect(&fd, dest).map_err(|e| Error::io(format!("connect {dest}"), e))?;
         self.events

@@ -191,6 +191,10 @@ pub(crate) struct RcIface {
     pub(crate) notices: VecDeque<Notice>,
     /// Endpoints whose pending tokens may go back.
     pub(crate) ready: Vec<EpId>,
+    /// Endpoints that may hold pending tokens (a superset): what a
+    /// connection coming up or getting credits looks through, instead of
+    /// every endpoint.
+    pub(crate) pending_eps: std::collections::HashSet<EpId>,
     /// Failed connections to destroy once no endpoint uses them.
     pub(crate) closing: Vec<QpId>,
     /// Local key for any memory of the process, if the device has one.
@@ -296,6 +300,7 @@ impl RcIface {
             groups: Table::new(),
             notices: VecDeque::new(),
             ready: Vec::new(),
+            pending_eps: Default::default(),
             closing: Vec::new(),
             local_lkey: dattr.local_lkey,
             max_inline,

@@ -273,6 +273,7 @@ impl Iface for RcIface {
             return Err(err.duplicate());
         }
         e.pending.push_back(token);
+        self.pending_eps.insert(ep);
         self.ready.push(ep);
         Ok(())
     }

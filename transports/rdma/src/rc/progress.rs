@@ -142,8 +142,11 @@ impl RcIface {
 
     /// Endpoints on `qp` with pending tokens get a chance to send.
     fn wake_eps(&mut self, qp: QpId) {
-        for (id, e) in self.eps.iter() {
-            if e.conn == qp && !e.pending.is_empty() {
+        let eps = &self.eps;
+        self.pending_eps
+            .retain(|&id| eps.get(id).is_some_and(|e| !e.pending.is_empty()));
+        for &id in &self.pending_eps {
+            if self.eps.get(id).is_some_and(|e| e.conn == qp) {
                 self.ready.push(id);
             }
         }
