@@ -3,8 +3,10 @@
 //! order of every incast message, and fails otherwise).
 //!
 //! * `tcp_many_endpoints`: one worker, `RUCX_TEST_SCALE_N` (default
-//!   10,000) tcp endpoints over `lo` to as many workers in four processes;
+//!   10,000; 1,000 in a debug build) tcp endpoints over `lo` to as many workers in four processes;
 //!   one descriptor per endpoint on each side.
+//! * `rc_iwarp_many_endpoints`: the same over rc_iwarp (eight processes:
+//!   a remote worker holds a few descriptors of its own).
 //! * `shm_more_than_1024_peers`: 1,100 posix peers send to one worker
 //!   (more than the 1,024 senders a receiver used to accept).
 //! * `lane_fallback_when_shm_is_full`: with `RUCX_MM_MAX_SENDERS=40`, the
@@ -15,8 +17,14 @@
 //!   receiver taking 1,000 per second; with `RUCX_UNEXPECTED_MAX=8m` the
 //!   receiver's peak growth stays a small multiple of the limit instead of
 //!   growing with the messages sent, and every message arrives in order.
+//! * `ucx_scale_builds_and_runs`: `benches/ucx-scale.c`, the same
+//!   benchmark against UCX, compiles against `libucx-dev` and prints a
+//!   result line in the same format.
 
 use std::process::Command;
+use std::sync::Mutex;
+
+mod common;
 
 /// The columns of the endpoint report, by name.
 struct Row(Vec<f64>);
@@ -27,11 +35,12 @@ impl Row {
     }
 }
 
-const N: usize = 1;
-const FDS_PER_EP: usize = 9;
-const REMOTE_FDS_PER_EP: usize = 11;
+const N: usize = 0;
+const FDS_PER_EP: usize = 8;
+const REMOTE_FDS_PER_EP: usize = 10;
 
 fn scale(args: &[&str], env: &[(&str, &str)]) -> (Row, String) {
+    let _one = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_rucx-scale"));
     cmd.args(args).arg("-H");
     for var in ["RUCX_TLS", "RUCX_NET_DEVICES", "RUCX_UNEXPECTED_MAX"] {
@@ -60,9 +69,20 @@ fn scale(args: &[&str], env: &[(&str, &str)]) -> (Row, String) {
     (Row(nums), stderr)
 }
 
+/// Endpoints of the tcp and rc_iwarp runs: 10,000 in a release build,
+/// 1,000 in a debug build (CI runs the release build too).
 fn scale_n() -> String {
-    std::env::var("RUCX_TEST_SCALE_N").unwrap_or_else(|_| "10000".into())
+    let default = if cfg!(debug_assertions) {
+        "1000"
+    } else {
+        "10000"
+    };
+    std::env::var("RUCX_TEST_SCALE_N").unwrap_or_else(|_| default.into())
 }
+
+/// One run at a time: they share the descriptor limit, the ports and the
+/// two cores.
+static SERIAL: Mutex<()> = Mutex::new(());
 
 #[test]
 fn tcp_many_endpoints() {
@@ -126,4 +146,55 @@ fn incast_is_bounded() {
         peak_kb < 4.0 * limit_kb,
         "peak growth {peak_kb} kB with a limit of {limit_kb} kB ({messages} messages)"
     );
+}
+
+#[test]
+fn rc_iwarp_many_endpoints() {
+    let n = scale_n();
+    let (row, _) = scale(&["-n", &n, "-P", "8"], &[("RUCX_TLS", "rc_iwarp")]);
+    assert_eq!(row.col(N), n.parse::<f64>().unwrap());
+    assert!(
+        row.col(FDS_PER_EP) <= 1.01,
+        "fds/ep {}",
+        row.col(FDS_PER_EP)
+    );
+}
+
+#[test]
+fn ucx_scale_builds_and_runs() {
+    if !std::path::Path::new("/usr/include/ucp/api/ucp.h").exists() {
+        common::skip_or_fail("libucx-dev is not installed");
+        return;
+    }
+    let _one = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let exe = std::env::temp_dir().join(format!("ucx-scale-{}", std::process::id()));
+    let src = concat!(env!("CARGO_MANIFEST_DIR"), "/benches/ucx-scale.c");
+    let cc = Command::new("cc")
+        .args(["-O2", "-Wall", "-Werror", "-o"])
+        .arg(&exe)
+        .arg(src)
+        .args(["-lucp", "-lucs"])
+        .output()
+        .expect("run cc");
+    assert!(
+        cc.status.success(),
+        "{}",
+        String::from_utf8_lossy(&cc.stderr)
+    );
+    let out = Command::new(&exe)
+        .args(["-n", "20", "-P", "2", "-H"])
+        .env("UCX_TLS", "tcp")
+        .env("UCX_NET_DEVICES", "lo")
+        .output()
+        .expect("run ucx-scale");
+    let _ = std::fs::remove_file(&exe);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{stdout}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let fields: Vec<&str> = stdout.split_whitespace().collect();
+    assert_eq!(fields.len(), 12, "{stdout}");
+    assert_eq!((fields[0], fields[1], fields[2]), ("tcp", "20", "2"));
 }
