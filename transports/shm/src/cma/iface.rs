@@ -167,20 +167,13 @@ impl CmaIface {
 
     /// Fails the endpoints whose peer no longer runs.
     fn sweep(&mut self, now: Instant) {
-        let mut known: Vec<(ProcessId, bool)> = Vec::new();
+        let mut known: std::collections::HashMap<ProcessId, bool> = Default::default();
         let mut dead = Vec::new();
         for (id, e) in self.eps.iter_mut() {
             if e.failed.is_some() {
                 continue;
             }
-            let alive = match known.iter().find(|(p, _)| *p == e.peer) {
-                Some(&(_, alive)) => alive,
-                None => {
-                    let alive = e.peer.is_alive();
-                    known.push((e.peer, alive));
-                    alive
-                }
-            };
+            let alive = *known.entry(e.peer).or_insert_with(|| e.peer.is_alive());
             if alive {
                 e.seen = now;
             } else {

@@ -171,9 +171,11 @@ impl PosixIface {
 
     /// Fails every endpoint of peers that died or closed.
     fn check_peers(&mut self) {
+        let mut known: HashMap<ProcessId, bool> = HashMap::new();
+        let mut alive = |p: ProcessId| *known.entry(p).or_insert_with(|| p.is_alive());
         for (pi, slot) in self.peers.iter_mut().enumerate() {
             let Some(p) = slot else { continue };
-            if p.failed.is_some() || p.check() {
+            if p.failed.is_some() || p.check(&mut alive) {
                 continue;
             }
             let why = p.failed.clone().unwrap_or_default();

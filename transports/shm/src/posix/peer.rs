@@ -119,11 +119,12 @@ impl Peer {
         self.producer.has_room()
     }
 
-    /// Checks that the peer still runs and its iface is open; records why
-    /// not.
-    pub(super) fn check(&mut self) -> bool {
+    /// Checks that the peer still runs (`alive` answers for its process,
+    /// so that one look serves every peer of a process) and its iface is
+    /// open; records why not.
+    pub(super) fn check(&mut self, alive: &mut dyn FnMut(ProcessId) -> bool) -> bool {
         if self.failed.is_none() {
-            if !self.addr.owner.is_alive() {
+            if !alive(self.addr.owner) {
                 self.failed = Some(format!("process {} exited", self.addr.owner.pid));
             } else if !self.shared.check() {
                 self.failed = Some(format!("process {} closed its iface", self.addr.owner.pid));
