@@ -103,15 +103,15 @@ impl Context {
 
     /// `Verbs::destroy_srq`.
     pub(super) fn srq_destroy(&mut self, srq: SrqId) -> Result<()> {
-        match self.srqs.get(srq.0) {
-            None => Err(bad("unknown shared receive queue")),
-            Some(s) if s.users > 0 => Err(bad("shared receive queue in use")),
-            Some(_) => {
-                let s = self.srqs.remove(srq.0).expect("checked above");
-                self.shared.tables.write().pd_use(s.pd(), false);
-                Ok(())
-            }
+        if self.srqs.get(srq.0).is_some_and(|s| s.users > 0) {
+            return Err(bad("shared receive queue in use"));
         }
+        let s = self
+            .srqs
+            .remove(srq.0)
+            .ok_or_else(|| bad("unknown shared receive queue"))?;
+        self.shared.tables.write().pd_use(s.pd(), false);
+        Ok(())
     }
 
     /// `Verbs::post_srq_recv`.
@@ -146,7 +146,9 @@ impl Context {
             wr_id: wr.wr_id,
             sge: wr.sges.first().copied(),
         };
-        let s = self.srqs.get_mut(srq.0).expect("checked above");
+        let Some(s) = self.srqs.get_mut(srq.0) else {
+            return Err(bad("unknown shared receive queue"));
+        };
         if s.posted.capacity() == s.posted.len() {
             // Grown in steps the caller's posting pattern sets, not
             // doubled: a queue posted to chunk by chunk holds no spare.
