@@ -37,9 +37,10 @@ pub(crate) fn run(
     size: usize,
     rate: f64,
 ) -> Result<IncastReport, String> {
-    if senders == 0 || size < 8 || rate <= 0.0 {
+    if senders == 0 || size < 8 || !(rate > 0.0 && rate.is_finite()) {
         return Err("incast needs a sender, messages of 8 bytes or more and a rate".into());
     }
+    let send_time = seconds(secs)?;
     let ctx = Context::new().map_err(|e| format!("context: {e}"))?;
     let mut w = ctx.create_worker().map_err(|e| format!("worker: {e}"))?;
     let me = hex::encode(&w.address());
@@ -61,8 +62,8 @@ pub(crate) fn run(
         done: vec![None; senders],
         buf: vec![0; size],
     };
-    let slow_end = Instant::now() + Duration::from_secs_f64(secs);
-    let gap = Duration::from_secs_f64(1.0 / rate);
+    let slow_end = later(send_time)?;
+    let gap = seconds(1.0 / rate)?;
     let mut due = Instant::now();
     while Instant::now() < slow_end {
         w.progress();
@@ -72,7 +73,9 @@ pub(crate) fn run(
         }
     }
     let t = Instant::now();
-    let limit = Duration::from_secs_f64(secs * 10.0 + 60.0);
+    let limit = send_time
+        .saturating_mul(10)
+        .saturating_add(Duration::from_secs(60));
     while seen.done.iter().any(Option::is_none) {
         w.progress();
         while seen.take(&mut w)? {}
@@ -144,7 +147,7 @@ pub(crate) fn send(addr: &str, secs: f64, size: usize, index: u64) -> Result<(),
     let ctx = Context::new().map_err(|e| format!("context: {e}"))?;
     let mut w = ctx.create_worker().map_err(|e| format!("worker: {e}"))?;
     let ep = w.connect(&addr).map_err(|e| format!("connect: {e}"))?;
-    let end = Instant::now() + Duration::from_secs_f64(secs);
+    let end = later(seconds(secs)?)?;
     let (mut seq, mut inflight) = (0u64, 0u64);
     let mut post = |w: &mut crate::Worker, tag: u64, value: u64| -> Result<(), String> {
         let mut data = vec![0u8; size];
@@ -184,4 +187,16 @@ pub(crate) fn send(addr: &str, secs: f64, size: usize, index: u64) -> Result<(),
             Err(e) => return Err(format!("stdin: {e}")),
         }
     }
+}
+
+/// `secs` as a duration; an error for a negative, infinite or NaN value.
+fn seconds(secs: f64) -> Result<Duration, String> {
+    Duration::try_from_secs_f64(secs).map_err(|_| format!("{secs} is not a number of seconds"))
+}
+
+/// The instant `d` from now; an error if that is beyond the clock's range.
+fn later(d: Duration) -> Result<Instant, String> {
+    Instant::now()
+        .checked_add(d)
+        .ok_or_else(|| format!("{d:?} from now is out of range"))
 }
