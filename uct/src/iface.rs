@@ -440,6 +440,14 @@ pub trait Iface: Send + std::fmt::Debug {
     /// the number of events reported (0 when idle). Never blocks.
     fn progress(&mut self, sink: &mut dyn AmSink) -> usize;
 
+    /// Connections or peers `progress` has looked at beyond its wait for
+    /// events, since the iface was created: what progress costs per
+    /// endpoint, counted (for tests). A transport that does no
+    /// per-connection work in `progress` keeps the default, 0.
+    fn visits(&self) -> u64 {
+        0
+    }
+
     /// A file descriptor that becomes readable when `progress` has work, for
     /// a worker's epoll set; `None` if the iface has no such fd.
     fn event_fd(&self) -> Option<RawFd>;

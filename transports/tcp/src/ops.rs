@@ -209,6 +209,10 @@ impl Iface for TcpIface {
         self.run_progress(sink)
     }
 
+    fn visits(&self) -> u64 {
+        self.visits
+    }
+
     fn event_fd(&self) -> Option<RawFd> {
         Some(self.epoll.raw())
     }

@@ -450,6 +450,14 @@ impl Worker {
         (self.core.unexp.held(), self.core.unexp.peak())
     }
 
+    /// Connections or peers the transports' progress has looked at so far,
+    /// summed over this worker's ifaces ([`crate::uct::Iface::visits`]):
+    /// with idle endpoints, empty progress calls add nothing to it.
+    #[doc(hidden)]
+    pub fn transport_visits(&self) -> u64 {
+        self.ifaces.iter().map(|i| i.visits()).sum()
+    }
+
     /// Number of requests in flight or waiting to be collected.
     pub fn requests_outstanding(&self) -> usize {
         self.core.reqs.len()
