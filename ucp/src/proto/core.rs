@@ -191,6 +191,10 @@ pub(crate) struct Core {
     pub(crate) am_inline: Vec<(u16, crate::proto::am_state::AmInlineHandler)>,
     /// Where the next keepalive round starts among the watched endpoints.
     pub(crate) ka_cursor: usize,
+    /// Endpoints put in peer error mode, for keepalive rounds: a round
+    /// walks this list, not every endpoint. Entries of endpoints gone,
+    /// failed or back in error mode none are dropped as rounds meet them.
+    pub(crate) ka_watched: Vec<SlabId>,
     /// A rendezvous active message's announcement while its wrapped
     /// request is decoded (`am_rndv.rs`).
     pub(crate) am_rts: Option<crate::proto::am_state::AmRtsIn>,
@@ -261,6 +265,7 @@ impl Core {
             stream_spare: Vec::new(),
             am_inline: Vec::new(),
             ka_cursor: 0,
+            ka_watched: Vec::new(),
             am_rts: None,
         }
     }

@@ -30,21 +30,36 @@ impl Core {
     /// One keepalive round over up to `max` endpoints in peer mode;
     /// `misses` unanswered rounds fail one. Returns how many it pinged.
     pub(crate) fn keepalive_round(&mut self, tx: &mut dyn Lanes, max: usize, misses: u32) -> usize {
-        let watched: Vec<SlabId> = self
-            .eps
-            .iter()
-            .filter(|(_, s)| s.report_failure && s.failed.is_none())
-            .map(|(id, _)| id)
-            .collect();
-        if watched.is_empty() {
-            return 0;
+        let mut watched = Vec::new();
+        let take = max.max(1);
+        // Up to `take` live entries from the cursor on, dropping the
+        // stale ones met on the way: a round's work does not grow with
+        // the number of endpoints that are not watched.
+        let mut i = self.ka_cursor;
+        let mut seen = 0;
+        while seen < take && !self.ka_watched.is_empty() {
+            if i >= self.ka_watched.len() {
+                i = 0;
+            }
+            let id = self.ka_watched[i];
+            let live = self
+                .eps
+                .get(id)
+                .is_some_and(|s| s.report_failure && s.failed.is_none());
+            if !live {
+                self.ka_watched.swap_remove(i);
+                continue;
+            }
+            if watched.contains(&id) {
+                break;
+            }
+            watched.push(id);
+            seen += 1;
+            i += 1;
         }
-        let n = watched.len();
-        let start = self.ka_cursor % n;
-        let take = max.clamp(1, n);
-        self.ka_cursor = (start + take) % n;
+        self.ka_cursor = i;
         let mut pinged = 0;
-        for &ep in watched.iter().cycle().skip(start).take(take) {
+        for ep in watched {
             let Some(st) = self.eps.get_mut(ep) else {
                 continue;
             };
@@ -58,6 +73,17 @@ impl Core {
             pinged += 1;
         }
         pinged
+    }
+
+    /// Puts endpoint `ep` in peer error mode (`on`) or back in mode none.
+    pub(crate) fn set_report_failure(&mut self, ep: SlabId, on: bool) {
+        let Some(st) = self.eps.get_mut(ep) else {
+            return;
+        };
+        if on && !st.report_failure {
+            self.ka_watched.push(ep);
+        }
+        st.report_failure = on;
     }
 
     /// A `KEEPALIVE` message arrived from `src`.

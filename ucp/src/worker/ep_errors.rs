@@ -75,9 +75,9 @@ impl Worker {
     /// however often it is connected: the last parameters given hold.
     pub fn connect_with(&mut self, remote: &[u8], params: EpParams) -> Result<Ep> {
         let ep = self.connect(remote)?;
+        let peer = params.err_mode == ErrMode::Peer;
+        self.core.set_report_failure(ep.0, peer);
         if let Some(st) = self.core.eps.get_mut(ep.0) {
-            let peer = params.err_mode == ErrMode::Peer;
-            st.report_failure = peer;
             st.on_error = params.on_error.filter(|_| peer).map(OnError);
         }
         Ok(ep)
@@ -94,8 +94,8 @@ impl Worker {
 
     /// `ep` is being closed: its end is no failure to report.
     pub(crate) fn forget_err_handler(&mut self, ep: Ep) {
+        self.core.set_report_failure(ep.0, false);
         if let Some(st) = self.core.eps.get_mut(ep.0) {
-            st.report_failure = false;
             st.on_error = None;
         }
     }

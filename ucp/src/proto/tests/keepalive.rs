@@ -6,7 +6,8 @@ use crate::proto::testing::{virt_attr, Node};
 
 fn watched() -> Node {
     let mut a = Node::new(virt_attr(|_| {}));
-    a.core.eps.get_mut(a.ep).unwrap().report_failure = true;
+    let ep = a.ep;
+    a.core.set_report_failure(ep, true);
     a
 }
 
@@ -44,6 +45,29 @@ fn unanswered_rounds_fail_the_endpoint_and_answers_reset_them() {
         .clone()
         .expect("failed");
     assert!(e.to_string().contains("keepalive"), "{e}");
+    // The failed endpoint leaves the watched list at the next round.
+    assert_eq!(a.core.ka_watched.len(), 1);
+    assert_eq!(a.core.keepalive_round(&mut a.tx, 128, 3), 0);
+    assert!(a.core.ka_watched.is_empty());
+}
+
+#[test]
+fn a_round_walks_the_watched_endpoints_only_and_takes_turns() {
+    let mut a = watched();
+    let ep = a.ep;
+    // Listed twice (peer mode, none, peer again before a round met it):
+    // still one ping a round, never two.
+    a.core.set_report_failure(ep, false);
+    a.core.set_report_failure(ep, true);
+    assert_eq!(a.core.ka_watched.len(), 2);
+    for _ in 0..3 {
+        assert_eq!(a.core.keepalive_round(&mut a.tx, 1, 100), 1);
+        assert_eq!(a.core.keepalive_round(&mut a.tx, 128, 100), 1);
+    }
+    // Back in mode none: no pings, and the entries go.
+    a.core.set_report_failure(ep, false);
+    assert_eq!(a.core.keepalive_round(&mut a.tx, 128, 100), 0);
+    assert!(a.core.ka_watched.is_empty());
 }
 
 #[test]
