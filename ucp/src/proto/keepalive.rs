@@ -36,8 +36,7 @@ impl Core {
         // stale ones met on the way: a round's work does not grow with
         // the number of endpoints that are not watched.
         let mut i = self.ka_cursor;
-        let mut seen = 0;
-        while seen < take && !self.ka_watched.is_empty() {
+        while watched.len() < take && !self.ka_watched.is_empty() {
             if i >= self.ka_watched.len() {
                 i = 0;
             }
@@ -54,7 +53,6 @@ impl Core {
                 break;
             }
             watched.push(id);
-            seen += 1;
             i += 1;
         }
         self.ka_cursor = i;
