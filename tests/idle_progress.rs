@@ -4,28 +4,19 @@
 //! hundreds. Counted through the transports' visit counters
 //! (`Worker::transport_visits`), not timed.
 
-use rucx::ucp::{Op, Posted, UcpConfig, Worker};
-use rucx::Context;
+use rucx::ucp::{Op, Posted, Worker};
 use std::time::{Duration, Instant};
+
+mod common;
 
 /// Progress calls measured on the quiet worker.
 const CALLS: usize = 20_000;
-
-fn tcp_context() -> Context {
-    let cfg = UcpConfig::from_lookup(|k| match k {
-        "RUCX_TLS" => Some("tcp".to_string()),
-        "RUCX_NET_DEVICES" => Some("lo".to_string()),
-        _ => None,
-    })
-    .expect("config");
-    Context::with_config(cfg).expect("context")
-}
 
 /// One worker with `n` tcp endpoints to `n` other workers, one message
 /// over each; returns the connections visited by `CALLS` progress calls
 /// once everything is quiet, and the events those calls reported.
 fn quiet_visits(n: usize) -> (u64, usize) {
-    let ctx = tcp_context();
+    let ctx = common::context_vars(&[("RUCX_TLS", "tcp"), ("RUCX_NET_DEVICES", "lo")]);
     let mut d = ctx.create_worker().expect("worker");
     let mut remotes: Vec<Worker> = (0..n)
         .map(|_| ctx.create_worker().expect("remote worker"))

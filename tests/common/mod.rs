@@ -15,13 +15,10 @@ pub(crate) fn context(tls: &str) -> Context {
 
 /// A context limited to the given transports, with a rendezvous threshold.
 pub(crate) fn context_rndv(tls: &str, rndv_thresh: Option<&str>) -> Context {
-    let cfg = UcpConfig::from_lookup(|k| match k {
-        "RUCX_TLS" => Some(tls.to_string()),
-        "RUCX_RNDV_THRESH" => rndv_thresh.map(str::to_string),
-        _ => None,
-    })
-    .expect("config");
-    Context::with_config(cfg).expect("context")
+    match rndv_thresh {
+        Some(t) => context_vars(&[("RUCX_TLS", tls), ("RUCX_RNDV_THRESH", t)]),
+        None => context_vars(&[("RUCX_TLS", tls)]),
+    }
 }
 
 /// Hex encoding for passing addresses through the environment.
