@@ -435,12 +435,19 @@ fn tcp_sleeping_receiver() {
 
 #[test]
 fn cancel_queued_send() {
-    // Eager only: rendezvous sends do not wait in the queue.
-    let ctx = context_rndv("tcp", Some("inf"));
+    // Eager only: rendezvous sends do not wait in the queue. Without a
+    // limit on unexpected data, the receiver grants all the eager credit
+    // these large messages need.
+    let ctx = context_vars(&[
+        ("RUCX_TLS", "tcp"),
+        ("RUCX_RNDV_THRESH", "inf"),
+        ("RUCX_UNEXPECTED_MAX", "inf"),
+    ]);
     let mut a = ctx.create_worker().expect("worker a");
     let mut b = ctx.create_worker().expect("worker b");
     let ab = a.connect(&b.address()).expect("a->b");
-    // Establish the connection first (it needs both sides' progress).
+    // Establish the connection first (it needs both sides' progress),
+    // with a message back: what b sent before it (its grant) has arrived.
     a.tag_send_blocking(ab, b"hi", 100).expect("send");
     let mut hi = [0u8; 2];
     drive(&mut a, &mut b, |_, b| {
@@ -448,6 +455,13 @@ fn cancel_queued_send() {
     });
     b.tag_recv_blocking(&mut hi, 100, TAG_MASK_ALL)
         .expect("recv");
+    let ba = b.connect(&a.address()).expect("b->a");
+    b.tag_send_blocking(ba, b"ok", 101).expect("send back");
+    drive(&mut a, &mut b, |a, _| {
+        a.tag_probe(101, TAG_MASK_ALL).is_some()
+    });
+    a.tag_recv_blocking(&mut hi, 101, TAG_MASK_ALL)
+        .expect("recv back");
     // Fill the connection so that later sends wait in the queue.
     let mut ids = Vec::new();
     for i in 0..16u64 {

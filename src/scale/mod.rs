@@ -101,12 +101,14 @@ fn run(args: Vec<String>) -> Result<(), String> {
     if let Some(m) = incast {
         let r = incast::run(m, secs, size, rate)?;
         if header {
-            println!("# tls        senders   messages    peak_rss_kB    kB/1k_msgs   drain_ms");
+            println!(
+                "# tls        senders   messages    peak_rss_kB    kB/1k_msgs   drain_ms  peak_unexp_kB"
+            );
         }
         let per = r.peak_kb as f64 * 1000.0 / r.messages.max(1) as f64;
         println!(
-            "{tls:<12} {:>7} {:>10} {:>14} {:>13.1} {:>10.1}",
-            r.senders, r.messages, r.peak_kb, per, r.drain_ms
+            "{tls:<12} {:>7} {:>10} {:>14} {:>13.1} {:>10.1} {:>14}",
+            r.senders, r.messages, r.peak_kb, per, r.drain_ms, r.peak_unexp_kb
         );
         return Ok(());
     }

@@ -59,11 +59,12 @@ crate::ucs::config_table! {
         KEEPALIVE_NUM_EPS keepalive_num_eps: usize = "128",
         /// Rounds without an answer after which an endpoint fails.
         KEEPALIVE_MISSES keepalive_misses: usize = "3",
-        /// Most bytes of unexpected tag messages a worker holds before it
-        /// asks the senders of more to use rendezvous (only their small
-        /// announcements are then queued; the data waits at the sender
-        /// until a receive matches it). Eager again below half of it.
-        /// `inf`: no limit, as UCX.
+        /// Most bytes of unexpected eager tag messages a worker lets its
+        /// peers send: each endpoint sends eagerly only what the receiver
+        /// granted from this budget, and by rendezvous beyond it (only the
+        /// small announcement can then queue; the data waits at the sender
+        /// until a receive matches it). Each peer endpoint may also use
+        /// 128 KiB before its first grant. `inf`: no limit, as UCX.
         UNEXPECTED_MAX unexpected_max: MemUnits = "64m",
     }
 }

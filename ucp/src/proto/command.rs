@@ -23,9 +23,24 @@ pub(crate) enum Command {
     Resume { iface: usize, uct_ep: EpId },
     /// Answer a keepalive ping on endpoint `ep` (`keepalive.rs`).
     KeepaliveAnswer { ep: crate::ucs::slab::SlabId },
-    /// Tell the peer of endpoint `ep` to send tag messages by rendezvous
-    /// (`on`) or as selected again (`throttle.rs`).
-    Throttle { ep: SlabId, on: bool },
+    /// The peer behind source `src` of iface `iface` asked for eager
+    /// credit, having charged `sent`, a message charged `need` not fitting
+    /// (`credit.rs`).
+    CreditRequest {
+        iface: usize,
+        src: SrcId,
+        sent: u64,
+        need: u64,
+    },
+    /// The peer behind source `src` of iface `iface` allows eager sends
+    /// up to `limit` bytes charged (`credit.rs`).
+    CreditGranted {
+        iface: usize,
+        src: SrcId,
+        limit: u64,
+    },
+    /// Grant endpoint `ep`'s peer what the budget allows (`credit.rs`).
+    CreditGrant { ep: SlabId },
     /// Ask the transport to say when transport endpoint `uct_ep` of iface
     /// `iface` has room (`pending_add`; see `room.rs`).
     AwaitRoom { iface: usize, uct_ep: EpId },

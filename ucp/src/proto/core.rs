@@ -154,9 +154,9 @@ pub(crate) struct Core {
     pub(crate) src_eps: FxHashMap<(usize, SrcId), SlabId>,
     /// Endpoints by remote worker uuid, oldest first (`ep.rs`).
     pub(crate) uuid_eps: FxHashMap<u64, Vec<SlabId>>,
-    /// Bytes the unexpected tag messages hold, their limit, and the
-    /// endpoints asked to send by rendezvous (`throttle.rs`).
-    pub(crate) unexp: super::throttle::UnexpBudget,
+    /// Bytes the unexpected tag messages hold, their limit, and the eager
+    /// credit granted against it (`credit.rs`).
+    pub(crate) unexp: super::credit::UnexpBudget,
     /// Selection tables by lane configuration.
     pub(crate) select: SelectCache,
     /// Print each new endpoint's tables.
@@ -245,7 +245,7 @@ impl Core {
             address,
             src_eps: FxHashMap::default(),
             uuid_eps: FxHashMap::default(),
-            unexp: super::throttle::UnexpBudget::new(
+            unexp: super::credit::UnexpBudget::new(
                 ctx.config().unexpected_max.usize_or(usize::MAX),
             ),
             select: SelectCache::new(select),
@@ -270,14 +270,18 @@ impl Core {
         }
     }
 
+    /// A buffer for `want` bytes: a spare one if the last kept is at
+    /// least that large and not much larger (unexpected messages are
+    /// counted by their length, so they should not hold far more), else a
+    /// new one.
     pub(crate) fn take_spare(&mut self, want: usize) -> Vec<u8> {
-        match self.spare.pop() {
-            Some(mut v) => {
+        match self.spare.last() {
+            Some(v) if v.capacity() >= want && v.capacity() <= want.max(128) * 2 => {
+                let mut v = self.spare.pop().unwrap_or_default();
                 v.clear();
-                v.reserve(want);
                 v
             }
-            None => Vec::with_capacity(want),
+            _ => Vec::with_capacity(want),
         }
     }
 
@@ -475,7 +479,7 @@ impl AmSink for Core {
             if let Some((hdr, payload)) =
                 data.split_first_chunk::<{ crate::proto::wire::ONLY_HDR }>()
             {
-                self.rx_whole(src, u64::from_le_bytes(*hdr), payload, None);
+                self.rx_whole(u64::from_le_bytes(*hdr), payload, None);
                 return;
             }
         }

@@ -40,7 +40,16 @@ impl Core {
             Command::Wireup { .. } | Command::AwaitRoom { .. } => {}
             Command::AckSync(ack) => self.ack_sync(tx, ack),
             Command::KeepaliveAnswer { ep } => self.keepalive_answer(tx, ep),
-            Command::Throttle { ep, on } => self.throttle_send(tx, ep, on),
+            Command::CreditRequest {
+                iface,
+                src,
+                sent,
+                need,
+            } => self.credit_requested(tx, (iface, src), (sent, need)),
+            Command::CreditGranted { iface, src, limit } => {
+                self.credit_granted((iface, src), limit)
+            }
+            Command::CreditGrant { ep } => self.credit_grant(tx, ep),
             Command::RmaReply { iface, src, msg } => match self.src_eps.get(&(iface, src)) {
                 Some(&ep) => self.send_ctrl(tx, ep, AM_RMA_REPLY, msg),
                 None => tracing::warn!("no endpoint to answer a one-sided operation on"),

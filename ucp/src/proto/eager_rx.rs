@@ -56,11 +56,9 @@ impl Core {
         let iface = self.cur_iface;
         let ack = |sreq| AckTo { iface, src, sreq };
         let r = match id {
-            AM_EAGER_ONLY => {
-                wire::decode_only(data).map(|(tag, p)| self.rx_whole(src, tag, p, None))
-            }
+            AM_EAGER_ONLY => wire::decode_only(data).map(|(tag, p)| self.rx_whole(tag, p, None)),
             AM_EAGER_SYNC_ONLY => wire::decode_sync_only(data)
-                .map(|(tag, sreq, p)| self.rx_whole(src, tag, p, Some(ack(sreq)))),
+                .map(|(tag, sreq, p)| self.rx_whole(tag, p, Some(ack(sreq)))),
             AM_EAGER_FIRST => {
                 FirstHdr::decode(data).and_then(|(h, f)| self.rx_first(src, h, f, None))
             }
@@ -83,7 +81,7 @@ impl Core {
             crate::proto::am_wire::AM_USER_RTS => self.rx_am_rts(src, data),
             crate::proto::wire::AM_STREAM => self.rx_stream(src, data),
             crate::proto::keepalive::AM_KEEPALIVE => self.rx_keepalive(src, data),
-            crate::proto::throttle::AM_THROTTLE => self.rx_throttle(src, data),
+            crate::proto::credit::AM_CREDIT => self.rx_credit(src, data),
             crate::proto::close::AM_EP_CLOSE => self.rx_ep_close(src, data),
             other => self
                 .rma_arrived(other, src, data)
@@ -102,9 +100,9 @@ impl Core {
     /// A whole message arrived. The common case, a polled receive waiting
     /// for it, is finished here; the rest is out of line.
     #[inline]
-    pub(crate) fn rx_whole(&mut self, src: SrcId, tag: u64, payload: &[u8], ack: Option<AckTo>) {
+    pub(crate) fn rx_whole(&mut self, tag: u64, payload: &[u8], ack: Option<AckTo>) {
         let Some(req) = self.matcher.arrive(tag) else {
-            return self.rx_whole_unexpected(src, tag, payload, ack);
+            return self.rx_whole_unexpected(tag, payload, ack);
         };
         self.matched_sync(ack);
         // A polled receive: the whole message finishes it here, in one
@@ -157,7 +155,7 @@ impl Core {
 
     /// A whole message no receive was waiting for.
     #[inline(never)]
-    fn rx_whole_unexpected(&mut self, src: SrcId, tag: u64, payload: &[u8], ack: Option<AckTo>) {
+    fn rx_whole_unexpected(&mut self, tag: u64, payload: &[u8], ack: Option<AckTo>) {
         let mut v = self.take_spare(payload.len());
         v.extend_from_slice(payload);
         let u = Unexp {
@@ -169,7 +167,7 @@ impl Core {
             ack,
             rts: None,
         };
-        self.unexp_added(Some(src), &u);
+        self.unexp_added(&u);
         self.matcher.push_unexpected(tag, u);
     }
 
@@ -219,7 +217,7 @@ impl Core {
                 ack,
                 rts: None,
             };
-            self.unexp_added(Some(src), &u);
+            self.unexp_added(&u);
             let uid = self.matcher.push_unexpected(h.tag, u);
             if !done {
                 self.frags.insert(key, FragTarget::Unexp(uid));
@@ -287,16 +285,11 @@ impl Core {
                         format!("{offset}, expected {}", u.data.len()),
                     ));
                 }
-                let cap = u.data.capacity();
                 u.data.extend_from_slice(frag);
                 u.received += frag.len();
-                let grew = u.data.capacity() - cap;
                 if u.received >= u.total {
                     u.key = None;
                     self.frags.remove(&key);
-                }
-                if matches!(target, FragTarget::Unexp(_)) && grew > 0 {
-                    self.unexp_grew(Some(src), grew);
                 }
             }
         }

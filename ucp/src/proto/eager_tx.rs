@@ -15,6 +15,7 @@ use super::wire::{
 };
 use crate::proto::command::Command;
 use crate::proto::core::{Core, EpConfig};
+use crate::proto::credit::charge_of;
 use crate::request::buf::SendBuf;
 use crate::request::{
     AmPhase, GetPhase, Info, Kind, Op, PutPhase, Request, RndvPhase, SendState, SyncState,
@@ -187,26 +188,69 @@ impl Core {
     ) -> Result<Started> {
         let sync = op.sync;
         // (`ok_or` would build and drop an `Error` on every call.)
-        let Some(st) = self.eps.get(ep) else {
+        let Some(st) = self.eps.get_mut(ep) else {
             return Err(Error::InvalidHandle);
         };
         let len = buf.len();
-        if len < st.short_end && !sync && st.failed.is_none() && st.queue.is_empty() {
+        let charge = charge_of(len);
+        if len < st.short_end
+            && !sync
+            && st.failed.is_none()
+            && st.queue.is_empty()
+            && st.credit.fits(charge)
+        {
             // Fast path: eager short, nothing queued ahead of it.
             let r = tx.am_short(st.iface, st.uct_ep, AM_EAGER_ONLY, tag, buf.slice(0, len));
             if let Some(done) = single_outcome(r, Info { tag, length: len }) {
+                if done.is_ok() {
+                    st.credit.sent += charge;
+                    if st.credit.sent >= st.credit.ask_at {
+                        self.credit_ask(tx, ep);
+                    }
+                }
                 return done;
             }
         }
+        let r = self.send_planned(tx, ep, buf, tag, op);
+        self.credit_check(tx, ep);
+        r
+    }
+
+    /// `send_start` past its fast path: picks the protocol (rendezvous if
+    /// the message would be eager but exceeds the endpoint's credit) and
+    /// charges an eager message.
+    fn send_planned(
+        &mut self,
+        tx: &mut dyn Lanes,
+        ep: SlabId,
+        buf: SendBuf,
+        tag: u64,
+        op: Op,
+    ) -> Result<Started> {
+        let sync = op.sync;
+        let Some(st) = self.eps.get_mut(ep) else {
+            return Err(Error::InvalidHandle);
+        };
         if let Some(e) = &st.failed {
             return Err(e.clone());
         }
+        let len = buf.len();
         let (iface_idx, uct_ep, cfg) = (st.iface, st.uct_ep, st.cfg);
         let proto = st.tables[usize::from(sync)].lookup(len).proto;
         let mut plan = Plan::of(proto, &cfg, len, sync);
-        if st.rndv_only && len > 0 && !matches!(plan, Plan::Rndv(_)) {
-            // The receiver holds too much unexpected data (`throttle.rs`).
-            plan = Plan::Rndv(Rndv::Am);
+        if len > 0 && !matches!(plan, Plan::Rndv(_)) {
+            let (charge, c) = (charge_of(len), &mut st.credit);
+            if c.fits(charge) {
+                c.sent += charge;
+            } else {
+                // Beyond what the receiver allows (`credit.rs`): only the
+                // announcement goes now; ask for more if not yet asked.
+                plan = Plan::Rndv(Rndv::Am);
+                if c.ask_at != u64::MAX || c.sent > c.asked {
+                    c.ask_at = c.sent;
+                    c.need = charge;
+                }
+            }
         }
         let single = matches!(plan, Plan::Single { .. });
         if let (

@@ -81,10 +81,8 @@ pub(crate) struct EpState {
     pub(crate) stream: Option<Box<crate::proto::stream_rx::StreamRx>>,
     /// Keepalive rounds since the peer was last heard (`keepalive.rs`).
     pub(crate) ka_missed: u32,
-    /// The peer asked for tag sends by rendezvous (`throttle.rs`).
-    pub(crate) rndv_only: bool,
-    /// This worker asked the peer for that.
-    pub(crate) throttled_peer: bool,
+    /// Eager credit, sending and receiving (`credit.rs`).
+    pub(crate) credit: super::credit::EagerCredit,
 }
 
 impl Core {
@@ -102,6 +100,7 @@ impl Core {
     /// Removes endpoint `ep` from the worker's tables (not its lanes).
     pub(crate) fn remove_ep(&mut self, ep: SlabId) -> Option<EpState> {
         let st = self.eps.remove(ep)?;
+        self.credit_forget(&st.credit);
         if let Some(ids) = self.uuid_eps.get_mut(&st.remote_uuid) {
             ids.retain(|&id| id != ep);
             if ids.is_empty() {
@@ -180,14 +179,14 @@ impl Core {
             stream_tx: 0,
             stream: None,
             ka_missed: 0,
-            rndv_only: false,
-            throttled_peer: false,
+            credit: Default::default(),
         });
         self.uuid_eps.entry(remote_uuid).or_default().push(id);
         for &(i, e) in &lanes {
             self.set_lane_ep(i, e, Some(id));
         }
         self.announce(tx, id);
+        self.credit_new_ep(tx, id);
         Ok(id)
     }
 

@@ -10,6 +10,7 @@ pub(crate) mod close;
 crate::ucs::internal_mod!(am_wire);
 pub(crate) mod command;
 pub(crate) mod core;
+pub(crate) mod credit;
 mod ctrl;
 pub(crate) mod direct;
 mod dispatch;
@@ -34,7 +35,6 @@ mod sync;
 pub(crate) mod testing;
 #[cfg(test)]
 mod tests;
-pub(crate) mod throttle;
 crate::ucs::internal_mod!(wire);
 mod wireup;
 

@@ -58,19 +58,18 @@ impl Core {
             }
             self.rts_matched(req, tag, total, to, kind);
         } else {
-            let data = self.take_spare(0);
             let u = Unexp {
                 tag,
-                data,
+                data: Vec::new(),
                 total,
                 received: 0,
                 key: None,
                 ack: None,
                 rts: Some(Box::new((to, kind))),
             };
-            // Counted, but never a reason to throttle: it is what a
-            // throttled sender sends.
-            self.unexp_added(None, &u);
+            // Counted (its entry), though no credit paid for it: it is
+            // what a sender out of credit sends.
+            self.unexp_added(&u);
             self.matcher.push_unexpected(tag, u);
         }
     }

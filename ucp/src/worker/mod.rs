@@ -445,7 +445,9 @@ impl Worker {
     }
 
     /// Bytes the unexpected tag messages hold now, and the most they held
-    /// so far (bounded by `RUCX_UNEXPECTED_MAX`, which slows senders).
+    /// so far, each counted as its length plus its queue entry (bounded by
+    /// `RUCX_UNEXPECTED_MAX` plus 128 KiB per sending endpoint: senders
+    /// have only that much eager credit).
     pub fn unexpected_bytes(&self) -> (usize, usize) {
         (self.core.unexp.held(), self.core.unexp.peak())
     }

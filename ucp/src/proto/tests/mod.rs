@@ -2,6 +2,7 @@
 //! and commands checked, without a worker or a transport.
 
 mod am;
+mod credit;
 mod ctrl;
 mod direct;
 mod eager;
@@ -18,4 +19,3 @@ mod rndv_split;
 mod stream;
 mod stream_rndv;
 mod sync;
-mod throttle;
