@@ -1,7 +1,8 @@
 //! The protocol layer on the virtual network: every protocol through
 //! real workers, deterministically — request to send before and after the
 //! receive, zero-length messages, reordered rendezvous data, data split
-//! over two lanes by bandwidth, and a receiver that dies mid-rendezvous.
+//! over two lanes by bandwidth (the second connected when first used, or
+//! given up if it cannot be), and a receiver that dies mid-rendezvous.
 
 mod common;
 
@@ -299,6 +300,73 @@ fn two_lanes_share_the_data_by_bandwidth() {
             (1.8..=2.2).contains(&ratio),
             "{scheme}: fast {fast} slow {slow}"
         );
+    }
+}
+
+/// The endpoint that moves the data of `scheme` (the receiver's back to
+/// the sender for a rendezvous by get).
+fn data_side(p: &mut Pair, scheme: &str) -> (bool, Ep) {
+    if scheme == "get_zcopy" {
+        let a = p.a.address();
+        (false, p.b.connect(&a).expect("the endpoint back"))
+    } else {
+        (true, p.ep)
+    }
+}
+
+fn lanes_connected(p: &Pair, (on_a, ep): (bool, Ep)) -> usize {
+    let w = if on_a { &p.a } else { &p.b };
+    w.ep_lanes_connected(ep).expect("lanes")
+}
+
+#[test]
+fn second_lanes_connect_with_the_first_message_that_uses_them() {
+    for scheme in ["get_zcopy", "put_zcopy"] {
+        let mut p = Pair::new(
+            &[("fast", 20), ("slow", 10)],
+            &[("RNDV_THRESH", "1k"), ("RNDV_SCHEME", scheme)],
+        );
+        let t = &p.a.ep_protocols(p.ep).expect("tables")[0];
+        let one_lane = (1usize..64 << 20)
+            .step_by(4096)
+            .take_while(|&n| t.lookup(n).lanes.len() < 2)
+            .last()
+            .expect("small messages use one lane");
+        let side = data_side(&mut p, scheme);
+        // Small and one-lane rendezvous messages: one connection.
+        p.transfer(100, 1, true);
+        p.transfer(one_lane, 2, true);
+        assert_eq!(lanes_connected(&p, side), 1, "{scheme}");
+        assert_eq!(p.net.bytes_sent("slow").expect("slow"), 0, "{scheme}");
+        // The first message split over both connects the second.
+        p.transfer(8 << 20, 3, true);
+        assert_eq!(lanes_connected(&p, side), 2, "{scheme}");
+        assert!(p.net.bytes_sent("slow").expect("slow") > 0, "{scheme}");
+    }
+}
+
+#[test]
+fn a_second_lane_that_cannot_connect_leaves_the_data_to_the_first() {
+    for scheme in ["get_zcopy", "put_zcopy"] {
+        let mut p = Pair::new(
+            &[("fast", 20), ("slow", 10)],
+            &[("RNDV_THRESH", "1k"), ("RNDV_SCHEME", scheme)],
+        );
+        let side = data_side(&mut p, scheme);
+        // The slow device's iface of the side that would connect is gone.
+        let peer = if side.0 { &p.b } else { &p.a };
+        let a = WorkerAddress::decode(&peer.address()).expect("address");
+        let slow = a
+            .ifaces
+            .iter()
+            .min_by(|x, y| x.model.bandwidth.total_cmp(&y.model.bandwidth))
+            .expect("a slow iface");
+        let id = NodeId::from_iface_addr(&slow.iface_addr).expect("virt iface");
+        p.net.kill(id).expect("kill");
+        p.transfer(8 << 20, 1, true);
+        p.transfer(8 << 20, 2, false);
+        assert_eq!(lanes_connected(&p, side), 1, "{scheme}");
+        assert_eq!(p.net.bytes_sent("slow").expect("slow"), 0, "{scheme}");
     }
 }
 

@@ -83,6 +83,9 @@ pub(crate) struct EpState {
     pub(crate) ka_missed: u32,
     /// Eager credit, sending and receiving (`credit.rs`).
     pub(crate) credit: super::credit::EagerCredit,
+    /// Data lanes not connected yet (`lazy_lanes.rs`); their entries in
+    /// `lanes` hold [`super::lazy_lanes::LAZY`].
+    pub(crate) lazy: Vec<super::lazy_lanes::LazyLane>,
 }
 
 impl Core {
@@ -180,10 +183,13 @@ impl Core {
             stream: None,
             ka_missed: 0,
             credit: Default::default(),
+            lazy: Vec::new(),
         });
         self.uuid_eps.entry(remote_uuid).or_default().push(id);
         for &(i, e) in &lanes {
-            self.set_lane_ep(i, e, Some(id));
+            if e != super::lazy_lanes::LAZY {
+                self.set_lane_ep(i, e, Some(id));
+            }
         }
         self.announce(tx, id);
         self.credit_new_ep(tx, id);

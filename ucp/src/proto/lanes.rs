@@ -64,6 +64,11 @@ pub(crate) trait Lanes {
         token: Token,
     ) -> ucs::Result<Posted>;
 
+    /// `ep_create` on iface `iface`: a transport endpoint to the remote
+    /// iface at `(dev_addr, iface_addr)` (a data lane connected when first
+    /// used, `lazy_lanes.rs`).
+    fn ep_create(&mut self, iface: usize, dev_addr: &[u8], iface_addr: &[u8]) -> ucs::Result<EpId>;
+
     /// `get_zcopy` on `(iface, ep)` into the lent `dst`.
     fn get_zcopy(
         &mut self,

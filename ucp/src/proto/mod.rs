@@ -19,6 +19,7 @@ pub(crate) mod eager_tx;
 pub(crate) mod ep;
 pub(crate) mod keepalive;
 pub(crate) mod lanes;
+pub(crate) mod lazy_lanes;
 pub(crate) mod peer;
 pub(crate) mod probed;
 pub(crate) mod rndv;

@@ -28,6 +28,7 @@ use crate::proto::command::Command;
 use crate::proto::core::{AckTo, Core, GetPlan, RemoteBuf, Rts};
 use crate::proto::eager_rx::RecvStarted;
 use crate::proto::lanes::Lanes;
+use crate::proto::lazy_lanes::LAZY;
 use crate::proto::rndv_zcopy::{all_posted, data_lanes, post_segments, split, Local, Remote};
 use crate::proto::select::ProtocolId;
 use crate::request::{AtsTo, GetPhase, Kind, RecvPhase, Request, RndvPhase, RndvRecv};
@@ -103,17 +104,21 @@ impl Core {
             self.complete(req, Err(Error::endpoint(e)));
             return;
         };
-        let (Some(st), Some(r)) = (self.eps.get(ep), self.recv_state_ref(req)) else {
+        let Some(r) = self.recv_state_ref(req) else {
             return;
         };
         let want = r.total.min(r.buf.capacity());
+        self.connect_lanes(tx, ep, 0, (want, ProtocolId::RndvGetZcopy));
+        let Some(st) = self.eps.get(ep) else {
+            return;
+        };
         // The lanes selection chose for this size, among those of the
         // domain that unpacked the key.
         let md = self.iface_md.get(to.iface).copied();
         let lanes = data_lanes(&st.tables[0], want, ProtocolId::RndvGetZcopy, |l| {
             st.lanes
                 .get(l)
-                .is_some_and(|&(i, _)| self.iface_md.get(i).copied() == md)
+                .is_some_and(|&(i, e)| e != LAZY && self.iface_md.get(i).copied() == md)
         });
         let head = self.split_tail(tx, ep, to, req, &lanes);
         let segs = split(head, &lanes);

@@ -23,6 +23,7 @@ use super::wire::{self, AM_RNDV_ATP, AM_RNDV_RTR_PUT};
 use crate::proto::command::Command;
 use crate::proto::core::{AckTo, Core, PutOffer, PutTarget};
 use crate::proto::lanes::Lanes;
+use crate::proto::lazy_lanes::LAZY;
 use crate::proto::select::ProtocolId;
 use crate::request::{
     GetPhase, Info, Kind, PutPhase, RecvPhase, Request, RndvPhase, RndvRecv, WritePhase,
@@ -244,6 +245,7 @@ impl Core {
                 return;
             }
         };
+        self.connect_lanes(tx, ep, usize::from(sync), (size, proto));
         let Some(st) = self.eps.get(ep) else {
             return;
         };
@@ -256,7 +258,7 @@ impl Core {
         let lanes = data_lanes(&st.tables[usize::from(sync)], size, proto, |l| {
             st.lanes
                 .get(l)
-                .is_some_and(|&(i, _)| self.iface_md.get(i).copied() == md)
+                .is_some_and(|&(i, e)| e != LAZY && self.iface_md.get(i).copied() == md)
         });
         let limit = size.min(usize::try_from(len).unwrap_or(usize::MAX));
         // A tail ends where the message does.

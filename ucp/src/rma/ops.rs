@@ -465,6 +465,9 @@ impl Worker {
             .iter()
             .enumerate()
             .find_map(|(li, &(iface, uct_ep))| {
+                if uct_ep == crate::proto::lazy_lanes::LAZY {
+                    return None;
+                }
                 let key = rkey.lanes.get(li)?.as_ref()?;
                 let a = self.ifaces[iface].attr();
                 let max = if dir == Dir::Put {

@@ -9,6 +9,7 @@
 
 use super::ifaces::Ifaces;
 use crate::proto::core::{Core, EpConfig};
+use crate::proto::lazy_lanes::{LazyLane, LAZY};
 use crate::proto::select::LaneInfo;
 use crate::proto::wire::FIRST_HDR;
 use crate::ucs::slab::SlabId;
@@ -104,23 +105,29 @@ impl Core {
         let mut lanes = vec![(lane.iface, uct_ep)];
         let mut remote_mds = vec![addr.ifaces[lane.remote].md_name.clone()];
         let mut infos = vec![self.iface_lane_info(ifaces, lane.iface)];
+        // Data lanes connect when a rendezvous first uses them
+        // (`proto/lazy_lanes.rs`).
+        let mut lazy = Vec::new();
         for (li, ri) in self.data_lanes(ifaces, addr, lane.iface, lane.remote) {
             let r = &addr.ifaces[ri];
-            match ifaces[li].ep_create(&r.dev_addr, &r.iface_addr) {
-                Ok(e) => {
-                    lanes.push((li, e));
-                    remote_mds.push(r.md_name.clone());
-                    infos.push(self.iface_lane_info(ifaces, li));
-                }
-                Err(e) => tracing::debug!("no data lane on iface {li}: {e}"),
-            }
+            lazy.push(LazyLane {
+                lane: lanes.len(),
+                dev_addr: r.dev_addr.clone(),
+                iface_addr: r.iface_addr.clone(),
+            });
+            lanes.push((li, LAZY));
+            remote_mds.push(r.md_name.clone());
+            infos.push(self.iface_lane_info(ifaces, li));
         }
-        match self.add_ep(ifaces, lanes.clone(), remote_mds, infos, cfg, addr.uuid) {
-            Ok(id) => Ok(id),
-            Err(e) => {
-                for &(i, e) in &lanes {
-                    ifaces[i].ep_destroy(e);
+        match self.add_ep(ifaces, lanes, remote_mds, infos, cfg, addr.uuid) {
+            Ok(id) => {
+                if let Some(st) = self.eps.get_mut(id) {
+                    st.lazy = lazy;
                 }
+                Ok(id)
+            }
+            Err(e) => {
+                ifaces[lane.iface].ep_destroy(uct_ep);
                 Err(e)
             }
         }

@@ -241,8 +241,10 @@ impl Worker {
         self.core.fail_ep(ep.0, Error::Canceled);
         self.core.remove_ep(ep.0);
         for (iface, uct_ep) in lanes {
-            self.core.set_lane_ep(iface, uct_ep, None);
-            self.ifaces[iface].ep_destroy(uct_ep);
+            if uct_ep != crate::proto::lazy_lanes::LAZY {
+                self.core.set_lane_ep(iface, uct_ep, None);
+                self.ifaces[iface].ep_destroy(uct_ep);
+            }
         }
         Ok(())
     }
@@ -450,6 +452,15 @@ impl Worker {
     /// have only that much eager credit).
     pub fn unexpected_bytes(&self) -> (usize, usize) {
         (self.core.unexp.held(), self.core.unexp.peak())
+    }
+
+    /// How many of endpoint `ep`'s lanes have a transport endpoint: data
+    /// lanes connect when a rendezvous first uses them.
+    #[doc(hidden)]
+    pub fn ep_lanes_connected(&self, ep: Ep) -> Result<usize> {
+        let st = self.core.eps.get(ep.0).ok_or(Error::InvalidHandle)?;
+        let lazy = crate::proto::lazy_lanes::LAZY;
+        Ok(st.lanes.iter().filter(|&&(_, e)| e != lazy).count())
     }
 
     /// Connections or peers the transports' progress has looked at so far,

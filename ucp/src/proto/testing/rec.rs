@@ -152,6 +152,12 @@ impl Lanes for Rec {
         (iface == 0).then_some(&self.attr)
     }
 
+    fn ep_create(&mut self, iface: usize, _dev: &[u8], _addr: &[u8]) -> ucs::Result<EpId> {
+        Err(ucs::Error::Unsupported(format!(
+            "the recorder makes no endpoints (iface {iface})"
+        )))
+    }
+
     fn am_short(
         &mut self,
         iface: usize,
