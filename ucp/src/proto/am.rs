@@ -54,7 +54,7 @@ impl Core {
             return Err(Error::InvalidHandle);
         };
         if let Some(e) = &st.failed {
-            return Err(e.clone());
+            return Err(Error::clone(e));
         }
         let total = header.len() + data.len();
         if total as u64 > AM_MAX {

@@ -101,7 +101,7 @@ impl Core {
             return Err(Error::InvalidHandle);
         };
         if let Some(e) = &st.failed {
-            return Err(e.clone());
+            return Err(Error::clone(e));
         }
         let Some(rndv) = self.am_rndv_phase(ep, buf.len(), how) else {
             return self.am_send(tx, ep, id, (header, buf.slice(0, buf.len())), reply, op);

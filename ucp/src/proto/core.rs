@@ -153,7 +153,9 @@ pub(crate) struct Core {
     /// Which endpoint answers a transport source (learned from wireup).
     pub(crate) src_eps: FxHashMap<(usize, SrcId), SlabId>,
     /// Endpoints by remote worker uuid, oldest first (`ep.rs`).
-    pub(crate) uuid_eps: FxHashMap<u64, Vec<SlabId>>,
+    pub(crate) uuid_eps: FxHashMap<u64, super::ep::UuidEps>,
+    /// Remote memory domain names, interned (`Core::intern_md`).
+    pub(crate) md_names: Vec<std::sync::Arc<str>>,
     /// Bytes the unexpected tag messages hold, their limit, and the eager
     /// credit granted against it (`credit.rs`).
     pub(crate) unexp: super::credit::UnexpBudget,
@@ -245,6 +247,7 @@ impl Core {
             address,
             src_eps: FxHashMap::default(),
             uuid_eps: FxHashMap::default(),
+            md_names: Vec::new(),
             unexp: super::credit::UnexpBudget::new(
                 ctx.config().unexpected_max.usize_or(usize::MAX),
             ),

@@ -232,7 +232,7 @@ impl Core {
             return Err(Error::InvalidHandle);
         };
         if let Some(e) = &st.failed {
-            return Err(e.clone());
+            return Err(Error::clone(e));
         }
         let len = buf.len();
         let (iface_idx, uct_ep, cfg) = (st.iface, st.uct_ep, st.cfg);

@@ -55,7 +55,8 @@ pub(crate) struct EpState {
     /// Per lane, in the order of `lanes`: the name of the memory domain
     /// that owns the lane's remote iface (from the peer's address), under
     /// which the peer's packed remote keys carry the key for the lane.
-    pub(crate) remote_mds: Vec<String>,
+    /// (Interned: every endpoint to peers of one kind shares the names.)
+    pub(crate) remote_mds: Vec<Arc<str>>,
     pub(crate) cfg: EpConfig,
     /// Sends waiting for transport resources, in posting order.
     pub(crate) queue: VecDeque<SlabId>,
@@ -63,7 +64,8 @@ pub(crate) struct EpState {
     /// when the lane has room, and has not yet (`room.rs`).
     pub(crate) awaiting: u64,
     /// Set once the endpoint failed; every later operation fails with it.
-    pub(crate) failed: Option<Error>,
+    /// (Boxed: rare, and large next to the other fields.)
+    pub(crate) failed: Option<Box<Error>>,
     /// Peer error mode: its failure is reported (`Reports::ep_failures`),
     /// to this handler if it has one.
     pub(crate) report_failure: bool,
@@ -88,12 +90,59 @@ pub(crate) struct EpState {
     pub(crate) lazy: Vec<super::lazy_lanes::LazyLane>,
 }
 
+/// The endpoints to one remote worker, oldest first: nearly always one,
+/// kept without an allocation of its own.
+#[derive(Debug)]
+pub(crate) enum UuidEps {
+    One(SlabId),
+    Many(Vec<SlabId>),
+}
+
+impl UuidEps {
+    fn iter(&self) -> impl Iterator<Item = SlabId> + '_ {
+        let (one, many) = match self {
+            UuidEps::One(id) => (Some(*id), &[][..]),
+            UuidEps::Many(v) => (None, &v[..]),
+        };
+        one.into_iter().chain(many.iter().copied())
+    }
+
+    fn push(&mut self, id: SlabId) {
+        match self {
+            UuidEps::One(first) => *self = UuidEps::Many(vec![*first, id]),
+            UuidEps::Many(v) => v.push(id),
+        }
+    }
+
+    /// Removes `id`; whether none is left.
+    fn remove(&mut self, id: SlabId) -> bool {
+        match self {
+            UuidEps::One(first) => *first == id,
+            UuidEps::Many(v) => {
+                v.retain(|&x| x != id);
+                v.is_empty()
+            }
+        }
+    }
+}
+
 impl Core {
+    /// `name`, interned: the remote domain names of all endpoints share
+    /// one allocation per distinct name.
+    pub(crate) fn intern_md(&mut self, name: &str) -> Arc<str> {
+        if let Some(n) = self.md_names.iter().find(|n| &***n == name) {
+            return Arc::clone(n);
+        }
+        let n: Arc<str> = name.into();
+        self.md_names.push(Arc::clone(&n));
+        n
+    }
+
     /// A working endpoint to the worker with `uuid`, if there is one.
     /// A lookup by uuid, not a scan: endpoint creation stays flat in the
     /// number of endpoints.
     pub(crate) fn find_ep(&self, uuid: u64) -> Option<SlabId> {
-        self.uuid_eps.get(&uuid)?.iter().copied().find(|&id| {
+        self.uuid_eps.get(&uuid)?.iter().find(|&id| {
             self.eps
                 .get(id)
                 .is_some_and(|e| e.remote_uuid == uuid && e.failed.is_none())
@@ -105,8 +154,7 @@ impl Core {
         let st = self.eps.remove(ep)?;
         self.credit_forget(&st.credit);
         if let Some(ids) = self.uuid_eps.get_mut(&st.remote_uuid) {
-            ids.retain(|&id| id != ep);
-            if ids.is_empty() {
+            if ids.remove(ep) {
                 self.uuid_eps.remove(&st.remote_uuid);
             }
         }
@@ -142,7 +190,7 @@ impl Core {
         &mut self,
         tx: &mut dyn Lanes,
         lanes: Vec<(usize, EpId)>,
-        remote_mds: Vec<String>,
+        remote_mds: Vec<Arc<str>>,
         infos: Vec<LaneInfo>,
         cfg: EpConfig,
         remote_uuid: u64,
@@ -185,7 +233,12 @@ impl Core {
             credit: Default::default(),
             lazy: Vec::new(),
         });
-        self.uuid_eps.entry(remote_uuid).or_default().push(id);
+        match self.uuid_eps.get_mut(&remote_uuid) {
+            Some(ids) => ids.push(id),
+            None => {
+                self.uuid_eps.insert(remote_uuid, UuidEps::One(id));
+            }
+        }
         for &(i, e) in &lanes {
             if e != super::lazy_lanes::LAZY {
                 self.set_lane_ep(i, e, Some(id));
@@ -203,7 +256,7 @@ impl Core {
         };
         if state.failed.is_none() {
             tracing::debug!("endpoint {:?} failed: {err}", ep);
-            state.failed = Some(err.clone());
+            state.failed = Some(Box::new(err.clone()));
             if state.report_failure {
                 let h = state.on_error.take();
                 self.done.ep_failures.push((ep, err.clone(), h));
@@ -231,5 +284,28 @@ impl Core {
         self.fail_reads_on(ep, &err);
         self.fail_streams(ep, &err);
         self.src_eps.retain(|_, e| *e != ep);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::UuidEps;
+    use crate::ucs::slab::Slab;
+
+    #[test]
+    fn endpoints_of_one_uuid_keep_their_order_and_empty_out() {
+        let mut slab = Slab::new();
+        let (a, b, c) = (slab.insert(1), slab.insert(2), slab.insert(3));
+        let mut ids = UuidEps::One(a);
+        assert_eq!(ids.iter().collect::<Vec<_>>(), vec![a]);
+        ids.push(b);
+        ids.push(c);
+        assert_eq!(ids.iter().collect::<Vec<_>>(), vec![a, b, c]);
+        assert!(!ids.remove(b));
+        assert_eq!(ids.iter().collect::<Vec<_>>(), vec![a, c]);
+        assert!(!ids.remove(a));
+        assert!(ids.remove(c), "none left");
+        assert!(UuidEps::One(a).remove(a));
+        assert!(!UuidEps::One(a).remove(b));
     }
 }

@@ -433,7 +433,7 @@ impl Core {
             return;
         }
         let result = match (tail, failed) {
-            (Some(false), Some(e)) => result.and(Err(e)),
+            (Some(false), Some(e)) => result.and(Err(*e)),
             _ => result,
         };
         self.complete(id, result);

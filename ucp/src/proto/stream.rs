@@ -46,7 +46,7 @@ impl Core {
             return Err(Error::InvalidHandle);
         };
         if let Some(e) = &st.failed {
-            return Err(e.clone());
+            return Err(Error::clone(e));
         }
         let len = buf.len();
         let info = Info {
@@ -218,7 +218,7 @@ impl Core {
         }
         if let Some(e) = &st.failed {
             // What arrived before the failure was taken above.
-            return Err(e.clone());
+            return Err(Error::clone(e));
         }
         let id = self.reqs.insert(Request::new(Kind::StreamRecv(r), op));
         rx.recvs.push_back(id);
@@ -240,7 +240,7 @@ impl Core {
         });
         if c.is_none() {
             if let Some(e) = &st.failed {
-                return Err(e.clone());
+                return Err(Error::clone(e));
             }
         }
         Ok(c)

@@ -331,7 +331,11 @@ impl Worker {
     #[inline(never)]
     fn ep_unusable(&self, ep: Ep) -> Error {
         match self.core.eps.get(ep.0) {
-            Some(st) if st.failed.is_some() => st.failed.clone().unwrap_or(Error::InvalidHandle),
+            Some(st) if st.failed.is_some() => st
+                .failed
+                .as_deref()
+                .cloned()
+                .unwrap_or(Error::InvalidHandle),
             _ => Error::InvalidHandle,
         }
     }
@@ -423,7 +427,7 @@ impl Worker {
     ) -> Result<Posted<()>> {
         let st = self.core.eps.get(ep.0).ok_or(Error::InvalidHandle)?;
         if let Some(e) = &st.failed {
-            return Err(e.clone());
+            return Err(Error::clone(e));
         }
         let len = total(segs);
         let done = Posted::Done(
@@ -617,7 +621,7 @@ impl Worker {
         rkey.check(ep, remote, width, Access::REMOTE_ATOMIC)?;
         let st = self.core.eps.get(ep.0).ok_or(Error::InvalidHandle)?;
         if let Some(e) = &st.failed {
-            return Err(e.clone());
+            return Err(Error::clone(e));
         }
         // (A word in a mapped segment was handled by `atomic_mapped`.)
         let id = self.rma_request(ep, width, sink, o);

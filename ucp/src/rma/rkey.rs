@@ -141,7 +141,7 @@ impl Worker {
             .zip(&st.remote_mds)
             .map(|(&(iface, _), remote_md)| {
                 let md = self.core.ctx.md(*self.core.iface_md.get(iface)?)?;
-                let (_, bytes) = p.mds.iter().find(|(name, _)| name == remote_md)?;
+                let (_, bytes) = p.mds.iter().find(|(name, _)| **name == **remote_md)?;
                 match md.rkey_unpack(bytes) {
                     Ok(k) => Some(k),
                     Err(e) => {

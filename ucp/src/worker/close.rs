@@ -66,7 +66,7 @@ impl Worker {
                 (_, Some(st)) => st,
             };
             if let Some(e) = st.failed.clone() {
-                return Some(self.finish_close(c, Err(e)));
+                return Some(self.finish_close(c, Err(*e)));
             }
             match c.phase {
                 Phase::Drain if self.core.ep_busy(c.ep.0) => return None,

@@ -103,7 +103,7 @@ impl Core {
             iface.dev_name()
         );
         let mut lanes = vec![(lane.iface, uct_ep)];
-        let mut remote_mds = vec![addr.ifaces[lane.remote].md_name.clone()];
+        let mut remote_mds = vec![self.intern_md(&addr.ifaces[lane.remote].md_name)];
         let mut infos = vec![self.iface_lane_info(ifaces, lane.iface)];
         // Data lanes connect when a rendezvous first uses them
         // (`proto/lazy_lanes.rs`).
@@ -116,7 +116,7 @@ impl Core {
                 iface_addr: r.iface_addr.clone(),
             });
             lanes.push((li, LAZY));
-            remote_mds.push(r.md_name.clone());
+            remote_mds.push(self.intern_md(&r.md_name));
             infos.push(self.iface_lane_info(ifaces, li));
         }
         match self.add_ep(ifaces, lanes, remote_mds, infos, cfg, addr.uuid) {

@@ -105,7 +105,7 @@ impl Worker {
         }
         let st = self.core.eps.get(ep.0).ok_or(Err(Error::InvalidHandle))?;
         if let Some(e) = &st.failed {
-            return Err(Err(e.clone()));
+            return Err(Err(Error::clone(e)));
         }
         if self.core.ep_busy(ep.0) {
             return Ok(None);

@@ -191,7 +191,7 @@ impl Worker {
             None => Err(Error::InvalidHandle),
             Some(s) => match &s.failed {
                 None => Ok(()),
-                Some(e) => Err(e.clone()),
+                Some(e) => Err(Error::clone(e)),
             },
         }
     }
