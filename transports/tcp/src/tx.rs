@@ -15,9 +15,11 @@
 //! Memory: `buf` is allocated only when something must wait (the socket is
 //! full, or the connection is not open yet), grows on demand up to the
 //! limit, and is kept while the connection is busy; [`TxState::release`]
-//! frees it once the backlog is gone. Small sends with no backlog are
-//! assembled on the stack, so a connection that never backs up holds no
-//! send buffer.
+//! frees it once the backlog is gone. A young connection (fewer than
+//! [`YOUNG_DRAINS`] drained backlogs, such as the frames queued while it
+//! was being established) frees it as soon as it drains. Small sends with
+//! no backlog are assembled on the stack, so a connection that never backs
+//! up holds no send buffer.
 
 use std::io;
 use std::mem::MaybeUninit;
@@ -26,6 +28,7 @@ use std::os::fd::RawFd;
 use uct::{EpId, Iov, Token};
 
 use crate::config::MAX_IOV;
+use crate::idle::YOUNG_DRAINS;
 use crate::sys;
 use crate::wire::FRAME_HDR;
 
@@ -88,6 +91,8 @@ struct ZcopyTail {
     count: usize,
     /// Whose memory it is; `None` once detached (copied).
     owner: Option<ZcOwner>,
+    /// The rest of a detached send, copied (see `detach_zcopy`).
+    owned: Vec<u8>,
 }
 
 /// What [`TxState::flush_out`] achieved.
@@ -111,8 +116,8 @@ pub(crate) struct TxState {
     zc: Option<Box<ZcopyTail>>,
     /// The box of the last finished tail, for the next one.
     spare_zc: Option<Box<ZcopyTail>>,
-    /// The rest of a detached zero-copy send, copied (see `detach_zcopy`).
-    owned_tail: Vec<u8>,
+    /// Backlogs drained so far, counted up to [`YOUNG_DRAINS`].
+    drains: u8,
 }
 
 impl TxState {
@@ -124,19 +129,21 @@ impl TxState {
             cap,
             zc: None,
             spare_zc: None,
-            owned_tail: Vec::new(),
+            drains: 0,
         }
     }
 
     /// Bytes of heap memory held.
     pub(crate) fn held(&self) -> usize {
         let boxes = usize::from(self.zc.is_some()) + usize::from(self.spare_zc.is_some());
-        self.buf.capacity() + self.owned_tail.capacity() + boxes * size_of::<ZcopyTail>()
+        let owned = self.zc.as_ref().map_or(0, |z| z.owned.capacity());
+        self.buf.capacity() + owned + boxes * size_of::<ZcopyTail>()
     }
 
     /// Ends the zero-copy tail, keeping its box; returns its owner.
     fn take_zc(&mut self) -> Option<ZcOwner> {
-        let z = self.zc.take()?;
+        let mut z = self.zc.take()?;
+        z.owned = Vec::new();
         let owner = z.owner;
         self.spare_zc = Some(z);
         owner
@@ -148,7 +155,6 @@ impl TxState {
         if !self.has_backlog() && self.zc.is_none() {
             self.buf = Vec::new();
             self.off = 0;
-            self.owned_tail = Vec::new();
             self.spare_zc = None;
         }
         self.held() == 0
@@ -341,6 +347,7 @@ impl TxState {
                 idx: 0,
                 count: 0,
                 owner: None,
+                owned: Vec::new(),
             })
         });
         tail.idx = 0;
@@ -380,7 +387,7 @@ impl TxState {
             }
             // SAFETY: the first iovec is within `buf`; the others are the
             // rest of a zero-copy send, valid until it completes (contract
-            // of `post_zcopy`) or within `owned_tail` once detached.
+            // of `post_zcopy`) or within the tail's `owned` copy once detached.
             let n = unsafe { sys::sendv(fd, &v[..k]) }?;
             self.advance(n);
             if self.has_backlog() {
@@ -390,8 +397,12 @@ impl TxState {
         self.buf.clear();
         self.off = 0;
         let owner = self.take_zc().and_then(ZcOwner::am);
-        if !self.owned_tail.is_empty() {
-            self.owned_tail = Vec::new();
+        if self.drains < YOUNG_DRAINS && self.held() > 0 {
+            // A young connection (its handshake, a few messages): what it
+            // buffered goes back at once; a busy one keeps its buffers.
+            self.drains += 1;
+            self.buf = Vec::new();
+            self.spare_zc = None;
         }
         Ok(Flushed::Drained(owner))
     }
@@ -429,10 +440,10 @@ impl TxState {
             // reported complete (contract of `post_zcopy`).
             rest.extend_from_slice(unsafe { std::slice::from_raw_parts(r.ptr, r.len) });
         }
-        self.owned_tail = rest;
-        z.iov[0] = Iov::from_slice(&self.owned_tail);
+        z.owned = rest;
+        z.iov[0] = Iov::from_slice(&z.owned);
         z.idx = 0;
-        z.count = usize::from(!self.owned_tail.is_empty());
+        z.count = usize::from(!z.owned.is_empty());
         z.owner = None;
         owner.am().map(|(_, t)| t)
     }
@@ -441,7 +452,6 @@ impl TxState {
     pub(crate) fn abort(&mut self) -> Option<(EpId, Token)> {
         self.buf.clear();
         self.off = 0;
-        self.owned_tail = Vec::new();
         self.take_zc().and_then(ZcOwner::am)
     }
 
