@@ -328,7 +328,7 @@ impl TcpIface {
         for &e in c.eps.as_slice() {
             if let Some(ep) = self.eps.get_mut(e) {
                 ep.conn = None;
-                ep.failed = Some(err.duplicate());
+                ep.failed = Some(Box::new(err.duplicate()));
                 self.notices
                     .push_back(Notice::EpFailed(EpId(e), err.duplicate()));
             }

@@ -203,7 +203,14 @@ impl TxState {
                     self.buf.drain(..self.off);
                     self.off = 0;
                 }
-                self.reserve(need);
+                if self.buf.capacity() == 0 {
+                    // Not open yet (an open connection with a backlog
+                    // holds a buffer): the frames queued while it opens
+                    // are few, so the first takes just its size.
+                    self.buf.reserve_exact(need);
+                } else {
+                    self.reserve(need);
+                }
                 self.append(hdr, parts);
                 return Ok(true);
             }
