@@ -324,5 +324,5 @@ mod tests {
         assert!(size <= CONN_SIZE_MAX, "Conn is {size} bytes");
     }
 
-    const CONN_SIZE_MAX: usize = 256;
+    const CONN_SIZE_MAX: usize = 216;
 }

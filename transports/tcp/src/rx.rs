@@ -90,7 +90,7 @@ pub(crate) struct RxState {
     /// nothing is buffered on a quiet connection.
     buf: Vec<u8>,
     /// The size the buffer grows to once a read fills [`RX_FIRST`].
-    seg: usize,
+    seg: u32,
     start: usize,
     /// Frames whose data goes straight to its destination; boxed (most
     /// connections never receive one) and kept while the buffer is.
@@ -123,11 +123,16 @@ impl RxState {
             data_ok: false,
             announced: false,
             buf: Vec::new(),
-            seg: buf_size.max(HELLO_MAX + FRAME_HDR + PUT_HDR),
+            seg: u32::try_from(buf_size.max(HELLO_MAX + FRAME_HDR + PUT_HDR)).unwrap_or(u32::MAX),
             start: 0,
             direct: None,
             drains: 0,
         }
+    }
+
+    /// The segment size.
+    fn seg(&self) -> usize {
+        self.seg as usize
     }
 
     /// Whether no partial frame is held.
@@ -149,7 +154,7 @@ impl RxState {
 
     /// Whether the buffer grew past its segment (for a large frame).
     pub(crate) fn grown(&self) -> bool {
-        self.buf.capacity() > self.seg
+        self.buf.capacity() > self.seg()
     }
 
     /// Frees the buffer if nothing waits in it (the data of a put or of a
@@ -210,7 +215,7 @@ impl RxState {
             }
         }
         if self.buf.capacity() == 0 {
-            self.buf.reserve_exact(RX_FIRST.min(self.seg));
+            self.buf.reserve_exact(RX_FIRST.min(self.seg()));
         }
         if self.buf.len() == self.buf.capacity() {
             // Only a partial header can sit at the very end (make_room keeps
@@ -220,7 +225,7 @@ impl RxState {
         if self.buf.len() == self.buf.capacity() {
             // Cannot happen (see above); never read into nothing, which
             // would look like the end of the stream.
-            self.buf.reserve_exact(self.seg);
+            self.buf.reserve_exact(self.seg());
         }
         let spare = self.buf.spare_capacity_mut();
         let want = spare.len();
@@ -234,9 +239,9 @@ impl RxState {
                 // the old length, which stays within the capacity.
                 unsafe { self.buf.set_len(len) };
                 let more = n == want;
-                if more && self.buf.capacity() < self.seg {
+                if more && self.buf.capacity() < self.seg() {
                     // A busy connection: read a segment at a time from now on.
-                    self.buf.reserve_exact(self.seg - self.buf.len());
+                    self.buf.reserve_exact(self.seg() - self.buf.len());
                 }
                 Filled::Data { more }
             }
@@ -401,10 +406,10 @@ impl RxState {
         if self.buf.capacity() < frame {
             // Room for the next frame's start too, so that one read can
             // span the boundary; no more than a segment beyond the frame.
-            let want = if frame <= self.seg {
-                self.seg
+            let want = if frame <= self.seg() {
+                self.seg()
             } else {
-                frame + self.seg
+                frame + self.seg()
             };
             self.buf.reserve_exact(want - self.buf.len());
         }

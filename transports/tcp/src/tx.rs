@@ -110,8 +110,9 @@ pub(crate) struct TxState {
     /// Unsent bytes are `buf[off..]`.
     buf: Vec<u8>,
     off: usize,
-    /// Most bytes `buf` may hold for copy sends appended to a backlog.
-    cap: usize,
+    /// Most bytes `buf` may hold for copy sends appended to a backlog
+    /// (the iface's `tx_buf`, well below 4 GiB).
+    cap: u32,
     /// Boxed: most connections never have one, and the box is reused.
     zc: Option<Box<ZcopyTail>>,
     /// The box of the last finished tail, for the next one.
@@ -126,11 +127,15 @@ impl TxState {
         TxState {
             buf: Vec::new(),
             off: 0,
-            cap,
+            cap: u32::try_from(cap).unwrap_or(u32::MAX),
             zc: None,
             spare_zc: None,
             drains: 0,
         }
+    }
+
+    fn cap(&self) -> usize {
+        self.cap as usize
     }
 
     /// Bytes of heap memory held.
@@ -167,7 +172,7 @@ impl TxState {
         if want > self.buf.capacity() {
             let target = (self.buf.capacity() * 2)
                 .max(BACKLOG_FIRST)
-                .min(self.cap)
+                .min(self.cap())
                 .max(want);
             self.buf.reserve_exact(target - self.buf.len());
         }
@@ -196,8 +201,8 @@ impl TxState {
                     // Nothing goes behind a zero-copy tail.
                     return Ok(false);
                 }
-                if self.buf.len() + need > self.cap {
-                    if self.buf.len() - self.off + need > self.cap {
+                if self.buf.len() + need > self.cap() {
+                    if self.buf.len() - self.off + need > self.cap() {
                         return Ok(false);
                     }
                     self.buf.drain(..self.off);
