@@ -1,10 +1,8 @@
 //! A connection between two ifaces: its socket, state, and both halves.
 
-use std::collections::VecDeque;
 use std::io;
 use std::net::SocketAddr;
 use std::os::fd::{AsRawFd, OwnedFd, RawFd};
-use std::time::Instant;
 
 use uct::{EpId, SrcId, Token};
 
@@ -12,7 +10,11 @@ use crate::config::Limits;
 use crate::rx::RxState;
 use crate::sys::{self, Epoll};
 use crate::tx::TxState;
-use crate::wire::{Key, PutStatus, MAX_PUTS};
+use crate::wire::{Key, MAX_PUTS};
+
+mod more;
+
+pub(crate) use more::{ConnMore, EpList};
 
 /// Interest besides `EPOLLOUT`: incoming bytes, and the peer going away.
 const BASE_EVENTS: u32 = (libc::EPOLLIN | libc::EPOLLRDHUP) as u32;
@@ -60,7 +62,8 @@ pub(crate) struct PutOut {
     pub(crate) token: Option<Token>,
 }
 
-/// One TCP connection.
+/// One TCP connection. What few connections use is out of line (see
+/// `more.rs`); [`tests::conn_stays_small`] bounds its size.
 #[derive(Debug)]
 pub(crate) struct Conn {
     fd: Option<OwnedFd>,
@@ -73,27 +76,16 @@ pub(crate) struct Conn {
     /// Its id as a source of messages.
     pub(crate) src: SrcId,
     pub(crate) state: ConnState,
-    /// When a connection that is not open yet gives up.
-    pub(crate) deadline: Option<Instant>,
     /// Bytes of the iface's hello (sent first on a connection we opened)
     /// still to send.
-    hello_left: usize,
+    hello_left: u16,
     pub(crate) tx: TxState,
     pub(crate) rx: RxState,
     out_armed: bool,
     /// Endpoints sending on it.
-    pub(crate) eps: Vec<u32>,
-    /// `pending_add` tokens, in order.
-    pub(crate) pending: VecDeque<(EpId, Token)>,
-    /// Flushes waiting for the backlog to drain and puts to be answered.
-    pub(crate) waiters: Vec<Flush>,
-    /// Our puts on it not yet acknowledged, in order.
-    pub(crate) puts: VecDeque<PutOut>,
-    /// The seq of our next put.
-    pub(crate) put_seq: u64,
-    /// Acknowledgements of the peer's puts that the backlog could not
-    /// take yet, in order.
-    pub(crate) acks: VecDeque<(u64, PutStatus)>,
+    pub(crate) eps: EpList,
+    /// Pending tokens, flushes and puts; `None` while all are empty.
+    more: Option<Box<ConnMore>>,
     /// Whether it is in the iface's list of connections holding buffers.
     pub(crate) listed: bool,
     /// Whether it received or sent since the last sweep of that list.
@@ -109,13 +101,13 @@ impl Conn {
         key: Key,
         hello_len: usize,
         connected: bool,
-        deadline: Option<Instant>,
         limits: &Limits,
     ) -> Conn {
         let rx = RxState::new(limits.rx_buf, false);
-        let mut c = Conn::new(fd, peer, deadline, limits.tx_buf, rx);
+        let mut c = Conn::new(fd, peer, limits.tx_buf, rx);
         c.key = Some(key);
-        c.hello_left = hello_len;
+        // A hello is at most HELLO_MAX bytes.
+        c.hello_left = u16::try_from(hello_len).unwrap_or(u16::MAX);
         c.state = if connected {
             ConnState::AwaitAccept
         } else {
@@ -125,23 +117,12 @@ impl Conn {
     }
 
     /// A connection the peer opened to us.
-    pub(crate) fn acceptor(
-        fd: OwnedFd,
-        peer: SocketAddr,
-        deadline: Option<Instant>,
-        limits: &Limits,
-    ) -> Conn {
+    pub(crate) fn acceptor(fd: OwnedFd, peer: SocketAddr, limits: &Limits) -> Conn {
         let rx = RxState::new(limits.rx_buf, true);
-        Conn::new(fd, peer, deadline, limits.tx_buf, rx)
+        Conn::new(fd, peer, limits.tx_buf, rx)
     }
 
-    fn new(
-        fd: OwnedFd,
-        peer: SocketAddr,
-        deadline: Option<Instant>,
-        tx_cap: usize,
-        rx: RxState,
-    ) -> Conn {
+    fn new(fd: OwnedFd, peer: SocketAddr, tx_cap: usize, rx: RxState) -> Conn {
         Conn {
             fd: Some(fd),
             peer,
@@ -149,17 +130,12 @@ impl Conn {
             tag: 0,
             src: SrcId(0),
             state: ConnState::AwaitHello,
-            deadline,
             hello_left: 0,
             tx: TxState::new(tx_cap),
             rx,
             out_armed: false,
-            eps: Vec::new(),
-            pending: VecDeque::new(),
-            waiters: Vec::new(),
-            puts: VecDeque::new(),
-            put_seq: 0,
-            acks: VecDeque::new(),
+            eps: EpList::Empty,
+            more: None,
             listed: false,
             active: false,
         }
@@ -181,28 +157,64 @@ impl Conn {
         self.state == ConnState::Open
     }
 
+    /// Its queues, if any is in use.
+    pub(crate) fn queues(&self) -> Option<&ConnMore> {
+        self.more.as_deref()
+    }
+
+    /// Its queues, if any is in use, to change or drain.
+    pub(crate) fn queues_mut(&mut self) -> Option<&mut ConnMore> {
+        self.more.as_deref_mut()
+    }
+
+    /// Its queues, allocated on first use.
+    pub(crate) fn more(&mut self) -> &mut ConnMore {
+        self.more.get_or_insert_with(Box::default)
+    }
+
+    /// Takes its queues (the connection is going away).
+    pub(crate) fn take_queues(&mut self) -> ConnMore {
+        self.more.take().map(|m| *m).unwrap_or_default()
+    }
+
+    /// Number of pending tokens.
+    pub(crate) fn pending_len(&self) -> usize {
+        self.queues().map_or(0, |m| m.pending.len())
+    }
+
+    /// Number of our puts not yet acknowledged.
+    pub(crate) fn puts_len(&self) -> usize {
+        self.queues().map_or(0, |m| m.puts.len())
+    }
+
+    /// The next pending token, taken off its queue.
+    pub(crate) fn pop_pending(&mut self) -> Option<(EpId, Token)> {
+        self.queues_mut()?.pending.pop_front()
+    }
+
     /// Whether posted work can go out now: open with an empty backlog
     /// and room for another put.
     pub(crate) fn is_free(&self) -> bool {
-        self.is_open() && !self.tx.has_backlog() && self.puts.len() < MAX_PUTS
+        self.is_open() && !self.tx.has_backlog() && self.puts_len() < MAX_PUTS
     }
 
     /// Whether everything posted on it before `puts_before` is done: the
     /// backlog drained and those puts acknowledged.
     pub(crate) fn flushed(&self, puts_before: u64) -> bool {
-        !self.tx.has_backlog() && self.puts.front().is_none_or(|p| p.seq >= puts_before)
+        let first = self.queues().and_then(|m| m.puts.front());
+        !self.tx.has_backlog() && first.is_none_or(|p| p.seq >= puts_before)
     }
 
     /// Whether a flush must wait for it.
     pub(crate) fn busy(&self) -> bool {
-        self.tx.has_backlog() || !self.puts.is_empty()
+        self.tx.has_backlog() || self.puts_len() > 0
     }
 
     /// A flush of everything posted on it so far.
     pub(crate) fn flush_mark(&self, waiter: Waiter) -> Flush {
         Flush {
             waiter,
-            puts_before: self.put_seq,
+            puts_before: self.queues().map_or(0, |m| m.put_seq),
         }
     }
 
@@ -262,23 +274,30 @@ impl Conn {
     pub(crate) fn send_hello(&mut self, hello: &[u8]) -> io::Result<()> {
         if self.hello_left > 0 {
             let fd = self.raw_fd().ok_or(io::ErrorKind::NotConnected)?;
-            let from = hello.len().saturating_sub(self.hello_left);
-            self.hello_left -= sys::send(fd, &hello[from..])?;
+            let from = hello.len().saturating_sub(usize::from(self.hello_left));
+            let sent = sys::send(fd, &hello[from..])?;
+            let sent = u16::try_from(sent).unwrap_or(u16::MAX);
+            self.hello_left = self.hello_left.saturating_sub(sent);
         }
         Ok(())
     }
 
-    /// Bytes of heap memory its buffers hold (receive buffer, backlog);
-    /// the queues of endpoints, tokens and puts are not counted.
+    /// Bytes of heap memory its buffers (receive buffer, backlog) and the
+    /// box of its queues hold; what the queues hold is not counted.
     pub(crate) fn held(&self) -> usize {
-        self.rx.held() + self.tx.held()
+        let more = self.more.as_ref().map_or(0, |_| size_of::<ConnMore>());
+        self.rx.held() + self.tx.held() + more
     }
 
-    /// Frees the buffers that hold nothing. Returns whether none is held.
+    /// Frees the buffers that hold nothing, and the queues if all are
+    /// empty. Returns whether none is held.
     pub(crate) fn release(&mut self) -> bool {
         let rx = self.rx.release();
         let tx = self.tx.release();
-        rx && tx
+        if self.more.as_ref().is_some_and(|m| m.is_idle()) {
+            self.more = None;
+        }
+        rx && tx && self.more.is_none()
     }
 
     /// The socket, for tests that read its options.
@@ -292,4 +311,18 @@ impl Conn {
         self.fd = None;
         self.out_armed = false;
     }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Every connection pays for its `Conn`: it stays this small.
+    #[test]
+    fn conn_stays_small() {
+        let size = size_of::<Conn>();
+        assert!(size <= CONN_SIZE_MAX, "Conn is {size} bytes");
+    }
+
+    const CONN_SIZE_MAX: usize = 216;
 }

@@ -9,12 +9,20 @@
 //! buffer grown past its segment for a large frame, which goes once it is
 //! empty. So a busy connection reuses its buffers from message to message,
 //! a quiet one costs no buffer after one to two periods, and `progress`
-//! with many quiet connections does no work per connection.
+//! with many quiet connections does no work per connection. A young
+//! connection does not wait for the sweep: the first [`YOUNG_DRAINS`]
+//! times a buffer of it empties, it goes back at once, so the handshake and
+//! a few round trips leave no buffer behind.
 
 use std::time::{Duration, Instant};
 
 use crate::iface::TcpIface;
 
+/// A connection gives its receive buffer and backlog back as soon as they
+/// drain the first this many times: the frames of its handshake and first
+/// messages cost no buffer after them, while a busy connection, past them,
+/// keeps its buffers from message to message (until a quiet sweep).
+pub(crate) const YOUNG_DRAINS: u8 = 16;
 /// How often the connections holding buffers are swept.
 pub(crate) const SWEEP_PERIOD: Duration = Duration::from_millis(100);
 /// `progress` calls between two looks at the clock for a sweep.

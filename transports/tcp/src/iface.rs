@@ -57,8 +57,8 @@ pub(crate) struct Ep {
     pub(crate) conn: Option<u32>,
     /// The remote iface's listening address.
     pub(crate) peer: SocketAddr,
-    /// Why it failed.
-    pub(crate) failed: Option<Error>,
+    /// Why it failed; boxed, as few endpoints fail.
+    pub(crate) failed: Option<Box<Error>>,
 }
 
 /// An iface-wide flush: completes when `left` connections have drained.

@@ -47,7 +47,8 @@ impl TcpIface {
             .and_then(|t| Instant::now().checked_add(t))
     }
 
-    /// Adds a connection to the table and to epoll.
+    /// Adds a connection to the table and to epoll; one not open yet gives
+    /// up at its deadline.
     fn insert_conn(&mut self, conn: Conn) -> Result<u32> {
         if self.conns.len() >= MAX_CONNS {
             return Err(Error::NoMemory(format!(
@@ -73,7 +74,7 @@ impl TcpIface {
         if !open {
             self.unopened += 1;
         }
-        if let Some(d) = self.conns.get(ci).and_then(|c| c.deadline) {
+        if let Some(d) = self.deadline().filter(|_| !open) {
             self.deadlines.push_back((d, ci, tag));
         }
         self.touch(ci);
@@ -101,15 +102,7 @@ impl TcpIface {
         self.opts.apply(&fd)?;
         let connected =
             sys::connect(&fd, addr).map_err(|e| Error::io(format!("connect {addr}"), e))?;
-        let mut c = Conn::connector(
-            fd,
-            addr,
-            key,
-            self.hello.len(),
-            connected,
-            self.deadline(),
-            &self.limits,
-        );
+        let mut c = Conn::connector(fd, addr, key, self.hello.len(), connected, &self.limits);
         if connected {
             c.send_hello(&self.hello)
                 .map_err(|e| Error::io(format!("send to {addr}"), e))?;
@@ -138,7 +131,7 @@ impl TcpIface {
 
     fn add_accepted(&mut self, fd: OwnedFd, peer: SocketAddr) -> Result<()> {
         self.opts.apply(&fd)?;
-        let c = Conn::acceptor(fd, peer, self.deadline(), &self.limits);
+        let c = Conn::acceptor(fd, peer, &self.limits);
         self.insert_conn(c).map(drop)
     }
 
@@ -190,7 +183,6 @@ impl TcpIface {
             }
             c.state = ConnState::Open;
             c.rx.data_ok = true;
-            c.deadline = None;
             c.release();
         }
     }
@@ -255,7 +247,7 @@ impl TcpIface {
         let Some(mut old) = self.remove_conn(from) else {
             return;
         };
-        for &e in &old.eps {
+        for &e in old.eps.as_slice() {
             if let Some(ep) = self.eps.get_mut(e) {
                 ep.conn = Some(to);
             }
@@ -265,8 +257,12 @@ impl TcpIface {
         };
         c.tx.absorb(&mut old.tx);
         c.eps.append(&mut old.eps);
-        c.pending.append(&mut old.pending);
-        c.waiters.append(&mut old.waiters);
+        let mut q = old.take_queues();
+        if !q.is_idle() {
+            let m = c.more();
+            m.pending.append(&mut q.pending);
+            m.waiters.append(&mut q.waiters);
+        }
         self.touch(to);
     }
 
@@ -275,7 +271,7 @@ impl TcpIface {
         let Some(c) = self.conns.get(ci) else {
             return;
         };
-        let idle = c.eps.is_empty() && c.pending.is_empty() && !c.busy() && c.waiters.is_empty();
+        let idle = c.eps.is_empty() && !c.busy() && c.queues().is_none_or(|m| m.is_idle());
         if c.state == ConnState::AwaitHello || (idle && c.rx.at_boundary()) {
             // Nobody used it, or it ended between messages: not a failure,
             // but the layer above still learns that the source is gone.
@@ -329,10 +325,10 @@ impl TcpIface {
             self.notices
                 .push_back(Notice::SrcFailed(c.src, err.duplicate()));
         }
-        for &e in &c.eps {
+        for &e in c.eps.as_slice() {
             if let Some(ep) = self.eps.get_mut(e) {
                 ep.conn = None;
-                ep.failed = Some(err.duplicate());
+                ep.failed = Some(Box::new(err.duplicate()));
                 self.notices
                     .push_back(Notice::EpFailed(EpId(e), err.duplicate()));
             }
@@ -341,11 +337,12 @@ impl TcpIface {
             self.notices
                 .push_back(Notice::Completed(t, Err(err.duplicate())));
         }
-        for t in c.puts.drain(..).filter_map(|p| p.token) {
+        let q = c.take_queues();
+        for t in q.puts.into_iter().filter_map(|p| p.token) {
             self.notices
                 .push_back(Notice::Completed(t, Err(err.duplicate())));
         }
-        for w in c.waiters.drain(..) {
+        for w in q.waiters {
             match w.waiter {
                 Waiter::Ep(_, t) => self
                     .notices
@@ -353,7 +350,7 @@ impl TcpIface {
                 Waiter::Global(g) => global_done(&mut self.flushes, &mut self.notices, g),
             }
         }
-        for (ep, t) in c.pending.drain(..) {
+        for (ep, t) in q.pending {
             self.notices.push_back(Notice::Ready(ep, t));
         }
     }

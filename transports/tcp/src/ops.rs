@@ -51,7 +51,7 @@ impl TcpIface {
         let Some(c) = self.conns.get_mut(ci) else {
             return Err(no_ep(ep));
         };
-        if !c.pending.is_empty() {
+        if c.pending_len() > 0 {
             return Ok(Posted::NoResource);
         }
         let hdr = wire::frame_hdr(id, total as u32);
@@ -125,22 +125,25 @@ impl Iface for TcpIface {
         let Some(c) = e.conn.and_then(|ci| self.conns.get_mut(ci)) else {
             return;
         };
-        c.eps.retain(|&x| x != ep.0);
-        c.pending.retain(|&(x, _)| x != ep);
+        c.eps.remove(ep.0);
         let notices = &mut self.notices;
-        c.waiters.retain(|w| match w.waiter {
-            Waiter::Ep(x, t) if x == ep => {
-                notices.push_back(Notice::Completed(t, Err(Error::Canceled)));
-                false
-            }
-            _ => true,
-        });
+        if let Some(m) = c.queues_mut() {
+            m.pending.retain(|&(x, _)| x != ep);
+            m.waiters.retain(|w| match w.waiter {
+                Waiter::Ep(x, t) if x == ep => {
+                    notices.push_back(Notice::Completed(t, Err(Error::Canceled)));
+                    false
+                }
+                _ => true,
+            });
+        }
         if let Some(t) = c.tx.detach_zcopy(ep) {
             notices.push_back(Notice::Completed(t, Err(Error::Canceled)));
         }
         // Its puts stay in the queue (their acknowledgements still come)
         // but are reported now.
-        for p in c.puts.iter_mut().filter(|p| p.ep == ep) {
+        let puts = c.queues_mut().map(|m| m.puts.iter_mut());
+        for p in puts.into_iter().flatten().filter(|p| p.ep == ep) {
             if let Some(t) = p.token.take() {
                 notices.push_back(Notice::Completed(t, Err(Error::Canceled)));
             }
@@ -164,10 +167,12 @@ impl Iface for TcpIface {
         let Some(c) = self.conns.get_mut(ci) else {
             return Err(no_ep(ep));
         };
-        c.pending.push_back((ep, token));
-        if c.pending.len() == 1 && c.is_free() {
+        c.more().pending.push_back((ep, token));
+        if c.pending_len() == 1 && c.is_free() {
             self.ready.push(ci);
         }
+        // Listed, so that a sweep frees its queues once empty.
+        self.touch(ci);
         Ok(())
     }
 
@@ -181,7 +186,8 @@ impl Iface for TcpIface {
                 return Ok(Posted::Done);
             }
             let f = c.flush_mark(Waiter::Ep(ep, token));
-            c.waiters.push(f);
+            c.more().waiters.push(f);
+            self.touch(ci);
             return Ok(Posted::InFlight);
         }
         let busy: Vec<u32> = self
@@ -199,7 +205,8 @@ impl Iface for TcpIface {
         for i in busy {
             if let Some(c) = self.conns.get_mut(i) {
                 let f = c.flush_mark(Waiter::Global(g));
-                c.waiters.push(f);
+                c.more().waiters.push(f);
+                self.touch(i);
             }
         }
         Ok(Posted::InFlight)
@@ -258,7 +265,7 @@ impl AmZcopyOps for TcpIface {
         let Some(fd) = c.open_fd() else {
             return Ok(Posted::NoResource);
         };
-        if !c.pending.is_empty() {
+        if c.pending_len() > 0 {
             return Ok(Posted::NoResource);
         }
         let hdr = wire::frame_hdr(id, (header.len() + total) as u32);

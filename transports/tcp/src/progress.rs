@@ -70,7 +70,7 @@ impl TcpIface {
             let ci = self.ready[i];
             if let Some(c) = self.conns.get_mut(ci) {
                 if c.is_free() {
-                    while let Some((ep, token)) = c.pending.pop_front() {
+                    while let Some((ep, token)) = c.pop_pending() {
                         sink.pending_ready(ep, token);
                         n += 1;
                     }
@@ -236,7 +236,7 @@ impl TcpIface {
         let Some(c) = self.conns.get_mut(ci) else {
             return n;
         };
-        while let Some((ep, t)) = c.pending.pop_front() {
+        while let Some((ep, t)) = c.pop_pending() {
             sink.pending_ready(ep, t);
             n += 1;
         }
@@ -257,10 +257,12 @@ impl TcpIface {
             }
             self.deadlines.pop_front();
             self.visits += 1;
+            // Its deadline is `due`; it holds while the connection is not
+            // open.
             let expired = self
                 .conns
                 .get(ci)
-                .is_some_and(|c| c.tag == tag && c.deadline.is_some_and(|d| now >= d));
+                .is_some_and(|c| c.tag == tag && !c.is_open());
             if expired {
                 self.conn_timed_out(ci);
             }

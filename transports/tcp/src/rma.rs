@@ -43,10 +43,10 @@ impl TcpIface {
         let Some(fd) = c.open_fd() else {
             return Ok(Posted::NoResource);
         };
-        if !c.pending.is_empty() || c.puts.len() >= MAX_PUTS {
+        if c.pending_len() > 0 || c.puts_len() >= MAX_PUTS {
             return Ok(Posted::NoResource);
         }
-        let seq = c.put_seq;
+        let seq = c.queues().map_or(0, |m| m.put_seq);
         let put = PutHdr {
             seq,
             addr: remote_addr,
@@ -66,8 +66,9 @@ impl TcpIface {
         match unsafe { c.tx.post_zcopy(fd, &hdr, &put, iov, ZcOwner::Put(ep)) } {
             Ok(None) => Ok(Posted::NoResource),
             Ok(Some(_)) => {
-                c.put_seq += 1;
-                c.puts.push_back(PutOut {
+                let m = c.more();
+                m.put_seq += 1;
+                m.puts.push_back(PutOut {
                     seq,
                     ep,
                     token: Some(token),
@@ -98,7 +99,7 @@ impl TcpIface {
         let Some(c) = self.conns.get_mut(ci) else {
             return false;
         };
-        let p = match c.puts.front() {
+        let p = match c.queues().and_then(|m| m.puts.front()) {
             Some(p) if p.seq == seq => *p,
             front => {
                 let detail = match front {
@@ -115,15 +116,15 @@ impl TcpIface {
                 return false;
             }
         };
-        c.puts.pop_front();
+        c.more().puts.pop_front();
         if let Some(t) = p.token {
             sink.completed(t, status.result(&c.peer));
             *n += 1;
         }
         *n += self.settle(ci, sink);
         if let Some(c) = self.conns.get_mut(ci) {
-            if c.puts.len() == MAX_PUTS - 1 && c.is_free() {
-                while let Some((ep, t)) = c.pending.pop_front() {
+            if c.puts_len() == MAX_PUTS - 1 && c.is_free() {
+                while let Some((ep, t)) = c.pop_pending() {
                     sink.pending_ready(ep, t);
                     *n += 1;
                 }
@@ -138,7 +139,7 @@ impl TcpIface {
         let Some(c) = self.conns.get_mut(ci) else {
             return false;
         };
-        if c.acks.len() >= MAX_PUTS {
+        if c.queues().map_or(0, |m| m.acks.len()) >= MAX_PUTS {
             self.misbehaved(
                 ci,
                 PeerMisbehaved::Invalid {
@@ -148,7 +149,7 @@ impl TcpIface {
             );
             return false;
         }
-        c.acks.push_back((seq, status));
+        c.more().acks.push_back((seq, status));
         self.send_acks(ci)
     }
 
@@ -158,12 +159,12 @@ impl TcpIface {
         let Some(c) = self.conns.get_mut(ci) else {
             return false;
         };
-        while let Some(&(seq, status)) = c.acks.front() {
+        while let Some(&(seq, status)) = c.queues().and_then(|m| m.acks.front()) {
             let hdr = wire::frame_hdr(CTRL_PUT_ACK, ACK_LEN as u32);
             let body = wire::ack_body(seq, status);
             match c.tx.post_copy(c.open_fd(), &hdr, &[&body], ACK_LEN) {
                 Ok(true) => {
-                    c.acks.pop_front();
+                    c.more().acks.pop_front();
                 }
                 Ok(false) => break,
                 Err(e) => {
@@ -190,13 +191,12 @@ impl TcpIface {
         };
         let mut n = 0;
         let mut i = 0;
-        while i < c.waiters.len() {
-            let f = c.waiters[i];
+        while let Some(&f) = c.queues().and_then(|m| m.waiters.get(i)) {
             if !c.flushed(f.puts_before) {
                 i += 1;
                 continue;
             }
-            c.waiters.remove(i);
+            c.more().waiters.remove(i);
             match f.waiter {
                 Waiter::Ep(_, t) => {
                     sink.completed(t, Ok(()));

@@ -13,7 +13,8 @@
 //! (reads go into the vector's spare capacity). [`RxState::release`] gives
 //! an empty buffer back; the iface calls it once the handshake is done and
 //! when the connection has been quiet for a while, never between the
-//! messages of a busy one.
+//! messages of a busy one. A young connection gives it back each time it
+//! empties, the first [`YOUNG_DRAINS`] times.
 //!
 //! The data of a PUT frame is not buffered whole: once its header is in,
 //! what the buffer holds of the data is written to the destination, and
@@ -25,6 +26,7 @@ use std::os::fd::RawFd;
 use uct::ucs::PeerMisbehaved;
 use uct::{AmSink, SrcId};
 
+use crate::idle::YOUNG_DRAINS;
 use crate::rx_am::{AmRx, DIRECT_MIN};
 use crate::rx_put::PutRx;
 use crate::sys::{self, Recv};
@@ -88,13 +90,30 @@ pub(crate) struct RxState {
     /// nothing is buffered on a quiet connection.
     buf: Vec<u8>,
     /// The size the buffer grows to once a read fills [`RX_FIRST`].
-    seg: usize,
+    seg: u32,
     start: usize,
+    /// Frames whose data goes straight to its destination; boxed (most
+    /// connections never receive one) and kept while the buffer is.
+    direct: Option<Box<Direct>>,
+    /// Times the buffer emptied, counted up to [`YOUNG_DRAINS`].
+    drains: u8,
+}
+
+/// The frame whose data is arriving into its destination: at most one of
+/// the two at a time.
+#[derive(Debug, Default)]
+struct Direct {
     /// The put whose data is arriving.
     put: Option<PutRx>,
     /// The active message whose data is arriving into the sink's
     /// destination.
     am: Option<AmRx>,
+}
+
+impl Direct {
+    fn is_idle(&self) -> bool {
+        self.put.is_none() && self.am.is_none()
+    }
 }
 
 impl RxState {
@@ -104,16 +123,21 @@ impl RxState {
             data_ok: false,
             announced: false,
             buf: Vec::new(),
-            seg: buf_size.max(HELLO_MAX + FRAME_HDR + PUT_HDR),
+            seg: u32::try_from(buf_size.max(HELLO_MAX + FRAME_HDR + PUT_HDR)).unwrap_or(u32::MAX),
             start: 0,
-            put: None,
-            am: None,
+            direct: None,
+            drains: 0,
         }
+    }
+
+    /// The segment size.
+    fn seg(&self) -> usize {
+        self.seg as usize
     }
 
     /// Whether no partial frame is held.
     pub(crate) fn at_boundary(&self) -> bool {
-        self.is_empty() && self.put.is_none() && self.am.is_none()
+        self.is_empty() && self.direct.as_ref().is_none_or(|d| d.is_idle())
     }
 
     /// Whether no received byte waits in the buffer.
@@ -121,31 +145,48 @@ impl RxState {
         self.start == self.buf.len()
     }
 
-    /// Bytes of heap memory the buffer holds.
+    /// Bytes of heap memory the buffer (and the box of direct frames)
+    /// holds.
     pub(crate) fn held(&self) -> usize {
-        self.buf.capacity()
+        let direct = self.direct.as_ref().map_or(0, |_| size_of::<Direct>());
+        self.buf.capacity() + direct
     }
 
     /// Whether the buffer grew past its segment (for a large frame).
     pub(crate) fn grown(&self) -> bool {
-        self.buf.capacity() > self.seg
+        self.buf.capacity() > self.seg()
     }
 
     /// Frees the buffer if nothing waits in it (the data of a put or of a
-    /// message received in place does not need it). Returns whether the
-    /// connection now holds no receive buffer.
+    /// message received in place does not need it), and the box of direct
+    /// frames if none is arriving. Returns whether the connection now
+    /// holds no receive memory.
     pub(crate) fn release(&mut self) -> bool {
         if self.is_empty() {
             self.buf = Vec::new();
             self.start = 0;
         }
-        self.buf.capacity() == 0
+        if self.direct.as_ref().is_some_and(|d| d.is_idle()) {
+            self.direct = None;
+        }
+        self.held() == 0
+    }
+
+    /// Counts it past its young drains, as if it had been busy.
+    #[cfg(test)]
+    pub(crate) fn age(&mut self) {
+        self.drains = YOUNG_DRAINS;
     }
 
     /// The token of the active message being received into a sink's
     /// destination, if any: the connection failing ends it.
     pub(crate) fn take_direct(&mut self) -> Option<uct::Token> {
-        self.am.take().map(|a| a.token())
+        self.direct.as_mut()?.am.take().map(|a| a.token())
+    }
+
+    /// The box of direct frames, allocated on first use.
+    fn direct(&mut self) -> &mut Direct {
+        self.direct.get_or_insert_with(Box::default)
     }
 
     /// Reads once from `fd`: into the free space, or, while the data of a
@@ -153,7 +194,7 @@ impl RxState {
     /// destination.
     pub(crate) fn fill(&mut self, fd: RawFd) -> io::Result<Filled> {
         let empty = self.is_empty();
-        if let Some(am) = &mut self.am {
+        if let Some(am) = self.direct.as_mut().and_then(|d| d.am.as_mut()) {
             if empty && am.left() > 0 {
                 let want = am.left();
                 return Ok(match am.recv(fd)? {
@@ -163,7 +204,7 @@ impl RxState {
                 });
             }
         }
-        if let Some(put) = &mut self.put {
+        if let Some(put) = self.direct.as_mut().and_then(|d| d.put.as_mut()) {
             if empty && put.left() > 0 {
                 let want = put.left();
                 return Ok(match put.recv(fd)? {
@@ -174,7 +215,7 @@ impl RxState {
             }
         }
         if self.buf.capacity() == 0 {
-            self.buf.reserve_exact(RX_FIRST.min(self.seg));
+            self.buf.reserve_exact(RX_FIRST.min(self.seg()));
         }
         if self.buf.len() == self.buf.capacity() {
             // Only a partial header can sit at the very end (make_room keeps
@@ -184,7 +225,7 @@ impl RxState {
         if self.buf.len() == self.buf.capacity() {
             // Cannot happen (see above); never read into nothing, which
             // would look like the end of the stream.
-            self.buf.reserve_exact(self.seg);
+            self.buf.reserve_exact(self.seg());
         }
         let spare = self.buf.spare_capacity_mut();
         let want = spare.len();
@@ -198,9 +239,9 @@ impl RxState {
                 // the old length, which stays within the capacity.
                 unsafe { self.buf.set_len(len) };
                 let more = n == want;
-                if more && self.buf.capacity() < self.seg {
+                if more && self.buf.capacity() < self.seg() {
                     // A busy connection: read a segment at a time from now on.
-                    self.buf.reserve_exact(self.seg - self.buf.len());
+                    self.buf.reserve_exact(self.seg() - self.buf.len());
                 }
                 Filled::Data { more }
             }
@@ -221,9 +262,15 @@ impl RxState {
     ) -> Result<Option<Event>, PeerMisbehaved> {
         let out = self.parse_inner(src, limits, sink, delivered);
         if self.is_empty() {
-            // Keeps the capacity: a busy connection reuses it.
-            self.buf.clear();
             self.start = 0;
+            if self.drains < YOUNG_DRAINS && self.buf.capacity() > 0 {
+                // Young: the buffer goes back at once.
+                self.drains += 1;
+                self.buf = Vec::new();
+            } else {
+                // Keeps the capacity: a busy connection reuses it.
+                self.buf.clear();
+            }
         }
         out
     }
@@ -244,7 +291,7 @@ impl RxState {
             return Ok(Some(Event::Ctrl(Ctrl::Hello(wire::key(from)))));
         }
         loop {
-            if let Some(am) = &mut self.am {
+            if let Some(am) = self.direct.as_mut().and_then(|d| d.am.as_mut()) {
                 let n = (self.buf.len() - self.start).min(am.left());
                 am.absorb(&self.buf[self.start..self.start + n]);
                 self.start += n;
@@ -252,19 +299,19 @@ impl RxState {
                     return Ok(None);
                 }
                 let token = am.token();
-                self.am = None;
+                self.direct().am = None;
                 sink.am_end(token, Ok(()));
                 *delivered += 1;
                 continue;
             }
-            if let Some(put) = &mut self.put {
+            if let Some(put) = self.direct.as_mut().and_then(|d| d.put.as_mut()) {
                 let n = (self.buf.len() - self.start).min(put.left());
                 put.absorb(&self.buf[self.start..self.start + n]);
                 self.start += n;
                 let Some((seq, status)) = put.finished() else {
                     return Ok(None);
                 };
-                self.put = None;
+                self.direct().put = None;
                 return Ok(Some(Event::PutDone(seq, status)));
             }
             if self.buf.len() - self.start < FRAME_HDR {
@@ -319,7 +366,7 @@ impl RxState {
                     let mut b = [0u8; PUT_HDR];
                     b.copy_from_slice(bytes);
                     let h = PutHdr::decode(&b, len)?;
-                    self.put = Some(PutRx::begin(&h));
+                    self.direct().put = Some(PutRx::begin(&h));
                 }
             }
         }
@@ -347,7 +394,7 @@ impl RxState {
         let hdr = dest.hdr().min(here).min(len);
         self.start = at + hdr;
         self.announced = true;
-        self.am = Some(AmRx::new(dest, len - hdr));
+        self.direct().am = Some(AmRx::new(dest, len - hdr));
         true
     }
 
@@ -359,10 +406,10 @@ impl RxState {
         if self.buf.capacity() < frame {
             // Room for the next frame's start too, so that one read can
             // span the boundary; no more than a segment beyond the frame.
-            let want = if frame <= self.seg {
-                self.seg
+            let want = if frame <= self.seg() {
+                self.seg()
             } else {
-                frame + self.seg
+                frame + self.seg()
             };
             self.buf.reserve_exact(want - self.buf.len());
         }

@@ -3,11 +3,22 @@
 //! Endpoints are named by their index alone ([`uct::EpId`]); sources pack
 //! the low bits of the generation into their [`uct::SrcId`] so that a
 //! reused slot gets a new id.
+//!
+//! The slots are in chunks of [`CHUNK`]: past the first (which grows like a
+//! vector, so that a table of a few entries stays small), the table grows a
+//! chunk at a time, allocated whole, with no copy of what it holds and
+//! never more than one chunk of unused slots (a doubling vector of
+//! thousands of connections would leave up to as many again, and the old
+//! arrays as holes in the heap).
+
+/// Slots per chunk.
+const CHUNK: usize = 64;
 
 /// Entries of type `T` in reusable slots.
 #[derive(Debug)]
 pub(crate) struct Slots<T> {
-    entries: Vec<Entry<T>>,
+    /// Every chunk but the last is full.
+    chunks: Vec<Vec<Entry<T>>>,
     free: Vec<u32>,
     len: usize,
 }
@@ -21,7 +32,7 @@ struct Entry<T> {
 impl<T> Slots<T> {
     pub(crate) fn new() -> Slots<T> {
         Slots {
-            entries: Vec::new(),
+            chunks: Vec::new(),
             free: Vec::new(),
             len: 0,
         }
@@ -32,33 +43,52 @@ impl<T> Slots<T> {
         self.len
     }
 
+    fn entry(&self, idx: u32) -> Option<&Entry<T>> {
+        let i = idx as usize;
+        self.chunks.get(i / CHUNK)?.get(i % CHUNK)
+    }
+
+    fn entry_mut(&mut self, idx: u32) -> Option<&mut Entry<T>> {
+        let i = idx as usize;
+        self.chunks.get_mut(i / CHUNK)?.get_mut(i % CHUNK)
+    }
+
     /// Inserts `val`; returns its index and the slot's generation.
     pub(crate) fn insert(&mut self, val: T) -> (u32, u32) {
         self.len += 1;
         if let Some(idx) = self.free.pop() {
-            let e = &mut self.entries[idx as usize];
-            e.val = Some(val);
-            return (idx, e.gen);
+            if let Some(e) = self.entry_mut(idx) {
+                e.val = Some(val);
+                return (idx, e.gen);
+            }
         }
-        let idx = self.entries.len() as u32;
-        self.entries.push(Entry {
+        if self.chunks.last().is_none_or(|c| c.len() == CHUNK) {
+            let cap = if self.chunks.is_empty() { 0 } else { CHUNK };
+            self.chunks.push(Vec::with_capacity(cap));
+        }
+        let full = (self.chunks.len() - 1) * CHUNK;
+        let Some(last) = self.chunks.last_mut() else {
+            // Cannot happen: a chunk was just made if there was none.
+            return (0, 0);
+        };
+        last.push(Entry {
             gen: 0,
             val: Some(val),
         });
-        (idx, 0)
+        ((full + last.len() - 1) as u32, 0)
     }
 
     pub(crate) fn get(&self, idx: u32) -> Option<&T> {
-        self.entries.get(idx as usize)?.val.as_ref()
+        self.entry(idx)?.val.as_ref()
     }
 
     pub(crate) fn get_mut(&mut self, idx: u32) -> Option<&mut T> {
-        self.entries.get_mut(idx as usize)?.val.as_mut()
+        self.entry_mut(idx)?.val.as_mut()
     }
 
     /// Removes an entry; the slot's generation moves on.
     pub(crate) fn remove(&mut self, idx: u32) -> Option<T> {
-        let e = self.entries.get_mut(idx as usize)?;
+        let e = self.entry_mut(idx)?;
         let val = e.val.take()?;
         e.gen = e.gen.wrapping_add(1);
         self.free.push(idx);
@@ -68,8 +98,9 @@ impl<T> Slots<T> {
 
     /// Indices of used slots, in order.
     pub(crate) fn indices(&self) -> impl Iterator<Item = u32> + '_ {
-        self.entries
+        self.chunks
             .iter()
+            .flat_map(|c| c.iter())
             .enumerate()
             .filter(|(_, e)| e.val.is_some())
             .map(|(i, _)| i as u32)
@@ -97,5 +128,26 @@ mod tests {
         assert_eq!(s.indices().collect::<Vec<_>>(), vec![a, b]);
         assert_eq!(s.get(b), Some(&"B"));
         assert_eq!(s.get(99), None);
+    }
+
+    #[test]
+    fn slots_span_chunks() {
+        let mut s = Slots::new();
+        let n = 3 * CHUNK + 5;
+        for k in 0..n {
+            assert_eq!(s.insert(k), (k as u32, 0));
+        }
+        assert_eq!(s.chunks.len(), 4);
+        for k in 0..n {
+            assert_eq!(s.get(k as u32), Some(&k));
+        }
+        assert_eq!(s.remove(CHUNK as u32), Some(CHUNK));
+        assert_eq!(s.indices().count(), n - 1);
+        assert!(s.indices().all(|i| i != CHUNK as u32));
+        // The freed slot is reused, with a new generation; no new chunk.
+        assert_eq!(s.insert(7), (CHUNK as u32, 1));
+        assert_eq!(s.chunks.len(), 4);
+        assert_eq!(s.get(n as u32), None);
+        assert_eq!(s.get(u32::MAX), None);
     }
 }

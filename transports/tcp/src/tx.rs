@@ -15,9 +15,11 @@
 //! Memory: `buf` is allocated only when something must wait (the socket is
 //! full, or the connection is not open yet), grows on demand up to the
 //! limit, and is kept while the connection is busy; [`TxState::release`]
-//! frees it once the backlog is gone. Small sends with no backlog are
-//! assembled on the stack, so a connection that never backs up holds no
-//! send buffer.
+//! frees it once the backlog is gone. A young connection (fewer than
+//! [`YOUNG_DRAINS`] drained backlogs, such as the frames queued while it
+//! was being established) frees it as soon as it drains. Small sends with
+//! no backlog are assembled on the stack, so a connection that never backs
+//! up holds no send buffer.
 
 use std::io;
 use std::mem::MaybeUninit;
@@ -26,6 +28,7 @@ use std::os::fd::RawFd;
 use uct::{EpId, Iov, Token};
 
 use crate::config::MAX_IOV;
+use crate::idle::YOUNG_DRAINS;
 use crate::sys;
 use crate::wire::FRAME_HDR;
 
@@ -88,6 +91,8 @@ struct ZcopyTail {
     count: usize,
     /// Whose memory it is; `None` once detached (copied).
     owner: Option<ZcOwner>,
+    /// The rest of a detached send, copied (see `detach_zcopy`).
+    owned: Vec<u8>,
 }
 
 /// What [`TxState::flush_out`] achieved.
@@ -105,14 +110,15 @@ pub(crate) struct TxState {
     /// Unsent bytes are `buf[off..]`.
     buf: Vec<u8>,
     off: usize,
-    /// Most bytes `buf` may hold for copy sends appended to a backlog.
-    cap: usize,
+    /// Most bytes `buf` may hold for copy sends appended to a backlog
+    /// (the iface's `tx_buf`, well below 4 GiB).
+    cap: u32,
     /// Boxed: most connections never have one, and the box is reused.
     zc: Option<Box<ZcopyTail>>,
     /// The box of the last finished tail, for the next one.
     spare_zc: Option<Box<ZcopyTail>>,
-    /// The rest of a detached zero-copy send, copied (see `detach_zcopy`).
-    owned_tail: Vec<u8>,
+    /// Backlogs drained so far, counted up to [`YOUNG_DRAINS`].
+    drains: u8,
 }
 
 impl TxState {
@@ -121,22 +127,28 @@ impl TxState {
         TxState {
             buf: Vec::new(),
             off: 0,
-            cap,
+            cap: u32::try_from(cap).unwrap_or(u32::MAX),
             zc: None,
             spare_zc: None,
-            owned_tail: Vec::new(),
+            drains: 0,
         }
+    }
+
+    fn cap(&self) -> usize {
+        self.cap as usize
     }
 
     /// Bytes of heap memory held.
     pub(crate) fn held(&self) -> usize {
         let boxes = usize::from(self.zc.is_some()) + usize::from(self.spare_zc.is_some());
-        self.buf.capacity() + self.owned_tail.capacity() + boxes * size_of::<ZcopyTail>()
+        let owned = self.zc.as_ref().map_or(0, |z| z.owned.capacity());
+        self.buf.capacity() + owned + boxes * size_of::<ZcopyTail>()
     }
 
     /// Ends the zero-copy tail, keeping its box; returns its owner.
     fn take_zc(&mut self) -> Option<ZcOwner> {
-        let z = self.zc.take()?;
+        let mut z = self.zc.take()?;
+        z.owned = Vec::new();
         let owner = z.owner;
         self.spare_zc = Some(z);
         owner
@@ -148,7 +160,6 @@ impl TxState {
         if !self.has_backlog() && self.zc.is_none() {
             self.buf = Vec::new();
             self.off = 0;
-            self.owned_tail = Vec::new();
             self.spare_zc = None;
         }
         self.held() == 0
@@ -161,7 +172,7 @@ impl TxState {
         if want > self.buf.capacity() {
             let target = (self.buf.capacity() * 2)
                 .max(BACKLOG_FIRST)
-                .min(self.cap)
+                .min(self.cap())
                 .max(want);
             self.buf.reserve_exact(target - self.buf.len());
         }
@@ -190,14 +201,21 @@ impl TxState {
                     // Nothing goes behind a zero-copy tail.
                     return Ok(false);
                 }
-                if self.buf.len() + need > self.cap {
-                    if self.buf.len() - self.off + need > self.cap {
+                if self.buf.len() + need > self.cap() {
+                    if self.buf.len() - self.off + need > self.cap() {
                         return Ok(false);
                     }
                     self.buf.drain(..self.off);
                     self.off = 0;
                 }
-                self.reserve(need);
+                if self.buf.capacity() == 0 {
+                    // Not open yet (an open connection with a backlog
+                    // holds a buffer): the frames queued while it opens
+                    // are few, so the first takes just its size.
+                    self.buf.reserve_exact(need);
+                } else {
+                    self.reserve(need);
+                }
                 self.append(hdr, parts);
                 return Ok(true);
             }
@@ -341,6 +359,7 @@ impl TxState {
                 idx: 0,
                 count: 0,
                 owner: None,
+                owned: Vec::new(),
             })
         });
         tail.idx = 0;
@@ -380,7 +399,7 @@ impl TxState {
             }
             // SAFETY: the first iovec is within `buf`; the others are the
             // rest of a zero-copy send, valid until it completes (contract
-            // of `post_zcopy`) or within `owned_tail` once detached.
+            // of `post_zcopy`) or within the tail's `owned` copy once detached.
             let n = unsafe { sys::sendv(fd, &v[..k]) }?;
             self.advance(n);
             if self.has_backlog() {
@@ -390,8 +409,12 @@ impl TxState {
         self.buf.clear();
         self.off = 0;
         let owner = self.take_zc().and_then(ZcOwner::am);
-        if !self.owned_tail.is_empty() {
-            self.owned_tail = Vec::new();
+        if self.drains < YOUNG_DRAINS && self.held() > 0 {
+            // A young connection (its handshake, a few messages): what it
+            // buffered goes back at once; a busy one keeps its buffers.
+            self.drains += 1;
+            self.buf = Vec::new();
+            self.spare_zc = None;
         }
         Ok(Flushed::Drained(owner))
     }
@@ -429,10 +452,10 @@ impl TxState {
             // reported complete (contract of `post_zcopy`).
             rest.extend_from_slice(unsafe { std::slice::from_raw_parts(r.ptr, r.len) });
         }
-        self.owned_tail = rest;
-        z.iov[0] = Iov::from_slice(&self.owned_tail);
+        z.owned = rest;
+        z.iov[0] = Iov::from_slice(&z.owned);
         z.idx = 0;
-        z.count = usize::from(!self.owned_tail.is_empty());
+        z.count = usize::from(!z.owned.is_empty());
         z.owner = None;
         owner.am().map(|(_, t)| t)
     }
@@ -441,7 +464,6 @@ impl TxState {
     pub(crate) fn abort(&mut self) -> Option<(EpId, Token)> {
         self.buf.clear();
         self.off = 0;
-        self.owned_tail = Vec::new();
         self.take_zc().and_then(ZcOwner::am)
     }
 

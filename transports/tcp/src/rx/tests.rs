@@ -367,6 +367,9 @@ fn the_buffer_is_allocated_on_demand_and_given_back() {
     let mut rx = RxState::new(4096, false);
     rx.data_ok = true;
     assert_eq!(rx.held(), 0, "nothing before data");
+    // Past its young drains (see the next test), a connection keeps it
+    // between messages.
+    rx.age();
     let (msgs, _) = feed(&mut rx, &frame(1, b"hi"), 64);
     assert_eq!(msgs.0.len(), 1);
     assert_eq!(rx.held(), RX_FIRST, "a small first allocation");
@@ -380,6 +383,32 @@ fn the_buffer_is_allocated_on_demand_and_given_back() {
     assert!(rx.held() <= 20_000 + FRAME_HDR + 4096);
     assert!(rx.release());
     assert_eq!(rx.held(), 0);
+}
+
+#[test]
+fn a_young_connection_gives_its_buffer_back_each_time_it_empties() {
+    let mut rx = RxState::new(4096, false);
+    rx.data_ok = true;
+    let (a, b) = UnixStream::pair().unwrap();
+    b.set_nonblocking(true).unwrap();
+    let mut msgs = Msgs::default();
+    let mut n = 0;
+    let mut freed = 0;
+    for k in 0..2 * usize::from(YOUNG_DRAINS) {
+        (&a).write_all(&frame(1, &k.to_le_bytes())).unwrap();
+        assert!(matches!(
+            rx.fill(b.as_raw_fd()).unwrap(),
+            Filled::Data { .. }
+        ));
+        assert_eq!(rx.parse(SrcId(1), LIMITS, &mut msgs, &mut n).unwrap(), None);
+        if rx.held() == 0 {
+            freed += 1;
+        }
+    }
+    assert_eq!(msgs.0.len(), 2 * usize::from(YOUNG_DRAINS));
+    assert_eq!(freed, usize::from(YOUNG_DRAINS));
+    // Busy now: the buffer stays.
+    assert_eq!(rx.held(), RX_FIRST);
 }
 
 #[test]
