@@ -242,7 +242,7 @@ impl Core {
         // The next grant: twice what was used since the last request (a
         // sender streaming faster gets more each time), enough for what
         // did not fit.
-        c.want = (2 * (sent - c.reported)).max(need);
+        c.want = (sent - c.reported).saturating_mul(2).max(need);
         if c.tracked {
             self.unexp.out = self.unexp.out.saturating_sub(sent - c.reported);
         } else if c.granted != u64::MAX {

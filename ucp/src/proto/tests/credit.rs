@@ -184,3 +184,14 @@ fn a_limit_below_the_initial_credit_slows_a_sender_once_and_not_for_good() {
     assert!(rts <= 2, "{rts} announcements");
     assert_eq!(b.core.unexp.held(), 0);
 }
+
+#[test]
+fn a_forged_request_to_a_worker_without_a_limit_is_answered_not_a_panic() {
+    let (mut a, mut b) = pair(MemUnits::Inf);
+    let mut m = vec![0];
+    m.extend_from_slice(&u64::MAX.to_le_bytes());
+    m.extend_from_slice(&u64::MAX.to_le_bytes());
+    b.arrive(AM_CREDIT, &m);
+    exchange(&mut a, &mut b);
+    assert_eq!(a.core.eps.get(a.ep).unwrap().credit.limit, u64::MAX);
+}
