@@ -69,7 +69,7 @@ impl Core {
             len: header.len(),
             max: u32::MAX as usize,
         })?;
-        let frag = st.cfg.max_bcopy.saturating_sub(AM_HDR);
+        let frag = self.ep_cfgs[st.iface].max_bcopy.saturating_sub(AM_HDR);
         let (iface, uct_ep, idle) = (st.iface, st.uct_ep, st.queue.is_empty());
         if frag == 0 {
             return Err(Error::Unsupported(
@@ -77,7 +77,7 @@ impl Core {
             ));
         }
         let flags = if reply { FLAG_REPLY } else { 0 };
-        if idle && AM_ONLY_HDR + total <= st.cfg.max_bcopy {
+        if idle && AM_ONLY_HDR + total <= self.ep_cfgs[st.iface].max_bcopy {
             // Fast path: the whole message in one copy send, nothing
             // queued ahead of it (`am_send_short` took the short ones).
             let only = AmOnly { id, flags, hdr_len }.encode();
@@ -142,7 +142,7 @@ impl Core {
     ) -> Option<Result<Started>> {
         let st = self.eps.get(ep)?;
         let len = buf.len();
-        if len >= st.short_end || st.failed.is_some() || !st.queue.is_empty() {
+        if len >= st.short_end || st.failed.is_some() || !st.queue.is_empty() || st.announce_due {
             return None;
         }
         let flags = if reply { FLAG_REPLY } else { 0 };

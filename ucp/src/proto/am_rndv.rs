@@ -97,6 +97,7 @@ impl Core {
                 return done;
             }
         }
+        self.wake_ep(tx, ep);
         let Some(st) = self.eps.get(ep) else {
             return Err(Error::InvalidHandle);
         };
@@ -106,7 +107,7 @@ impl Core {
         let Some(rndv) = self.am_rndv_phase(ep, buf.len(), how) else {
             return self.am_send(tx, ep, id, (header, buf.slice(0, buf.len())), reply, op);
         };
-        let max_hdr = st.cfg.max_bcopy.saturating_sub(RTS_ROOM);
+        let max_hdr = self.ep_cfgs[st.iface].max_bcopy.saturating_sub(RTS_ROOM);
         if header.len() > max_hdr || buf.len() as u64 > AM_MAX {
             return Err(Error::Limit {
                 op: "rendezvous active message header",

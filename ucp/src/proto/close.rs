@@ -22,8 +22,12 @@ impl Core {
             || self.rma_waiting(Some(ep))
     }
 
-    /// Tells the peer of `ep` that this side closes it.
+    /// Tells the peer of `ep` that this side closes it (unless the peer
+    /// never heard of it).
     pub(crate) fn announce_close(&mut self, tx: &mut dyn Lanes, ep: SlabId) {
+        if self.drop_deferred(ep) {
+            return;
+        }
         self.send_ctrl(tx, ep, AM_EP_CLOSE, Vec::new());
     }
 

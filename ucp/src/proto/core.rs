@@ -133,6 +133,9 @@ pub(crate) struct Reports {
 /// The protocol half of a worker.
 pub(crate) struct Core {
     pub(crate) eps: Slab<EpState>,
+    /// Per iface: the settings of the endpoints whose active message lane
+    /// it is (the same for all of them, so not kept per endpoint).
+    pub(crate) ep_cfgs: Vec<EpConfig>,
     pub(crate) reqs: Slab<Request>,
     pub(crate) matcher: TagMatcher<SlabId, Unexp>,
     pub(crate) frags: FxHashMap<FragKey, FragTarget>,
@@ -234,6 +237,7 @@ impl Core {
     ) -> Core {
         Core {
             eps: Slab::new(),
+            ep_cfgs: Vec::new(),
             reqs: Slab::new(),
             matcher: TagMatcher::new(),
             frags: FxHashMap::default(),

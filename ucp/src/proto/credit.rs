@@ -349,15 +349,26 @@ impl Core {
         }
     }
 
-    /// A new endpoint `ep`, its wireup queued: a worker without a limit
-    /// grants its peer everything at once.
-    pub(crate) fn credit_new_ep(&mut self, tx: &mut dyn Lanes, ep: SlabId) {
+    /// A new endpoint `ep`: a worker without a limit grants its peer
+    /// everything at once (told with the endpoint's wireup,
+    /// [`Core::credit_announced`]).
+    pub(crate) fn credit_new_ep(&mut self, ep: SlabId) {
         if self.unexp.max == usize::MAX {
             if let Some(st) = self.eps.get_mut(ep) {
                 st.credit.granted = u64::MAX;
-                self.send_ctrl(tx, ep, AM_CREDIT, credit_msg(1, u64::MAX));
             }
         }
+    }
+
+    /// The grant that goes with endpoint `ep`'s wireup, if any: everything,
+    /// from a worker without a limit.
+    pub(crate) fn credit_announced(&self, ep: SlabId) -> Option<(AmId, Vec<u8>)> {
+        let unlimited = self.unexp.max == usize::MAX;
+        let granted = self
+            .eps
+            .get(ep)
+            .is_some_and(|s| s.credit.granted == u64::MAX);
+        (unlimited && granted).then(|| (AM_CREDIT, credit_msg(1, u64::MAX)))
     }
 }
 

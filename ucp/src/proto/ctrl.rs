@@ -8,6 +8,7 @@
 use super::core::Core;
 use super::eager_tx::Step;
 use super::lanes::Lanes;
+use super::wire::AM_WIREUP;
 use crate::request::{CtrlState, Kind, Op, Request};
 use crate::ucs::slab::SlabId;
 use crate::uct::{AmId, Posted};
@@ -15,11 +16,50 @@ use crate::uct::{AmId, Posted};
 impl Core {
     /// Queues a protocol message on endpoint `ep`, behind earlier sends.
     pub(crate) fn send_ctrl(&mut self, tx: &mut dyn Lanes, ep: SlabId, am_id: AmId, data: Vec<u8>) {
-        let Some(st) = self.eps.get_mut(ep) else {
-            return;
-        };
-        if st.failed.is_some() {
-            return;
+        if let Some(id) = self.ctrl_request(ep, am_id, data) {
+            self.enqueue(tx, ep, id);
+        }
+    }
+
+    /// Sends the wireup of endpoint `ep` (and, from a worker without a
+    /// limit on unexpected data, its credit grant) if they have not left
+    /// yet ([`Core::announce`]): an operation is about to use it, and they
+    /// go ahead of it.
+    pub(crate) fn wake_ep(&mut self, tx: &mut dyn Lanes, ep: SlabId) {
+        match self.eps.get_mut(ep) {
+            Some(st) if st.announce_due => st.announce_due = false,
+            _ => return,
+        }
+        let me = self.address.clone();
+        let first = [Some((AM_WIREUP, me)), self.credit_announced(ep)];
+        for (am_id, data) in first.into_iter().flatten().rev() {
+            if let Some(id) = self.ctrl_request(ep, am_id, data) {
+                if let Some(st) = self.eps.get_mut(ep) {
+                    st.queue.push_front(id);
+                }
+            }
+        }
+        self.resume_ep(tx, ep);
+    }
+
+    /// Forgets the wireup of endpoint `ep` if it has not left (the
+    /// endpoint closes before anything used it, so its peer never needs
+    /// to hear of it); whether it had not.
+    pub(crate) fn drop_deferred(&mut self, ep: SlabId) -> bool {
+        match self.eps.get_mut(ep) {
+            Some(st) if st.announce_due => {
+                st.announce_due = false;
+                true
+            }
+            _ => false,
+        }
+    }
+
+    /// A detached protocol request for `am_id` with `data` on `ep`, unless
+    /// the endpoint is gone or failed.
+    fn ctrl_request(&mut self, ep: SlabId, am_id: AmId, data: Vec<u8>) -> Option<SlabId> {
+        if self.eps.get(ep)?.failed.is_some() {
+            return None;
         }
         let mut req = Request::new(
             Kind::Ctrl(CtrlState {
@@ -31,14 +71,7 @@ impl Core {
             Op::new(),
         );
         req.detached = true;
-        let id = self.reqs.insert(req);
-        let idle = self.eps.get(ep).is_some_and(|s| s.queue.is_empty());
-        if let Some(st) = self.eps.get_mut(ep) {
-            st.queue.push_back(id);
-        }
-        if idle {
-            self.resume_ep(tx, ep);
-        }
+        Some(self.reqs.insert(req))
     }
 
     /// Sends a queued protocol message.

@@ -197,6 +197,7 @@ impl Core {
             && !sync
             && st.failed.is_none()
             && st.queue.is_empty()
+            && !st.announce_due
             && st.credit.fits(charge)
         {
             // Fast path: eager short, nothing queued ahead of it.
@@ -228,6 +229,7 @@ impl Core {
         op: Op,
     ) -> Result<Started> {
         let sync = op.sync;
+        self.wake_ep(tx, ep);
         let Some(st) = self.eps.get_mut(ep) else {
             return Err(Error::InvalidHandle);
         };
@@ -235,7 +237,7 @@ impl Core {
             return Err(Error::clone(e));
         }
         let len = buf.len();
-        let (iface_idx, uct_ep, cfg) = (st.iface, st.uct_ep, st.cfg);
+        let (iface_idx, uct_ep, cfg) = (st.iface, st.uct_ep, self.ep_cfgs[st.iface]);
         let proto = st.tables[usize::from(sync)].lookup(len).proto;
         let mut plan = Plan::of(proto, &cfg, len, sync);
         if len > 0 && !matches!(plan, Plan::Rndv(_)) {
@@ -314,13 +316,7 @@ impl Core {
         ep: SlabId,
         id: SlabId,
     ) -> Result<Started> {
-        let queued = !self.eps.get(ep).is_some_and(|s| s.queue.is_empty());
-        if let Some(s) = self.eps.get_mut(ep) {
-            s.queue.push_back(id);
-        }
-        if !queued {
-            self.resume_ep(tx, ep);
-        }
+        self.enqueue(tx, ep, id);
         if self.reqs.get(id).is_some_and(|r| r.result.is_none()) {
             return Ok(Started::InFlight(id));
         }
@@ -359,6 +355,21 @@ impl Core {
         }
     }
 
+    /// Queues send `id` behind the earlier ones of endpoint `ep` (and its
+    /// wireup, if that has not left yet) and, if nothing was ahead of it,
+    /// sends what it can.
+    pub(crate) fn enqueue(&mut self, tx: &mut dyn Lanes, ep: SlabId, id: SlabId) {
+        self.wake_ep(tx, ep);
+        let Some(st) = self.eps.get_mut(ep) else {
+            return;
+        };
+        let idle = st.queue.is_empty();
+        st.queue.push_back(id);
+        if idle {
+            self.resume_ep(tx, ep);
+        }
+    }
+
     fn wait_for_room(&mut self, ep: SlabId) {
         if let Some(st) = self.eps.get(ep) {
             let (iface, uct_ep) = (st.iface, st.uct_ep);
@@ -388,7 +399,7 @@ impl Core {
             self.fail_send(id, Error::InvalidHandle);
             return Step::Failed;
         };
-        let (ifi, uct_ep, cfg) = (st.iface, st.uct_ep, st.cfg);
+        let (ifi, uct_ep, cfg) = (st.iface, st.uct_ep, self.ep_cfgs[st.iface]);
         let sreq = sync.then_some(id.to_u64());
         let rreq = match rndv {
             RndvPhase::No => None,

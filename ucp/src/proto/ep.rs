@@ -6,13 +6,13 @@
 //! the selection tables and queues the `WIREUP` message.
 
 use super::core::Core;
-use super::lanes::Lanes;
 use super::select::{EpLanes, LaneInfo, Op as SelOp, SelectionTable};
 use super::wire::FIRST_HDR;
 use crate::request::Kind;
 use crate::ucs::slab::SlabId;
 use crate::uct::{Caps, EpId, IfaceAttr};
 use crate::{Error, Result};
+use smallvec::SmallVec;
 use std::collections::VecDeque;
 use std::sync::Arc;
 
@@ -43,6 +43,10 @@ impl EpConfig {
     }
 }
 
+/// An endpoint's lanes as (iface, transport endpoint): kept inline for
+/// the usual one.
+pub(crate) type LaneEps = SmallVec<[(usize, EpId); 1]>;
+
 /// A protocol endpoint.
 #[derive(Debug)]
 pub(crate) struct EpState {
@@ -51,13 +55,12 @@ pub(crate) struct EpState {
     /// Every lane as (iface, transport endpoint), in the order of the
     /// selection's lane indexes; the first is `(iface, uct_ep)`, which
     /// carries active messages. Further lanes only move rendezvous data.
-    pub(crate) lanes: Vec<(usize, EpId)>,
+    pub(crate) lanes: LaneEps,
     /// Per lane, in the order of `lanes`: the name of the memory domain
     /// that owns the lane's remote iface (from the peer's address), under
     /// which the peer's packed remote keys carry the key for the lane.
     /// (Interned: every endpoint to peers of one kind shares the names.)
-    pub(crate) remote_mds: Vec<Arc<str>>,
-    pub(crate) cfg: EpConfig,
+    pub(crate) remote_mds: SmallVec<[Arc<str>; 1]>,
     /// Sends waiting for transport resources, in posting order.
     pub(crate) queue: VecDeque<SlabId>,
     /// Per lane (bit `i` for `lanes[i]`): the transport was asked to say
@@ -69,7 +72,10 @@ pub(crate) struct EpState {
     /// Peer error mode: its failure is reported (`Reports::ep_failures`),
     /// to this handler if it has one.
     pub(crate) report_failure: bool,
-    pub(crate) on_error: Option<crate::request::OnError>,
+    /// The endpoint's wireup waits in `queue` for its first operation
+    /// (`ctrl.rs`, [`Core::wake_ep`]).
+    pub(crate) announce_due: bool,
+    pub(crate) on_error: Option<Box<crate::request::OnError>>,
     /// The remote worker's uuid.
     pub(crate) remote_uuid: u64,
     /// Protocol by message size: tag send, synchronous tag send.
@@ -87,7 +93,9 @@ pub(crate) struct EpState {
     pub(crate) credit: super::credit::EagerCredit,
     /// Data lanes not connected yet (`lazy_lanes.rs`); their entries in
     /// `lanes` hold [`super::lazy_lanes::LAZY`].
-    pub(crate) lazy: Vec<super::lazy_lanes::LazyLane>,
+    /// (Boxed, so that the usual endpoint without any pays 8 bytes.)
+    #[allow(clippy::box_collection)]
+    pub(crate) lazy: Option<Box<Vec<super::lazy_lanes::LazyLane>>>,
 }
 
 /// The endpoints to one remote worker, oldest first: nearly always one,
@@ -95,7 +103,9 @@ pub(crate) struct EpState {
 #[derive(Debug)]
 pub(crate) enum UuidEps {
     One(SlabId),
-    Many(Vec<SlabId>),
+    /// (Boxed: the map entry of the usual single endpoint stays small.)
+    #[allow(clippy::box_collection)]
+    Many(Box<Vec<SlabId>>),
 }
 
 impl UuidEps {
@@ -109,7 +119,7 @@ impl UuidEps {
 
     fn push(&mut self, id: SlabId) {
         match self {
-            UuidEps::One(first) => *self = UuidEps::Many(vec![*first, id]),
+            UuidEps::One(first) => *self = UuidEps::Many(Box::new(vec![*first, id])),
             UuidEps::Many(v) => v.push(id),
         }
     }
@@ -188,7 +198,6 @@ impl Core {
     /// the caller then destroys the transport endpoints.
     pub(crate) fn add_ep(
         &mut self,
-        tx: &mut dyn Lanes,
         lanes: Vec<(usize, EpId)>,
         remote_mds: Vec<Arc<str>>,
         infos: Vec<LaneInfo>,
@@ -213,12 +222,15 @@ impl Core {
                 eprintln!("endpoint to worker {remote_uuid:#x}:\n{t}");
             }
         }
+        if self.ep_cfgs.len() <= iface {
+            self.ep_cfgs.resize(iface + 1, cfg);
+        }
+        self.ep_cfgs[iface] = cfg;
         let id = self.eps.insert(EpState {
             iface,
             uct_ep,
-            lanes: lanes.clone(),
-            remote_mds,
-            cfg,
+            lanes: lanes.iter().copied().collect(),
+            remote_mds: remote_mds.into_iter().collect(),
             queue: Default::default(),
             awaiting: 0,
             failed: None,
@@ -231,7 +243,8 @@ impl Core {
             stream: None,
             ka_missed: 0,
             credit: Default::default(),
-            lazy: Vec::new(),
+            lazy: None,
+            announce_due: false,
         });
         match self.uuid_eps.get_mut(&remote_uuid) {
             Some(ids) => ids.push(id),
@@ -244,8 +257,8 @@ impl Core {
                 self.set_lane_ep(i, e, Some(id));
             }
         }
-        self.announce(tx, id);
-        self.credit_new_ep(tx, id);
+        self.announce(id);
+        self.credit_new_ep(id);
         Ok(id)
     }
 
@@ -259,7 +272,7 @@ impl Core {
             state.failed = Some(Box::new(err.clone()));
             if state.report_failure {
                 let h = state.on_error.take();
-                self.done.ep_failures.push((ep, err.clone(), h));
+                self.done.ep_failures.push((ep, err.clone(), h.map(|b| *b)));
             }
         }
         let queue = std::mem::take(&mut state.queue);
@@ -291,6 +304,25 @@ impl Core {
 mod tests {
     use super::UuidEps;
     use crate::ucs::slab::Slab;
+
+    #[test]
+    fn endpoint_state_stays_small() {
+        // Per endpoint, at ten thousand of them: every byte shows in the
+        // memory per endpoint (`rucx-scale`).
+        let sizes = (
+            std::mem::size_of::<super::EpState>(),
+            std::mem::size_of::<UuidEps>(),
+            std::mem::size_of::<super::LaneEps>(),
+        );
+        eprintln!("sizes {sizes:?}");
+        assert!(sizes.0 <= 256, "EpState is {} bytes", sizes.0);
+        assert!(sizes.1 <= 16, "UuidEps is {} bytes", sizes.1);
+        assert!(
+            sizes.2 <= 24,
+            "one lane is kept inline in {} bytes",
+            sizes.2
+        );
+    }
 
     #[test]
     fn endpoints_of_one_uuid_keep_their_order_and_empty_out() {

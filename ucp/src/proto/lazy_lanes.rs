@@ -41,10 +41,9 @@ impl Core {
         let Some(st) = self.eps.get_mut(ep) else {
             return;
         };
-        if st.lazy.is_empty() {
+        let Some(lazy) = st.lazy.as_deref_mut() else {
             return;
-        }
-        let lazy = &mut st.lazy;
+        };
         let choice = st.tables[table].lookup(size);
         if choice.proto != proto {
             return;

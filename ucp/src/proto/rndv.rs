@@ -192,13 +192,7 @@ impl Core {
                 return;
             }
         };
-        let idle = self.eps.get(ep).is_some_and(|s| s.queue.is_empty());
-        if let Some(st) = self.eps.get_mut(ep) {
-            st.queue.push_back(id);
-        }
-        if idle {
-            self.resume_ep(tx, ep);
-        }
+        self.enqueue(tx, ep, id);
     }
 
     /// Whether a rendezvous send on `ep` is still under way (its buffer is

@@ -293,13 +293,7 @@ impl Core {
                         tail,
                     },
                 );
-                let idle = self.eps.get(ep).is_some_and(|s| s.queue.is_empty());
-                if let Some(st) = self.eps.get_mut(ep) {
-                    st.queue.push_back(id);
-                }
-                if idle {
-                    self.resume_ep(tx, ep);
-                }
+                self.enqueue(tx, ep, id);
             }
             Err(e) => {
                 // Tell the receiver, so it does not wait for the data.

@@ -42,6 +42,7 @@ impl Core {
         buf: SendBuf,
         op: Op,
     ) -> Result<Started> {
+        self.wake_ep(tx, ep);
         let Some(st) = self.eps.get_mut(ep) else {
             return Err(Error::InvalidHandle);
         };
@@ -58,7 +59,7 @@ impl Core {
         }
         let base = st.stream_tx;
         st.stream_tx = base.wrapping_add(len as u64);
-        let cfg = st.cfg;
+        let cfg = self.ep_cfgs[st.iface];
         if st.queue.is_empty() && len + STREAM_HDR <= cfg.max_bcopy {
             let r = super::eager_tx::send_single(
                 tx,

@@ -6,18 +6,20 @@
 
 use super::command::Command;
 use super::core::Core;
-use super::lanes::Lanes;
-use super::wire::AM_WIREUP;
 use crate::ucs::slab::SlabId;
 use crate::ucs::PeerMisbehaved;
 use crate::uct::SrcId;
 use crate::wireup::address::WorkerAddress;
 
 impl Core {
-    /// Tells the peer of new endpoint `ep` who this worker is.
-    pub(crate) fn announce(&mut self, tx: &mut dyn Lanes, ep: SlabId) {
-        let me = self.address.clone();
-        self.send_ctrl(tx, ep, AM_WIREUP, me);
+    /// Marks new endpoint `ep` as owing its peer a wireup (who this worker
+    /// is). The wireup is sent with the endpoint's first operation
+    /// ([`Core::wake_ep`]), so that making an endpoint costs its peer
+    /// nothing until it is used.
+    pub(crate) fn announce(&mut self, ep: SlabId) {
+        if let Some(st) = self.eps.get_mut(ep) {
+            st.announce_due = true;
+        }
     }
 
     /// A `WIREUP` arrived from `src`.

@@ -481,7 +481,7 @@ impl Worker {
                 };
                 (a.caps.contains(cap) && max > 0).then(|| (iface, uct_ep, key.clone(), max))
             });
-        let max_bcopy = st.cfg.max_bcopy;
+        let max_bcopy = self.core.ep_cfgs[st.iface].max_bcopy;
         let sink = match dir {
             Dir::Put => RmaSink::None,
             Dir::Get => RmaSink::Get {

@@ -119,10 +119,10 @@ impl Core {
             remote_mds.push(self.intern_md(&r.md_name));
             infos.push(self.iface_lane_info(ifaces, li));
         }
-        match self.add_ep(ifaces, lanes, remote_mds, infos, cfg, addr.uuid) {
+        match self.add_ep(lanes, remote_mds, infos, cfg, addr.uuid) {
             Ok(id) => {
                 if let Some(st) = self.eps.get_mut(id) {
-                    st.lazy = lazy;
+                    st.lazy = (!lazy.is_empty()).then(|| Box::new(lazy));
                 }
                 Ok(id)
             }

@@ -77,8 +77,16 @@ impl Worker {
         let ep = self.connect(remote)?;
         let peer = params.err_mode == ErrMode::Peer;
         self.core.set_report_failure(ep.0, peer);
+        if peer {
+            // Failures are watched from the start: the peer hears of the
+            // endpoint now, not with its first operation.
+            self.core.wake_ep(&mut self.ifaces, ep.0);
+        }
         if let Some(st) = self.core.eps.get_mut(ep.0) {
-            st.on_error = params.on_error.filter(|_| peer).map(OnError);
+            st.on_error = params
+                .on_error
+                .filter(|_| peer)
+                .map(|h| Box::new(OnError(h)));
         }
         Ok(ep)
     }

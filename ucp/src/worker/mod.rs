@@ -463,6 +463,13 @@ impl Worker {
         Ok(st.lanes.iter().filter(|&&(_, e)| e != lazy).count())
     }
 
+    /// How many endpoints this worker has (made by `connect`, or back to
+    /// peers whose endpoints announced themselves).
+    #[doc(hidden)]
+    pub fn endpoint_count(&self) -> usize {
+        self.core.eps.len()
+    }
+
     /// Connections or peers the transports' progress has looked at so far,
     /// summed over this worker's ifaces ([`crate::uct::Iface::visits`]):
     /// with idle endpoints, empty progress calls add nothing to it.

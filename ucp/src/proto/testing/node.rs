@@ -90,7 +90,6 @@ impl Node {
         let info = core.lane_info("rec/0".into(), &attr, 0);
         let ep = core
             .add_ep(
-                &mut tx,
                 vec![(0, EpId(0))],
                 vec!["virt".into()],
                 vec![info],
@@ -98,6 +97,12 @@ impl Node {
                 7,
             )
             .expect("endpoint");
+        // Nothing leaves until the endpoint is used.
+        assert!(
+            tx.ams().is_empty(),
+            "the wireup waits for the first operation"
+        );
+        core.wake_ep(&mut tx, ep);
         // The endpoint's first message is its wireup, with this address
         // (then, without a limit on unexpected data, its grant, which
         // tests that need it deliver by asking).

@@ -24,7 +24,7 @@ fn send(a: &mut Node, header: &[u8], data: &[u8], reply: bool) {
 fn small_and_fragmented_messages_arrive_whole() {
     let mut a = Node::new(virt_attr(|_| {}));
     let mut b = Node::new(virt_attr(|_| {}));
-    let max_bcopy = a.core.eps.get(a.ep).unwrap().cfg.max_bcopy;
+    let max_bcopy = a.core.ep_cfgs[a.core.eps.get(a.ep).unwrap().iface].max_bcopy;
     let frag = max_bcopy - AM_HDR;
     let last_whole = max_bcopy - AM_ONLY_HDR;
     for (h, d) in [

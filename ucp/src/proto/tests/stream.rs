@@ -39,7 +39,7 @@ fn sends_carry_their_stream_offsets_and_arrive_in_order() {
     // Without rendezvous (`stream_rndv.rs` has those), in fragments.
     let mut a = Node::with_config(virt_attr(|_| {}), no_rndv());
     let mut b = Node::with_config(virt_attr(|_| {}), no_rndv());
-    let cfg = a.core.eps.get(a.ep).unwrap().cfg;
+    let cfg = a.core.ep_cfgs[a.core.eps.get(a.ep).unwrap().iface];
     let (small, large) = (
         pattern(10),
         pattern(3 * cfg.max_bcopy.max(cfg.max_zcopy) + 7),
