@@ -76,7 +76,7 @@ impl IfaceAddr {
             .region_size()
             .map_err(|e| Error::InvalidAddr(format!("posix: iface address: {e}")))?;
         let seg_len = u64::from_le_bytes(len);
-        if seg_len < (super::shared::FIFO_OFF + needed) as u64 {
+        if seg_len < super::shared::Shared::segment_len(needed) as u64 {
             return Err(Error::InvalidAddr(format!(
                 "posix: segment of {seg_len} bytes too small for its FIFO"
             )));
@@ -104,7 +104,7 @@ mod tests {
                 start_time: 7,
             },
             fd: 9,
-            seg_len: (super::super::shared::FIFO_OFF + fifo.region_size().unwrap()) as u64,
+            seg_len: super::super::shared::Shared::segment_len(fifo.region_size().unwrap()) as u64,
             fifo,
             iface_id: 3,
         };

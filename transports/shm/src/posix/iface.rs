@@ -169,6 +169,13 @@ impl PosixIface {
         }
     }
 
+    /// The mapping of the peer segment `ep` sends to.
+    #[cfg(test)]
+    pub(super) fn peer_mapping(&self, ep: EpId) -> Option<(*const u8, usize)> {
+        let peer = self.eps.get(ep)?.peer;
+        Some(self.peers.get(peer)?.as_ref()?.mapping())
+    }
+
     /// Fails every endpoint of peers that died or closed.
     fn check_peers(&mut self) {
         let mut known: HashMap<ProcessId, bool> = HashMap::new();

@@ -36,14 +36,21 @@ impl Peer {
     pub(super) fn attach(addr: IfaceAddr, me: ProcessId) -> Result<Peer> {
         let len = usize::try_from(addr.seg_len)
             .map_err(|_| Error::InvalidAddr("posix: segment too large".into()))?;
+        let region = addr
+            .fifo
+            .region_size()
+            .map_err(|e| Error::InvalidAddr(format!("posix: peer FIFO: {e}")))?;
         let (seg, (shared, fifo, slot)) =
             Segment::attach_with(addr.owner, addr.fd, len, |seg, reserver| {
                 let base = seg.as_ptr();
-                // SAFETY: the mapping is `len >= FIFO_OFF + region` bytes
+                // SAFETY: the mapping is `len >= segment_len(region)` bytes
                 // (checked when the address was decoded and by the attach),
                 // page aligned, and lives in `_seg`, which outlives `shared`
-                // (field order). The header is only accessed atomically.
-                let shared = unsafe { Shared::new(base) };
+                // (field order). The header and table are only accessed
+                // atomically; `region` is a multiple of 64.
+                let shared = unsafe { Shared::new(base, region) };
+                // Map the first page by a write, alone (see `shared`).
+                shared.touch();
                 if !shared.check() {
                     return Err(Error::Unreachable(format!(
                         "posix: segment of process {} holds no open iface",
@@ -55,7 +62,7 @@ impl Peer {
                 // SAFETY: the region lies inside the mapping, which outlives
                 // the FIFO (field order); this process touches it only
                 // through `Fifo`.
-                let fifo = unsafe { Fifo::attach_raw(fifo_ptr, len - FIFO_OFF, addr.fifo) }
+                let fifo = unsafe { Fifo::attach_raw(fifo_ptr, region, addr.fifo) }
                     .map_err(|e| Error::InvalidAddr(format!("posix: peer FIFO: {e}")))?;
                 let slot = shared
                     .claim(me, &|off, n| reserver.reserve(off, n))?
@@ -112,6 +119,12 @@ impl Peer {
             Ok(Push::Full) => Ok(false),
             Err(e) => Err(Error::InvalidParam(format!("posix: {e}"))),
         }
+    }
+
+    /// The mapping of the peer's segment: first byte and length.
+    #[cfg(test)]
+    pub(super) fn mapping(&self) -> (*const u8, usize) {
+        (self._seg.as_ptr().as_ptr().cast_const(), self._seg.len())
     }
 
     /// Whether a push would find room.

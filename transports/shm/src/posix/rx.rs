@@ -62,11 +62,16 @@ impl Rx {
         let region = fifo_cfg
             .region_size()
             .map_err(|e| Error::InvalidParam(format!("posix: {e}")))?;
-        let seg = Segment::create_with_hole(FIFO_OFF + region, Shared::table_hole(), posix)?;
+        let seg = Segment::create_with_hole(
+            Shared::segment_len(region),
+            Shared::table_hole(region),
+            posix,
+        )?;
         let base = seg.as_ptr();
-        // SAFETY: the mapping is FIFO_OFF + region bytes, page aligned, and
-        // outlives `shared` and the FIFO (field order).
-        let shared = unsafe { Shared::new(base) };
+        // SAFETY: the mapping is `segment_len(region)` bytes, page aligned,
+        // and outlives `shared` and the FIFO (field order); `region` is a
+        // multiple of 64 (descriptors and elements are).
+        let shared = unsafe { Shared::new(base, region) };
         // SAFETY: FIFO_OFF < the mapping's length.
         let fifo_ptr = unsafe { NonNull::new_unchecked(base.as_ptr().add(FIFO_OFF)) };
         // SAFETY: the region is inside the fresh mapping, which no peer knows

@@ -10,14 +10,25 @@
 //!                                   receiver looks only below this mark
 //! offset 20    limit u32            slots this receiver accepts, at most
 //!                                   MAX_SENDERS
-//! offset 64    MAX_SENDERS entries of 32 bytes:
+//! offset 24    touch u64            written by senders, read by no one
+//!                                   (see `Shared::touch`)
+//! offset 64    entries of slots 0 .. HOT_SLOTS, 32 bytes each:
 //!                state u32          FREE, CLAIMED (being filled), LIVE,
 //!                                   CLOSED (no more messages from it)
 //!                generation u32     bumped at each claim: source ids of a
 //!                                   reused slot differ
 //!                pid u32, pad u32, start_time u64, pad u64
-//! offset FIFO_OFF  the FIFO region (see `crate::fifo`)
+//! offset FIFO_OFF (512)  the FIFO region (see `crate::fifo`), R bytes
+//! offset FIFO_OFF + R    entries of slots HOT_SLOTS .. MAX_SENDERS
 //! ```
+//!
+//! The first page holds what a sender needs of the receiver: the header,
+//! the entries of the first senders, the FIFO's head and tail and its
+//! first elements. A peer that sends little maps and touches that page
+//! alone (and a descriptor's page for a copied message). A sender's first
+//! access to that page is a write ([`Shared::touch`]): a read fault would
+//! make the kernel map the owner's neighbouring pages too (fault-around),
+//! each of them counted in the sender's resident memory.
 //!
 //! The segment is fresh (zero) when the receiver initialises it, so the
 //! table is not written up front: a page of it is touched only once a slot
@@ -30,7 +41,7 @@
 //! message of the slot (Acquire), sees the entry. The slot number travels in
 //! each message's source field. The receiver alone sets a slot FREE again,
 //! once it has taken every message the sender published before closing or
-//! dying (see `progress.rs`).
+//! dying (see `rx.rs`).
 
 use std::ptr::NonNull;
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
@@ -38,16 +49,23 @@ use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use crate::proc_id::ProcessId;
 use uct::ucs::Result;
 
-/// "RUCXSHM" and layout version 2.
-pub(crate) const SEGMENT_MAGIC: u64 = 0x5255_4358_5348_4d02;
+/// "RUCXSHM" and layout version 3.
+pub(crate) const SEGMENT_MAGIC: u64 = 0x5255_4358_5348_4d03;
 /// Senders one receiver accepts at a time: far above any host's process
 /// count. The table costs address space only; a page of it is touched
 /// once a slot on it is used.
 pub(crate) const MAX_SENDERS: usize = 32768;
-const TABLE_OFF: usize = 64;
+const HEADER: usize = 64;
+/// The header's word that senders write to map the first page.
+const TOUCH_OFF: usize = 24;
 const ENTRY: usize = 32;
+/// Slots whose entries are in the first page, before the FIFO.
+const HOT_SLOTS: usize = 14;
 /// Offset of the FIFO region in the segment.
-pub(crate) const FIFO_OFF: usize = TABLE_OFF + MAX_SENDERS * ENTRY;
+pub(crate) const FIFO_OFF: usize = HEADER + HOT_SLOTS * ENTRY;
+// The FIFO's head, tail and first elements (of the default 128 bytes) are
+// in the first page, with the header and the first senders' entries.
+const _: () = assert!(FIFO_OFF + crate::layout::HEADER_SIZE + 16 * 128 <= 4096);
 
 pub(crate) const FREE: u32 = 0;
 const CLAIMED: u32 = 1;
@@ -69,32 +87,69 @@ pub(crate) struct Entry {
 #[derive(Debug)]
 pub(crate) struct Shared {
     base: NonNull<u8>,
+    /// Offset of the entry of slot `HOT_SLOTS`: after the FIFO region.
+    table_off: usize,
 }
 
 // SAFETY: the header is only accessed through atomics.
 unsafe impl Send for Shared {}
 
 impl Shared {
+    /// Bytes of a segment whose FIFO region is `region` bytes (a multiple
+    /// of 64): as many as a table of every slot, a header and the FIFO.
+    pub(crate) fn segment_len(region: usize) -> usize {
+        HEADER + MAX_SENDERS * ENTRY + region
+    }
+
     /// # Safety
     ///
-    /// `base` points to a mapping of at least `FIFO_OFF` bytes, 64-byte
-    /// aligned, that outlives the returned value, and those bytes are only
-    /// accessed atomically.
-    pub(crate) unsafe fn new(base: NonNull<u8>) -> Shared {
-        Shared { base }
+    /// `base` points to a mapping of at least `segment_len(region)`
+    /// bytes, 64-byte aligned, that outlives the returned value, and the
+    /// bytes outside `FIFO_OFF..FIFO_OFF + region` are only accessed
+    /// atomically. `region` is a multiple of 64.
+    pub(crate) unsafe fn new(base: NonNull<u8>, region: usize) -> Shared {
+        Shared {
+            base,
+            table_off: FIFO_OFF + region,
+        }
     }
 
     fn u32_at(&self, off: usize) -> &AtomicU32 {
-        debug_assert!(off % 4 == 0 && off + 4 <= FIFO_OFF);
-        // SAFETY: in bounds and aligned (contract of `new`, offsets below
-        // FIFO_OFF and multiples of 4); accessed only atomically.
+        debug_assert!(off % 4 == 0 && self.in_bounds(off, 4));
+        // SAFETY: in bounds and aligned (contract of `new`: offsets of the
+        // header and of entries, multiples of 4, outside the FIFO);
+        // accessed only atomically.
         unsafe { AtomicU32::from_ptr(self.base.as_ptr().add(off).cast()) }
     }
 
     fn u64_at(&self, off: usize) -> &AtomicU64 {
-        debug_assert!(off % 8 == 0 && off + 8 <= FIFO_OFF);
+        debug_assert!(off % 8 == 0 && self.in_bounds(off, 8));
         // SAFETY: as in `u32_at`, 8-aligned.
         unsafe { AtomicU64::from_ptr(self.base.as_ptr().add(off).cast()) }
+    }
+
+    fn in_bounds(&self, off: usize, n: usize) -> bool {
+        off + n <= FIFO_OFF
+            || (off >= self.table_off
+                && off + n <= self.table_off + (MAX_SENDERS - HOT_SLOTS) * ENTRY)
+    }
+
+    /// Offset of the entry of `slot` (taken modulo [`MAX_SENDERS`]).
+    fn entry_off(&self, slot: usize) -> usize {
+        let slot = slot % MAX_SENDERS;
+        if slot < HOT_SLOTS {
+            HEADER + slot * ENTRY
+        } else {
+            self.table_off + (slot - HOT_SLOTS) * ENTRY
+        }
+    }
+
+    /// Sender side, before anything else is read: stores to the header's
+    /// spare word (which no one reads), so that the first page is mapped
+    /// by a write fault, alone, not with the owner's pages around it. (A
+    /// `fetch_add(0)` would not do: the compiler makes it a load.)
+    pub(crate) fn touch(&self) {
+        self.u64_at(TOUCH_OFF).store(0, Ordering::Relaxed);
     }
 
     /// Owner side, on a fresh (zero-filled) segment: an empty table that
@@ -158,7 +213,7 @@ impl Shared {
         me: ProcessId,
         reserve: &dyn Fn(usize, usize) -> Result<()>,
     ) -> Result<Option<u16>> {
-        let e = TABLE_OFF + slot * ENTRY;
+        let e = self.entry_off(slot);
         reserve(e, ENTRY)?;
         let state = self.u32_at(e);
         if state
@@ -174,10 +229,11 @@ impl Shared {
         Ok(Some(slot as u16))
     }
 
-    /// The sender table's bytes: the owner leaves them unreserved (past the
-    /// first page) and senders reserve the entry they claim.
-    pub(crate) fn table_hole() -> std::ops::Range<usize> {
-        TABLE_OFF..FIFO_OFF
+    /// The bytes of the entries after the FIFO region of `region` bytes:
+    /// the owner leaves them unreserved and senders reserve the entry they
+    /// claim.
+    pub(crate) fn table_hole(region: usize) -> std::ops::Range<usize> {
+        FIFO_OFF + region..Shared::segment_len(region)
     }
 
     /// Receiver side: slots below this were ever claimed; the others are
@@ -190,7 +246,7 @@ impl Shared {
     /// Sender side: no more messages from `slot`. Every message published
     /// before happens-before this store.
     pub(crate) fn close(&self, slot: u16) {
-        let e = TABLE_OFF + usize::from(slot) % MAX_SENDERS * ENTRY;
+        let e = self.entry_off(usize::from(slot));
         self.u32_at(e).store(CLOSED, Ordering::Release);
         self.u64_at(8).fetch_add(1, Ordering::Release);
     }
@@ -202,7 +258,7 @@ impl Shared {
 
     /// Receiver side: reads entry `slot` (any value: a peer may scribble).
     pub(crate) fn entry(&self, slot: u16) -> Entry {
-        let e = TABLE_OFF + usize::from(slot) % MAX_SENDERS * ENTRY;
+        let e = self.entry_off(usize::from(slot));
         let state = self.u32_at(e).load(Ordering::Acquire);
         let generation = self.u32_at(e + 4).load(Ordering::Relaxed);
         let pid = self.u32_at(e + 8).load(Ordering::Relaxed);
@@ -216,7 +272,7 @@ impl Shared {
 
     /// Receiver side: the slot may be claimed again.
     pub(crate) fn free(&self, slot: u16) {
-        let e = TABLE_OFF + usize::from(slot) % MAX_SENDERS * ENTRY;
+        let e = self.entry_off(usize::from(slot));
         self.u32_at(e + 8).store(0, Ordering::Relaxed);
         self.u32_at(e).store(FREE, Ordering::Release);
     }
@@ -229,10 +285,10 @@ mod tests {
 
     #[test]
     fn claim_close_free_cycle() {
-        let mut buf = AlignedBlock::zeroed_buffer(FIFO_OFF);
+        let mut buf = AlignedBlock::zeroed_buffer(Shared::segment_len(0));
         let base = NonNull::new(buf.as_mut_ptr().cast::<u8>()).unwrap();
         // SAFETY: `buf` outlives `s` and is only used through it.
-        let s = unsafe { Shared::new(base) };
+        let s = unsafe { Shared::new(base, 0) };
         assert!(!s.check());
         s.init(MAX_SENDERS);
         assert!(s.check());
@@ -266,10 +322,10 @@ mod tests {
 
     #[test]
     fn a_small_limit_fills_then_reuses_freed_slots() {
-        let mut buf = AlignedBlock::zeroed_buffer(FIFO_OFF);
+        let mut buf = AlignedBlock::zeroed_buffer(Shared::segment_len(0));
         let base = NonNull::new(buf.as_mut_ptr().cast::<u8>()).unwrap();
         // SAFETY: `buf` outlives `s` and is only used through it.
-        let s = unsafe { Shared::new(base) };
+        let s = unsafe { Shared::new(base, 0) };
         s.init(3);
         let me = ProcessId::current().unwrap();
         let got: Vec<_> = (0..3)
@@ -282,5 +338,40 @@ mod tests {
         assert_eq!(s.claim(me, &|_, _| Ok(())).unwrap(), Some(1));
         assert_eq!(s.used(), 3);
         assert_eq!(s.claim(me, &|_, _| Ok(())).unwrap(), None);
+    }
+
+    #[test]
+    fn entries_before_and_after_the_fifo_leave_it_alone() {
+        const REGION: usize = 4096;
+        let mut buf = AlignedBlock::zeroed_buffer(Shared::segment_len(REGION));
+        let bytes = buf.as_mut_ptr().cast::<u8>();
+        // SAFETY: the FIFO's bytes lie inside `buf`, not yet shared.
+        unsafe { std::ptr::write_bytes(bytes.add(FIFO_OFF), 0xa5, REGION) };
+        let base = NonNull::new(bytes).unwrap();
+        {
+            // SAFETY: `buf` outlives `s`; its bytes outside the FIFO are only
+            // used through `s`, and the FIFO's only read below, after `s`.
+            let s = unsafe { Shared::new(base, REGION) };
+            s.init(MAX_SENDERS);
+            s.touch();
+            let me = ProcessId::current().unwrap();
+            for want in 0..3 * HOT_SLOTS as u16 {
+                assert_eq!(s.claim(me, &|_, _| Ok(())).unwrap(), Some(want));
+            }
+            assert_eq!(Shared::table_hole(REGION).end, Shared::segment_len(REGION));
+            for slot in [
+                0,
+                HOT_SLOTS as u16 - 1,
+                HOT_SLOTS as u16,
+                3 * HOT_SLOTS as u16 - 1,
+            ] {
+                assert_eq!(s.entry(slot).process, Some(me), "slot {slot}");
+                s.close(slot);
+                assert_eq!(s.entry(slot).state, CLOSED);
+            }
+        }
+        // SAFETY: as above; `s` is gone.
+        let fifo = unsafe { std::slice::from_raw_parts(bytes.add(FIFO_OFF), REGION) };
+        assert!(fifo.iter().all(|&b| b == 0xa5), "the FIFO was written");
     }
 }

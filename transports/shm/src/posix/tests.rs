@@ -276,3 +276,47 @@ fn a_full_sender_table_fails_only_the_next_peer() {
     };
     assert!(PosixIface::open(&IfaceParams::default(), &bad, &PosixConfig::default()).is_err());
 }
+
+/// Pages of `ptr..ptr + len` mapped in this process (from
+/// /proc/self/pagemap), by index.
+fn resident_pages(ptr: *const u8, len: usize) -> Vec<usize> {
+    use std::io::{Read, Seek, SeekFrom};
+    const PAGE: usize = 4096;
+    let mut pm = std::fs::File::open("/proc/self/pagemap").unwrap();
+    let mut buf = vec![0u8; len.div_ceil(PAGE) * 8];
+    pm.seek(SeekFrom::Start((ptr as usize / PAGE * 8) as u64))
+        .unwrap();
+    pm.read_exact(&mut buf).unwrap();
+    buf.chunks_exact(8)
+        .enumerate()
+        .filter(|(_, e)| u64::from_le_bytes((*e).try_into().unwrap()) >> 63 == 1)
+        .map(|(i, _)| i)
+        .collect()
+}
+
+#[test]
+fn a_sender_maps_only_the_pages_it_writes_of_a_peer() {
+    let mut a = open();
+    let mut b = open();
+    let ep = connect(&mut a, &b);
+    let (ptr, len) = a.peer_mapping(ep).unwrap();
+    // The receiver's own pages around the first (its FIFO's elements)
+    // are not mapped along with it.
+    assert_eq!(resident_pages(ptr, len), [0], "after the attach");
+    for i in 0..8u64 {
+        let sent = a.am().unwrap().am_short(ep, 3, i, b"small").unwrap();
+        assert_eq!(sent, Posted::Done);
+    }
+    assert_eq!(
+        resident_pages(ptr, len),
+        [0],
+        "slot entry, head, tail and the first elements share a page"
+    );
+    let copied = a.am().unwrap().am_bcopy(ep, 4, &[&[7u8; 200]]).unwrap();
+    assert_eq!(copied, (Posted::Done, 200));
+    let pages = resident_pages(ptr, len);
+    assert_eq!(pages.len(), 2, "and one page of a descriptor: {pages:?}");
+    let mut sink = TestSink::new();
+    drive(&mut b, &mut sink, |s| s.ams.len() >= 9);
+    assert_eq!(sink.ams.len(), 9);
+}
