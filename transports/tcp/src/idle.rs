@@ -28,6 +28,12 @@ pub(crate) const SWEEP_PERIOD: Duration = Duration::from_millis(100);
 /// `progress` calls between two looks at the clock for a sweep.
 const SWEEP_EVERY: u32 = 64;
 
+/// The serial in a connection's epoll data: with its slot, what names it
+/// among all connections the iface ever had.
+pub(crate) fn serial_of(tag: u64) -> u32 {
+    (tag >> 32) as u32
+}
+
 impl TcpIface {
     /// Connection `ci` was used: marks it active and lists it if it now
     /// holds buffers.
@@ -36,7 +42,7 @@ impl TcpIface {
             c.active = true;
             if !c.listed && c.held() > 0 {
                 c.listed = true;
-                self.holders.push((ci, c.tag));
+                self.holders.push((ci, serial_of(c.tag)));
             }
         }
     }
@@ -60,9 +66,9 @@ impl TcpIface {
     pub(crate) fn sweep(&mut self) {
         let conns = &mut self.conns;
         let visits = &mut self.visits;
-        self.holders.retain(|&(ci, tag)| {
+        self.holders.retain(|&(ci, serial)| {
             *visits += 1;
-            let Some(c) = conns.get_mut(ci).filter(|c| c.tag == tag) else {
+            let Some(c) = conns.get_mut(ci).filter(|c| serial_of(c.tag) == serial) else {
                 return false;
             };
             if std::mem::replace(&mut c.active, false) {
