@@ -74,8 +74,6 @@ pub(crate) struct Conn {
     keyed: bool,
     /// This connection's epoll data.
     pub(crate) tag: u64,
-    /// Its id as a source of messages.
-    pub(crate) src: SrcId,
     pub(crate) state: ConnState,
     /// Bytes of the iface's hello (sent first on a connection we opened)
     /// still to send.
@@ -129,7 +127,6 @@ impl Conn {
             peer: crate::wire::key(peer),
             keyed: false,
             tag: 0,
-            src: SrcId(0),
             state: ConnState::AwaitHello,
             hello_left: 0,
             tx: TxState::new(tx_cap),
@@ -140,6 +137,13 @@ impl Conn {
             listed: false,
             active: false,
         }
+    }
+
+    /// Its id as a source of messages: its slot and the low 16 bits of the
+    /// slot's generation, both taken from its epoll data.
+    pub(crate) fn src(&self) -> SrcId {
+        let gen = (self.tag >> 32) as u32 & 0xffff;
+        SrcId((gen << 16) | self.tag as u32)
     }
 
     /// The peer iface's key, once known.
@@ -342,5 +346,5 @@ mod tests {
         assert!(size <= CONN_SIZE_MAX, "Conn is {size} bytes");
     }
 
-    const CONN_SIZE_MAX: usize = 176;
+    const CONN_SIZE_MAX: usize = 160;
 }

@@ -28,9 +28,10 @@ pub(crate) const SWEEP_PERIOD: Duration = Duration::from_millis(100);
 /// `progress` calls between two looks at the clock for a sweep.
 const SWEEP_EVERY: u32 = 64;
 
-/// The serial in a connection's epoll data: with its slot, what names it
-/// among all connections the iface ever had.
-pub(crate) fn serial_of(tag: u64) -> u32 {
+/// The generation in a connection's epoll data (see
+/// [`crate::iface::conn_tag`]): with its slot, what tells it from the
+/// connections that had the slot before.
+pub(crate) fn gen_of(tag: u64) -> u32 {
     (tag >> 32) as u32
 }
 
@@ -42,7 +43,7 @@ impl TcpIface {
             c.active = true;
             if !c.listed && c.held() > 0 {
                 c.listed = true;
-                self.holders.push((ci, serial_of(c.tag)));
+                self.holders.push((ci, gen_of(c.tag)));
             }
         }
     }
@@ -66,9 +67,9 @@ impl TcpIface {
     pub(crate) fn sweep(&mut self) {
         let conns = &mut self.conns;
         let visits = &mut self.visits;
-        self.holders.retain(|&(ci, serial)| {
+        self.holders.retain(|&(ci, gen)| {
             *visits += 1;
-            let Some(c) = conns.get_mut(ci).filter(|c| serial_of(c.tag) == serial) else {
+            let Some(c) = conns.get_mut(ci).filter(|c| gen_of(c.tag) == gen) else {
                 return false;
             };
             if std::mem::replace(&mut c.active, false) {

@@ -37,7 +37,7 @@ const DEFAULT_BPS: f64 = 10e9;
 const LOOPBACK_BPS: f64 = 100e9;
 
 /// Epoll data of the listening socket; a connection's is
-/// `1 << 63 | serial << 32 | index`.
+/// `1 << 63 | generation << 32 | index` (see [`conn_tag`]).
 pub(crate) const LISTENER_TAG: u64 = 0;
 
 /// Something to tell the sink on the next `progress`.
@@ -144,7 +144,7 @@ pub(crate) struct TcpIface {
     /// `RUCX_TCP_CONN_TIMEOUT`); entries of connections that opened or went
     /// away are dropped when their time comes.
     pub(crate) deadlines: VecDeque<(Instant, u32, u64)>,
-    /// Connections that may hold buffers (slot, serial of the epoll data);
+    /// Connections that may hold buffers (slot, generation in the epoll data);
     /// see `idle.rs`.
     pub(crate) holders: Vec<(u32, u32)>,
     /// `progress` calls since the clock was last read for a sweep.
@@ -154,8 +154,6 @@ pub(crate) struct TcpIface {
     /// Connections looked at so far (epoll events, sweeps, deadlines): what
     /// `progress` costs beyond the epoll call, for tests.
     pub(crate) visits: u64,
-    /// Counter making every connection's epoll data unique.
-    pub(crate) serial: u32,
     /// When connection deadlines are next checked.
     pub(crate) next_timeout_check: Instant,
 }
@@ -276,7 +274,6 @@ impl TcpIface {
             sweep_tick: 0,
             next_sweep: Instant::now(),
             visits: 0,
-            serial: 0,
             next_timeout_check: Instant::now(),
         };
         iface.info.attr.caps = uct::derive_caps(&mut iface);
@@ -303,12 +300,13 @@ impl TcpIface {
         self.peers
             .remove(key, ci, |c| conns.get(c).and_then(Conn::key));
     }
+}
 
-    /// Epoll data for a new connection in slot `idx`.
-    pub(crate) fn next_tag(&mut self, idx: u32) -> u64 {
-        self.serial = self.serial.wrapping_add(1) & 0x7fff_ffff;
-        (1 << 63) | (u64::from(self.serial) << 32) | u64::from(idx)
-    }
+/// Epoll data for the connection in slot `idx` of generation `gen`: unique
+/// among the iface's connections (a reused slot has a new generation) until
+/// a slot is reused 2^31 times.
+pub(crate) fn conn_tag(idx: u32, gen: u32) -> u64 {
+    (1 << 63) | (u64::from(gen & 0x7fff_ffff) << 32) | u64::from(idx)
 }
 
 /// The error for an unknown endpoint id.

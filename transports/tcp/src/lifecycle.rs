@@ -7,10 +7,10 @@ use std::os::fd::OwnedFd;
 use std::time::Instant;
 
 use uct::ucs::{Error, PeerMisbehaved, Result};
-use uct::{AmSink, EpId, SrcId};
+use uct::{AmSink, EpId};
 
 use crate::conn::{Conn, ConnState, Waiter};
-use crate::iface::{EpFailure, GlobalFlush, Notice, TcpIface};
+use crate::iface::{conn_tag, EpFailure, GlobalFlush, Notice, TcpIface};
 use crate::slots::Slots;
 use crate::sys;
 use crate::wire::{self, Ctrl, CTRL_ACCEPT, CTRL_REJECT};
@@ -58,11 +58,10 @@ impl TcpIface {
         }
         let open = conn.is_open();
         let (ci, gen) = self.conns.insert(conn);
-        let tag = self.next_tag(ci);
+        let tag = conn_tag(ci, gen);
         let res = match self.conns.get_mut(ci) {
             Some(c) => {
                 c.tag = tag;
-                c.src = SrcId(((gen & 0xffff) << 16) | ci);
                 c.register(&self.epoll)
             }
             None => Ok(()),
@@ -279,7 +278,7 @@ impl TcpIface {
                         peer: c.peer().to_string(),
                         reason: "closed by peer".into(),
                     };
-                    self.notices.push_back(Notice::SrcFailed(c.src, err));
+                    self.notices.push_back(Notice::SrcFailed(c.src(), err));
                 }
             }
             return;
@@ -321,7 +320,7 @@ impl TcpIface {
         // above may be waiting for more pieces of a message from it.
         if c.rx.announced {
             self.notices
-                .push_back(Notice::SrcFailed(c.src, err.duplicate()));
+                .push_back(Notice::SrcFailed(c.src(), err.duplicate()));
         }
         for &e in c.eps.as_slice() {
             if let Some(ep) = self.eps.get_mut(e) {

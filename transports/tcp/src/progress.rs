@@ -170,7 +170,7 @@ impl TcpIface {
             let Some(c) = self.conns.get_mut(ci) else {
                 return false;
             };
-            let alive = match c.rx.parse(c.src, limits, sink, n) {
+            let alive = match c.rx.parse(c.src(), limits, sink, n) {
                 Ok(None) => return true,
                 Ok(Some(Event::Ctrl(ctrl))) => self.on_ctrl(ci, ctrl, sink, n),
                 Ok(Some(Event::PutDone(seq, status))) => self.on_put_done(ci, seq, status),

@@ -282,7 +282,7 @@ fn endpoints_find_their_connection_among_many() {
     traffic(&mut a, &mut rec, &mut clients, &eps);
     for &(_, src, k) in &rec.ams {
         let c = a.conns.get(src.0 & 0xffff).unwrap();
-        assert_eq!(c.src, src);
+        assert_eq!(c.src(), src);
         assert_eq!(c.key(), Some(wire::key(fake(k as usize))));
     }
     // A second endpoint to a peer shares the connection.
