@@ -67,14 +67,13 @@ pub(crate) struct PutOut {
 #[derive(Debug)]
 pub(crate) struct Conn {
     fd: Option<OwnedFd>,
-    /// The peer's socket address, for messages.
-    pub(crate) peer: SocketAddr,
-    /// The peer iface's key (see [`crate::wire::key`]), once known.
-    pub(crate) key: Option<Key>,
+    /// The peer iface's key (see [`crate::wire::key`]) once known
+    /// (`keyed`); before, the address of the socket's peer. Kept in a key,
+    /// the shorter form of an address; only messages use the address.
+    peer: Key,
+    keyed: bool,
     /// This connection's epoll data.
     pub(crate) tag: u64,
-    /// Its id as a source of messages.
-    pub(crate) src: SrcId,
     pub(crate) state: ConnState,
     /// Bytes of the iface's hello (sent first on a connection we opened)
     /// still to send.
@@ -105,7 +104,7 @@ impl Conn {
     ) -> Conn {
         let rx = RxState::new(limits.rx_buf, false);
         let mut c = Conn::new(fd, peer, limits.tx_buf, rx);
-        c.key = Some(key);
+        c.set_key(key);
         // A hello is at most HELLO_MAX bytes.
         c.hello_left = u16::try_from(hello_len).unwrap_or(u16::MAX);
         c.state = if connected {
@@ -125,10 +124,9 @@ impl Conn {
     fn new(fd: OwnedFd, peer: SocketAddr, tx_cap: usize, rx: RxState) -> Conn {
         Conn {
             fd: Some(fd),
-            peer,
-            key: None,
+            peer: crate::wire::key(peer),
+            keyed: false,
             tag: 0,
-            src: SrcId(0),
             state: ConnState::AwaitHello,
             hello_left: 0,
             tx: TxState::new(tx_cap),
@@ -139,6 +137,30 @@ impl Conn {
             listed: false,
             active: false,
         }
+    }
+
+    /// Its id as a source of messages: its slot and the low 16 bits of the
+    /// slot's generation, both taken from its epoll data.
+    pub(crate) fn src(&self) -> SrcId {
+        let gen = (self.tag >> 32) as u32 & 0xffff;
+        SrcId((gen << 16) | self.tag as u32)
+    }
+
+    /// The peer iface's key, once known.
+    pub(crate) fn key(&self) -> Option<Key> {
+        self.keyed.then_some(self.peer)
+    }
+
+    /// Records the peer iface's key; messages then name its address.
+    pub(crate) fn set_key(&mut self, key: Key) {
+        self.peer = key;
+        self.keyed = true;
+    }
+
+    /// The peer's address, for messages: the peer iface's listening
+    /// address once known, else the address of the socket's peer.
+    pub(crate) fn peer(&self) -> SocketAddr {
+        self.peer.addr()
     }
 
     pub(crate) fn raw_fd(&self) -> Option<RawFd> {
@@ -324,5 +346,5 @@ mod tests {
         assert!(size <= CONN_SIZE_MAX, "Conn is {size} bytes");
     }
 
-    const CONN_SIZE_MAX: usize = 216;
+    const CONN_SIZE_MAX: usize = 160;
 }

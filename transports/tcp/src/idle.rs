@@ -28,6 +28,13 @@ pub(crate) const SWEEP_PERIOD: Duration = Duration::from_millis(100);
 /// `progress` calls between two looks at the clock for a sweep.
 const SWEEP_EVERY: u32 = 64;
 
+/// The generation in a connection's epoll data (see
+/// [`crate::iface::conn_tag`]): with its slot, what tells it from the
+/// connections that had the slot before.
+pub(crate) fn gen_of(tag: u64) -> u32 {
+    (tag >> 32) as u32
+}
+
 impl TcpIface {
     /// Connection `ci` was used: marks it active and lists it if it now
     /// holds buffers.
@@ -36,7 +43,7 @@ impl TcpIface {
             c.active = true;
             if !c.listed && c.held() > 0 {
                 c.listed = true;
-                self.holders.push((ci, c.tag));
+                self.holders.push((ci, gen_of(c.tag)));
             }
         }
     }
@@ -60,9 +67,9 @@ impl TcpIface {
     pub(crate) fn sweep(&mut self) {
         let conns = &mut self.conns;
         let visits = &mut self.visits;
-        self.holders.retain(|&(ci, tag)| {
+        self.holders.retain(|&(ci, gen)| {
             *visits += 1;
-            let Some(c) = conns.get_mut(ci).filter(|c| c.tag == tag) else {
+            let Some(c) = conns.get_mut(ci).filter(|c| gen_of(c.tag) == gen) else {
                 return false;
             };
             if std::mem::replace(&mut c.active, false) {

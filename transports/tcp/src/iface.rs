@@ -1,6 +1,6 @@
 //! The TCP iface: its state (listener, connections, endpoints) and opening it.
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::VecDeque;
 use std::net::{IpAddr, SocketAddr};
 use std::os::fd::{AsRawFd, OwnedFd};
 use std::time::{Duration, Instant};
@@ -10,6 +10,7 @@ use uct::{Caps, ConnectMode, EpId, IfaceAttr, IfaceParams, PerfModel, SrcId, Tok
 
 use crate::config::{Limits, TcpConfig, MAX_HDR, MAX_IOV};
 use crate::conn::Conn;
+use crate::peers::PeerTable;
 use crate::slots::Slots;
 use crate::sys::{self, Epoll};
 use crate::wire;
@@ -36,7 +37,7 @@ const DEFAULT_BPS: f64 = 10e9;
 const LOOPBACK_BPS: f64 = 100e9;
 
 /// Epoll data of the listening socket; a connection's is
-/// `1 << 63 | serial << 32 | index`.
+/// `1 << 63 | generation << 32 | index` (see [`conn_tag`]).
 pub(crate) const LISTENER_TAG: u64 = 0;
 
 /// Something to tell the sink on the next `progress`.
@@ -50,15 +51,22 @@ pub(crate) enum Notice {
     AmEnded(Token, Error),
 }
 
-/// An endpoint: a user of one connection.
+/// An endpoint: a user of one connection. While it lives, its peer is its
+/// connection's; [`tests::ep_stays_small`] bounds its size.
 #[derive(Debug)]
 pub(crate) struct Ep {
     /// Index of its connection; `None` once failed.
     pub(crate) conn: Option<u32>,
-    /// The remote iface's listening address.
+    /// Why it failed, and to whom; boxed, as few endpoints fail.
+    pub(crate) failed: Option<Box<EpFailure>>,
+}
+
+/// The failure of an endpoint.
+#[derive(Debug)]
+pub(crate) struct EpFailure {
+    pub(crate) err: Error,
+    /// The address of the connection's peer.
     pub(crate) peer: SocketAddr,
-    /// Why it failed; boxed, as few endpoints fail.
-    pub(crate) failed: Option<Box<Error>>,
 }
 
 /// An iface-wide flush: completes when `left` connections have drained.
@@ -123,7 +131,7 @@ pub(crate) struct TcpIface {
     pub(crate) conns: Slots<Conn>,
     pub(crate) eps: Slots<Ep>,
     /// The connection to each peer iface, by key.
-    pub(crate) peers: HashMap<wire::Key, u32>,
+    pub(crate) peers: PeerTable,
     /// Reports made outside `progress`, delivered by the next one.
     pub(crate) notices: VecDeque<Notice>,
     /// Connections whose pending tokens go back on the next `progress`.
@@ -136,8 +144,9 @@ pub(crate) struct TcpIface {
     /// `RUCX_TCP_CONN_TIMEOUT`); entries of connections that opened or went
     /// away are dropped when their time comes.
     pub(crate) deadlines: VecDeque<(Instant, u32, u64)>,
-    /// Connections that may hold buffers (slot, epoll data); see `idle.rs`.
-    pub(crate) holders: Vec<(u32, u64)>,
+    /// Connections that may hold buffers (slot, generation in the epoll data);
+    /// see `idle.rs`.
+    pub(crate) holders: Vec<(u32, u32)>,
     /// `progress` calls since the clock was last read for a sweep.
     pub(crate) sweep_tick: u32,
     /// When the holders are next swept.
@@ -145,8 +154,6 @@ pub(crate) struct TcpIface {
     /// Connections looked at so far (epoll events, sweeps, deadlines): what
     /// `progress` costs beyond the epoll call, for tests.
     pub(crate) visits: u64,
-    /// Counter making every connection's epoll data unique.
-    pub(crate) serial: u32,
     /// When connection deadlines are next checked.
     pub(crate) next_timeout_check: Instant,
 }
@@ -257,7 +264,7 @@ impl TcpIface {
             events: vec![sys::EMPTY_EVENT; EVENT_BATCH],
             conns: Slots::new(),
             eps: Slots::new(),
-            peers: HashMap::new(),
+            peers: PeerTable::new(),
             notices: VecDeque::new(),
             ready: Vec::new(),
             flushes: Slots::new(),
@@ -267,18 +274,39 @@ impl TcpIface {
             sweep_tick: 0,
             next_sweep: Instant::now(),
             visits: 0,
-            serial: 0,
             next_timeout_check: Instant::now(),
         };
         iface.info.attr.caps = uct::derive_caps(&mut iface);
         Ok(iface)
     }
 
-    /// Epoll data for a new connection in slot `idx`.
-    pub(crate) fn next_tag(&mut self, idx: u32) -> u64 {
-        self.serial = self.serial.wrapping_add(1) & 0x7fff_ffff;
-        (1 << 63) | (u64::from(self.serial) << 32) | u64::from(idx)
+    /// The connection to the peer iface `key`.
+    pub(crate) fn peer_conn(&self, key: &wire::Key) -> Option<u32> {
+        let conns = &self.conns;
+        self.peers.get(key, |ci| conns.get(ci).and_then(Conn::key))
     }
+
+    /// Makes `ci`, whose key is `key`, the connection to that peer.
+    pub(crate) fn set_peer_conn(&mut self, key: &wire::Key, ci: u32) {
+        let conns = &self.conns;
+        self.peers
+            .insert(key, ci, |c| conns.get(c).and_then(Conn::key));
+    }
+
+    /// Forgets `ci` as the connection to the peer `key`, if it is; before
+    /// its slot is freed.
+    pub(crate) fn forget_peer_conn(&mut self, key: &wire::Key, ci: u32) {
+        let conns = &self.conns;
+        self.peers
+            .remove(key, ci, |c| conns.get(c).and_then(Conn::key));
+    }
+}
+
+/// Epoll data for the connection in slot `idx` of generation `gen`: unique
+/// among the iface's connections (a reused slot has a new generation) until
+/// a slot is reused 2^31 times.
+pub(crate) fn conn_tag(idx: u32, gen: u32) -> u64 {
+    (1 << 63) | (u64::from(gen & 0x7fff_ffff) << 32) | u64::from(idx)
 }
 
 /// The error for an unknown endpoint id.
@@ -287,4 +315,18 @@ pub(crate) fn no_ep(ep: EpId) -> Error {
         transport: "tcp".into(),
         ep: ep.0.into(),
     }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Every endpoint pays for its `Ep`: it stays this small.
+    #[test]
+    fn ep_stays_small() {
+        let size = size_of::<Ep>();
+        assert!(size <= EP_SIZE_MAX, "Ep is {size} bytes");
+    }
+
+    const EP_SIZE_MAX: usize = 16;
 }

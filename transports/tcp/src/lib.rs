@@ -137,6 +137,7 @@ mod lifecycle;
 mod mem;
 mod name;
 mod ops;
+mod peers;
 mod progress;
 mod rkey;
 mod rma;

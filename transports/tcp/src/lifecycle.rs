@@ -7,10 +7,10 @@ use std::os::fd::OwnedFd;
 use std::time::Instant;
 
 use uct::ucs::{Error, PeerMisbehaved, Result};
-use uct::{AmSink, EpId, SrcId};
+use uct::{AmSink, EpId};
 
 use crate::conn::{Conn, ConnState, Waiter};
-use crate::iface::{GlobalFlush, Notice, TcpIface};
+use crate::iface::{conn_tag, EpFailure, GlobalFlush, Notice, TcpIface};
 use crate::slots::Slots;
 use crate::sys;
 use crate::wire::{self, Ctrl, CTRL_ACCEPT, CTRL_REJECT};
@@ -58,11 +58,10 @@ impl TcpIface {
         }
         let open = conn.is_open();
         let (ci, gen) = self.conns.insert(conn);
-        let tag = self.next_tag(ci);
+        let tag = conn_tag(ci, gen);
         let res = match self.conns.get_mut(ci) {
             Some(c) => {
                 c.tag = tag;
-                c.src = SrcId(((gen & 0xffff) << 16) | ci);
                 c.register(&self.epoll)
             }
             None => Ok(()),
@@ -84,14 +83,12 @@ impl TcpIface {
     /// Removes a connection (closing its socket) and forgets it as the
     /// connection to its peer.
     fn remove_conn(&mut self, ci: u32) -> Option<Conn> {
+        if let Some(k) = self.conns.get(ci).and_then(Conn::key) {
+            self.forget_peer_conn(&k, ci);
+        }
         let c = self.conns.remove(ci)?;
         if !c.is_open() {
             self.unopened -= 1;
-        }
-        if let Some(k) = c.key {
-            if self.peers.get(&k) == Some(&ci) {
-                self.peers.remove(&k);
-            }
         }
         Some(c)
     }
@@ -108,7 +105,7 @@ impl TcpIface {
                 .map_err(|e| Error::io(format!("send to {addr}"), e))?;
         }
         let ci = self.insert_conn(c)?;
-        self.peers.insert(key, ci);
+        self.set_peer_conn(&key, ci);
         Ok(ci)
     }
 
@@ -190,13 +187,13 @@ impl TcpIface {
     /// Decides on a new connection from the iface `key`.
     fn on_hello(&mut self, ci: u32, key: wire::Key, sink: &mut dyn AmSink, n: &mut usize) -> bool {
         if let Some(c) = self.conns.get_mut(ci) {
-            c.key = Some(key);
+            c.set_key(key);
         }
         if key == self.own_key {
             // Our own endpoint's connection: it stays the one in `peers`.
             return self.accept_conn(ci, None);
         }
-        let other = self.peers.get(&key).copied();
+        let other = self.peer_conn(&key);
         match other.map(|o| self.conns.get(o).map(|c| c.is_open())) {
             None | Some(None) => self.accept_conn(ci, Some(key)),
             Some(Some(true)) => self.reject_conn(ci),
@@ -228,7 +225,7 @@ impl TcpIface {
             return false;
         }
         if let Some(k) = key {
-            self.peers.insert(k, ci);
+            self.set_peer_conn(&k, ci);
         }
         true
     }
@@ -278,10 +275,10 @@ impl TcpIface {
             if let Some(c) = self.remove_conn(ci) {
                 if c.rx.announced {
                     let err = Error::ConnectionLost {
-                        peer: c.peer.to_string(),
+                        peer: c.peer().to_string(),
                         reason: "closed by peer".into(),
                     };
-                    self.notices.push_back(Notice::SrcFailed(c.src, err));
+                    self.notices.push_back(Notice::SrcFailed(c.src(), err));
                 }
             }
             return;
@@ -304,7 +301,7 @@ impl TcpIface {
             self.remove_conn(ci);
             return;
         }
-        let err = Error::TimedOut(format!("tcp: connection to {}", c.peer));
+        let err = Error::TimedOut(format!("tcp: connection to {}", c.peer()));
         self.fail_conn(ci, err);
     }
 
@@ -315,7 +312,7 @@ impl TcpIface {
         let Some(mut c) = self.remove_conn(ci) else {
             return;
         };
-        tracing::debug!(peer = %c.peer, error = %err, "tcp: connection failed");
+        tracing::debug!(peer = %c.peer(), error = %err, "tcp: connection failed");
         if let Some(t) = c.rx.take_direct() {
             self.notices.push_back(Notice::AmEnded(t, err.duplicate()));
         }
@@ -323,12 +320,15 @@ impl TcpIface {
         // above may be waiting for more pieces of a message from it.
         if c.rx.announced {
             self.notices
-                .push_back(Notice::SrcFailed(c.src, err.duplicate()));
+                .push_back(Notice::SrcFailed(c.src(), err.duplicate()));
         }
         for &e in c.eps.as_slice() {
             if let Some(ep) = self.eps.get_mut(e) {
                 ep.conn = None;
-                ep.failed = Some(Box::new(err.duplicate()));
+                ep.failed = Some(Box::new(EpFailure {
+                    err: err.duplicate(),
+                    peer: c.peer(),
+                }));
                 self.notices
                     .push_back(Notice::EpFailed(EpId(e), err.duplicate()));
             }

@@ -22,21 +22,18 @@ impl TcpIface {
         let e = self.eps.get(ep.0).ok_or_else(|| no_ep(ep))?;
         match (&e.failed, e.conn) {
             (None, Some(c)) => Ok(c),
-            (Some(err), _) => Err(Error::endpoint_failed(
-                format!("tcp {}", e.peer),
-                EndpointCause::Earlier(err.duplicate().into()),
+            (Some(f), _) => Err(Error::endpoint_failed(
+                format!("tcp {}", f.peer),
+                EndpointCause::Earlier(f.err.duplicate().into()),
             )),
-            (None, None) => Err(Error::endpoint_failed(
-                format!("tcp {}", e.peer),
-                EndpointCause::ConnectionLost,
-            )),
+            (None, None) => Err(Error::endpoint_failed("tcp", EndpointCause::ConnectionLost)),
         }
     }
 
     /// Ends an operation whose socket call failed: fails the connection and
     /// returns the error for the caller.
     pub(crate) fn op_failed<T>(&mut self, ci: u32, e: std::io::Error) -> Result<T> {
-        let peer = self.conns.get(ci).map(|c| c.peer.to_string());
+        let peer = self.conns.get(ci).map(|c| c.peer().to_string());
         let err = Error::ConnectionLost {
             peer: peer.unwrap_or_default(),
             reason: e.to_string(),
@@ -102,13 +99,12 @@ impl Iface for TcpIface {
             )));
         }
         let key = wire::key(remote.addr);
-        let ci = match self.peers.get(&key) {
-            Some(&ci) => ci,
+        let ci = match self.peer_conn(&key) {
+            Some(ci) => ci,
             None => self.connect(remote.addr, key)?,
         };
         let (idx, _) = self.eps.insert(Ep {
             conn: Some(ci),
-            peer: remote.addr,
             failed: None,
         });
         if let Some(c) = self.conns.get_mut(ci) {

@@ -95,7 +95,7 @@ impl TcpIface {
                 return 0;
             }
             if let Err(e) = c.finish_connect().and_then(|()| c.send_hello(&self.hello)) {
-                let err = Error::io(format!("connect {}", c.peer), e);
+                let err = Error::io(format!("connect {}", c.peer()), e);
                 self.fail_conn(ci, err);
                 return 0;
             }
@@ -124,7 +124,7 @@ impl TcpIface {
             peer: self
                 .conns
                 .get(ci)
-                .map(|c| c.peer.to_string())
+                .map(|c| c.peer().to_string())
                 .unwrap_or_default(),
             reason: reason.to_string(),
         }
@@ -170,7 +170,7 @@ impl TcpIface {
             let Some(c) = self.conns.get_mut(ci) else {
                 return false;
             };
-            let alive = match c.rx.parse(c.src, limits, sink, n) {
+            let alive = match c.rx.parse(c.src(), limits, sink, n) {
                 Ok(None) => return true,
                 Ok(Some(Event::Ctrl(ctrl))) => self.on_ctrl(ci, ctrl, sink, n),
                 Ok(Some(Event::PutDone(seq, status))) => self.on_put_done(ci, seq, status),
@@ -188,7 +188,7 @@ impl TcpIface {
 
     /// Fails a connection whose peer broke the protocol.
     pub(crate) fn misbehaved(&mut self, ci: u32, what: PeerMisbehaved) {
-        let peer = self.conns.get(ci).map(|c| c.peer.to_string());
+        let peer = self.conns.get(ci).map(|c| c.peer().to_string());
         let err = Error::PeerMisbehaved {
             peer: peer.unwrap_or_default(),
             what,

@@ -118,7 +118,7 @@ impl TcpIface {
         };
         c.more().puts.pop_front();
         if let Some(t) = p.token {
-            sink.completed(t, status.result(&c.peer));
+            sink.completed(t, status.result(&c.peer()));
             *n += 1;
         }
         *n += self.settle(ci, sink);

@@ -9,7 +9,9 @@
 //! chunk at a time, allocated whole, with no copy of what it holds and
 //! never more than one chunk of unused slots (a doubling vector of
 //! thousands of connections would leave up to as many again, and the old
-//! arrays as holes in the heap).
+//! arrays as holes in the heap). A chunk keeps its generations apart from
+//! its entries, so that a generation does not pad every entry to the
+//! entry's alignment.
 
 /// Slots per chunk.
 const CHUNK: usize = 64;
@@ -18,15 +20,29 @@ const CHUNK: usize = 64;
 #[derive(Debug)]
 pub(crate) struct Slots<T> {
     /// Every chunk but the last is full.
-    chunks: Vec<Vec<Entry<T>>>,
+    chunks: Vec<Chunk<T>>,
     free: Vec<u32>,
     len: usize,
 }
 
+/// Up to [`CHUNK`] slots: their entries and generations, index for index.
 #[derive(Debug)]
-struct Entry<T> {
-    gen: u32,
-    val: Option<T>,
+struct Chunk<T> {
+    vals: Vec<Option<T>>,
+    gens: Vec<u32>,
+}
+
+impl<T> Chunk<T> {
+    fn with_capacity(cap: usize) -> Chunk<T> {
+        Chunk {
+            vals: Vec::with_capacity(cap),
+            gens: Vec::with_capacity(cap),
+        }
+    }
+
+    fn len(&self) -> usize {
+        self.vals.len()
+    }
 }
 
 impl<T> Slots<T> {
@@ -43,54 +59,54 @@ impl<T> Slots<T> {
         self.len
     }
 
-    fn entry(&self, idx: u32) -> Option<&Entry<T>> {
+    fn entry(&self, idx: u32) -> Option<&Option<T>> {
         let i = idx as usize;
-        self.chunks.get(i / CHUNK)?.get(i % CHUNK)
+        self.chunks.get(i / CHUNK)?.vals.get(i % CHUNK)
     }
 
-    fn entry_mut(&mut self, idx: u32) -> Option<&mut Entry<T>> {
+    /// The entry and the generation of slot `idx`.
+    fn entry_mut(&mut self, idx: u32) -> Option<(&mut Option<T>, &mut u32)> {
         let i = idx as usize;
-        self.chunks.get_mut(i / CHUNK)?.get_mut(i % CHUNK)
+        let c = self.chunks.get_mut(i / CHUNK)?;
+        Some((c.vals.get_mut(i % CHUNK)?, c.gens.get_mut(i % CHUNK)?))
     }
 
     /// Inserts `val`; returns its index and the slot's generation.
     pub(crate) fn insert(&mut self, val: T) -> (u32, u32) {
         self.len += 1;
         if let Some(idx) = self.free.pop() {
-            if let Some(e) = self.entry_mut(idx) {
-                e.val = Some(val);
-                return (idx, e.gen);
+            if let Some((e, gen)) = self.entry_mut(idx) {
+                *e = Some(val);
+                return (idx, *gen);
             }
         }
         if self.chunks.last().is_none_or(|c| c.len() == CHUNK) {
             let cap = if self.chunks.is_empty() { 0 } else { CHUNK };
-            self.chunks.push(Vec::with_capacity(cap));
+            self.chunks.push(Chunk::with_capacity(cap));
         }
         let full = (self.chunks.len() - 1) * CHUNK;
         let Some(last) = self.chunks.last_mut() else {
             // Cannot happen: a chunk was just made if there was none.
             return (0, 0);
         };
-        last.push(Entry {
-            gen: 0,
-            val: Some(val),
-        });
+        last.vals.push(Some(val));
+        last.gens.push(0);
         ((full + last.len() - 1) as u32, 0)
     }
 
     pub(crate) fn get(&self, idx: u32) -> Option<&T> {
-        self.entry(idx)?.val.as_ref()
+        self.entry(idx)?.as_ref()
     }
 
     pub(crate) fn get_mut(&mut self, idx: u32) -> Option<&mut T> {
-        self.entry_mut(idx)?.val.as_mut()
+        self.entry_mut(idx)?.0.as_mut()
     }
 
     /// Removes an entry; the slot's generation moves on.
     pub(crate) fn remove(&mut self, idx: u32) -> Option<T> {
-        let e = self.entry_mut(idx)?;
-        let val = e.val.take()?;
-        e.gen = e.gen.wrapping_add(1);
+        let (e, gen) = self.entry_mut(idx)?;
+        let val = e.take()?;
+        *gen = gen.wrapping_add(1);
         self.free.push(idx);
         self.len -= 1;
         Some(val)
@@ -100,9 +116,9 @@ impl<T> Slots<T> {
     pub(crate) fn indices(&self) -> impl Iterator<Item = u32> + '_ {
         self.chunks
             .iter()
-            .flat_map(|c| c.iter())
+            .flat_map(|c| c.vals.iter())
             .enumerate()
-            .filter(|(_, e)| e.val.is_some())
+            .filter(|(_, e)| e.is_some())
             .map(|(i, _)| i as u32)
     }
 }

@@ -113,10 +113,10 @@ pub(crate) struct TxState {
     /// Most bytes `buf` may hold for copy sends appended to a backlog
     /// (the iface's `tx_buf`, well below 4 GiB).
     cap: u32,
-    /// Boxed: most connections never have one, and the box is reused.
+    /// Boxed: most connections never have one. The box of a finished
+    /// tail stays for the next one, so it is the tail only while `zc_live`.
     zc: Option<Box<ZcopyTail>>,
-    /// The box of the last finished tail, for the next one.
-    spare_zc: Option<Box<ZcopyTail>>,
+    zc_live: bool,
     /// Backlogs drained so far, counted up to [`YOUNG_DRAINS`].
     drains: u8,
 }
@@ -129,7 +129,7 @@ impl TxState {
             off: 0,
             cap: u32::try_from(cap).unwrap_or(u32::MAX),
             zc: None,
-            spare_zc: None,
+            zc_live: false,
             drains: 0,
         }
     }
@@ -140,27 +140,33 @@ impl TxState {
 
     /// Bytes of heap memory held.
     pub(crate) fn held(&self) -> usize {
-        let boxes = usize::from(self.zc.is_some()) + usize::from(self.spare_zc.is_some());
-        let owned = self.zc.as_ref().map_or(0, |z| z.owned.capacity());
+        let boxes = usize::from(self.zc.is_some());
+        let owned = self.tail().map_or(0, |z| z.owned.capacity());
         self.buf.capacity() + owned + boxes * size_of::<ZcopyTail>()
+    }
+
+    /// The zero-copy tail, if there is one.
+    fn tail(&self) -> Option<&ZcopyTail> {
+        self.zc.as_deref().filter(|_| self.zc_live)
     }
 
     /// Ends the zero-copy tail, keeping its box; returns its owner.
     fn take_zc(&mut self) -> Option<ZcOwner> {
-        let mut z = self.zc.take()?;
+        if !std::mem::replace(&mut self.zc_live, false) {
+            return None;
+        }
+        let z = self.zc.as_mut()?;
         z.owned = Vec::new();
-        let owner = z.owner;
-        self.spare_zc = Some(z);
-        owner
+        z.owner
     }
 
     /// Frees the buffers if nothing waits in them. Returns whether none
     /// is held.
     pub(crate) fn release(&mut self) -> bool {
-        if !self.has_backlog() && self.zc.is_none() {
+        if !self.has_backlog() && !self.zc_live {
             self.buf = Vec::new();
             self.off = 0;
-            self.spare_zc = None;
+            self.zc = None;
         }
         self.held() == 0
     }
@@ -180,7 +186,7 @@ impl TxState {
 
     /// Whether bytes of posted operations are still in this process.
     pub(crate) fn has_backlog(&self) -> bool {
-        self.off < self.buf.len() || self.zc.as_ref().is_some_and(|z| z.idx < z.count)
+        self.off < self.buf.len() || self.tail().is_some_and(|z| z.idx < z.count)
     }
 
     /// Sends or buffers one frame of `hdr` and `parts` (`total` bytes after
@@ -197,7 +203,7 @@ impl TxState {
         let fd = match fd {
             Some(fd) if !self.has_backlog() => fd,
             _ => {
-                if self.zc.is_some() {
+                if self.zc_live {
                     // Nothing goes behind a zero-copy tail.
                     return Ok(false);
                 }
@@ -353,7 +359,7 @@ impl TxState {
             self.buf.extend_from_slice(&header[n - FRAME_HDR..]);
         }
         let mut skip = n.saturating_sub(head);
-        let mut tail = self.spare_zc.take().unwrap_or_else(|| {
+        let mut tail = self.zc.take().unwrap_or_else(|| {
             Box::new(ZcopyTail {
                 iov: [NO_IOV; MAX_IOV],
                 idx: 0,
@@ -379,6 +385,7 @@ impl TxState {
             skip = 0;
         }
         self.zc = Some(tail);
+        self.zc_live = true;
         Ok(Some(true))
     }
 
@@ -391,7 +398,7 @@ impl TxState {
                 v[0] = sys::iovec(&self.buf[self.off..]);
                 k = 1;
             }
-            if let Some(z) = &self.zc {
+            if let Some(z) = self.tail() {
                 for r in &z.iov[z.idx..z.count] {
                     v[k] = iovec_of(r);
                     k += 1;
@@ -414,7 +421,7 @@ impl TxState {
             // buffered goes back at once; a busy one keeps its buffers.
             self.drains += 1;
             self.buf = Vec::new();
-            self.spare_zc = None;
+            self.zc = None;
         }
         Ok(Flushed::Drained(owner))
     }
@@ -423,7 +430,7 @@ impl TxState {
         let in_buf = (self.buf.len() - self.off).min(n);
         self.off += in_buf;
         n -= in_buf;
-        if let Some(z) = &mut self.zc {
+        if let Some(z) = self.zc.as_mut().filter(|_| self.zc_live) {
             while n > 0 && z.idx < z.count {
                 let r = &mut z.iov[z.idx];
                 let step = r.len.min(n);
@@ -441,6 +448,9 @@ impl TxState {
     /// or a put's data), if any, so that the frame can still be finished
     /// without the caller's memory; returns the `am_zcopy`'s token.
     pub(crate) fn detach_zcopy(&mut self, ep: EpId) -> Option<Token> {
+        if !self.zc_live {
+            return None;
+        }
         let z = self.zc.as_mut()?;
         let owner = z.owner?;
         if owner.ep() != ep {

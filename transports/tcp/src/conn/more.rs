@@ -18,8 +18,10 @@ pub(crate) enum EpList {
     Empty,
     /// One, inline: the usual case.
     One(u32),
-    /// Two or more.
-    Many(Vec<u32>),
+    /// Two or more; boxed, keeping the list two words long (a `Vec` inline
+    /// would make every connection's list four).
+    #[allow(clippy::box_collection)]
+    Many(Box<Vec<u32>>),
 }
 
 impl EpList {
@@ -40,7 +42,7 @@ impl EpList {
     pub(crate) fn push(&mut self, ep: u32) {
         match self {
             EpList::Empty => *self = EpList::One(ep),
-            EpList::One(e) => *self = EpList::Many(vec![*e, ep]),
+            EpList::One(e) => *self = EpList::Many(Box::new(vec![*e, ep])),
             EpList::Many(v) => v.push(ep),
         }
     }

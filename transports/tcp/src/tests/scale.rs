@@ -276,14 +276,14 @@ fn endpoints_find_their_connection_among_many() {
     assert_eq!(a.conns.len(), N, "no new connection");
     for (k, e) in eps.iter().enumerate() {
         let ci = a.eps.get(e.0).unwrap().conn.unwrap();
-        assert_eq!(a.conns.get(ci).unwrap().key, Some(wire::key(fake(k))));
+        assert_eq!(a.conns.get(ci).unwrap().key(), Some(wire::key(fake(k))));
     }
     // Both ways, each message on its own connection.
     traffic(&mut a, &mut rec, &mut clients, &eps);
     for &(_, src, k) in &rec.ams {
         let c = a.conns.get(src.0 & 0xffff).unwrap();
-        assert_eq!(c.src, src);
-        assert_eq!(c.key, Some(wire::key(fake(k as usize))));
+        assert_eq!(c.src(), src);
+        assert_eq!(c.key(), Some(wire::key(fake(k as usize))));
     }
     // A second endpoint to a peer shares the connection.
     let again = eps_to_fakes(&mut a, 1)[0];

@@ -24,6 +24,13 @@ pub(crate) struct Key {
     port: u16,
 }
 
+impl Key {
+    /// The address it stands for.
+    pub(crate) fn addr(self) -> SocketAddr {
+        SocketAddr::new(self.ip, self.port)
+    }
+}
+
 /// The key of the iface listening at `addr`.
 pub(crate) fn key(addr: SocketAddr) -> Key {
     Key {
