@@ -70,6 +70,9 @@ fn recv_req(wr: &RecvWr<'_>) -> RecvReq {
     r
 }
 
+/// Up to this many timers are pruned on every progress call.
+const PRUNE_ALWAYS: usize = 64;
+
 /// A connection a peer opened to our listener.
 #[derive(Debug)]
 struct ConnReq {
@@ -79,6 +82,8 @@ struct ConnReq {
     /// The complete request, once read (then waiting for accept/reject).
     request: Option<MpaFrame>,
     mulpdu: usize,
+    /// When waiting for the request times out.
+    until: Instant,
 }
 
 /// One worker's queues and connections.
@@ -100,6 +105,8 @@ pub(crate) struct Context {
     deadlines: TimerQueue,
     /// Tokens of the deadlines that passed, kept for their allocation.
     fired: Vec<u64>,
+    /// Progress calls before the timers are pruned again.
+    prune_skip: usize,
     /// Wakes a sleeping caller at the earliest deadline.
     timer: timer::TimerFd,
 }
@@ -139,6 +146,7 @@ impl Context {
             out: Outputs::default(),
             deadlines: TimerQueue::new(),
             fired: Vec::new(),
+            prune_skip: 0,
         })
     }
 
@@ -181,6 +189,7 @@ impl Context {
                 buf: Vec::new(),
                 request: None,
                 mulpdu,
+                until: Instant::now() + self.shared.settings.timeout,
             }) else {
                 continue;
             };
@@ -189,7 +198,7 @@ impl Context {
                 self.reqs.remove(id);
                 continue;
             }
-            let until = Instant::now() + self.shared.settings.timeout;
+            let until = self.reqs.get(id).map_or_else(Instant::now, |r| r.until);
             self.deadlines.add(until, token);
         }
     }
@@ -282,11 +291,28 @@ impl Context {
     }
 
     /// Drops the timers of connections that are up (or gone) and of
-    /// requests read (or gone): they guard nothing.
+    /// requests read (or gone): they guard nothing. With many timers it
+    /// looks at them once per as many calls as there are (thousands of
+    /// connections being set up must not make each progress call cost
+    /// thousands); a timer that fires for nothing, or for an earlier holder
+    /// of its id, does nothing (`check_deadlines`).
     fn prune_deadlines(&mut self) {
         if self.deadlines.is_empty() {
             return;
         }
+        if self.prune_skip > 0 {
+            self.prune_skip -= 1;
+            return;
+        }
+        self.prune_now();
+        self.prune_skip = match self.deadlines.len() {
+            n if n > PRUNE_ALWAYS => n,
+            _ => 0,
+        };
+    }
+
+    /// [`Context::prune_deadlines`] at once.
+    fn prune_now(&mut self) {
         let mut deadlines = std::mem::take(&mut self.deadlines);
         deadlines.retain(|token| self.deadline_live(token));
         self.deadlines = deadlines;
@@ -305,7 +331,12 @@ impl Context {
         for &token in &fired {
             let id = token as u32;
             match token >> 32 {
-                TOKEN_REQ if self.reqs.get(id).is_some_and(|r| r.request.is_none()) => {
+                TOKEN_REQ
+                    if self
+                        .reqs
+                        .get(id)
+                        .is_some_and(|r| r.request.is_none() && r.until <= now) =>
+                {
                     self.drop_req(id);
                 }
                 TOKEN_QP => {
@@ -340,7 +371,9 @@ impl Qp {
             return;
         };
         match c.phase {
-            Phase::TcpConnect { .. } | Phase::AwaitReply { .. } | Phase::AwaitRtr => {
+            Phase::TcpConnect { .. } | Phase::AwaitReply { .. } | Phase::AwaitRtr
+                if self.mpa_until.is_none_or(|u| u <= now) =>
+            {
                 let why = "the MPA exchange timed out".to_string();
                 self.fail(env, Failure::ConnectFailed(why));
                 self.sync_interest(env.events);
@@ -529,6 +562,7 @@ impl Verbs for Context {
         let until = Instant::now() + self.shared.settings.timeout;
         self.deadlines.add(until, qp_token(qp));
         let q = self.qps.get_mut(qp.0).expect("checked above");
+        q.mpa_until = Some(until);
         q.param = param.clone();
         q.state = QpState::Connecting;
         q.conn = Some(Conn {
@@ -569,6 +603,7 @@ impl Verbs for Context {
         let until = Instant::now() + self.shared.settings.timeout;
         self.deadlines.add(until, qp_token(qp));
         self.with_qp(qp, |q, env| {
+            q.mpa_until = Some(until);
             q.start_accepted(env, r.fd, r.peer, r.mulpdu, &request, param);
             if let Some(c) = q.conn.as_mut() {
                 c.interest = Interest::READABLE.bits();
@@ -792,7 +827,7 @@ impl Verbs for Context {
         if self.out.pending() {
             return Ok(Armed::Busy);
         }
-        self.prune_deadlines();
+        self.prune_now();
         if let Some(first) = self.deadlines.next_deadline() {
             let now = Instant::now();
             if first <= now {
