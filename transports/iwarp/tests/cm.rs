@@ -6,7 +6,7 @@ mod common;
 
 use std::io::{Read, Write};
 use std::net::{TcpListener, TcpStream};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use common::*;
 use rucx_iwarp::wire::ddp::{DdpHeader, QN_SEND};
@@ -388,4 +388,60 @@ fn read_requests_beyond_the_ird_are_terminated() {
     let term = term.expect("a Terminate");
     assert_eq!(term.cause, TermCause::RDMAP_CATASTROPHIC_STREAM);
     assert!(term.rdmap_hdr.is_some(), "the request is echoed");
+}
+
+/// More connections under way than are pruned on every progress call:
+/// every one still times out, and a queue pair destroyed while connecting
+/// leaves no timer that fails the next holder of its slot early.
+#[test]
+fn many_silent_responders_time_out_and_a_reused_id_keeps_its_own_timer() {
+    const N: usize = 100;
+    let mut a = Node::new(device(&[("MPA_TIMEOUT", "300ms")]));
+    let mut b = Node::new(device(&[]));
+    let l = TcpListener::bind("127.0.0.1:0").unwrap();
+    let to = l.local_addr().unwrap();
+    let mut qps = vec![a.qp];
+    for _ in 1..N {
+        qps.push(a.ctx.create_qp(&qp_init(a.pd, a.cq)).unwrap());
+    }
+    // The first one is destroyed while connecting; its id goes to a queue
+    // pair that starts connecting later.
+    a.ctx.connect(qps[0], to, &ConnParam::default()).unwrap();
+    let mut held = vec![l.accept().unwrap().0];
+    let gone = qps[0];
+    a.ctx.destroy_qp(gone).unwrap();
+    std::thread::sleep(Duration::from_millis(200));
+    let late = a.ctx.create_qp(&qp_init(a.pd, a.cq)).unwrap();
+    // (Same slot, next generation.)
+    assert_eq!(late.0 & 0xf_ffff, gone.0 & 0xf_ffff, "the slot is reused");
+    qps[0] = late;
+    let started = Instant::now();
+    for &qp in &qps {
+        a.ctx.connect(qp, to, &ConnParam::default()).unwrap();
+        held.push(l.accept().unwrap().0);
+    }
+    let mut late_failed = None;
+    drive(&mut a, &mut b, |a, _| {
+        if late_failed.is_none()
+            && a.cm
+                .iter()
+                .any(|e| matches!(e, CmEvent::ConnectError { qp, .. } if *qp == late))
+        {
+            late_failed = Some(started.elapsed());
+        }
+        a.cm.iter()
+            .filter(|e| matches!(e, CmEvent::ConnectError { .. }))
+            .count()
+            == N
+    });
+    // Not before its own timeout: the destroyed holder's timer, due about
+    // 100 ms after the late one started, fired for nothing.
+    let t = late_failed.expect("the late queue pair failed");
+    assert!(t >= Duration::from_millis(290), "failed after {t:?}");
+    for e in &a.cm {
+        let CmEvent::ConnectError { reason, .. } = e else {
+            panic!("{:?}", a.cm)
+        };
+        assert!(reason.contains("timed out"), "{reason}");
+    }
 }
