@@ -82,8 +82,6 @@ struct ConnReq {
     /// The complete request, once read (then waiting for accept/reject).
     request: Option<MpaFrame>,
     mulpdu: usize,
-    /// When waiting for the request times out.
-    until: Instant,
 }
 
 /// One worker's queues and connections.
@@ -189,7 +187,6 @@ impl Context {
                 buf: Vec::new(),
                 request: None,
                 mulpdu,
-                until: Instant::now() + self.shared.settings.timeout,
             }) else {
                 continue;
             };
@@ -198,7 +195,7 @@ impl Context {
                 self.reqs.remove(id);
                 continue;
             }
-            let until = self.reqs.get(id).map_or_else(Instant::now, |r| r.until);
+            let until = Instant::now() + self.shared.settings.timeout;
             self.deadlines.add(until, token);
         }
     }
@@ -294,8 +291,10 @@ impl Context {
     /// requests read (or gone): they guard nothing. With many timers it
     /// looks at them once per as many calls as there are (thousands of
     /// connections being set up must not make each progress call cost
-    /// thousands); a timer that fires for nothing, or for an earlier holder
-    /// of its id, does nothing (`check_deadlines`).
+    /// thousands). A timer left in place fires for nothing: ids are
+    /// generational, so it finds no later holder of its slot, and a
+    /// connection past its MPA exchange or a request already read ignores
+    /// it (`check_deadlines`).
     fn prune_deadlines(&mut self) {
         if self.deadlines.is_empty() {
             return;
@@ -331,12 +330,7 @@ impl Context {
         for &token in &fired {
             let id = token as u32;
             match token >> 32 {
-                TOKEN_REQ
-                    if self
-                        .reqs
-                        .get(id)
-                        .is_some_and(|r| r.request.is_none() && r.until <= now) =>
-                {
+                TOKEN_REQ if self.reqs.get(id).is_some_and(|r| r.request.is_none()) => {
                     self.drop_req(id);
                 }
                 TOKEN_QP => {
@@ -371,9 +365,7 @@ impl Qp {
             return;
         };
         match c.phase {
-            Phase::TcpConnect { .. } | Phase::AwaitReply { .. } | Phase::AwaitRtr
-                if self.mpa_until.is_none_or(|u| u <= now) =>
-            {
+            Phase::TcpConnect { .. } | Phase::AwaitReply { .. } | Phase::AwaitRtr => {
                 let why = "the MPA exchange timed out".to_string();
                 self.fail(env, Failure::ConnectFailed(why));
                 self.sync_interest(env.events);
@@ -562,7 +554,6 @@ impl Verbs for Context {
         let until = Instant::now() + self.shared.settings.timeout;
         self.deadlines.add(until, qp_token(qp));
         let q = self.qps.get_mut(qp.0).expect("checked above");
-        q.mpa_until = Some(until);
         q.param = param.clone();
         q.state = QpState::Connecting;
         q.conn = Some(Conn {
@@ -603,7 +594,6 @@ impl Verbs for Context {
         let until = Instant::now() + self.shared.settings.timeout;
         self.deadlines.add(until, qp_token(qp));
         self.with_qp(qp, |q, env| {
-            q.mpa_until = Some(until);
             q.start_accepted(env, r.fd, r.peer, r.mulpdu, &request, param);
             if let Some(c) = q.conn.as_mut() {
                 c.interest = Interest::READABLE.bits();

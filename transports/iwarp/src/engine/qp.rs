@@ -180,9 +180,6 @@ pub(crate) struct Qp {
     pub(crate) rx: Rx,
     /// Parameters of the MPA exchange (ours, then the outcome).
     pub(crate) param: ConnParam,
-    /// When the MPA exchange under way times out (a timer that fires
-    /// earlier belonged to an earlier holder of this id).
-    pub(crate) mpa_until: Option<Instant>,
 }
 
 /// What a queue pair method needs of its context.
@@ -223,7 +220,6 @@ impl Qp {
             tx: Tx::new(),
             rx: Rx::new(),
             param: ConnParam::default(),
-            mpa_until: None,
         }
     }
 
