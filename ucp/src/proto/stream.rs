@@ -27,7 +27,7 @@ use super::lanes::Lanes;
 use super::stream_rndv::StreamAt;
 use super::wire::{AM_STREAM, STREAM_HDR};
 use crate::request::buf::{RecvBuf, SendBuf};
-use crate::request::{Info, Kind, Op, Request, SendState, StreamRecvState, SyncState};
+use crate::request::{Info, Kind, Notify, Op, Request, SendState, StreamRecvState, SyncState};
 use crate::ucs::slab::SlabId;
 use crate::ucs::PeerMisbehaved;
 use crate::uct::SrcId;
@@ -200,28 +200,53 @@ impl Core {
         let Some(st) = self.eps.get_mut(ep) else {
             return Err(Error::InvalidHandle);
         };
-        let mut r = StreamRecvState {
-            ep,
-            buf,
-            filled: 0,
-            wait_all,
-            fetching: false,
-        };
         let rx = st.stream.get_or_insert_with(Default::default);
-        if r.buf.capacity() == 0 {
+        if buf.capacity() == 0 {
             return Ok(Started::Done(Info { tag: 0, length: 0 }));
         }
-        if rx.recvs.is_empty() && rx.fill(&mut r) {
-            return Ok(Started::Done(Info {
-                tag: 0,
-                length: r.filled,
-            }));
+        let mut filled = 0;
+        if rx.recvs.is_empty() && !rx.chunks.is_empty() {
+            let mut r = StreamRecvState {
+                ep,
+                buf,
+                filled: 0,
+                wait_all,
+                fetching: false,
+            };
+            if rx.fill(&mut r) {
+                return Ok(Started::Done(Info {
+                    tag: 0,
+                    length: r.filled,
+                }));
+            }
+            filled = r.filled;
         }
         if let Some(e) = &st.failed {
             // What arrived before the failure was taken above.
             return Err(Error::clone(e));
         }
-        let id = self.reqs.insert(Request::new(Kind::StreamRecv(r), op));
+        // Built in its slot from scalars, as the tag receive does
+        // (`recv_start`): from `op` only the two fields a receive uses, and
+        // no state built on the stack first, whose narrow stores a wide
+        // copy would wait on (a store-forwarding stall).
+        let Op {
+            user_data, notify, ..
+        } = op;
+        #[allow(clippy::needless_match)] // not needless: see `recv_start`
+        let notify = match notify {
+            Notify::Poll => Notify::Poll,
+            other => other,
+        };
+        let id = self.reqs.insert_with(|_| {
+            let r = StreamRecvState {
+                ep,
+                buf,
+                filled,
+                wait_all,
+                fetching: false,
+            };
+            Request::with_notify(Kind::StreamRecv(r), notify, user_data)
+        });
         rx.recvs.push_back(id);
         if !rx.held.is_empty() {
             // Data at the sender may be next: fetch it, maybe into this.

@@ -398,7 +398,8 @@ impl Request {
     }
 
     /// Whether dropping this request would run no drop code: a polled
-    /// receive whose result was taken and that holds no registration.
+    /// receive (tag or stream) whose result was taken and that holds no
+    /// registration.
     /// Every field is named, so that a new one must be considered here.
     #[inline]
     pub(crate) fn owns_nothing(&self) -> bool {
@@ -411,21 +412,27 @@ impl Request {
             detached: _,
             staged,
         } = self;
-        let Kind::Recv(RecvState {
-            buf: _,
-            phase: _,
-            tag: _,
-            total: _,
-            received: _,
-            memh,
-            read_error,
-            direct: _,
-        }) = kind
-        else {
-            return false;
+        let holds = match kind {
+            Kind::Recv(RecvState {
+                buf: _,
+                phase: _,
+                tag: _,
+                total: _,
+                received: _,
+                memh,
+                read_error,
+                direct: _,
+            }) => memh.is_some() || read_error.is_some(),
+            Kind::StreamRecv(StreamRecvState {
+                ep: _,
+                buf: _,
+                filled: _,
+                wait_all: _,
+                fetching: _,
+            }) => false,
+            _ => return false,
         };
-        memh.is_none()
-            && read_error.is_none()
+        !holds
             && owner.is_none()
             && staged.is_none()
             && result.is_none()
