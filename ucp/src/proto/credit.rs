@@ -102,6 +102,15 @@ impl EagerCredit {
     pub(crate) fn fits(&self, cost: u64) -> bool {
         self.limit - self.sent >= cost
     }
+
+    /// Whether an eager message charged `cost` fits what is left and
+    /// leaves the endpoint short of asking for more: the send fast path's
+    /// test, which charges nothing else (a message at or past `ask_at`
+    /// takes the way that asks).
+    #[inline(always)]
+    pub(crate) fn fits_quietly(&self, cost: u64) -> bool {
+        self.sent + cost < self.limit.min(self.ask_at)
+    }
 }
 
 /// What an eager message of `len` bytes is charged.

@@ -178,6 +178,12 @@ pub(super) fn single_outcome(r: crate::ucs::Result<Posted>, info: Info) -> Optio
 
 impl Core {
     /// Starts a tag send of `buf` on endpoint `ep`.
+    ///
+    /// The fast path (eager short, nothing queued ahead, credit left
+    /// without reaching the point of asking for more) stays small; the
+    /// rest is [`Core::send_slow`], out of line, so that the message-rate
+    /// path pays for neither its code nor its registers.
+    #[inline]
     pub(crate) fn send_start(
         &mut self,
         tx: &mut dyn Lanes,
@@ -186,32 +192,39 @@ impl Core {
         tag: u64,
         op: Op,
     ) -> Result<Started> {
-        let sync = op.sync;
-        // (`ok_or` would build and drop an `Error` on every call.)
-        let Some(st) = self.eps.get_mut(ep) else {
-            return Err(Error::InvalidHandle);
-        };
-        let len = buf.len();
-        let charge = charge_of(len);
-        if len < st.short_end
-            && !sync
-            && st.failed.is_none()
-            && st.queue.is_empty()
-            && !st.announce_due
-            && st.credit.fits(charge)
-        {
-            // Fast path: eager short, nothing queued ahead of it.
-            let r = tx.am_short(st.iface, st.uct_ep, AM_EAGER_ONLY, tag, buf.slice(0, len));
-            if let Some(done) = single_outcome(r, Info { tag, length: len }) {
-                if done.is_ok() {
-                    st.credit.sent += charge;
-                    if st.credit.sent >= st.credit.ask_at {
-                        self.credit_ask(tx, ep);
+        if let Some(st) = self.eps.get_mut(ep) {
+            let len = buf.len();
+            let charge = charge_of(len);
+            if len < st.short_end
+                && !op.sync
+                && st.failed.is_none()
+                && st.queue.is_empty()
+                && !st.announce_due
+                && st.credit.fits_quietly(charge)
+            {
+                let r = tx.am_short(st.iface, st.uct_ep, AM_EAGER_ONLY, tag, buf.slice(0, len));
+                if let Some(done) = single_outcome(r, Info { tag, length: len }) {
+                    if done.is_ok() {
+                        st.credit.sent += charge;
                     }
+                    return done;
                 }
-                return done;
             }
         }
+        self.send_slow(tx, ep, buf, tag, op)
+    }
+
+    /// `send_start` past its fast path, which also asks for credit when
+    /// the endpoint is due to.
+    #[inline(never)]
+    fn send_slow(
+        &mut self,
+        tx: &mut dyn Lanes,
+        ep: SlabId,
+        buf: SendBuf,
+        tag: u64,
+        op: Op,
+    ) -> Result<Started> {
         let r = self.send_planned(tx, ep, buf, tag, op);
         self.credit_check(tx, ep);
         r

@@ -118,6 +118,23 @@ fn messages_received_as_they_come_never_run_out_of_credit() {
 }
 
 #[test]
+fn the_message_that_reaches_half_the_credit_asks_for_more_and_none_before() {
+    let (mut a, mut b) = pair(MemUnits::Bytes(1 << 20));
+    let due = (CREDIT_INITIAL / 2).div_ceil(charge_of(LEN));
+    for i in 1..=due + 2 {
+        a.send(&msg(i), 5, Op::new()).unwrap();
+        assert_eq!(
+            a.tx.ams_of(AM_EAGER_ONLY).len(),
+            1,
+            "message {i} went eager"
+        );
+        let asked = a.tx.ams_of(AM_CREDIT).len();
+        assert_eq!(asked, usize::from(i == due), "requests with message {i}");
+        exchange(&mut a, &mut b);
+    }
+}
+
+#[test]
 fn without_a_limit_the_first_request_grants_everything() {
     let (mut a, mut b) = pair(MemUnits::Inf);
     let mut sent = Vec::new();
