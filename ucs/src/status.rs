@@ -38,12 +38,16 @@ pub enum Status {
     BufferTooSmall = -11,
     /// No such element.
     NoElem = -12,
+    /// Some of the requested connections failed.
+    SomeConnectsFailed = -13,
     /// No device is available.
     NoDevice = -14,
     /// The resource is busy.
     Busy = -15,
     /// The operation was canceled.
     Canceled = -16,
+    /// A shared memory segment failed.
+    ShmemSegment = -17,
     /// The element already exists.
     AlreadyExists = -18,
     /// A value is out of range.
@@ -66,7 +70,7 @@ pub enum Status {
 
 impl Status {
     /// All statuses, for tables and tests.
-    pub const ALL: [Status; 26] = [
+    pub const ALL: [Status; 28] = [
         Status::Ok,
         Status::InProgress,
         Status::NoMessage,
@@ -81,9 +85,11 @@ impl Status {
         Status::NoProgress,
         Status::BufferTooSmall,
         Status::NoElem,
+        Status::SomeConnectsFailed,
         Status::NoDevice,
         Status::Busy,
         Status::Canceled,
+        Status::ShmemSegment,
         Status::AlreadyExists,
         Status::OutOfRange,
         Status::TimedOut,
@@ -122,9 +128,11 @@ impl Status {
             Status::NoProgress => "No progress",
             Status::BufferTooSmall => "Provided buffer is too small",
             Status::NoElem => "No such element",
+            Status::SomeConnectsFailed => "Failed to connect some of the requested endpoints",
             Status::NoDevice => "No such device",
             Status::Busy => "Device is busy",
             Status::Canceled => "Request canceled",
+            Status::ShmemSegment => "Shared memory error",
             Status::AlreadyExists => "Element already exists",
             Status::OutOfRange => "Index out of range",
             Status::TimedOut => "Timeout expired",
@@ -159,6 +167,12 @@ mod tests {
         assert_eq!(Status::Canceled.code(), -16);
         assert_eq!(Status::ConnectionReset.code(), -25);
         assert_eq!(Status::EndpointTimeout.code(), -80);
-        assert_eq!(Status::from_code(-13), None);
+        assert_eq!(Status::SomeConnectsFailed.code(), -13);
+        assert_eq!(Status::ShmemSegment.code(), -17);
+        // UCX's range markers (first/last link and endpoint failure, last)
+        // are no statuses of their own.
+        for code in [-40, -59, -60, -89, -100, 2] {
+            assert_eq!(Status::from_code(code), None);
+        }
     }
 }
