@@ -123,3 +123,45 @@ fn blocking_form_and_wildcards() {
     assert_eq!(info.length, 64);
     assert_eq!(buf, pattern(64, 9));
 }
+
+#[test]
+fn raw_form_completes_through_the_queue() {
+    // Eager and rendezvous: the raw receive of a removed message reports
+    // through the completion queue with its user data.
+    for rndv in [None, Some("1k")] {
+        let (mut a, mut b, ep) = pair("tcp", rndv);
+        let out = pattern(4000, 3);
+        send(&mut a, ep, out.clone(), 77);
+        let m = probe_remove(&mut a, &mut b, 77);
+        let mut buf = vec![0u8; 4000];
+        // SAFETY: `buf` outlives the request, which is waited for below
+        // before `buf` is read or dropped.
+        let posted = unsafe {
+            b.tag_msg_recv_raw(
+                m,
+                buf.as_mut_ptr(),
+                buf.len(),
+                Op::new().queue().user_data(9),
+            )
+        }
+        .expect("msg_recv_raw");
+        let info = match posted {
+            Posted::Done(info, ()) => info,
+            Posted::InFlight(id) => {
+                let deadline = Instant::now() + Duration::from_secs(20);
+                loop {
+                    a.progress();
+                    b.progress();
+                    if let Some(c) = b.next_completion() {
+                        assert_eq!((c.id, c.user_data), (id, 9));
+                        break c.result.expect("received");
+                    }
+                    assert!(Instant::now() < deadline, "{rndv:?}: timed out");
+                }
+            }
+        };
+        assert_eq!((info.tag, info.length), (77, 4000), "{rndv:?}");
+        assert!(buf == out, "{rndv:?}: corrupted");
+        assert_eq!(b.requests_outstanding(), 0, "{rndv:?}: leaked");
+    }
+}

@@ -131,6 +131,14 @@ impl Context {
             .collect()
     }
 
+    /// The resources this context uses, each with the index and name of
+    /// its memory domain (what UCX's `ucp_context_print_info` lists).
+    pub fn resources_by_md(&self) -> Vec<(usize, String, TlResource)> {
+        self.resource_list()
+            .map(|(i, md, r)| (i, md.name().to_string(), r.clone()))
+            .collect()
+    }
+
     /// Creates a worker with one iface per resource.
     pub fn create_worker(&self) -> Result<Worker> {
         Worker::new(self.clone())
@@ -191,6 +199,18 @@ impl Context {
 mod tests {
     use super::*;
     use crate::ucs::config::{AllowList, ConfigValue};
+
+    #[test]
+    fn resources_name_their_memory_domains() {
+        let registry = crate::uct::Registry::new().with(&crate::uct::self_tl::COMPONENT);
+        let ctx = Context::with_registry(UcpConfig::default(), &registry).unwrap();
+        let by_md = ctx.resources_by_md();
+        assert_eq!(by_md.len(), ctx.resources().len());
+        for (i, name, r) in &by_md {
+            assert_eq!(ctx.md(*i).map(|m| m.name()), Some(name.as_str()));
+            assert_eq!(r.tl_name, "self");
+        }
+    }
 
     #[test]
     fn tls_aliases_expand() {

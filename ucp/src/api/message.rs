@@ -73,4 +73,28 @@ impl Worker {
             RecvStarted::InFlight(id) => self.wait_borrowed(ReqId(id)),
         }
     }
+
+    /// Receives `msg` into the `len` bytes at `ptr` (the raw tier's
+    /// [`Worker::tag_msg_recv`], for the C API's `ucp_tag_msg_recv_nbx`).
+    ///
+    /// # Safety
+    ///
+    /// As for [`Worker::tag_recv_raw`]: unless this returns `Posted::Done`
+    /// or an error, the `len` bytes at `ptr` must stay writable, and
+    /// untouched by anyone else, until the request's completion has been
+    /// observed or the worker is dropped.
+    pub unsafe fn tag_msg_recv_raw(
+        &mut self,
+        msg: Message,
+        ptr: *mut u8,
+        len: usize,
+        op: Op,
+    ) -> Result<Posted<()>> {
+        // SAFETY: forwarded from this function's contract.
+        let rb = unsafe { RecvBuf::new(ptr, len) };
+        Ok(match self.core.msg_recv_start(msg.id, rb, op)? {
+            RecvStarted::Done(info) => Posted::Done(info, ()),
+            RecvStarted::InFlight(id) => Posted::InFlight(ReqId(id)),
+        })
+    }
 }
