@@ -1,0 +1,289 @@
+//! Endpoints: `ucp_ep_create` from a worker address, closing
+//! (`ucp_ep_close_nbx`, `ucp_ep_close_nb`, `ucp_ep_destroy`,
+//! `ucp_disconnect_nb`) and `ucp_ep_print_info`.
+//!
+//! rucx keeps one endpoint per remote worker; each `ucp_ep_create` gets a
+//! C endpoint of its own on it, and the Rust endpoint is closed with the
+//! last of them. Error handlers: in `UCP_ERR_HANDLING_MODE_PEER` the Rust
+//! endpoint's handler queues the failure, and `ucp_worker_progress` calls
+//! the C handler of each C endpoint on it (with the endpoint's user data
+//! as its argument when one was given, as UCX does).
+
+use crate::config::write_stream;
+use crate::request::{self, Opts};
+use crate::status::{self, guard, guard_ptr};
+use crate::types::*;
+use crate::worker::{self, Polled, Worker};
+use rucx::ucp::CloseMode;
+use rucx::{EpParams as RustEpParams, ErrMode};
+use std::ffi::c_uint;
+use std::ptr;
+
+/// `ucp_ep_h`.
+#[derive(Debug)]
+pub struct Endpoint {
+    pub(crate) worker: *const Worker,
+    pub(crate) ep: rucx::Ep,
+    pub(crate) err: ErrHandler,
+}
+
+impl Endpoint {
+    /// The endpoint's worker.
+    pub(crate) fn worker(&self) -> &Worker {
+        // SAFETY: a worker outlives its endpoints (ucp_worker_destroy
+        // frees them with it).
+        unsafe { &*self.worker }
+    }
+}
+
+/// `ucp_ep_create`: by `UCP_EP_PARAM_FIELD_REMOTE_ADDRESS` (socket
+/// addresses and connection requests: `UCS_ERR_UNSUPPORTED` for now).
+///
+/// # Safety
+///
+/// `worker` is a live worker; `params` points to a `ucp_ep_params_t`
+/// whose address (if set) came from `ucp_worker_get_address`; `ep_p` is
+/// writable.
+#[no_mangle]
+pub unsafe extern "C" fn ucp_ep_create(
+    worker: *mut Worker,
+    params: *const EpParams,
+    ep_p: *mut *mut Endpoint,
+) -> StatusCode {
+    status::guard_status(|| {
+        // SAFETY: NULL or valid (contract).
+        let (Some(w), Some(p)) = (unsafe { worker.as_ref() }, unsafe { params.as_ref() }) else {
+            return status::INVALID_PARAM;
+        };
+        if ep_p.is_null() {
+            return status::INVALID_PARAM;
+        }
+        let _g = w.enter();
+        let has = |bit| p.field_mask & bit != 0;
+        if !has(UCP_EP_PARAM_FIELD_REMOTE_ADDRESS) {
+            if has(UCP_EP_PARAM_FIELD_SOCK_ADDR) || has(UCP_EP_PARAM_FIELD_CONN_REQUEST) {
+                return status::UNSUPPORTED;
+            }
+            return status::INVALID_PARAM;
+        }
+        if p.address.is_null() {
+            return status::INVALID_PARAM;
+        }
+        // SAFETY: an address from ucp_worker_get_address (contract).
+        let Some(addr) = (unsafe { worker::unwrap_address(p.address) }) else {
+            return status::INVALID_ADDR;
+        };
+        let peer_mode =
+            has(UCP_EP_PARAM_FIELD_ERR_HANDLING_MODE) && p.err_mode == UCP_ERR_HANDLING_MODE_PEER;
+        let mut err = match has(UCP_EP_PARAM_FIELD_ERR_HANDLER) {
+            true => p.err_handler,
+            false => ErrHandler {
+                cb: None,
+                arg: ptr::null_mut(),
+            },
+        };
+        if has(UCP_EP_PARAM_FIELD_USER_DATA) {
+            err.arg = p.user_data;
+        }
+        let ep = match w.with(|rw| rw.connect(addr)) {
+            Ok(ep) => ep,
+            Err(e) => return status::of(&e),
+        };
+        if peer_mode {
+            let failures = w.failures.clone();
+            let params = RustEpParams::new()
+                .err_mode(ErrMode::Peer)
+                .on_error(move |_, ep, e| failures.lock().push((ep, e.status().code())));
+            if let Err(e) = w.with(|rw| rw.connect_with(addr, params)) {
+                return status::of(&e);
+            }
+        }
+        let c = Box::into_raw(Box::new(Endpoint { worker: w, ep, err }));
+        w.with_eps(|m| m.entry(ep.to_u64()).or_default().push(c));
+        // SAFETY: checked non-NULL; writable (contract).
+        unsafe { *ep_p = c };
+        status::OK
+    })
+}
+
+/// Posts a request that completes when polled operation `op` ends, or
+/// returns at once if it ended (see [`request::done_at_once`]). The
+/// callback of `o` runs at completion.
+pub(crate) fn post_polled(w: &Worker, mut op: Polled, o: &Opts) -> StatusPtr {
+    let r = w.with(|rw| match &mut op {
+        Polled::Close(c) => rw.ep_close_poll(c),
+        Polled::Flush(f) => rw.flush_poll(f),
+    });
+    if let Some(r) = r {
+        return request::done_at_once(w, o, worker::close_status(r), TagRecvInfo::default());
+    }
+    match request::alloc(w, o) {
+        Ok(h) => {
+            w.with_polled(|v| v.push((h, op)));
+            request::user_ptr(h)
+        }
+        Err(st) => status::ptr(st),
+    }
+}
+
+/// Closes C endpoint `ep`, force or flush, as `ucp_ep_close_nbx`.
+///
+/// # Safety
+///
+/// `ep` is a live endpoint; it is freed here.
+unsafe fn close(ep: *mut Endpoint, force: bool, o: &Opts) -> StatusPtr {
+    // SAFETY: live endpoint (contract).
+    let (w, rep) = unsafe { ((*ep).worker(), (*ep).ep) };
+    let _g = w.enter();
+    let last = w.with_eps(|m| {
+        let key = rep.to_u64();
+        let v = m.entry(key).or_default();
+        v.retain(|&p| p != ep);
+        let last = v.is_empty();
+        if last {
+            m.remove(&key);
+        }
+        last
+    });
+    // SAFETY: boxed by ucp_ep_create; out of the table, freed once.
+    drop(unsafe { Box::from_raw(ep) });
+    let mode = if force {
+        CloseMode::Force
+    } else {
+        CloseMode::Flush
+    };
+    let op = match last {
+        false => None,
+        true => match w.with(|rw| rw.ep_close_start(rep, mode)) {
+            Ok(c) => Some(Polled::Close(c)),
+            // Gone already (a failure closed it): nothing to close.
+            Err(rucx::Error::InvalidHandle) => None,
+            Err(e) => return status::ptr(status::of(&e)),
+        },
+    };
+    match op {
+        Some(op) => post_polled(w, op, o),
+        None => request::done_at_once(w, o, status::OK, TagRecvInfo::default()),
+    }
+}
+
+/// `ucp_ep_close_nbx`: `UCP_EP_CLOSE_FLAG_FORCE` in the parameters'
+/// flags releases the endpoint at once; otherwise what was posted on it
+/// leaves first, then the peer is told.
+///
+/// # Safety
+///
+/// `ep` is a live endpoint, not used after; `param` is NULL or a valid
+/// `ucp_request_param_t`.
+#[no_mangle]
+pub unsafe extern "C" fn ucp_ep_close_nbx(
+    ep: *mut Endpoint,
+    param: *const RequestParam,
+) -> StatusPtr {
+    guard_ptr(|| {
+        if ep.is_null() {
+            return status::ptr(status::INVALID_PARAM);
+        }
+        // SAFETY: NULL or valid (contract).
+        let o = unsafe { Opts::from_param(param, false) };
+        let force = o.flags & UCP_EP_CLOSE_FLAG_FORCE != 0;
+        // SAFETY: live endpoint (contract).
+        unsafe { close(ep, force, &o) }
+    })
+}
+
+/// `ucp_ep_close_nb`: `UCP_EP_CLOSE_MODE_FORCE` or `_FLUSH`.
+///
+/// # Safety
+///
+/// As `ucp_ep_close_nbx`.
+#[no_mangle]
+pub unsafe extern "C" fn ucp_ep_close_nb(ep: *mut Endpoint, mode: c_uint) -> StatusPtr {
+    guard_ptr(|| {
+        if ep.is_null() || mode > UCP_EP_CLOSE_MODE_FLUSH {
+            return status::ptr(status::INVALID_PARAM);
+        }
+        let o = Opts::new(request::Cb::None);
+        // SAFETY: live endpoint (contract).
+        unsafe { close(ep, mode == UCP_EP_CLOSE_MODE_FORCE, &o) }
+    })
+}
+
+/// `ucp_disconnect_nb` (legacy): `ucp_ep_close_nb` in flush mode.
+///
+/// # Safety
+///
+/// As `ucp_ep_close_nbx`.
+#[no_mangle]
+pub unsafe extern "C" fn ucp_disconnect_nb(ep: *mut Endpoint) -> StatusPtr {
+    // SAFETY: forwarded contract.
+    unsafe { ucp_ep_close_nb(ep, UCP_EP_CLOSE_MODE_FLUSH) }
+}
+
+/// Progresses `w` until request `req` (a status pointer) is over; frees
+/// it and returns its status.
+pub(crate) fn wait_ptr(w: &Worker, req: StatusPtr) -> StatusCode {
+    if let Some(st) = status::of_ptr(req) {
+        return st;
+    }
+    loop {
+        // SAFETY: a live request of this library.
+        let st = unsafe { request::ucp_request_check_status(req) };
+        if st != status::INPROGRESS {
+            // SAFETY: as above; not used after.
+            unsafe { request::ucp_request_free(req) };
+            return st;
+        }
+        worker::progress(w);
+    }
+}
+
+/// `ucp_ep_destroy` (legacy): closes in flush mode and waits.
+///
+/// # Safety
+///
+/// As `ucp_ep_close_nbx`.
+#[no_mangle]
+pub unsafe extern "C" fn ucp_ep_destroy(ep: *mut Endpoint) {
+    guard((), || {
+        if ep.is_null() {
+            return;
+        }
+        // SAFETY: live endpoint (contract).
+        let w = unsafe { (*ep).worker() };
+        let _g = w.enter();
+        // SAFETY: live endpoint (contract); not used after.
+        let req = unsafe { close(ep, false, &Opts::new(request::Cb::None)) };
+        wait_ptr(w, req);
+    })
+}
+
+/// `ucp_ep_print_info`: the remote worker and the protocol tables.
+///
+/// # Safety
+///
+/// `ep` is a live endpoint; `stream` an open `FILE *`.
+#[no_mangle]
+pub unsafe extern "C" fn ucp_ep_print_info(ep: *mut Endpoint, stream: *mut libc::FILE) {
+    guard((), || {
+        // SAFETY: NULL or live (contract).
+        let Some(e) = (unsafe { ep.as_ref() }) else {
+            return;
+        };
+        let w = e.worker();
+        let _g = w.enter();
+        let (uuid, tables) = w.with(|rw| (rw.ep_remote_uuid(e.ep), rw.ep_protocols(e.ep)));
+        let mut out = format!("#\n# UCP endpoint of worker '{}'\n#\n", worker::name_of(w));
+        if let Ok(u) = uuid {
+            out += &format!("#               peer: {u:#018x}\n");
+        }
+        for t in tables.unwrap_or_default() {
+            for line in format!("{t}").lines() {
+                out += &format!("# {line}\n");
+            }
+        }
+        out += "#\n";
+        // SAFETY: an open stream (contract).
+        unsafe { write_stream(stream, out.as_bytes()) };
+    })
+}

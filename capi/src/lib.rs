@@ -1,0 +1,70 @@
+//! UCX 1.13's C API over rucx: `libucp.so.0`.
+//!
+//! This crate builds a shared library that exports `ucp_*` and `ucs_*`
+//! functions with UCX 1.13's names, numeric values, struct layouts and
+//! semantics, so that a C program written for UCX (compiled against
+//! UCX's headers, or rucx's own at the same include paths) runs on rucx.
+//! It is a thin layer over the raw tier of the Rust API ([`rucx::Worker`]'s
+//! `tag_send_raw`, `tag_recv_raw`, completion queue, endpoint parameters,
+//! event fd); statuses map through `ucs`'s one table
+//! ([`rucx::ucp::ucs::Status`], via [`rucx::Error::status`]), and no panic
+//! crosses the boundary: every entry point catches unwinding and returns a
+//! status (or an error pointer, or nothing for `void` functions).
+//!
+//! # Map
+//! * `types.rs`: `#[repr(C)]` mirrors of UCX's parameter and attribute
+//!   structs and the constants (field-mask bits, flags) they use;
+//! * `status.rs`: `ucs_status_string`, the `UCS_PTR_*` encoding and the
+//!   guards that turn a panic into a status;
+//! * `config.rs`: `ucp_config_*` (`UCX_` variables read as their `RUCX_`
+//!   counterparts where the meaning is the same);
+//! * `context.rs`: `ucp_init_version`, `ucp_cleanup`, queries, versions;
+//! * `worker.rs`: workers, progress and the delivery of completions,
+//!   endpoint failures and connection requests to C;
+//! * `wakeup.rs`: `ucp_worker_get_efd`, `arm`, `wait`, `signal`;
+//! * `ep.rs`: endpoints (by worker address) and closing them;
+//! * `flush.rs`: endpoint and worker flushes;
+//! * `request.rs`: requests in UCX's memory model (a per-worker pool of
+//!   blocks, rucx's header before the user's `request_size` area) and the
+//!   `ucp_request_*` entry points;
+//! * `tag.rs`: tag-matched sends, receives and probes.
+//!
+//! # Requests and callbacks
+//! Every operation that goes in flight is posted to the Rust worker with
+//! [`rucx::Op::queue`] and the address of its C request as user data. A C
+//! request is a block `header + request_size`: the handle given to C
+//! points just past rucx's header (whose size `ucp_context_query` reports
+//! as `request_size`, as UCX does), at the user's area. Blocks come from a
+//! per-worker pool that runs the user's `request_init` once per block when
+//! it creates it and `request_cleanup` when it frees it. After the Rust
+//! `progress` call returns, `ucp_worker_progress` drains the completion
+//! queue and calls the C callbacks with no borrow of the worker alive, so
+//! a callback may call any entry point (post, free, close). Endpoint
+//! error handlers and listeners' connection handlers are queued by Rust
+//! closures the same way and called after progress.
+//!
+//! # Not implemented yet
+//! Datatypes other than contiguous ones (`UCP_DATATYPE_IOV`, generic and
+//! strided: `UCS_ERR_UNSUPPORTED`); memory registration and one-sided
+//! operations (`ucp_mem_*`, `ucp_rkey_*`, `ucp_put*`, `ucp_get*`,
+//! `ucp_atomic_*`); streams (`ucp_stream_*`); active messages (`ucp_am_*`,
+//! `ucp_worker_set_am_*`); endpoints by socket address and listeners
+//! (`ucp_listener_*`, `ucp_conn_request_query`); `ucp_ep_query`,
+//! `ucp_ep_modify_nb`, `ucp_ep_evaluate_perf`, `ucp_request_query`,
+//! `ucp_request_alloc`, `ucp_worker_address_query`, `ucp_worker_wait_mem`,
+//! `ucp_lib_query`; `libucs.so` and `libucm.so`. Thread mode `MULTI` takes
+//! one lock around every entry point of a worker.
+
+// C's names for C's types and functions.
+#![allow(non_camel_case_types)]
+
+pub mod config;
+pub mod context;
+pub mod ep;
+pub mod flush;
+pub mod request;
+pub mod status;
+pub mod tag;
+pub mod types;
+pub mod wakeup;
+pub mod worker;

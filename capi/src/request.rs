@@ -1,0 +1,474 @@
+//! Requests in UCX's memory model, and the `ucp_request_*` entry points.
+//!
+//! A request handle points at the application's area of a block: rucx's
+//! `Header` fills the first [`HEADER_SIZE`] bytes, the application's
+//! `request_size` bytes follow. Blocks come from a per-worker `Pool`
+//! that runs the application's `request_init` on the area once, when it
+//! creates a block, and `request_cleanup` when it frees one (at
+//! `ucp_worker_destroy`). Memory the application passes itself
+//! (`UCP_OP_ATTR_FIELD_REQUEST`, the `_nbr` calls) has the header in the
+//! `HEADER_SIZE` bytes before the pointer, as UCX's has its own.
+//!
+//! A request is *completed* once its status is known and *released* once
+//! the application freed it; it goes back to the pool when both hold. A
+//! request freed in flight thus completes silently (no callback) and is
+//! recycled then.
+
+use crate::status::{self, guard, guard_status};
+use crate::types::*;
+use crate::worker::Worker;
+use rucx::ReqId;
+use std::alloc::Layout;
+use std::ffi::{c_int, c_void};
+use std::ptr::{self, NonNull};
+
+/// How a request reports its completion to C.
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum Cb {
+    /// Polling only (`ucp_request_check_status`).
+    None,
+    /// `ucp_send_nbx_callback_t` with its user data.
+    Send(SendNbxCb, *mut c_void),
+    /// `ucp_tag_recv_nbx_callback_t` with its user data.
+    Recv(TagRecvNbxCb, *mut c_void),
+    /// `ucp_send_callback_t` of the legacy calls.
+    SendLegacy(SendCb),
+    /// `ucp_tag_recv_callback_t` of the legacy calls.
+    RecvLegacy(TagRecvCb),
+}
+
+/// rucx's part of a request, before the application's area.
+#[repr(C)]
+#[derive(Debug)]
+pub(crate) struct Header {
+    /// The worker whose pool the block belongs to, or that runs it.
+    pub(crate) worker: *const Worker,
+    /// The Rust request while in flight.
+    pub(crate) id: Option<ReqId>,
+    pub(crate) cb: Cb,
+    /// What a receive reports.
+    pub(crate) info: TagRecvInfo,
+    pub(crate) status: StatusCode,
+    pub(crate) flags: u8,
+}
+
+/// The status is known.
+pub(crate) const COMPLETED: u8 = 1;
+/// The application freed the request.
+pub(crate) const RELEASED: u8 = 2;
+/// The block belongs to its worker's pool.
+pub(crate) const POOLED: u8 = 4;
+
+/// Bytes of rucx's header before each request handle (what
+/// `ucp_context_query` reports as `request_size`); a multiple of 16, so
+/// that the application's area is as aligned as `malloc`'s memory.
+pub const HEADER_SIZE: usize = (std::mem::size_of::<Header>() + 15) & !15;
+
+/// The handle C sees for header `h`.
+pub(crate) fn user_ptr(h: *mut Header) -> *mut c_void {
+    h.cast::<u8>().wrapping_add(HEADER_SIZE).cast()
+}
+
+/// The header of handle `req` (no check).
+pub(crate) fn header_of(req: *mut c_void) -> *mut Header {
+    req.cast::<u8>().wrapping_sub(HEADER_SIZE).cast()
+}
+
+/// A worker's request blocks.
+#[derive(Debug)]
+pub(crate) struct Pool {
+    free: Vec<NonNull<Header>>,
+    layout: Layout,
+    cleanup: Option<RequestInitCb>,
+}
+
+impl Pool {
+    /// A pool of blocks with `user_size` bytes for the application.
+    pub(crate) fn new(user_size: usize, cleanup: Option<RequestInitCb>) -> Pool {
+        let size = HEADER_SIZE + ((user_size + 15) & !15);
+        let layout = Layout::from_size_align(size, 16).unwrap_or(Layout::new::<[u128; 8]>());
+        Pool {
+            free: Vec::new(),
+            layout,
+            cleanup,
+        }
+    }
+
+    /// A block: a free one, or a new one (`true`: the caller runs
+    /// `request_init` on it, outside any borrow of the worker).
+    pub(crate) fn get(&mut self) -> Option<(NonNull<Header>, bool)> {
+        if let Some(h) = self.free.pop() {
+            return Some((h, false));
+        }
+        // SAFETY: the layout has a non-zero size.
+        let p = unsafe { std::alloc::alloc_zeroed(self.layout) };
+        NonNull::new(p.cast::<Header>()).map(|h| (h, true))
+    }
+
+    /// Takes block `h` back.
+    pub(crate) fn put(&mut self, h: NonNull<Header>) {
+        self.free.push(h);
+    }
+}
+
+impl Drop for Pool {
+    fn drop(&mut self) {
+        for h in self.free.drain(..) {
+            if let Some(f) = self.cleanup {
+                // SAFETY: the application's callback on its own area of a
+                // block this pool made.
+                unsafe { f(user_ptr(h.as_ptr())) };
+            }
+            // SAFETY: allocated by `get` with this layout, freed once.
+            unsafe { std::alloc::dealloc(h.as_ptr().cast(), self.layout) };
+        }
+    }
+}
+
+/// How an operation wants its request (from `ucp_request_param_t`).
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Opts {
+    pub(crate) cb: Cb,
+    /// Request memory of the application.
+    pub(crate) external: *mut c_void,
+    /// `UCP_OP_ATTR_FLAG_NO_IMM_CMPL`: return a completed request rather
+    /// than NULL, after running the callback.
+    pub(crate) no_imm: bool,
+    /// Where a receive that completes at once reports.
+    pub(crate) recv_info: *mut TagRecvInfo,
+    pub(crate) datatype: Datatype,
+    pub(crate) flags: u32,
+}
+
+impl Opts {
+    /// Plain options: no callback, pooled request, contiguous bytes.
+    pub(crate) fn new(cb: Cb) -> Opts {
+        Opts {
+            cb,
+            external: ptr::null_mut(),
+            no_imm: false,
+            recv_info: ptr::null_mut(),
+            datatype: DT_CONTIG_BYTES,
+            flags: 0,
+        }
+    }
+
+    /// The options `param` gives (NULL: the defaults); `recv` picks the
+    /// receive member of the callback union.
+    ///
+    /// # Safety
+    ///
+    /// `param` is NULL or a valid `ucp_request_param_t`.
+    pub(crate) unsafe fn from_param(param: *const RequestParam, recv: bool) -> Opts {
+        let mut o = Opts::new(Cb::None);
+        // SAFETY: NULL or valid (contract).
+        let Some(p) = (unsafe { param.as_ref() }) else {
+            return o;
+        };
+        let has = |bit| p.op_attr_mask & bit != 0;
+        let user_data = if has(UCP_OP_ATTR_FIELD_USER_DATA) {
+            p.user_data
+        } else {
+            ptr::null_mut()
+        };
+        if has(UCP_OP_ATTR_FIELD_CALLBACK) {
+            // SAFETY: every member of the union is one function pointer;
+            // the operation says which one C wrote.
+            o.cb = unsafe {
+                match (recv, p.cb.send, p.cb.recv) {
+                    (false, Some(f), _) => Cb::Send(f, user_data),
+                    (true, _, Some(f)) => Cb::Recv(f, user_data),
+                    _ => Cb::None,
+                }
+            };
+        }
+        if has(UCP_OP_ATTR_FIELD_REQUEST) {
+            o.external = p.request;
+        }
+        if has(UCP_OP_ATTR_FIELD_DATATYPE) {
+            o.datatype = p.datatype;
+        }
+        if has(UCP_OP_ATTR_FIELD_FLAGS) {
+            o.flags = p.flags;
+        }
+        if has(UCP_OP_ATTR_FIELD_RECV_INFO) && recv {
+            o.recv_info = p.recv_info.cast();
+        }
+        o.no_imm = has(UCP_OP_ATTR_FLAG_NO_IMM_CMPL);
+        o
+    }
+}
+
+/// A fresh header for an operation of `w`: in the application's memory
+/// if `o` has some, else from the pool. `Err` with a status if there is
+/// none (or the application's memory is misaligned).
+pub(crate) fn alloc(w: &Worker, o: &Opts) -> Result<*mut Header, StatusCode> {
+    let (h, flags) = if o.external.is_null() {
+        let (h, fresh) = w.with_pool(|p| p.get()).ok_or(status::NO_MEMORY)?;
+        if fresh {
+            if let Some(init) = w.request_init {
+                // SAFETY: the application's callback on its area of a new
+                // block; no borrow of the worker is alive.
+                unsafe { init(user_ptr(h.as_ptr())) };
+            }
+        }
+        (h.as_ptr(), POOLED)
+    } else {
+        let h = header_of(o.external);
+        if h as usize % std::mem::align_of::<Header>() != 0 {
+            return Err(status::INVALID_PARAM);
+        }
+        (h, 0)
+    };
+    let hdr = Header {
+        worker: w,
+        id: None,
+        cb: o.cb,
+        info: TagRecvInfo::default(),
+        status: status::INPROGRESS,
+        flags,
+    };
+    // SAFETY: `h` is a block of the pool or the HEADER_SIZE bytes the
+    // application left before its request (contract of the calls that
+    // take request memory), aligned for a Header (checked).
+    unsafe { ptr::write(h, hdr) };
+    Ok(h)
+}
+
+/// The outcome of an operation that ended when posted with status `st`:
+/// NULL (or the error as a pointer), or with `UCP_OP_ATTR_FLAG_NO_IMM_CMPL`
+/// a completed request whose callback ran already.
+pub(crate) fn done_at_once(w: &Worker, o: &Opts, st: StatusCode, info: TagRecvInfo) -> StatusPtr {
+    if !o.no_imm {
+        return match st {
+            status::OK => ptr::null_mut(),
+            st => status::ptr(st),
+        };
+    }
+    match alloc(w, o) {
+        Ok(h) => {
+            // SAFETY: a fresh header; no borrow of the worker is alive.
+            unsafe { complete(h, st, info) };
+            user_ptr(h)
+        }
+        Err(st) => status::ptr(st),
+    }
+}
+
+/// Gives header `h`'s block back to its pool, if it came from one.
+///
+/// # Safety
+///
+/// `h` is a live header whose request is over; it is not used after.
+pub(crate) unsafe fn recycle(h: *mut Header) {
+    // SAFETY: live header (contract).
+    let (flags, w) = unsafe { ((*h).flags, (*h).worker) };
+    if flags & POOLED != 0 {
+        if let Some(nn) = NonNull::new(h) {
+            // SAFETY: a pooled block's worker outlives the block's use.
+            unsafe { &*w }.with_pool(|p| p.put(nn));
+        }
+    }
+}
+
+/// Completes request `h` with `status` and `info`: runs its callback, or
+/// recycles it if the application released it already.
+///
+/// # Safety
+///
+/// `h` is a live header not completed yet, and no borrow of its worker's
+/// state is alive (the callback may call any entry point).
+pub(crate) unsafe fn complete(h: *mut Header, status: StatusCode, info: TagRecvInfo) {
+    // SAFETY: live header (contract); the borrow ends before the callback.
+    let (cb, released) = unsafe {
+        let hdr = &mut *h;
+        hdr.status = status;
+        hdr.info = info;
+        hdr.id = None;
+        hdr.flags |= COMPLETED;
+        (
+            std::mem::replace(&mut hdr.cb, Cb::None),
+            hdr.flags & RELEASED != 0,
+        )
+    };
+    if released {
+        // SAFETY: completed and released: over.
+        unsafe { recycle(h) };
+        return;
+    }
+    let req = user_ptr(h);
+    let mut info = info;
+    // SAFETY: the application's callbacks with the arguments UCX gives
+    // them; `h` is not touched after (the callback may free it).
+    unsafe {
+        match cb {
+            Cb::None => {}
+            Cb::Send(f, ud) => f(req, status, ud),
+            Cb::Recv(f, ud) => f(req, status, &info, ud),
+            Cb::SendLegacy(f) => f(req, status),
+            Cb::RecvLegacy(f) => f(req, status, &mut info),
+        }
+    }
+}
+
+/// The worker of a live request handle, for taking its lock.
+///
+/// # Safety
+///
+/// `req` is a live request handle.
+unsafe fn worker_of<'a>(req: *mut c_void) -> &'a Worker {
+    // SAFETY: a live handle has a header whose worker is alive.
+    unsafe { &*(*header_of(req)).worker }
+}
+
+/// Status and info of a handle: `None` while in flight.
+///
+/// # Safety
+///
+/// `req` is a live request handle.
+unsafe fn test(req: *mut c_void) -> Option<(StatusCode, TagRecvInfo)> {
+    // SAFETY: live handle (contract).
+    let h = unsafe { &*header_of(req) };
+    (h.flags & COMPLETED != 0).then_some((h.status, h.info))
+}
+
+/// `ucp_request_check_status`: the status, or `UCS_INPROGRESS`.
+///
+/// # Safety
+///
+/// `request` is a live request handle.
+#[no_mangle]
+pub unsafe extern "C" fn ucp_request_check_status(request: *mut c_void) -> StatusCode {
+    guard_status(|| {
+        if request.is_null() {
+            return status::INVALID_PARAM;
+        }
+        // SAFETY: live handle (contract).
+        let _g = unsafe { worker_of(request) }.enter();
+        // SAFETY: as above.
+        unsafe { test(request) }.map_or(status::INPROGRESS, |(s, _)| s)
+    })
+}
+
+/// `ucp_request_test` (legacy): as `ucp_request_check_status`, and fills
+/// `info` (if not NULL) for a completed receive.
+///
+/// # Safety
+///
+/// `request` is a live request handle; `info` is NULL or writable.
+#[no_mangle]
+pub unsafe extern "C" fn ucp_request_test(
+    request: *mut c_void,
+    info: *mut TagRecvInfo,
+) -> StatusCode {
+    // SAFETY: forwarded contract.
+    unsafe { ucp_tag_recv_request_test(request, info) }
+}
+
+/// `ucp_tag_recv_request_test`.
+///
+/// # Safety
+///
+/// As `ucp_request_test`.
+#[no_mangle]
+pub unsafe extern "C" fn ucp_tag_recv_request_test(
+    request: *mut c_void,
+    info: *mut TagRecvInfo,
+) -> StatusCode {
+    guard_status(|| {
+        if request.is_null() {
+            return status::INVALID_PARAM;
+        }
+        // SAFETY: live handle (contract).
+        let _g = unsafe { worker_of(request) }.enter();
+        // SAFETY: as above.
+        match unsafe { test(request) } {
+            None => status::INPROGRESS,
+            Some((s, i)) => {
+                if !info.is_null() {
+                    // SAFETY: writable (contract).
+                    unsafe { *info = i };
+                }
+                s
+            }
+        }
+    })
+}
+
+/// `ucp_request_is_completed` (legacy).
+///
+/// # Safety
+///
+/// `request` is a live request handle.
+#[no_mangle]
+pub unsafe extern "C" fn ucp_request_is_completed(request: *mut c_void) -> c_int {
+    // SAFETY: forwarded contract.
+    c_int::from(unsafe { ucp_request_check_status(request) } != status::INPROGRESS)
+}
+
+/// `ucp_request_free`: a completed request goes back to the pool; one in
+/// flight completes silently (no callback) and goes back then.
+///
+/// # Safety
+///
+/// `request` is a live request handle from this library (not memory the
+/// application passed) and is not used after.
+#[no_mangle]
+pub unsafe extern "C" fn ucp_request_free(request: *mut c_void) {
+    guard((), || {
+        if request.is_null() {
+            return;
+        }
+        // SAFETY: live handle (contract).
+        let _g = unsafe { worker_of(request) }.enter();
+        let h = header_of(request);
+        // SAFETY: live header (contract).
+        let done = unsafe {
+            (*h).flags |= RELEASED;
+            (*h).flags & COMPLETED != 0
+        };
+        if done {
+            // SAFETY: completed and released: over.
+            unsafe { recycle(h) };
+        }
+    })
+}
+
+/// `ucp_request_release` (legacy): `ucp_request_free`.
+///
+/// # Safety
+///
+/// As `ucp_request_free`.
+#[no_mangle]
+pub unsafe extern "C" fn ucp_request_release(request: *mut c_void) {
+    // SAFETY: forwarded contract.
+    unsafe { ucp_request_free(request) }
+}
+
+/// `ucp_request_cancel`: a receive not matched yet (or a send none of
+/// which left) completes with `UCS_ERR_CANCELED`, its callback running
+/// before this returns; anything else runs to its end.
+///
+/// # Safety
+///
+/// `worker` is a live worker; `request` a live request handle of it.
+#[no_mangle]
+pub unsafe extern "C" fn ucp_request_cancel(worker: *mut Worker, request: *mut c_void) {
+    guard((), || {
+        // SAFETY: NULL or live (contract).
+        let Some(w) = (unsafe { worker.as_ref() }) else {
+            return;
+        };
+        if request.is_null() {
+            return;
+        }
+        let _g = w.enter();
+        // SAFETY: live handle (contract).
+        let id = unsafe { (*header_of(request)).id };
+        if let Some(id) = id {
+            if w.with(|rw| rw.request_cancel(id)) {
+                crate::worker::deliver(w);
+            }
+        }
+    })
+}

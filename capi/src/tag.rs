@@ -1,0 +1,494 @@
+//! Tag-matched messages: `ucp_tag_send_nbx`, `ucp_tag_send_sync_nbx`,
+//! `ucp_tag_recv_nbx`, the probes and matched receives, and the legacy
+//! `_nb`/`_nbr` forms. Contiguous datatypes only for now.
+//!
+//! An operation that completes when posted returns NULL (the receive's
+//! `recv_info` filled if given), unless `UCP_OP_ATTR_FLAG_NO_IMM_CMPL`
+//! asks for a request: the legacy receives do, so their callbacks run
+//! before they return, as UCX's may.
+
+use crate::ep::Endpoint;
+use crate::request::{self, Cb, Opts};
+use crate::status::{self, guard, guard_ptr, guard_status};
+use crate::types::*;
+use crate::worker::Worker;
+use rucx::{Op, Posted};
+use std::ffi::{c_int, c_void};
+use std::ptr;
+
+/// Bytes of `count` elements of contiguous `datatype`.
+fn contig_len(datatype: Datatype, count: usize) -> Result<usize, StatusCode> {
+    if datatype & UCP_DATATYPE_CLASS_MASK != UCP_DATATYPE_CONTIG {
+        return Err(status::UNSUPPORTED);
+    }
+    let elem = (datatype >> UCP_DATATYPE_SHIFT) as usize;
+    count.checked_mul(elem).ok_or(status::INVALID_PARAM)
+}
+
+/// Posts an operation of worker `w` with request options `o`: `post`
+/// gets the Rust worker and the [`Op`] that reports to the request.
+fn post(
+    w: &Worker,
+    o: &Opts,
+    post: impl FnOnce(&mut rucx::Worker, Op) -> rucx::Result<Posted<()>>,
+) -> StatusPtr {
+    let h = match request::alloc(w, o) {
+        Ok(h) => h,
+        Err(st) => return status::ptr(st),
+    };
+    let op = Op::new().queue().user_data(h as usize as u64);
+    let r = w.with(|rw| post(rw, op));
+    match r {
+        Ok(Posted::InFlight(id)) => {
+            // SAFETY: the header just written; its request is in flight.
+            unsafe { (*h).id = Some(id) };
+            request::user_ptr(h)
+        }
+        Ok(Posted::Done(info, ())) => {
+            let info = TagRecvInfo {
+                sender_tag: info.tag,
+                length: info.length,
+            };
+            if !o.recv_info.is_null() {
+                // SAFETY: `recv_info` of the parameters is writable (the
+                // caller's contract).
+                unsafe { *o.recv_info = info };
+            }
+            if o.no_imm {
+                // SAFETY: a fresh header; no borrow of the worker alive.
+                unsafe { request::complete(h, status::OK, info) };
+                return request::user_ptr(h);
+            }
+            // SAFETY: the header just written. The application's own
+            // memory says "completed" to a later test (no callback runs,
+            // as UCX's); a pooled block goes back.
+            unsafe {
+                (*h).cb = Cb::None;
+                request::complete(h, status::OK, info);
+                request::recycle(h);
+            }
+            ptr::null_mut()
+        }
+        Err(e) => {
+            // SAFETY: the request never went in flight.
+            unsafe { request::recycle(h) };
+            status::ptr(status::of(&e))
+        }
+    }
+}
+
+/// A tag send on `ep` with options `o`.
+///
+/// # Safety
+///
+/// `ep` is NULL or live; `buffer` holds the message until completion.
+unsafe fn send(
+    ep: *mut Endpoint,
+    buffer: *const c_void,
+    count: usize,
+    tag: u64,
+    o: &Opts,
+    sync: bool,
+) -> StatusPtr {
+    // SAFETY: NULL or live (contract).
+    let Some(e) = (unsafe { ep.as_ref() }) else {
+        return status::ptr(status::INVALID_PARAM);
+    };
+    let len = match contig_len(o.datatype, count) {
+        Ok(n) => n,
+        Err(st) => return status::ptr(st),
+    };
+    if buffer.is_null() && len > 0 {
+        return status::ptr(status::INVALID_PARAM);
+    }
+    let w = e.worker();
+    let _g = w.enter();
+    post(w, o, |rw, op| {
+        let op = if sync { op.sync() } else { op };
+        // SAFETY: the application keeps the buffer valid until the
+        // request completes (UCX's contract, which is the raw tier's).
+        unsafe { rw.tag_send_raw(e.ep, buffer.cast(), len, tag, op) }
+    })
+}
+
+/// A tag receive on `worker` with options `o`.
+///
+/// # Safety
+///
+/// `worker` is NULL or live; `buffer` stays writable until completion.
+unsafe fn recv(
+    worker: *mut Worker,
+    buffer: *mut c_void,
+    count: usize,
+    tag: u64,
+    mask: u64,
+    o: &Opts,
+) -> StatusPtr {
+    // SAFETY: NULL or live (contract).
+    let Some(w) = (unsafe { worker.as_ref() }) else {
+        return status::ptr(status::INVALID_PARAM);
+    };
+    let len = match contig_len(o.datatype, count) {
+        Ok(n) => n,
+        Err(st) => return status::ptr(st),
+    };
+    if buffer.is_null() && len > 0 {
+        return status::ptr(status::INVALID_PARAM);
+    }
+    let _g = w.enter();
+    // SAFETY: the application keeps the buffer valid until completion.
+    post(w, o, |rw, op| unsafe {
+        rw.tag_recv_raw(buffer.cast(), len, tag, mask, op)
+    })
+}
+
+/// `ucp_tag_send_nbx`.
+///
+/// # Safety
+///
+/// `ep` is a live endpoint; `buffer` holds `count` elements until the
+/// send completes; `param` is NULL or a valid `ucp_request_param_t`.
+#[no_mangle]
+pub unsafe extern "C" fn ucp_tag_send_nbx(
+    ep: *mut Endpoint,
+    buffer: *const c_void,
+    count: usize,
+    tag: u64,
+    param: *const RequestParam,
+) -> StatusPtr {
+    // SAFETY: forwarded contract.
+    guard_ptr(|| unsafe {
+        send(
+            ep,
+            buffer,
+            count,
+            tag,
+            &Opts::from_param(param, false),
+            false,
+        )
+    })
+}
+
+/// `ucp_tag_send_sync_nbx`: completes once a receive matched the message.
+///
+/// # Safety
+///
+/// As `ucp_tag_send_nbx`.
+#[no_mangle]
+pub unsafe extern "C" fn ucp_tag_send_sync_nbx(
+    ep: *mut Endpoint,
+    buffer: *const c_void,
+    count: usize,
+    tag: u64,
+    param: *const RequestParam,
+) -> StatusPtr {
+    // SAFETY: forwarded contract.
+    guard_ptr(|| unsafe {
+        send(
+            ep,
+            buffer,
+            count,
+            tag,
+            &Opts::from_param(param, false),
+            true,
+        )
+    })
+}
+
+/// Options of the legacy calls: `datatype`, and a callback.
+fn legacy(datatype: Datatype, cb: Cb) -> Opts {
+    Opts {
+        datatype,
+        ..Opts::new(cb)
+    }
+}
+
+/// `ucp_tag_send_nb` (legacy).
+///
+/// # Safety
+///
+/// As `ucp_tag_send_nbx`.
+#[no_mangle]
+pub unsafe extern "C" fn ucp_tag_send_nb(
+    ep: *mut Endpoint,
+    buffer: *const c_void,
+    count: usize,
+    datatype: Datatype,
+    tag: u64,
+    cb: Option<SendCb>,
+) -> StatusPtr {
+    let o = legacy(datatype, cb.map_or(Cb::None, Cb::SendLegacy));
+    // SAFETY: forwarded contract.
+    guard_ptr(|| unsafe { send(ep, buffer, count, tag, &o, false) })
+}
+
+/// `ucp_tag_send_sync_nb` (legacy).
+///
+/// # Safety
+///
+/// As `ucp_tag_send_nbx`.
+#[no_mangle]
+pub unsafe extern "C" fn ucp_tag_send_sync_nb(
+    ep: *mut Endpoint,
+    buffer: *const c_void,
+    count: usize,
+    datatype: Datatype,
+    tag: u64,
+    cb: Option<SendCb>,
+) -> StatusPtr {
+    let o = legacy(datatype, cb.map_or(Cb::None, Cb::SendLegacy));
+    // SAFETY: forwarded contract.
+    guard_ptr(|| unsafe { send(ep, buffer, count, tag, &o, true) })
+}
+
+/// The status of an `_nbr` call from the status pointer of the post.
+fn nbr_status(p: StatusPtr) -> StatusCode {
+    status::of_ptr(p).unwrap_or(status::INPROGRESS)
+}
+
+/// `ucp_tag_send_nbr`: the request is the application's memory `req`,
+/// with rucx's header in the `request_size` bytes before it. `UCS_OK` if
+/// done at once, `UCS_INPROGRESS` (test with `ucp_request_check_status`)
+/// or an error.
+///
+/// # Safety
+///
+/// As `ucp_tag_send_nbx`; `req` has `request_size` (from
+/// `ucp_context_query`) writable bytes before it, 8-aligned, and stays
+/// valid until the request completes.
+#[no_mangle]
+pub unsafe extern "C" fn ucp_tag_send_nbr(
+    ep: *mut Endpoint,
+    buffer: *const c_void,
+    count: usize,
+    datatype: Datatype,
+    tag: u64,
+    req: *mut c_void,
+) -> StatusCode {
+    guard_status(|| {
+        if req.is_null() {
+            return status::INVALID_PARAM;
+        }
+        let o = Opts {
+            external: req,
+            ..legacy(datatype, Cb::None)
+        };
+        // SAFETY: forwarded contract.
+        nbr_status(unsafe { send(ep, buffer, count, tag, &o, false) })
+    })
+}
+
+/// `ucp_tag_recv_nbx`.
+///
+/// # Safety
+///
+/// `worker` is a live worker; `buffer` has room for `count` elements and
+/// stays writable until the receive completes; `param` is NULL or a valid
+/// `ucp_request_param_t` (its `recv_info.tag_info` writable if set).
+#[no_mangle]
+pub unsafe extern "C" fn ucp_tag_recv_nbx(
+    worker: *mut Worker,
+    buffer: *mut c_void,
+    count: usize,
+    tag: u64,
+    tag_mask: u64,
+    param: *const RequestParam,
+) -> StatusPtr {
+    // SAFETY: forwarded contract.
+    guard_ptr(|| unsafe {
+        recv(
+            worker,
+            buffer,
+            count,
+            tag,
+            tag_mask,
+            &Opts::from_param(param, true),
+        )
+    })
+}
+
+/// `ucp_tag_recv_nb` (legacy): always returns a request (its callback has
+/// run if it completed at once).
+///
+/// # Safety
+///
+/// As `ucp_tag_recv_nbx`.
+#[no_mangle]
+pub unsafe extern "C" fn ucp_tag_recv_nb(
+    worker: *mut Worker,
+    buffer: *mut c_void,
+    count: usize,
+    datatype: Datatype,
+    tag: u64,
+    tag_mask: u64,
+    cb: Option<TagRecvCb>,
+) -> StatusPtr {
+    let o = Opts {
+        no_imm: true,
+        ..legacy(datatype, cb.map_or(Cb::None, Cb::RecvLegacy))
+    };
+    // SAFETY: forwarded contract.
+    guard_ptr(|| unsafe { recv(worker, buffer, count, tag, tag_mask, &o) })
+}
+
+/// `ucp_tag_recv_nbr`: as `ucp_tag_send_nbr`, for a receive.
+///
+/// # Safety
+///
+/// As `ucp_tag_recv_nbx` and `ucp_tag_send_nbr`.
+#[no_mangle]
+pub unsafe extern "C" fn ucp_tag_recv_nbr(
+    worker: *mut Worker,
+    buffer: *mut c_void,
+    count: usize,
+    datatype: Datatype,
+    tag: u64,
+    tag_mask: u64,
+    req: *mut c_void,
+) -> StatusCode {
+    guard_status(|| {
+        if req.is_null() {
+            return status::INVALID_PARAM;
+        }
+        let o = Opts {
+            external: req,
+            ..legacy(datatype, Cb::None)
+        };
+        // SAFETY: forwarded contract.
+        nbr_status(unsafe { recv(worker, buffer, count, tag, tag_mask, &o) })
+    })
+}
+
+/// What `ucp_tag_probe_nb` returns without `remove`: a non-NULL handle
+/// that says "there is one" and that `ucp_tag_msg_recv_nb` refuses.
+static PROBED: u8 = 0;
+
+/// `ucp_tag_probe_nb`: the oldest unexpected message matching
+/// `(tag, tag_mask)`, its tag and length in `info`; with `remove`, taken
+/// out of the queue for `ucp_tag_msg_recv_nb(x)`. NULL if none.
+///
+/// # Safety
+///
+/// `worker` is a live worker; `info` is NULL or writable.
+#[no_mangle]
+pub unsafe extern "C" fn ucp_tag_probe_nb(
+    worker: *mut Worker,
+    tag: u64,
+    tag_mask: u64,
+    remove: c_int,
+    info: *mut TagRecvInfo,
+) -> *mut c_void {
+    guard(ptr::null_mut(), || {
+        // SAFETY: NULL or live (contract).
+        let Some(w) = (unsafe { worker.as_ref() }) else {
+            return ptr::null_mut();
+        };
+        let _g = w.enter();
+        let (found, handle) = if remove != 0 {
+            match w.with(|rw| rw.tag_probe_remove(tag, tag_mask)) {
+                Some(m) => (m.info(), Box::into_raw(Box::new(m)).cast::<c_void>()),
+                None => return ptr::null_mut(),
+            }
+        } else {
+            match w.with(|rw| rw.tag_probe(tag, tag_mask)) {
+                Some(i) => (i, ptr::addr_of!(PROBED).cast_mut().cast::<c_void>()),
+                None => return ptr::null_mut(),
+            }
+        };
+        if !info.is_null() {
+            // SAFETY: writable (contract).
+            unsafe {
+                *info = TagRecvInfo {
+                    sender_tag: found.tag,
+                    length: found.length,
+                }
+            };
+        }
+        handle
+    })
+}
+
+/// A matched receive of `message` into `buffer`.
+///
+/// # Safety
+///
+/// `worker` is NULL or live; `message` came from `ucp_tag_probe_nb` with
+/// `remove` and is not used after; `buffer` stays writable until
+/// completion.
+unsafe fn msg_recv(
+    worker: *mut Worker,
+    buffer: *mut c_void,
+    count: usize,
+    message: *mut c_void,
+    o: &Opts,
+) -> StatusPtr {
+    // SAFETY: NULL or live (contract).
+    let Some(w) = (unsafe { worker.as_ref() }) else {
+        return status::ptr(status::INVALID_PARAM);
+    };
+    if message.is_null() || ptr::eq(message.cast_const().cast::<u8>(), &PROBED) {
+        return status::ptr(status::INVALID_PARAM);
+    }
+    let len = match contig_len(o.datatype, count) {
+        Ok(n) => n,
+        Err(st) => return status::ptr(st),
+    };
+    if buffer.is_null() && len > 0 {
+        return status::ptr(status::INVALID_PARAM);
+    }
+    let _g = w.enter();
+    // SAFETY: boxed by ucp_tag_probe_nb, consumed once (contract).
+    let msg = *unsafe { Box::from_raw(message.cast::<rucx::Message>()) };
+    // SAFETY: the application keeps the buffer valid until completion.
+    post(w, o, |rw, op| unsafe {
+        rw.tag_msg_recv_raw(msg, buffer.cast(), len, op)
+    })
+}
+
+/// `ucp_tag_msg_recv_nbx`.
+///
+/// # Safety
+///
+/// As `ucp_tag_recv_nbx`; `message` came from `ucp_tag_probe_nb` with
+/// `remove` and is not used after.
+#[no_mangle]
+pub unsafe extern "C" fn ucp_tag_msg_recv_nbx(
+    worker: *mut Worker,
+    buffer: *mut c_void,
+    count: usize,
+    message: *mut c_void,
+    param: *const RequestParam,
+) -> StatusPtr {
+    // SAFETY: forwarded contract.
+    guard_ptr(|| unsafe {
+        msg_recv(
+            worker,
+            buffer,
+            count,
+            message,
+            &Opts::from_param(param, true),
+        )
+    })
+}
+
+/// `ucp_tag_msg_recv_nb` (legacy): always returns a request.
+///
+/// # Safety
+///
+/// As `ucp_tag_msg_recv_nbx`.
+#[no_mangle]
+pub unsafe extern "C" fn ucp_tag_msg_recv_nb(
+    worker: *mut Worker,
+    buffer: *mut c_void,
+    count: usize,
+    datatype: Datatype,
+    message: *mut c_void,
+    cb: Option<TagRecvCb>,
+) -> StatusPtr {
+    let o = Opts {
+        no_imm: true,
+        ..legacy(datatype, cb.map_or(Cb::None, Cb::RecvLegacy))
+    };
+    // SAFETY: forwarded contract.
+    guard_ptr(|| unsafe { msg_recv(worker, buffer, count, message, &o) })
+}

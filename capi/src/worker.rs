@@ -1,0 +1,510 @@
+//! Workers: `ucp_worker_create`, `destroy`, `query`, `progress`,
+//! addresses, `fence`, `flush`, `print_info`; and the delivery of
+//! completions, endpoint failures and finished closes and flushes to C.
+//!
+//! # Borrows
+//! A C worker holds its Rust [`rucx::Worker`] and the C layer's state in
+//! `UnsafeCell`s. Every access goes through a closure (`with`,
+//! `with_pool`, ...) that calls no C code and no other accessor, so no two
+//! borrows overlap; C callbacks run only from `deliver`, between such
+//! accesses. Single-thread use is the caller's promise in
+//! `UCS_THREAD_MODE_SINGLE` and `SERIALIZED` (as UCX's); in `MULTI` every
+//! entry point holds the worker's reentrant lock (`Worker::enter`).
+
+use crate::config::write_stream;
+use crate::context::{copy_name, Context};
+use crate::ep::Endpoint;
+use crate::request::{self, Header, Pool};
+use crate::status::{self, guard, guard_status};
+use crate::types::*;
+use parking_lot::{Mutex, ReentrantMutex, ReentrantMutexGuard};
+use rucx::ucp::{Closing, Flushing};
+use std::cell::UnsafeCell;
+use std::collections::HashMap;
+use std::ffi::{c_uint, c_void};
+use std::sync::Arc;
+
+/// An operation the worker moves on after each progress: its request
+/// completes when it is over.
+#[derive(Debug)]
+pub(crate) enum Polled {
+    /// A flush-mode endpoint close.
+    Close(Closing),
+    /// An endpoint or worker flush.
+    Flush(Flushing),
+}
+
+/// Endpoint failures reported by the Rust error handlers, for C.
+pub(crate) type Failures = Arc<Mutex<Vec<(rucx::Ep, StatusCode)>>>;
+
+/// `ucp_worker_h`.
+#[derive(Debug)]
+pub struct Worker {
+    inner: UnsafeCell<rucx::Worker>,
+    pool: UnsafeCell<Pool>,
+    polled: UnsafeCell<Vec<(*mut Header, Polled)>>,
+    /// The C endpoints of each Rust endpoint (by `Ep::to_u64`): several
+    /// `ucp_ep_create` to one worker share one Rust endpoint.
+    eps: UnsafeCell<HashMap<u64, Vec<*mut Endpoint>>>,
+    pub(crate) failures: Failures,
+    pub(crate) waker: rucx::Waker,
+    lock: Option<ReentrantMutex<()>>,
+    pub(crate) request_init: Option<RequestInitCb>,
+    thread_mode: ThreadMode,
+    name: String,
+    /// The worker's address as C sees it ([`wrap_address`]).
+    address: Vec<u8>,
+}
+
+/// Bytes before the Rust worker address in the address C gets: a magic
+/// and the length, so that `ucp_ep_create` knows how much to read.
+pub(crate) const ADDRESS_PREFIX: usize = 8;
+const ADDRESS_MAGIC: [u8; 4] = *b"rcx1";
+/// Longest address `ucp_ep_create` accepts.
+const ADDRESS_MAX: usize = 1 << 16;
+
+/// The address C gets for Rust worker address `a`.
+fn wrap_address(a: &[u8]) -> Vec<u8> {
+    let mut v = ADDRESS_MAGIC.to_vec();
+    v.extend_from_slice(&(a.len() as u32).to_le_bytes());
+    v.extend_from_slice(a);
+    v
+}
+
+/// The Rust worker address inside C address `p`.
+///
+/// # Safety
+///
+/// `p` points to an address from `ucp_worker_get_address` (or at least
+/// [`ADDRESS_PREFIX`] readable bytes).
+pub(crate) unsafe fn unwrap_address<'a>(p: *const c_void) -> Option<&'a [u8]> {
+    // SAFETY: at least the prefix is readable (contract).
+    let head = unsafe { std::slice::from_raw_parts(p.cast::<u8>(), ADDRESS_PREFIX) };
+    if head[..4] != ADDRESS_MAGIC {
+        return None;
+    }
+    let len = u32::from_le_bytes([head[4], head[5], head[6], head[7]]) as usize;
+    if len > ADDRESS_MAX {
+        return None;
+    }
+    // SAFETY: an address from ucp_worker_get_address holds `len` bytes
+    // after its prefix.
+    Some(unsafe { std::slice::from_raw_parts(p.cast::<u8>().add(ADDRESS_PREFIX), len) })
+}
+
+impl Worker {
+    /// The Rust worker, for `f`, which must call no C code and no other
+    /// accessor of this worker.
+    pub(crate) fn with<R>(&self, f: impl FnOnce(&mut rucx::Worker) -> R) -> R {
+        // SAFETY: accessors never nest (module doc) and the worker is used
+        // by one thread at a time (thread mode contract or lock).
+        f(unsafe { &mut *self.inner.get() })
+    }
+
+    /// The request pool, as [`Worker::with`].
+    pub(crate) fn with_pool<R>(&self, f: impl FnOnce(&mut Pool) -> R) -> R {
+        // SAFETY: as in `with`.
+        f(unsafe { &mut *self.pool.get() })
+    }
+
+    /// The polled operations, as [`Worker::with`].
+    pub(crate) fn with_polled<R>(&self, f: impl FnOnce(&mut Vec<(*mut Header, Polled)>) -> R) -> R {
+        // SAFETY: as in `with`.
+        f(unsafe { &mut *self.polled.get() })
+    }
+
+    /// The endpoint table, as [`Worker::with`].
+    pub(crate) fn with_eps<R>(
+        &self,
+        f: impl FnOnce(&mut HashMap<u64, Vec<*mut Endpoint>>) -> R,
+    ) -> R {
+        // SAFETY: as in `with`.
+        f(unsafe { &mut *self.eps.get() })
+    }
+
+    /// Takes the worker's lock in `UCS_THREAD_MODE_MULTI`.
+    pub(crate) fn enter(&self) -> Option<ReentrantMutexGuard<'_, ()>> {
+        self.lock.as_ref().map(|l| l.lock())
+    }
+
+    /// Whether the C layer has work of its own pending (for `arm`/`wait`).
+    pub(crate) fn pending(&self) -> bool {
+        !self.failures.lock().is_empty() || self.with_polled(|p| !p.is_empty())
+    }
+}
+
+/// Progresses `w` and delivers what completed; how many events.
+pub(crate) fn progress(w: &Worker) -> usize {
+    let n = w.with(|rw| rw.progress());
+    n + deliver(w)
+}
+
+/// Delivers to C what the Rust worker reported: completions, closes and
+/// flushes that ended, endpoint failures. Runs C callbacks, so it is
+/// called with no borrow of `w` alive. Returns how many it delivered.
+pub(crate) fn deliver(w: &Worker) -> usize {
+    let mut n = 0;
+    while let Some(c) = w.with(|rw| rw.next_completion()) {
+        let h = c.user_data as usize as *mut Header;
+        let (st, info) = match &c.result {
+            Ok(i) => (
+                status::OK,
+                TagRecvInfo {
+                    sender_tag: i.tag,
+                    length: i.length,
+                },
+            ),
+            Err(e @ rucx::Error::Truncated { capacity, .. }) => (
+                status::of(e),
+                TagRecvInfo {
+                    sender_tag: 0,
+                    length: *capacity,
+                },
+            ),
+            Err(e) => (status::of(e), TagRecvInfo::default()),
+        };
+        // SAFETY: the user data of a queued operation is the header this
+        // layer posted it with, live until completed; no borrow is alive.
+        unsafe { request::complete(h, st, info) };
+        n += 1;
+    }
+    n += poll_ops(w);
+    n + run_err_handlers(w)
+}
+
+/// Moves the polled operations on; completes those that ended.
+fn poll_ops(w: &Worker) -> usize {
+    let mut ops = w.with_polled(std::mem::take);
+    if ops.is_empty() {
+        return 0;
+    }
+    let mut done = Vec::new();
+    w.with(|rw| {
+        ops.retain_mut(|(h, op)| {
+            let r = match op {
+                Polled::Close(c) => rw.ep_close_poll(c),
+                Polled::Flush(f) => rw.flush_poll(f),
+            };
+            match r {
+                None => true,
+                Some(r) => {
+                    done.push((*h, close_status(r)));
+                    false
+                }
+            }
+        })
+    });
+    w.with_polled(|p| {
+        ops.append(p);
+        *p = ops;
+    });
+    let n = done.len();
+    for (h, st) in done {
+        // SAFETY: a header posted with a polled operation, live until
+        // completed; no borrow is alive.
+        unsafe { request::complete(h, st, TagRecvInfo::default()) };
+    }
+    n
+}
+
+/// The status of a finished close or flush. An endpoint that is gone
+/// already (closed by a failure) is closed all the same.
+pub(crate) fn close_status(r: rucx::Result<()>) -> StatusCode {
+    match r {
+        Ok(()) | Err(rucx::Error::InvalidHandle) => status::OK,
+        Err(e) => status::of(&e),
+    }
+}
+
+/// Calls the C error handlers of the endpoints that failed.
+fn run_err_handlers(w: &Worker) -> usize {
+    let failed = std::mem::take(&mut *w.failures.lock());
+    let n = failed.len();
+    for (ep, st) in failed {
+        let list = w.with_eps(|m| m.get(&ep.to_u64()).cloned().unwrap_or_default());
+        for p in list {
+            // A handler may have closed the other endpoints of the list.
+            let live = w.with_eps(|m| m.get(&ep.to_u64()).is_some_and(|v| v.contains(&p)));
+            if !live {
+                continue;
+            }
+            // SAFETY: a live endpoint of this worker (in its table).
+            let (cb, arg) = unsafe { ((*p).err.cb, (*p).err.arg) };
+            if let Some(cb) = cb {
+                // SAFETY: the application's handler with UCX's arguments;
+                // no borrow is alive.
+                unsafe { cb(arg, p.cast(), st) };
+            }
+        }
+    }
+    n
+}
+
+/// `ucp_worker_create`: a worker with one iface per transport resource
+/// of the context. `UCP_WORKER_PARAM_FIELD_EVENT_FD` (an external event
+/// fd) is `UCS_ERR_UNSUPPORTED`.
+///
+/// # Safety
+///
+/// `context` came from `ucp_init`; `params` points to a
+/// `ucp_worker_params_t`; `worker_p` is writable.
+#[no_mangle]
+pub unsafe extern "C" fn ucp_worker_create(
+    context: *mut Context,
+    params: *const WorkerParams,
+    worker_p: *mut *mut Worker,
+) -> StatusCode {
+    guard_status(|| {
+        // SAFETY: NULL or valid (contract).
+        let (Some(c), Some(p)) = (unsafe { context.as_ref() }, unsafe { params.as_ref() }) else {
+            return status::INVALID_PARAM;
+        };
+        if worker_p.is_null() {
+            return status::INVALID_PARAM;
+        }
+        let has = |bit| p.field_mask & bit != 0;
+        if has(UCP_WORKER_PARAM_FIELD_EVENT_FD) {
+            return status::UNSUPPORTED;
+        }
+        let thread_mode = match has(UCP_WORKER_PARAM_FIELD_THREAD_MODE) {
+            true if (UCS_THREAD_MODE_SINGLE..=UCS_THREAD_MODE_MULTI).contains(&p.thread_mode) => {
+                p.thread_mode
+            }
+            true => return status::INVALID_PARAM,
+            false => UCS_THREAD_MODE_SINGLE,
+        };
+        let name = match has(UCP_WORKER_PARAM_FIELD_NAME) {
+            // SAFETY: a C string when the field is set (contract).
+            true => unsafe { crate::config::opt_str(p.name) }.map(str::to_string),
+            false => None,
+        };
+        let mut rw = match c.ctx.create_worker() {
+            Ok(w) => w,
+            Err(e) => return status::of(&e),
+        };
+        let waker = match rw.waker() {
+            Ok(k) => k,
+            Err(e) => return status::of(&e),
+        };
+        let address = wrap_address(&rw.address());
+        let w = Worker {
+            name: name.unwrap_or_else(|| format!("{}:{}", c.name, std::process::id())),
+            inner: UnsafeCell::new(rw),
+            pool: UnsafeCell::new(Pool::new(c.request_size, c.request_cleanup)),
+            polled: UnsafeCell::new(Vec::new()),
+            eps: UnsafeCell::new(HashMap::new()),
+            failures: Failures::default(),
+            waker,
+            lock: (thread_mode == UCS_THREAD_MODE_MULTI).then(|| ReentrantMutex::new(())),
+            request_init: c.request_init,
+            thread_mode,
+            address,
+        };
+        // SAFETY: checked non-NULL; writable (contract).
+        unsafe { *worker_p = Box::into_raw(Box::new(w)) };
+        status::OK
+    })
+}
+
+/// `ucp_worker_destroy`: closes the worker's endpoints at once and frees
+/// its pooled requests (running `request_cleanup` on each). Requests
+/// still held by the application are not freed.
+///
+/// # Safety
+///
+/// `worker` came from `ucp_worker_create`, is not in use by any thread
+/// and is not used after; neither are its endpoints.
+#[no_mangle]
+pub unsafe extern "C" fn ucp_worker_destroy(worker: *mut Worker) {
+    guard((), || {
+        if worker.is_null() {
+            return;
+        }
+        // SAFETY: made by Box::into_raw in ucp_worker_create, freed once.
+        let w = unsafe { Box::from_raw(worker) };
+        let eps = w.with_eps(std::mem::take);
+        for p in eps.into_values().flatten() {
+            // SAFETY: each endpoint was boxed by ucp_ep_create and is in
+            // the table until closed; freed once here.
+            drop(unsafe { Box::from_raw(p) });
+        }
+        drop(w);
+    })
+}
+
+/// `ucp_worker_progress`: progresses the transports, then runs the
+/// callbacks of what completed. Returns how many events it handled.
+///
+/// # Safety
+///
+/// `worker` is a live worker.
+#[no_mangle]
+pub unsafe extern "C" fn ucp_worker_progress(worker: *mut Worker) -> c_uint {
+    guard(0, || {
+        // SAFETY: NULL or live (contract).
+        let Some(w) = (unsafe { worker.as_ref() }) else {
+            return 0;
+        };
+        let _g = w.enter();
+        progress(w).min(c_uint::MAX as usize) as c_uint
+    })
+}
+
+/// A `malloc`ed copy of `w`'s address (freed by
+/// `ucp_worker_release_address`).
+fn address_copy(w: &Worker) -> Option<(*mut c_void, usize)> {
+    let n = w.address.len();
+    // SAFETY: plain allocation; checked below.
+    let p = unsafe { libc::malloc(n) };
+    if p.is_null() {
+        return None;
+    }
+    // SAFETY: `p` has `n` writable bytes, distinct from the source.
+    unsafe { std::ptr::copy_nonoverlapping(w.address.as_ptr(), p.cast::<u8>(), n) };
+    Some((p, n))
+}
+
+/// `ucp_worker_get_address`.
+///
+/// # Safety
+///
+/// `worker` is a live worker; `address_p` and `address_length_p` are
+/// writable.
+#[no_mangle]
+pub unsafe extern "C" fn ucp_worker_get_address(
+    worker: *mut Worker,
+    address_p: *mut *mut c_void,
+    address_length_p: *mut usize,
+) -> StatusCode {
+    guard_status(|| {
+        // SAFETY: NULL or live (contract).
+        let Some(w) = (unsafe { worker.as_ref() }) else {
+            return status::INVALID_PARAM;
+        };
+        if address_p.is_null() || address_length_p.is_null() {
+            return status::INVALID_PARAM;
+        }
+        let Some((p, n)) = address_copy(w) else {
+            return status::NO_MEMORY;
+        };
+        // SAFETY: writable (contract, checked non-NULL).
+        unsafe {
+            *address_p = p;
+            *address_length_p = n;
+        }
+        status::OK
+    })
+}
+
+/// `ucp_worker_release_address`.
+///
+/// # Safety
+///
+/// `address` is NULL or came from `ucp_worker_get_address` or
+/// `ucp_worker_query`, and is not used after.
+#[no_mangle]
+pub unsafe extern "C" fn ucp_worker_release_address(_worker: *mut Worker, address: *mut c_void) {
+    // SAFETY: allocated with malloc by this library (contract).
+    guard((), || unsafe { libc::free(address) })
+}
+
+/// `ucp_worker_query`: thread mode, address (release it with
+/// `ucp_worker_release_address`), name, limits.
+///
+/// # Safety
+///
+/// `worker` is a live worker; `attr` points to a `ucp_worker_attr_t`.
+#[no_mangle]
+pub unsafe extern "C" fn ucp_worker_query(
+    worker: *mut Worker,
+    attr: *mut WorkerAttr,
+) -> StatusCode {
+    guard_status(|| {
+        // SAFETY: NULL or valid (contract).
+        let (Some(w), Some(a)) = (unsafe { worker.as_ref() }, unsafe { attr.as_mut() }) else {
+            return status::INVALID_PARAM;
+        };
+        let has = |bit| a.field_mask & bit != 0;
+        if has(UCP_WORKER_ATTR_FIELD_THREAD_MODE) {
+            a.thread_mode = w.thread_mode;
+        }
+        if has(UCP_WORKER_ATTR_FIELD_ADDRESS) {
+            let Some((p, n)) = address_copy(w) else {
+                return status::NO_MEMORY;
+            };
+            a.address = p;
+            a.address_length = n;
+        }
+        if has(UCP_WORKER_ATTR_FIELD_MAX_AM_HEADER) {
+            a.max_am_header = u16::MAX as usize;
+        }
+        if has(UCP_WORKER_ATTR_FIELD_NAME) {
+            copy_name(&mut a.name, &w.name);
+        }
+        if has(UCP_WORKER_ATTR_FIELD_MAX_INFO_STRING) {
+            a.max_debug_string = 0;
+        }
+        status::OK
+    })
+}
+
+/// `ucp_worker_print_info`: name, address length and transports.
+///
+/// # Safety
+///
+/// `worker` is a live worker; `stream` an open `FILE *`.
+#[no_mangle]
+pub unsafe extern "C" fn ucp_worker_print_info(worker: *mut Worker, stream: *mut libc::FILE) {
+    guard((), || {
+        // SAFETY: NULL or live (contract).
+        let Some(w) = (unsafe { worker.as_ref() }) else {
+            return;
+        };
+        let _g = w.enter();
+        let mut out = format!(
+            "#\n# UCP worker '{}'\n#\n#                 address: {} bytes\n#\n",
+            w.name,
+            w.address.len()
+        );
+        let tls: Vec<String> = w.with(|rw| {
+            rw.ifaces()
+                .map(|i| format!("{}/{}", i.tl_name(), i.dev_name()))
+                .collect()
+        });
+        for (i, t) in tls.iter().enumerate() {
+            out += &format!("#              iface {i:<2} :  {t}\n");
+        }
+        out += "#\n";
+        // SAFETY: an open stream (contract).
+        unsafe { write_stream(stream, out.as_bytes()) };
+    })
+}
+
+/// `ucp_worker_fence`: returns once the one-sided operations posted so
+/// far completed (rucx orders tag operations per endpoint already).
+///
+/// # Safety
+///
+/// `worker` is a live worker.
+#[no_mangle]
+pub unsafe extern "C" fn ucp_worker_fence(worker: *mut Worker) -> StatusCode {
+    guard_status(|| {
+        // SAFETY: NULL or live (contract).
+        let Some(w) = (unsafe { worker.as_ref() }) else {
+            return status::INVALID_PARAM;
+        };
+        let _g = w.enter();
+        let mut f = w.with(|rw| rw.fence_start());
+        loop {
+            if let Some(r) = w.with(|rw| rw.flush_poll(&mut f)) {
+                return close_status(r);
+            }
+            w.with(|rw| rw.progress());
+        }
+    })
+}
+
+/// Name of worker `w` (for endpoints' print_info).
+pub(crate) fn name_of(w: &Worker) -> &str {
+    &w.name
+}

@@ -1,0 +1,145 @@
+//! Helpers of the C API tests: the built `libucp.so`, headers and a C
+//! compiler.
+#![allow(dead_code)]
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+use std::sync::OnceLock;
+
+/// The target directory and cargo profile of this test binary
+/// (`target/<profile>/deps/<test>`).
+fn target_and_profile() -> Option<(PathBuf, String)> {
+    let exe = std::env::current_exe().ok()?;
+    let profile_dir = exe.parent()?.parent()?;
+    let profile = profile_dir.file_name()?.to_str()?.to_string();
+    Some((profile_dir.parent()?.to_path_buf(), profile))
+}
+
+/// A directory holding `libucp.so` and `libucp.so.0` (links to the
+/// library built by `cargo build -p rucx-capi` in this test's profile,
+/// which this builds first: `cargo test` builds the crate's rlib, not
+/// necessarily the shared library). `Err` says why there is none.
+pub(crate) fn lib_dir() -> Result<PathBuf, String> {
+    static DIR: OnceLock<Result<PathBuf, String>> = OnceLock::new();
+    DIR.get_or_init(build_lib).clone()
+}
+
+fn build_lib() -> Result<PathBuf, String> {
+    let (target, profile) = target_and_profile().ok_or("no target directory")?;
+    let cargo = option_env!("CARGO").unwrap_or("cargo");
+    let mut cmd = Command::new(cargo);
+    cmd.args(["build", "-p", "rucx-capi", "--lib", "--target-dir"])
+        .arg(&target)
+        .current_dir(env!("CARGO_MANIFEST_DIR"));
+    match profile.as_str() {
+        "debug" => {}
+        "release" => {
+            cmd.arg("--release");
+        }
+        p => {
+            cmd.args(["--profile", p]);
+        }
+    }
+    let st = cmd.status().map_err(|e| format!("cargo: {e}"))?;
+    if !st.success() {
+        return Err(format!("cargo build -p rucx-capi: {st}"));
+    }
+    let so = target.join(&profile).join("libucp.so");
+    if !so.exists() {
+        return Err(format!("{} was not built", so.display()));
+    }
+    let dir = std::env::temp_dir().join(format!("rucx-capi-lib-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).map_err(|e| e.to_string())?;
+    for name in ["libucp.so", "libucp.so.0"] {
+        let link = dir.join(name);
+        let _ = std::fs::remove_file(&link);
+        std::os::unix::fs::symlink(&so, &link).map_err(|e| e.to_string())?;
+    }
+    Ok(dir)
+}
+
+/// The C compiler (`cc`), if there is one.
+pub(crate) fn cc() -> Option<PathBuf> {
+    let out = Command::new("cc").arg("--version").output().ok()?;
+    out.status.success().then(|| PathBuf::from("cc"))
+}
+
+/// Where `<ucp/api/ucp.h>` comes from: rucx's own headers
+/// (`capi/include`) once they are complete, else Debian's UCX headers
+/// (`libucx-dev`), which are ABI-identical by design.
+pub(crate) fn include_dir() -> Option<PathBuf> {
+    let own = Path::new(env!("CARGO_MANIFEST_DIR")).join("capi/include");
+    let system = PathBuf::from("/usr/include");
+    [own, system]
+        .into_iter()
+        .find(|d| d.join("ucp/api/ucp.h").exists())
+}
+
+/// The C sources of these tests.
+pub(crate) fn c_dir() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/c")
+}
+
+/// Compiles `sources` into executable `out` against `libucp.so` from
+/// `lib`, with `includes` searched after the UCP headers.
+pub(crate) fn compile(
+    sources: &[PathBuf],
+    includes: &[PathBuf],
+    lib: &Path,
+    out: &Path,
+) -> Result<(), String> {
+    let cc = cc().ok_or("no C compiler (cc)")?;
+    let inc = include_dir().ok_or("no UCP headers (capi/include or libucx-dev)")?;
+    let mut cmd = Command::new(cc);
+    cmd.arg("-Wall").arg("-O1").arg("-I").arg(&inc);
+    for i in includes {
+        cmd.arg("-I").arg(i);
+    }
+    cmd.args(sources)
+        .arg("-o")
+        .arg(out)
+        .arg("-L")
+        .arg(lib)
+        .arg(format!("-Wl,-rpath,{}", lib.display()))
+        .args(["-lucp", "-lpthread"]);
+    let o = cmd.output().map_err(|e| format!("cc: {e}"))?;
+    if !o.status.success() {
+        return Err(format!(
+            "cc failed:\n{}",
+            String::from_utf8_lossy(&o.stderr)
+        ));
+    }
+    Ok(())
+}
+
+/// A scratch directory for this test's executables.
+pub(crate) fn scratch(name: &str) -> PathBuf {
+    let d = std::env::temp_dir().join(format!("rucx-capi-{name}-{}", std::process::id()));
+    std::fs::create_dir_all(&d).expect("scratch dir");
+    d
+}
+
+/// Runs `exe` with `env` (and no transport selection of the caller's),
+/// killed after `secs` seconds.
+pub(crate) fn run(exe: &Path, args: &[&str], env: &[(&str, &str)], secs: u64) -> Output {
+    let mut cmd = Command::new("timeout");
+    cmd.arg(secs.to_string()).arg(exe).args(args);
+    // Only the transports the test asks for.
+    for k in ["RUCX_TLS", "UCX_TLS", "RUCX_NET_DEVICES", "UCX_NET_DEVICES"] {
+        cmd.env_remove(k);
+    }
+    for (k, v) in env {
+        cmd.env(k, v);
+    }
+    cmd.output().expect("run test program")
+}
+
+/// Standard output and error of `o`, for messages.
+pub(crate) fn text(o: &Output) -> String {
+    format!(
+        "status {}\n--- stdout\n{}\n--- stderr\n{}",
+        o.status,
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    )
+}

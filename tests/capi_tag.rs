@@ -1,0 +1,48 @@
+//! rucx's `libucp.so` from C, in one process (`tests/c/capi_tag.c`): a
+//! context and two workers connected by address; tag messages of 0 B,
+//! 8 B, 64 KiB and 4 MiB with callbacks; requests in the application's
+//! `request_size` area, `request_init` once per pooled block; a callback
+//! that posts the next send from inside progress; probe and matched
+//! receive; cancel of an unmatched receive; wrong arguments; sleeping on
+//! the event fd and in `ucp_worker_wait` until a message arrives. Over
+//! the default transports, TCP and shared memory (chosen with `UCX_TLS`,
+//! which the library reads as `RUCX_TLS`).
+
+mod capi_common;
+mod common;
+
+use capi_common::*;
+
+#[test]
+fn tag_messages_requests_and_wakeup_from_c() {
+    let lib = match lib_dir() {
+        Ok(d) => d,
+        Err(e) => return common::skip_or_fail(&e),
+    };
+    if cc().is_none() || include_dir().is_none() {
+        return common::skip_or_fail("needs cc and UCP headers (capi/include or libucx-dev)");
+    }
+    let dir = scratch("tag");
+    let exe = dir.join("capi_tag");
+    compile(&[c_dir().join("capi_tag.c")], &[], &lib, &exe).expect("compile capi_tag.c");
+    for env in [vec![], vec![("UCX_TLS", "tcp")], vec![("UCX_TLS", "shm")]] {
+        let out = run(&exe, &[], &env, 120);
+        let t = text(&out);
+        assert!(out.status.success(), "{env:?}: {t}");
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        assert!(stdout.contains("capi_tag: ok"), "{env:?}: {t}");
+        // rucx's library (its configuration names), not UCX's.
+        assert!(stdout.contains("RUCX_TLS="), "{env:?}: {t}");
+        // The resource lines Open MPI scans.
+        assert!(
+            stdout.contains("#      resource 0  :  md 0  dev 0  flags -- "),
+            "{t}"
+        );
+        if let Some((_, tls)) = env.first() {
+            let tl = if *tls == "shm" { "posix/" } else { "tcp/" };
+            assert!(stdout.contains(&format!("flags -- {tl}")), "{env:?}: {t}");
+            assert!(!stdout.contains("flags -- self/"), "{env:?}: {t}");
+        }
+    }
+    let _ = std::fs::remove_dir_all(dir);
+}
