@@ -1,0 +1,35 @@
+//! rucx's `libucp.so` from C (`tests/c/capi_ep.c`): worker queries and
+//! thread modes, the legacy `_nb` calls, a receive done at once with
+//! `recv_info`, flushes and fence, closing endpoints in every mode, and
+//! an endpoint in peer error mode whose handler runs, with the
+//! endpoint's user data, when the peer worker is destroyed. Over the
+//! default transports, TCP and shared memory.
+
+mod capi_common;
+mod common;
+
+use capi_common::*;
+
+#[test]
+fn endpoints_close_flush_and_report_failures_from_c() {
+    let lib = match lib_dir() {
+        Ok(d) => d,
+        Err(e) => return common::skip_or_fail(&e),
+    };
+    if cc().is_none() || include_dir().is_none() {
+        return common::skip_or_fail("needs cc and UCP headers (capi/include or libucx-dev)");
+    }
+    let dir = scratch("ep");
+    let exe = dir.join("capi_ep");
+    compile(&[c_dir().join("capi_ep.c")], &[], &lib, &exe).expect("compile capi_ep.c");
+    for env in [vec![], vec![("UCX_TLS", "tcp")], vec![("UCX_TLS", "shm")]] {
+        let out = run(&exe, &[], &env, 120);
+        let t = text(&out);
+        assert!(out.status.success(), "{env:?}: {t}");
+        assert!(
+            String::from_utf8_lossy(&out.stdout).contains("capi_ep: ok"),
+            "{env:?}: {t}"
+        );
+    }
+    let _ = std::fs::remove_dir_all(dir);
+}
