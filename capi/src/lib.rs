@@ -27,7 +27,8 @@
 //! * `request.rs`: requests in UCX's memory model (a per-worker pool of
 //!   blocks, rucx's header before the user's `request_size` area) and the
 //!   `ucp_request_*` entry points;
-//! * `tag.rs`: tag-matched sends, receives and probes.
+//! * `tag.rs`: tag-matched sends, receives and probes; `dt.rs`: their
+//!   datatypes (contiguous, iovec).
 //!
 //! # Requests and callbacks
 //! Every operation that goes in flight is posted to the Rust worker with
@@ -44,8 +45,8 @@
 //! closures the same way and called after progress.
 //!
 //! # Not implemented yet
-//! Datatypes other than contiguous ones (`UCP_DATATYPE_IOV`, generic and
-//! strided: `UCS_ERR_UNSUPPORTED`); memory registration and one-sided
+//! Generic and strided datatypes (`UCS_ERR_UNSUPPORTED`), and iovecs
+//! outside the tag calls; memory registration and one-sided
 //! operations (`ucp_mem_*`, `ucp_rkey_*`, `ucp_put*`, `ucp_get*`,
 //! `ucp_atomic_*`); streams (`ucp_stream_*`); active messages (`ucp_am_*`,
 //! `ucp_worker_set_am_*`); endpoints by socket address and listeners
@@ -60,6 +61,7 @@
 
 pub mod config;
 pub mod context;
+pub mod dt;
 pub mod ep;
 pub mod flush;
 pub mod request;

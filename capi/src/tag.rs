@@ -1,12 +1,13 @@
 //! Tag-matched messages: `ucp_tag_send_nbx`, `ucp_tag_send_sync_nbx`,
 //! `ucp_tag_recv_nbx`, the probes and matched receives, and the legacy
-//! `_nb`/`_nbr` forms. Contiguous datatypes only for now.
+//! `_nb`/`_nbr` forms, with contiguous and iovec datatypes (`dt.rs`).
 //!
 //! An operation that completes when posted returns NULL (the receive's
 //! `recv_info` filled if given), unless `UCP_OP_ATTR_FLAG_NO_IMM_CMPL`
 //! asks for a request: the legacy receives do, so their callbacks run
 //! before they return, as UCX's may.
 
+use crate::dt::{self, Data};
 use crate::ep::Endpoint;
 use crate::request::{self, Cb, Opts};
 use crate::status::{self, guard, guard_ptr, guard_status};
@@ -15,15 +16,6 @@ use crate::worker::Worker;
 use rucx::{Op, Posted};
 use std::ffi::{c_int, c_void};
 use std::ptr;
-
-/// Bytes of `count` elements of contiguous `datatype`.
-fn contig_len(datatype: Datatype, count: usize) -> Result<usize, StatusCode> {
-    if datatype & UCP_DATATYPE_CLASS_MASK != UCP_DATATYPE_CONTIG {
-        return Err(status::UNSUPPORTED);
-    }
-    let elem = (datatype >> UCP_DATATYPE_SHIFT) as usize;
-    count.checked_mul(elem).ok_or(status::INVALID_PARAM)
-}
 
 /// Posts an operation of worker `w` with request options `o`: `post`
 /// gets the Rust worker and the [`Op`] that reports to the request.
@@ -94,20 +86,24 @@ unsafe fn send(
     let Some(e) = (unsafe { ep.as_ref() }) else {
         return status::ptr(status::INVALID_PARAM);
     };
-    let len = match contig_len(o.datatype, count) {
-        Ok(n) => n,
+    // SAFETY: an iovec datatype's buffer is its list (contract).
+    let data = match unsafe { dt::data(o.datatype, buffer, count) } {
+        Ok(d) => d,
         Err(st) => return status::ptr(st),
     };
-    if buffer.is_null() && len > 0 {
-        return status::ptr(status::INVALID_PARAM);
-    }
     let w = e.worker();
     let _g = w.enter();
     post(w, o, |rw, op| {
         let op = if sync { op.sync() } else { op };
-        // SAFETY: the application keeps the buffer valid until the
-        // request completes (UCX's contract, which is the raw tier's).
-        unsafe { rw.tag_send_raw(e.ep, buffer.cast(), len, tag, op) }
+        match data {
+            // SAFETY: the application keeps the buffer valid until the
+            // request completes (UCX's contract, which is the raw tier's).
+            Data::Contig(len) => unsafe { rw.tag_send_raw(e.ep, buffer.cast(), len, tag, op) },
+            Data::Iov(iov) => {
+                let r = rw.tag_send_dt(e.ep, iov, tag, op);
+                dt::detach(rw, r)
+            }
+        }
     })
 }
 
@@ -128,17 +124,19 @@ unsafe fn recv(
     let Some(w) = (unsafe { worker.as_ref() }) else {
         return status::ptr(status::INVALID_PARAM);
     };
-    let len = match contig_len(o.datatype, count) {
-        Ok(n) => n,
+    // SAFETY: an iovec datatype's buffer is its list (contract).
+    let data = match unsafe { dt::data(o.datatype, buffer, count) } {
+        Ok(d) => d,
         Err(st) => return status::ptr(st),
     };
-    if buffer.is_null() && len > 0 {
-        return status::ptr(status::INVALID_PARAM);
-    }
     let _g = w.enter();
-    // SAFETY: the application keeps the buffer valid until completion.
-    post(w, o, |rw, op| unsafe {
-        rw.tag_recv_raw(buffer.cast(), len, tag, mask, op)
+    post(w, o, |rw, op| match data {
+        // SAFETY: the application keeps the buffer valid until completion.
+        Data::Contig(len) => unsafe { rw.tag_recv_raw(buffer.cast(), len, tag, mask, op) },
+        Data::Iov(iov) => {
+            let r = rw.tag_recv_dt(iov, tag, mask, op);
+            dt::detach(rw, r)
+        }
     })
 }
 
@@ -429,19 +427,21 @@ unsafe fn msg_recv(
     if message.is_null() || ptr::eq(message.cast_const().cast::<u8>(), &PROBED) {
         return status::ptr(status::INVALID_PARAM);
     }
-    let len = match contig_len(o.datatype, count) {
-        Ok(n) => n,
+    // SAFETY: an iovec datatype's buffer is its list (contract).
+    let data = match unsafe { dt::data(o.datatype, buffer, count) } {
+        Ok(d) => d,
         Err(st) => return status::ptr(st),
     };
-    if buffer.is_null() && len > 0 {
-        return status::ptr(status::INVALID_PARAM);
-    }
     let _g = w.enter();
     // SAFETY: boxed by ucp_tag_probe_nb, consumed once (contract).
     let msg = *unsafe { Box::from_raw(message.cast::<rucx::Message>()) };
-    // SAFETY: the application keeps the buffer valid until completion.
-    post(w, o, |rw, op| unsafe {
-        rw.tag_msg_recv_raw(msg, buffer.cast(), len, op)
+    post(w, o, |rw, op| match data {
+        // SAFETY: the application keeps the buffer valid until completion.
+        Data::Contig(len) => unsafe { rw.tag_msg_recv_raw(msg, buffer.cast(), len, op) },
+        Data::Iov(iov) => {
+            let r = rw.tag_msg_recv_dt(msg, iov, op);
+            dt::detach(rw, r)
+        }
     })
 }
 

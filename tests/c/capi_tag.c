@@ -335,10 +335,16 @@ int main(void)
     {
         void *p = ucp_tag_send_nbx(NULL, "x", 1, 1, &(ucp_request_param_t){0});
         CHECK(UCS_PTR_IS_ERR(p) && UCS_PTR_STATUS(p) == UCS_ERR_INVALID_PARAM);
+        /* A generic datatype (class 7) with no ops behind it. */
+        ucp_request_param_t gen = {.op_attr_mask = UCP_OP_ATTR_FIELD_DATATYPE,
+                                   .datatype = UCP_DATATYPE_GENERIC};
+        p = ucp_tag_send_nbx(ep, "x", 1, 1, &gen);
+        CHECK(UCS_PTR_IS_ERR(p) && UCS_PTR_STATUS(p) == UCS_ERR_UNSUPPORTED);
         ucp_request_param_t iov = {.op_attr_mask = UCP_OP_ATTR_FIELD_DATATYPE,
                                    .datatype = ucp_dt_make_iov()};
-        p = ucp_tag_send_nbx(ep, "x", 1, 1, &iov);
-        CHECK(UCS_PTR_IS_ERR(p) && UCS_PTR_STATUS(p) == UCS_ERR_UNSUPPORTED);
+        ucp_dt_iov_t bad = {.buffer = NULL, .length = 5};
+        p = ucp_tag_send_nbx(ep, &bad, 1, 1, &iov);
+        CHECK(UCS_PTR_IS_ERR(p) && UCS_PTR_STATUS(p) == UCS_ERR_INVALID_PARAM);
         CHECK(strcmp(ucs_status_string(UCS_ERR_CANCELED), "Request canceled") == 0);
     }
 
@@ -349,6 +355,46 @@ int main(void)
         one_message(ep, sizes[i], 0x200 + i, 0);
     }
     printf("sizes: ok\n");
+
+    /* Iovecs: a list of three pieces (one empty) into a list of two, and
+     * into contiguous memory; eager and rendezvous sizes. */
+    for (int big = 0; big < 2; big++) {
+        size_t n1 = big ? 300000 : 100, n2 = big ? 200000 : 50;
+        uint8_t *a = malloc(n1), *b = malloc(n2), *flat = malloc(n1 + n2);
+        uint8_t *r1 = calloc(1, n2), *r2 = calloc(1, n1 + 100), *rflat = calloc(1, n1 + n2);
+        fill(a, n1, 3);
+        fill(b, n2, 4);
+        memcpy(flat, a, n1);
+        memcpy(flat + n1, b, n2);
+        ucp_dt_iov_t out[3] = {{a, n1}, {NULL, 0}, {b, n2}};
+        ucp_dt_iov_t in[2] = {{r1, n2}, {r2, n1 + 100}};
+        ucp_request_param_t sp = {0}, rp = {0};
+        sp.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA |
+                          UCP_OP_ATTR_FIELD_DATATYPE;
+        sp.cb.send      = send_cb;
+        sp.user_data    = (void *)0x51;
+        sp.datatype     = ucp_dt_make_iov();
+        rp.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA |
+                          UCP_OP_ATTR_FIELD_DATATYPE | UCP_OP_ATTR_FLAG_NO_IMM_CMPL;
+        rp.cb.recv      = recv_cb;
+        rp.user_data    = (void *)0x52;
+        rp.datatype     = ucp_dt_make_iov();
+        void *r = ucp_tag_recv_nbx(wb, in, 2, 0x3300 + big, UINT64_MAX, &rp);
+        void *s = ucp_tag_send_nbx(ep, out, 3, 0x3300 + big, &sp);
+        CHECK(wait_req(r) == UCS_OK);
+        CHECK(wait_req(s) == UCS_OK);
+        CHECK(memcmp(r1, flat, n2) == 0 && memcmp(r2, flat + n2, n1) == 0);
+        /* The same list into contiguous memory. */
+        rp.datatype = ucp_dt_make_contig(1);
+        r = ucp_tag_recv_nbx(wb, rflat, n1 + n2, 0x3400 + big, UINT64_MAX, &rp);
+        s = ucp_tag_send_nbx(ep, out, 3, 0x3400 + big, &sp);
+        CHECK(wait_req(r) == UCS_OK);
+        CHECK(((struct app_req *)r)->info.length == n1 + n2);
+        CHECK(wait_req(s) == UCS_OK);
+        CHECK(memcmp(rflat, flat, n1 + n2) == 0);
+        free(a), free(b), free(flat), free(r1), free(r2), free(rflat);
+    }
+    printf("iov: ok\n");
 
     /* A callback posts the next send from inside progress. */
     {
