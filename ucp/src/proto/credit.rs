@@ -16,10 +16,13 @@
 //!
 //! The receiver grants from one budget for the worker: the bytes its
 //! unexpected messages hold plus every grant not yet used stay within the
-//! limit. A grant is twice what the endpoint used since its last request
-//! (enough for the message that did not fit, if one did not), at most
-//! [`CREDIT_GRANT_MAX`] and a quarter of what the budget has left, so an
-//! endpoint that stops sending holds little; when that leaves less than
+//! limit. A grant is four times what the endpoint used since its last
+//! request (enough for the message that did not fit, if one did not; and
+//! at least a sixteenth of what the budget has left once the endpoint ran
+//! out, so that a window of large messages stops falling back to
+//! rendezvous after a request or two), at most [`CREDIT_GRANT_MAX`] and a
+//! quarter of what the budget has left, so an endpoint that stops sending
+//! holds little; when that leaves less than
 //! [`CREDIT_GRANT_MIN`], the endpoint
 //! waits (sending by rendezvous) until receives take the held bytes and
 //! grants to half the limit. The bound is therefore the limit plus
@@ -50,7 +53,7 @@ pub(crate) const UNEXP_ENTRY: usize = std::mem::size_of::<Unexp>() + 32;
 /// Bytes an endpoint may charge before its receiver granted any.
 pub(crate) const CREDIT_INITIAL: u64 = 128 * 1024;
 /// Largest single grant.
-pub(crate) const CREDIT_GRANT_MAX: u64 = 4 * 1024 * 1024;
+pub(crate) const CREDIT_GRANT_MAX: u64 = 16 * 1024 * 1024;
 /// Smallest grant worth sending; below it the endpoint waits.
 pub(crate) const CREDIT_GRANT_MIN: u64 = 4 * 1024;
 
@@ -248,10 +251,16 @@ impl Core {
         // What the peer says is bounded by what it was allowed; a smaller
         // total than before changes nothing.
         let sent = sent.clamp(c.reported, c.granted);
-        // The next grant: twice what was used since the last request (a
-        // sender streaming faster gets more each time), enough for what
-        // did not fit.
-        c.want = (sent - c.reported).saturating_mul(2).max(need);
+        // The next grant: four times what was used since the last request
+        // (a sender streaming faster gets more each time), enough for what
+        // did not fit; and for a sender that ran out (it sent by
+        // rendezvous), at least a sixteenth of what the budget has left, so
+        // that a window of large messages is covered after one or two
+        // requests rather than after many round trips.
+        c.want = (sent - c.reported).saturating_mul(4).max(need);
+        if need > 0 {
+            c.want = c.want.max(self.unexp.room() / 16);
+        }
         if c.tracked {
             self.unexp.out = self.unexp.out.saturating_sub(sent - c.reported);
         } else if c.granted != u64::MAX {

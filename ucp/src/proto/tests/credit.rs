@@ -5,7 +5,7 @@
 use crate::proto::credit::{charge_of, AM_CREDIT, CREDIT_INITIAL, UNEXP_ENTRY};
 use crate::proto::eager_rx::RecvStarted;
 use crate::proto::eager_tx::Started;
-use crate::proto::testing::{exchange, pattern, virt_attr, Node};
+use crate::proto::testing::{exchange, pattern, settle, virt_attr, Node};
 use crate::proto::wire::{AM_EAGER_ONLY, AM_RNDV_RTS};
 use crate::request::Op;
 use crate::ucs::config::MemUnits;
@@ -132,6 +132,57 @@ fn the_message_that_reaches_half_the_credit_asks_for_more_and_none_before() {
         assert_eq!(asked, usize::from(i == due), "requests with message {i}");
         exchange(&mut a, &mut b);
     }
+}
+
+/// Bursts of `burst` messages of `len` bytes from `a`, each burst sent
+/// before anything reaches `b` (a window in flight), then received in
+/// order; the number of messages of each burst that went by rendezvous.
+fn bursts(a: &mut Node, b: &mut Node, len: usize, burst: usize, n: usize) -> Vec<usize> {
+    let data = pattern(len);
+    let mut buf = vec![0u8; len];
+    let mut rndv = Vec::new();
+    for _ in 0..n {
+        for _ in 0..burst {
+            a.send(&data, 5, Op::new()).unwrap();
+        }
+        rndv.push(a.tx.ams_of(AM_RNDV_RTS).len());
+        exchange(a, b);
+        for i in 0..burst {
+            match b.recv(&mut buf, 5, !0).unwrap() {
+                RecvStarted::Done(info) => assert_eq!(info.length, len),
+                RecvStarted::InFlight(rid) => {
+                    settle(a, b);
+                    assert_eq!(b.done_len(rid), Some(len), "message {i}");
+                }
+            }
+            assert_eq!(buf, data);
+        }
+        exchange(a, b);
+    }
+    rndv
+}
+
+#[test]
+fn a_sender_with_a_window_of_large_messages_stops_falling_back_after_a_few_requests() {
+    // 32 messages of 64 KiB in flight, a receiver that keeps up: from the
+    // third burst on every message goes eagerly (grants of twice what was
+    // used took five bursts: 31, 30, 28, 24 and 16 messages by rendezvous).
+    let cfg = UcpConfig {
+        unexpected_max: MemUnits::Bytes(64 << 20),
+        rndv_thresh: MemUnits::Inf,
+        ..UcpConfig::default()
+    };
+    let (mut a, mut b) = Node::pair(virt_attr(|_| {}), cfg);
+    let rndv = bursts(&mut a, &mut b, 64 << 10, 32, 12);
+    let ramp = rndv.iter().position(|&r| r == 0);
+    assert!(
+        matches!(ramp, Some(r) if r <= 2),
+        "rendezvous per burst: {rndv:?}"
+    );
+    assert!(
+        rndv[2..].iter().all(|&r| r == 0),
+        "rendezvous per burst: {rndv:?}"
+    );
 }
 
 #[test]
