@@ -178,6 +178,13 @@ impl Context {
         self.inner.regs.lock()
     }
 
+    /// A handle that does not keep the context alive: for process-wide
+    /// lists of contexts (the C API's `ucm_vm_munmap` invalidates the
+    /// registration caches of every live one).
+    pub fn downgrade(&self) -> WeakContext {
+        WeakContext(Arc::downgrade(&self.inner))
+    }
+
     /// Tells the registration caches that `len` bytes at `ptr` are about to
     /// be freed or reused: registrations covering them end (at once, or
     /// when the transfers using them finish). Call it before freeing
@@ -195,10 +202,38 @@ impl Context {
     }
 }
 
+/// A [`Context`] held weakly ([`Context::downgrade`]).
+#[derive(Clone, Debug)]
+pub struct WeakContext(std::sync::Weak<Inner>);
+
+impl WeakContext {
+    /// The context, if some clone of it is still alive.
+    pub fn upgrade(&self) -> Option<Context> {
+        self.0.upgrade().map(|inner| Context { inner })
+    }
+
+    /// Whether this and `ctx` are the same context.
+    pub fn is(&self, ctx: &Context) -> bool {
+        std::ptr::eq(self.0.as_ptr(), Arc::as_ptr(&ctx.inner))
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::ucs::config::{AllowList, ConfigValue};
+
+    #[test]
+    fn weak_contexts_do_not_keep_it_alive() {
+        let registry = crate::uct::Registry::new().with(&crate::uct::self_tl::COMPONENT);
+        let ctx = Context::with_registry(UcpConfig::default(), &registry).unwrap();
+        let weak = ctx.downgrade();
+        assert!(weak.is(&ctx));
+        let again = weak.upgrade().expect("alive");
+        assert!(weak.is(&again));
+        drop((ctx, again));
+        assert!(weak.upgrade().is_none());
+    }
 
     #[test]
     fn resources_name_their_memory_domains() {

@@ -115,7 +115,7 @@ mod worker;
 
 pub use api::{Message, OpError, Pending, Scope, WorkerMut};
 pub use config::{config_tables, UcpConfig, UCP_TABLE};
-pub use context::Context;
+pub use context::{Context, WeakContext};
 pub use error::{Error, Result};
 pub use reg::RcacheMode;
 pub use request::{Callback, Completion, Info, IoBuf, IoBufMut, Op, Posted, ReqId};
