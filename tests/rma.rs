@@ -553,3 +553,52 @@ fn fence_orders_an_emulated_swap_before_a_direct_put() {
     stop.store(true, std::sync::atomic::Ordering::Relaxed);
     drop(target.join().expect("target thread"));
 }
+
+/// `atomic_fetch_exact_raw` writes exactly the value's width: a 32-bit
+/// result leaves the 4 bytes after it alone, on the mapped path (posix)
+/// and the emulated ones (self, tcp).
+#[test]
+fn exact_width_fetch_writes_only_its_width() {
+    for tls in ["self", "posix", "tcp"] {
+        let mut p = pair(tls);
+        let (m, k) = p.map(64, ALL);
+        m.write(8, &0x1234_5678u64.to_le_bytes()).unwrap();
+        let mut out = [0xaau8; 8];
+        // SAFETY: `out` outlives the operation, which `wait` completes.
+        let r = unsafe {
+            p.a.atomic_fetch_exact_raw(
+                p.ab,
+                AtomicOp::Add,
+                AtomicValue::U32(1),
+                0,
+                out.as_mut_ptr(),
+                m.addr() + 8,
+                &k,
+                Op::new(),
+            )
+        };
+        p.wait(r).expect("atomic");
+        assert_eq!(
+            u32::from_ne_bytes(out[..4].try_into().unwrap()),
+            0x1234_5678
+        );
+        assert_eq!(out[4..], [0xaa; 4], "{tls}");
+        assert_eq!(m.load_u64(8).unwrap(), 0x1234_5679, "{tls}");
+        let mut wide = [0xaau8; 8];
+        // SAFETY: as above.
+        let r = unsafe {
+            p.a.atomic_fetch_exact_raw(
+                p.ab,
+                AtomicOp::Swap,
+                AtomicValue::U64(7),
+                0,
+                wide.as_mut_ptr(),
+                m.addr() + 8,
+                &k,
+                Op::new(),
+            )
+        };
+        p.wait(r).expect("atomic");
+        assert_eq!(u64::from_ne_bytes(wide), 0x1234_5679, "{tls}");
+    }
+}

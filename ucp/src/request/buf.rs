@@ -243,10 +243,15 @@ impl RecvBuf {
     }
 }
 
-/// Where a fetching one-sided atomic's result goes: a 64-bit word of the
-/// caller's, written when the answer arrives.
+/// Where a fetching one-sided atomic's result goes: a word of the
+/// caller's, 8 bytes (a 32-bit value widened) or exactly the operation's
+/// width, written when the answer arrives.
 #[derive(Debug, Clone, Copy)]
-pub(crate) struct ResultWord(*mut u64);
+pub(crate) struct ResultWord {
+    ptr: *mut u8,
+    /// Bytes written: 8, or 4 for a 32-bit result kept at its width.
+    len: u8,
+}
 
 // SAFETY: written only from the thread that owns the worker; the caller of
 // the operation keeps the word valid until completion.
@@ -257,14 +262,34 @@ impl ResultWord {
     /// The 8 bytes at `ptr` (any alignment) stay writable, and untouched
     /// by anyone else, until the request holding this completes.
     pub(crate) unsafe fn new(ptr: *mut u64) -> ResultWord {
-        ResultWord(ptr)
+        ResultWord {
+            ptr: ptr.cast(),
+            len: 8,
+        }
+    }
+
+    /// A word of `width` bytes (4 or 8; anything else is taken as 8).
+    ///
+    /// # Safety
+    /// As for [`ResultWord::new`], for `width` bytes.
+    pub(crate) unsafe fn exact(ptr: *mut u8, width: usize) -> ResultWord {
+        ResultWord {
+            ptr,
+            len: if width == 4 { 4 } else { 8 },
+        }
     }
 
     /// Stores `v` (the request has not completed: the caller checks).
     pub(crate) fn write(self, v: u64) {
-        // SAFETY: valid and the request's until it completes (the
-        // constructor's contract).
-        unsafe { self.0.write_unaligned(v) }
+        // SAFETY: `len` bytes valid and the request's until it completes
+        // (the constructors' contracts).
+        unsafe {
+            if self.len == 4 {
+                self.ptr.cast::<u32>().write_unaligned(v as u32)
+            } else {
+                self.ptr.cast::<u64>().write_unaligned(v)
+            }
+        }
     }
 }
 

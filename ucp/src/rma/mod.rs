@@ -88,7 +88,7 @@ pub(crate) enum RmaSink {
     Get {
         segs: Box<[crate::request::buf::RecvBuf]>,
     },
-    /// A fetching atomic's result word (written as 64 bits).
+    /// A fetching atomic's result word (8 bytes, or exactly its width).
     Fetch {
         word: crate::request::buf::ResultWord,
         width: usize,

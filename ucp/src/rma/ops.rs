@@ -175,11 +175,57 @@ impl Worker {
         rkey: &Rkey,
         o: Op,
     ) -> Result<Posted<()>> {
+        // SAFETY: this function's caller keeps the 8 bytes at `result`
+        // writable until completion.
+        let word = unsafe { crate::request::buf::ResultWord::new(result) };
+        self.atomic_fetch_into(ep, op, value, compare, word, remote_addr, rkey, o)
+    }
+
+    /// [`Worker::atomic_fetch_raw`] writing exactly the value's width at
+    /// `result`: 4 bytes for [`AtomicValue::U32`], 8 for
+    /// [`AtomicValue::U64`] (C's `uint32_t` or `uint64_t` result, as
+    /// UCX's fetching atomics have).
+    ///
+    /// # Safety
+    ///
+    /// Unless this returns an error, `value.width()` bytes at `result`
+    /// (any alignment) stay writable, and untouched by anyone else, until
+    /// the request's completion has been observed or the worker is
+    /// dropped.
+    #[allow(clippy::too_many_arguments)]
+    pub unsafe fn atomic_fetch_exact_raw(
+        &mut self,
+        ep: Ep,
+        op: AtomicOp,
+        value: AtomicValue,
+        compare: u64,
+        result: *mut u8,
+        remote_addr: u64,
+        rkey: &Rkey,
+        o: Op,
+    ) -> Result<Posted<()>> {
+        // SAFETY: this function's caller keeps `value.width()` bytes at
+        // `result` writable until completion.
+        let word = unsafe { crate::request::buf::ResultWord::exact(result, value.width()) };
+        self.atomic_fetch_into(ep, op, value, compare, word, remote_addr, rkey, o)
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn atomic_fetch_into(
+        &mut self,
+        ep: Ep,
+        op: AtomicOp,
+        value: AtomicValue,
+        compare: u64,
+        word: crate::request::buf::ResultWord,
+        remote_addr: u64,
+        rkey: &Rkey,
+        o: Op,
+    ) -> Result<Posted<()>> {
         let width = value.width();
         if let Some(r) = self.atomic_mapped(ep, op, value, compare, remote_addr, rkey) {
             let old = r?;
-            // SAFETY: this function's contract: 8 writable bytes.
-            unsafe { result.write_unaligned(old.as_u64()) };
+            word.write(old.as_u64());
             drop(o);
             return Ok(Posted::Done(
                 Info {
@@ -189,9 +235,6 @@ impl Worker {
                 (),
             ));
         }
-        // SAFETY: this function's caller keeps the 8 bytes at `result`
-        // writable until completion.
-        let word = unsafe { crate::request::buf::ResultWord::new(result) };
         let sink = RmaSink::Fetch { word, width };
         self.atomic_start(ep, op, value, compare, remote_addr, rkey, sink, o)
     }
