@@ -46,10 +46,10 @@
 //!
 //! # Not implemented yet
 //! Generic and strided datatypes (`UCS_ERR_UNSUPPORTED`), and iovecs
-//! outside the tag calls; memory registration and one-sided
-//! operations (`ucp_mem_*`, `ucp_rkey_*`, `ucp_put*`, `ucp_get*`,
-//! `ucp_atomic_*`); streams (`ucp_stream_*`); active messages (`ucp_am_*`,
-//! `ucp_worker_set_am_*`); endpoints by socket address and listeners
+//! outside the tag calls (one-sided calls take contiguous data only);
+//! `ucp_mem_print_info`, the blocking atomics of the compatibility
+//! header (`ucp_atomic_add32`, `ucp_atomic_fadd64`, ...); streams
+//! (`ucp_stream_*`); active messages (`ucp_am_*`, `ucp_worker_set_am_*`); endpoints by socket address and listeners
 //! (`ucp_listener_*`, `ucp_conn_request_query`); `ucp_ep_query`,
 //! `ucp_ep_modify_nb`, `ucp_ep_evaluate_perf`, `ucp_request_query`,
 //! `ucp_request_alloc`, `ucp_worker_address_query`, `ucp_worker_wait_mem`,
@@ -59,14 +59,18 @@
 // C's names for C's types and functions.
 #![allow(non_camel_case_types)]
 
+pub mod atomic;
 pub mod config;
 pub mod context;
 pub mod dt;
 pub mod ep;
 pub mod flush;
 pub mod request;
+pub mod rkey;
+pub mod rma;
 pub mod status;
 pub mod tag;
 pub mod types;
+pub mod ucm;
 pub mod wakeup;
 pub mod worker;

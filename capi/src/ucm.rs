@@ -1,0 +1,206 @@
+//! UCM's entry points that programs call to report released memory:
+//! `ucm_set_external_event`, `ucm_test_events`,
+//! `ucm_test_external_events`, `ucm_vm_munmap` (`ucm/api/ucm.h`).
+//!
+//! rucx installs no memory hooks (no `munmap`/`brk` interception): what
+//! rendezvous transfers registered stays cached (with
+//! `RUCX_RCACHE_ENABLE`) until the program says the memory goes away.
+//! `ucm_vm_munmap` is that report: it invalidates the range in the
+//! registration caches of every live context ([`rucx::Context::rcache_invalidate`]).
+//! The contexts are kept in a process-wide list of weak handles, so the
+//! list never keeps one alive; [`register`] adds one (the memory calls of
+//! `rkey.rs` do it for the context they are given, which covers the
+//! programs that map memory; a context that does neither is added when
+//! `ucp_init` calls [`register`]).
+
+use crate::status::{self, guard, guard_status};
+use crate::types::StatusCode;
+use parking_lot::Mutex;
+use rucx::ucp::WeakContext;
+use std::ffi::{c_int, c_void};
+use std::sync::atomic::{AtomicI32, Ordering};
+
+/// `UCM_EVENT_VM_UNMAPPED`.
+pub const UCM_EVENT_VM_UNMAPPED: c_int = 1 << 17;
+
+/// The live contexts, weakly held.
+static CONTEXTS: Mutex<Vec<WeakContext>> = Mutex::new(Vec::new());
+
+/// Events the program said it reports itself (`ucm_set_external_event`).
+static EXTERNAL: AtomicI32 = AtomicI32::new(0);
+
+/// Adds `ctx` to the contexts `ucm_vm_munmap` reaches (once; dead
+/// entries are dropped on the way).
+pub fn register(ctx: &rucx::ucp::Context) {
+    let mut list = CONTEXTS.lock();
+    list.retain(|w| w.upgrade().is_some());
+    if !list.iter().any(|w| w.is(ctx)) {
+        list.push(ctx.downgrade());
+    }
+}
+
+/// The events declared external so far.
+pub fn external_events() -> c_int {
+    EXTERNAL.load(Ordering::Relaxed)
+}
+
+/// Invalidates `len` bytes at `addr` in every live context; how many
+/// contexts it reached.
+pub fn invalidate(addr: *const u8, len: usize) -> usize {
+    // Upgrade under the lock, invalidate outside it: a context dropped
+    // meanwhile is still whole through its upgraded handle.
+    let live: Vec<_> = {
+        let mut list = CONTEXTS.lock();
+        list.retain(|w| w.upgrade().is_some());
+        list.iter().filter_map(|w| w.upgrade()).collect()
+    };
+    for c in &live {
+        c.rcache_invalidate(addr, len);
+    }
+    live.len()
+}
+
+/// `ucm_set_external_event`: the program reports `events` itself
+/// (`UCM_EVENT_VM_UNMAPPED` through `ucm_vm_munmap`). Recorded; rucx has
+/// no hooks to turn off.
+///
+/// # Safety
+///
+/// None: any value is accepted.
+#[no_mangle]
+pub unsafe extern "C" fn ucm_set_external_event(events: c_int) {
+    guard((), || {
+        EXTERNAL.fetch_or(events, Ordering::Relaxed);
+    })
+}
+
+/// `ucm_test_events`: `UCS_OK` (rucx relies on no hooks, so there are
+/// none that could be missing).
+///
+/// # Safety
+///
+/// None: any value is accepted.
+#[no_mangle]
+pub unsafe extern "C" fn ucm_test_events(_events: c_int) -> StatusCode {
+    guard_status(|| status::OK)
+}
+
+/// `ucm_test_external_events`: `UCS_OK`.
+///
+/// # Safety
+///
+/// None: any value is accepted.
+#[no_mangle]
+pub unsafe extern "C" fn ucm_test_external_events(_events: c_int) -> StatusCode {
+    guard_status(|| status::OK)
+}
+
+/// `ucm_vm_munmap`: `length` bytes at `addr` are about to be released;
+/// registrations cached over them end in every live context. The memory
+/// itself is not touched (nor unmapped).
+///
+/// # Safety
+///
+/// None: the range is only compared with cached ones.
+#[no_mangle]
+pub unsafe extern "C" fn ucm_vm_munmap(addr: *mut c_void, length: usize) {
+    guard((), || {
+        if length > 0 {
+            invalidate(addr.cast(), length);
+        }
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rucx::ucp::UcpConfig;
+    use rucx::{Op, Posted};
+
+    fn context() -> rucx::Context {
+        let cfg = UcpConfig::from_lookup(|k| match k {
+            "RUCX_TLS" => Some("shm".into()),
+            "RUCX_RNDV_THRESH" => Some("16k".into()),
+            "RUCX_RCACHE_ENABLE" => Some("yes".into()),
+            "RUCX_RNDV_SPLIT_THRESH" => Some("inf".into()),
+            _ => None,
+        })
+        .expect("config");
+        rucx::Context::with_config(cfg).expect("context")
+    }
+
+    /// Sends `src` to `dst` by rendezvous, driving both workers.
+    fn transfer(a: &mut rucx::Worker, b: &mut rucx::Worker, ep: rucx::Ep, src: &[u8]) {
+        let mut dst = vec![0u8; src.len()];
+        // SAFETY: both buffers outlive the operations, completed below.
+        let r = unsafe { b.tag_recv_raw(dst.as_mut_ptr(), dst.len(), 1, u64::MAX, Op::new()) };
+        // SAFETY: as above.
+        let s = unsafe { a.tag_send_raw(ep, src.as_ptr(), src.len(), 1, Op::new()) };
+        let ids: Vec<_> = [(true, r.unwrap()), (false, s.unwrap())]
+            .into_iter()
+            .filter_map(|(recv, p)| match p {
+                Posted::InFlight(id) => Some((recv, id)),
+                Posted::Done(..) => None,
+            })
+            .collect();
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+        let mut left = ids;
+        while !left.is_empty() {
+            left.retain(|&(recv, id)| {
+                let w = if recv { &mut *b } else { &mut *a };
+                match w.request_test(id) {
+                    Some(r) => {
+                        r.expect("transfer");
+                        false
+                    }
+                    None => true,
+                }
+            });
+            assert!(std::time::Instant::now() < deadline, "timed out");
+            a.progress();
+            b.progress();
+        }
+        assert!(dst == src);
+    }
+
+    #[test]
+    fn vm_munmap_invalidates_cached_registrations_of_live_contexts() {
+        let ctx = context();
+        register(&ctx);
+        register(&ctx);
+        let mut a = ctx.create_worker().unwrap();
+        let mut b = ctx.create_worker().unwrap();
+        let ep = a.connect(&b.address()).unwrap();
+        let src: Vec<u8> = (0..200_000u32).map(|i| i as u8).collect();
+        transfer(&mut a, &mut b, ep, &src);
+        let before = ctx.rcache_stats();
+        assert!(before.regions >= 1, "the send registered: {before:?}");
+        // SAFETY: any arguments are accepted.
+        unsafe {
+            ucm_set_external_event(UCM_EVENT_VM_UNMAPPED);
+            assert_eq!(ucm_test_events(UCM_EVENT_VM_UNMAPPED), status::OK);
+            assert_eq!(ucm_test_external_events(UCM_EVENT_VM_UNMAPPED), status::OK);
+            // Elsewhere: nothing ends.
+            ucm_vm_munmap(8usize as *mut c_void, 8);
+        }
+        assert_eq!(
+            external_events() & UCM_EVENT_VM_UNMAPPED,
+            UCM_EVENT_VM_UNMAPPED
+        );
+        assert_eq!(ctx.rcache_stats().regions, before.regions);
+        // SAFETY: as above.
+        unsafe { ucm_vm_munmap(src.as_ptr() as *mut c_void, src.len()) };
+        let after = ctx.rcache_stats();
+        assert!(
+            after.invalidations > before.invalidations && after.regions == 0,
+            "{before:?} -> {after:?}"
+        );
+        // Registered twice, listed once; a dropped context is not upgraded.
+        let weak = ctx.downgrade();
+        assert_eq!(CONTEXTS.lock().iter().filter(|w| w.is(&ctx)).count(), 1);
+        drop((a, b, ctx));
+        assert!(weak.upgrade().is_none());
+        // Nothing left to reach through it.
+        invalidate(src.as_ptr(), 1);
+    }
+}
