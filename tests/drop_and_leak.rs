@@ -30,6 +30,9 @@ impl Rng {
 
 const SIZES: [usize; 5] = [0, 24, 9000, 70_000, 300_000];
 
+/// The tag of scoped sends, which nothing else sends or receives.
+const SCOPED_TAG: u64 = 200;
+
 /// One round: random operations between two workers, with every kind of
 /// early exit a safe caller can take.
 fn round(rng: &mut Rng, a: &mut Worker, b: &mut Worker, ab: rucx::Ep) {
@@ -56,13 +59,20 @@ fn round(rng: &mut Rng, a: &mut Worker, b: &mut Worker, ab: rucx::Ep) {
             2 => {
                 // Scoped operations whose tokens are leaked or dropped. The
                 // scope waits for its sends, and a rendezvous send completes
-                // only once matched (nobody posts a receive for it here),
-                // so scoped sends stay small enough for eager.
+                // only once matched: even a small one goes by rendezvous
+                // while its endpoint is out of eager credit (`ucp`'s
+                // `proto/credit.rs`), so the send has a tag of its own and a
+                // receive posted for it, whose fate is decided as the others'.
                 let size = size.min(2000);
                 let data = vec![7u8; size];
                 let mut sink = vec![0u8; size];
                 let leak = rng.below(2) == 0;
                 let steps = rng.below(20);
+                if let Ok(Posted::InFlight(id)) =
+                    b.tag_recv(vec![0u8; size], SCOPED_TAG, TAG_MASK_ALL, Op::new())
+                {
+                    owned.push((id, rng.below(3)));
+                }
                 // The receiver progresses in another thread meanwhile: the
                 // scope's drain waits for the send, which needs room.
                 let stop = AtomicBool::new(false);
@@ -75,7 +85,7 @@ fn round(rng: &mut Rng, a: &mut Worker, b: &mut Worker, ab: rucx::Ep) {
                         }
                     });
                     a.scope(|s| {
-                        let p = s.tag_send(ab, &data, tag);
+                        let p = s.tag_send(ab, &data, SCOPED_TAG);
                         let q = s.tag_recv(&mut sink, 99, TAG_MASK_ALL);
                         if leak {
                             std::mem::forget(p);
