@@ -85,6 +85,8 @@ pub unsafe extern "C" fn ucp_init_version(
                 return status::of(&e);
             }
         };
+        // ucm_vm_munmap reaches every live context, mapped memory or not.
+        crate::ucm::register(&ctx);
         let name = match has(UCP_PARAM_FIELD_NAME) {
             // SAFETY: a C string when the field is set (contract).
             true => unsafe { opt_str(p.name) }.unwrap_or("rucx").to_string(),

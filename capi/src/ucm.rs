@@ -203,4 +203,33 @@ mod tests {
         // Nothing left to reach through it.
         invalidate(src.as_ptr(), 1);
     }
+
+    #[test]
+    fn ucp_init_lists_the_context_before_any_mapping() {
+        use crate::context::{ucp_cleanup, ucp_init_version, Context, API_MAJOR};
+        use crate::types::Params;
+        let params = Params {
+            field_mask: 0,
+            features: 0,
+            request_size: 0,
+            request_init: None,
+            request_cleanup: None,
+            tag_sender_mask: 0,
+            mt_workers_shared: 0,
+            estimated_num_eps: 0,
+            estimated_num_ppn: 0,
+            name: std::ptr::null(),
+        };
+        let mut c: *mut Context = std::ptr::null_mut();
+        // SAFETY: valid parameters, no configuration, a writable result.
+        let st = unsafe { ucp_init_version(API_MAJOR, 0, &params, std::ptr::null(), &mut c) };
+        assert_eq!(st, status::OK);
+        // SAFETY: the context just made, alive until ucp_cleanup below.
+        let ctx = unsafe { &(*c).ctx };
+        assert_eq!(CONTEXTS.lock().iter().filter(|w| w.is(ctx)).count(), 1);
+        let weak = ctx.downgrade();
+        // SAFETY: made above, not used after.
+        unsafe { ucp_cleanup(c) };
+        assert!(weak.upgrade().is_none());
+    }
 }
