@@ -28,7 +28,8 @@
 //!   blocks, rucx's header before the user's `request_size` area) and the
 //!   `ucp_request_*` entry points;
 //! * `tag.rs`: tag-matched sends, receives and probes; `dt.rs`: their
-//!   datatypes (contiguous, iovec).
+//!   datatypes (contiguous, iovec, generic: `ucp_dt_create_generic`,
+//!   `ucp_dt_destroy`).
 //!
 //! # Requests and callbacks
 //! Every operation that goes in flight is posted to the Rust worker with
@@ -45,8 +46,11 @@
 //! closures the same way and called after progress.
 //!
 //! # Not implemented yet
-//! Generic and strided datatypes (`UCS_ERR_UNSUPPORTED`), and iovecs
-//! outside the tag calls (one-sided calls take contiguous data only);
+//! Strided datatypes (`UCS_ERR_UNSUPPORTED`), and iovec and generic
+//! datatypes outside the tag calls (one-sided calls take contiguous data
+//! only); a generic datatype is packed whole when its send starts, and an
+//! `unpack` callback's error fails the receive with
+//! `UCS_ERR_INVALID_PARAM` rather than its own status;
 //! `ucp_mem_print_info`, the blocking atomics of the compatibility
 //! header (`ucp_atomic_add32`, `ucp_atomic_fadd64`, ...); streams
 //! (`ucp_stream_*`); active messages (`ucp_am_*`, `ucp_worker_set_am_*`); endpoints by socket address and listeners

@@ -1,6 +1,6 @@
 //! Tag-matched messages: `ucp_tag_send_nbx`, `ucp_tag_send_sync_nbx`,
 //! `ucp_tag_recv_nbx`, the probes and matched receives, and the legacy
-//! `_nb`/`_nbr` forms, with contiguous and iovec datatypes (`dt.rs`).
+//! `_nb`/`_nbr` forms, with contiguous, iovec and generic datatypes (`dt.rs`).
 //!
 //! An operation that completes when posted returns NULL (the receive's
 //! `recv_info` filled if given), unless `UCP_OP_ATTR_FLAG_NO_IMM_CMPL`
@@ -87,7 +87,7 @@ unsafe fn send(
         return status::ptr(status::INVALID_PARAM);
     };
     // SAFETY: an iovec datatype's buffer is its list (contract).
-    let data = match unsafe { dt::data(o.datatype, buffer, count) } {
+    let data = match unsafe { dt::data(o.datatype, buffer, count, true) } {
         Ok(d) => d,
         Err(st) => return status::ptr(st),
     };
@@ -101,6 +101,10 @@ unsafe fn send(
             Data::Contig(len) => unsafe { rw.tag_send_raw(e.ep, buffer.cast(), len, tag, op) },
             Data::Iov(iov) => {
                 let r = rw.tag_send_dt(e.ep, iov, tag, op);
+                dt::detach(rw, r)
+            }
+            Data::Generic(g) => {
+                let r = rw.tag_send_dt(e.ep, g, tag, op);
                 dt::detach(rw, r)
             }
         }
@@ -125,7 +129,7 @@ unsafe fn recv(
         return status::ptr(status::INVALID_PARAM);
     };
     // SAFETY: an iovec datatype's buffer is its list (contract).
-    let data = match unsafe { dt::data(o.datatype, buffer, count) } {
+    let data = match unsafe { dt::data(o.datatype, buffer, count, false) } {
         Ok(d) => d,
         Err(st) => return status::ptr(st),
     };
@@ -135,6 +139,10 @@ unsafe fn recv(
         Data::Contig(len) => unsafe { rw.tag_recv_raw(buffer.cast(), len, tag, mask, op) },
         Data::Iov(iov) => {
             let r = rw.tag_recv_dt(iov, tag, mask, op);
+            dt::detach(rw, r)
+        }
+        Data::Generic(g) => {
+            let r = rw.tag_recv_dt(g, tag, mask, op);
             dt::detach(rw, r)
         }
     })
@@ -428,7 +436,7 @@ unsafe fn msg_recv(
         return status::ptr(status::INVALID_PARAM);
     }
     // SAFETY: an iovec datatype's buffer is its list (contract).
-    let data = match unsafe { dt::data(o.datatype, buffer, count) } {
+    let data = match unsafe { dt::data(o.datatype, buffer, count, false) } {
         Ok(d) => d,
         Err(st) => return status::ptr(st),
     };
@@ -440,6 +448,10 @@ unsafe fn msg_recv(
         Data::Contig(len) => unsafe { rw.tag_msg_recv_raw(msg, buffer.cast(), len, op) },
         Data::Iov(iov) => {
             let r = rw.tag_msg_recv_dt(msg, iov, op);
+            dt::detach(rw, r)
+        }
+        Data::Generic(g) => {
+            let r = rw.tag_msg_recv_dt(msg, g, op);
             dt::detach(rw, r)
         }
     })

@@ -339,6 +339,11 @@ int main(void)
         ucp_request_param_t gen = {.op_attr_mask = UCP_OP_ATTR_FIELD_DATATYPE,
                                    .datatype = UCP_DATATYPE_GENERIC};
         p = ucp_tag_send_nbx(ep, "x", 1, 1, &gen);
+        CHECK(UCS_PTR_IS_ERR(p) && UCS_PTR_STATUS(p) == UCS_ERR_INVALID_PARAM);
+        /* Strided datatypes are not implemented. */
+        ucp_request_param_t strided = {.op_attr_mask = UCP_OP_ATTR_FIELD_DATATYPE,
+                                       .datatype = UCP_DATATYPE_STRIDED};
+        p = ucp_tag_send_nbx(ep, "x", 1, 1, &strided);
         CHECK(UCS_PTR_IS_ERR(p) && UCS_PTR_STATUS(p) == UCS_ERR_UNSUPPORTED);
         ucp_request_param_t iov = {.op_attr_mask = UCP_OP_ATTR_FIELD_DATATYPE,
                                    .datatype = ucp_dt_make_iov()};

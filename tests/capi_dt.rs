@@ -1,0 +1,34 @@
+//! Generic datatypes of rucx's `libucp.so` from C, in one process
+//! (`tests/c/capi_dt.c`): a strided datatype made with
+//! `ucp_dt_create_generic` sent and received against contiguous, iovec
+//! and itself at 0 B, 24 B, 64 KiB and 4 MiB (eager and rendezvous), the
+//! data checked; a probed message received into it; a receive canceled
+//! before it matched; `finish` exactly once per operation throughout.
+//! Over the default transports, TCP and shared memory.
+
+mod capi_common;
+mod common;
+
+use capi_common::*;
+
+#[test]
+fn generic_datatypes_from_c() {
+    let lib = match lib_dir() {
+        Ok(d) => d,
+        Err(e) => return common::skip_or_fail(&e),
+    };
+    if cc().is_none() || include_dir().is_none() {
+        return common::skip_or_fail("needs cc and UCP headers (capi/include or libucx-dev)");
+    }
+    let dir = scratch("dt");
+    let exe = dir.join("capi_dt");
+    compile(&[c_dir().join("capi_dt.c")], &[], &lib, &exe).expect("compile capi_dt.c");
+    for env in [vec![], vec![("UCX_TLS", "tcp")], vec![("UCX_TLS", "shm")]] {
+        let out = run(&exe, &[], &env, 180);
+        let t = text(&out);
+        assert!(out.status.success(), "{env:?}: {t}");
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        assert!(stdout.contains("capi_dt: ok"), "{env:?}: {t}");
+    }
+    let _ = std::fs::remove_dir_all(dir);
+}
