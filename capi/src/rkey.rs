@@ -188,6 +188,7 @@ pub unsafe extern "C" fn ucp_mem_map(
             return status::INVALID_PARAM;
         }
         crate::ucm::register(&c.ctx);
+        crate::ucm::drain();
         let access = access_of(p);
         let (map, address) = if p.length == 0 {
             (None, address)

@@ -5,8 +5,13 @@
 //! rucx installs no memory hooks (no `munmap`/`brk` interception): what
 //! rendezvous transfers registered stays cached (with
 //! `RUCX_RCACHE_ENABLE`) until the program says the memory goes away.
-//! `ucm_vm_munmap` is that report: it invalidates the range in the
+//! `ucm_vm_munmap` is that report: the range is invalidated in the
 //! registration caches of every live context ([`rucx::Context::rcache_invalidate`]).
+//! Programs report from memory hooks that can run inside `malloc`'s own
+//! trimming (Open MPI's do, on `sbrk`), where allocating or freeing
+//! deadlocks; so `ucm_vm_munmap` only records the range in a fixed table,
+//! and [`drain`], called by every worker entry point (through
+//! `Worker::with`) and by the memory calls, invalidates it.
 //! The contexts are kept in a process-wide list of weak handles, so the
 //! list never keeps one alive; [`register`] adds one (the memory calls of
 //! `rkey.rs` do it for the context they are given, which covers the
@@ -18,7 +23,7 @@ use crate::types::StatusCode;
 use parking_lot::Mutex;
 use rucx::ucp::WeakContext;
 use std::ffi::{c_int, c_void};
-use std::sync::atomic::{AtomicI32, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI32, Ordering};
 
 /// `UCM_EVENT_VM_UNMAPPED`.
 pub const UCM_EVENT_VM_UNMAPPED: c_int = 1 << 17;
@@ -96,8 +101,10 @@ pub unsafe extern "C" fn ucm_test_external_events(_events: c_int) -> StatusCode 
 }
 
 /// `ucm_vm_munmap`: `length` bytes at `addr` are about to be released;
-/// registrations cached over them end in every live context. The memory
-/// itself is not touched (nor unmapped).
+/// registrations cached over them end in every live context, before any
+/// worker or memory call uses a cache again (the range is recorded here
+/// and invalidated by [`drain`]: this may run inside the allocator). The
+/// memory itself is not touched (nor unmapped).
 ///
 /// # Safety
 ///
@@ -106,9 +113,71 @@ pub unsafe extern "C" fn ucm_test_external_events(_events: c_int) -> StatusCode 
 pub unsafe extern "C" fn ucm_vm_munmap(addr: *mut c_void, length: usize) {
     guard((), || {
         if length > 0 {
-            invalidate(addr.cast(), length);
+            defer(addr as usize, length);
         }
     })
+}
+
+/// Ranges reported and not invalidated yet, at most this many; beyond,
+/// the next [`drain`] invalidates everything.
+const PENDING_MAX: usize = 64;
+
+/// Ranges `ucm_vm_munmap` recorded for the next [`drain`].
+struct Pending {
+    ranges: [(usize, usize); PENDING_MAX],
+    n: usize,
+    overflow: bool,
+}
+
+/// The reports not handled yet. A `std` mutex: locking it never
+/// allocates, and nothing that allocates runs while it is held.
+static PENDING: std::sync::Mutex<Pending> = std::sync::Mutex::new(Pending {
+    ranges: [(0, 0); PENDING_MAX],
+    n: 0,
+    overflow: false,
+});
+
+/// Whether [`PENDING`] holds anything (checked without the lock).
+static HAS_PENDING: AtomicBool = AtomicBool::new(false);
+
+/// Records a released range without allocating or freeing: programs
+/// (Open MPI's memory hooks) report from inside `malloc`'s trimming, with
+/// the allocator's lock held, where a call to `malloc` or `free` would
+/// deadlock. The caches see it at the next [`drain`].
+fn defer(addr: usize, len: usize) {
+    let mut p = PENDING.lock().unwrap_or_else(|e| e.into_inner());
+    if p.n < PENDING_MAX {
+        let n = p.n;
+        p.ranges[n] = (addr, len);
+        p.n += 1;
+    } else {
+        p.overflow = true;
+    }
+    HAS_PENDING.store(true, Ordering::Release);
+}
+
+/// Invalidates the ranges `ucm_vm_munmap` reported so far in every live
+/// context (everything, if more were reported than were kept). Called
+/// before the worker and memory calls use a registration cache; cheap
+/// when nothing is pending.
+pub fn drain() {
+    if !HAS_PENDING.load(Ordering::Relaxed) || !HAS_PENDING.swap(false, Ordering::Acquire) {
+        return;
+    }
+    let (ranges, n, overflow) = {
+        let mut p = PENDING.lock().unwrap_or_else(|e| e.into_inner());
+        let out = (p.ranges, p.n, p.overflow);
+        p.n = 0;
+        p.overflow = false;
+        out
+    };
+    if overflow {
+        invalidate(std::ptr::null(), usize::MAX);
+    } else {
+        for &(addr, len) in &ranges[..n] {
+            invalidate(addr as *const u8, len);
+        }
+    }
 }
 
 #[cfg(test)]
@@ -183,6 +252,7 @@ mod tests {
             // Elsewhere: nothing ends.
             ucm_vm_munmap(8usize as *mut c_void, 8);
         }
+        drain();
         assert_eq!(
             external_events() & UCM_EVENT_VM_UNMAPPED,
             UCM_EVENT_VM_UNMAPPED
@@ -190,6 +260,9 @@ mod tests {
         assert_eq!(ctx.rcache_stats().regions, before.regions);
         // SAFETY: as above.
         unsafe { ucm_vm_munmap(src.as_ptr() as *mut c_void, src.len()) };
+        // Recorded only; the caches see it at the next drain.
+        assert_eq!(ctx.rcache_stats().regions, before.regions);
+        drain();
         let after = ctx.rcache_stats();
         assert!(
             after.invalidations > before.invalidations && after.regions == 0,

@@ -96,6 +96,9 @@ impl Worker {
     /// The Rust worker, for `f`, which must call no C code and no other
     /// accessor of this worker.
     pub(crate) fn with<R>(&self, f: impl FnOnce(&mut rucx::Worker) -> R) -> R {
+        // Released memory reported since the last call leaves the caches
+        // before the worker can look a registration up.
+        crate::ucm::drain();
         // SAFETY: accessors never nest (module doc) and the worker is used
         // by one thread at a time (thread mode contract or lock).
         f(unsafe { &mut *self.inner.get() })
