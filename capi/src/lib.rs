@@ -29,7 +29,12 @@
 //!   `ucp_request_*` entry points;
 //! * `tag.rs`: tag-matched sends, receives and probes; `dt.rs`: their
 //!   datatypes (contiguous, iovec, generic: `ucp_dt_create_generic`,
-//!   `ucp_dt_destroy`).
+//!   `ucp_dt_destroy`);
+//! * `am.rs`: active messages (`ucp_worker_set_am_recv_handler`,
+//!   `ucp_am_send_nbx`, `ucp_am_recv_data_nbx`, `ucp_am_data_release`,
+//!   the legacy `ucp_worker_set_am_handler` and `ucp_am_send_nb`): Rust
+//!   handlers queue the messages, `ucp_worker_progress` gives them to the
+//!   C handlers after the Rust progress, in arrival order.
 //!
 //! # Requests and callbacks
 //! Every operation that goes in flight is posted to the Rust worker with
@@ -42,18 +47,22 @@
 //! `progress` call returns, `ucp_worker_progress` drains the completion
 //! queue and calls the C callbacks with no borrow of the worker alive, so
 //! a callback may call any entry point (post, free, close). Endpoint
-//! error handlers and listeners' connection handlers are queued by Rust
-//! closures the same way and called after progress.
+//! error handlers, listeners' connection handlers and active messages are
+//! queued by Rust closures the same way and handed to C after progress.
 //!
 //! # Not implemented yet
 //! Strided datatypes (`UCS_ERR_UNSUPPORTED`), and iovec and generic
-//! datatypes outside the tag calls (one-sided calls take contiguous data
+//! datatypes outside the tag and active message calls (one-sided calls take contiguous data
 //! only); a generic datatype is packed whole when its send starts, and an
 //! `unpack` callback's error fails the receive with
 //! `UCS_ERR_INVALID_PARAM` rather than its own status;
 //! `ucp_mem_print_info`, the blocking atomics of the compatibility
 //! header (`ucp_atomic_add32`, `ucp_atomic_fadd64`, ...); streams
-//! (`ucp_stream_*`); active messages (`ucp_am_*`, `ucp_worker_set_am_*`); endpoints by socket address and listeners
+//! (`ucp_stream_*`); in active messages, `UCP_AM_SEND_FLAG_COPY_HEADER`
+//! (not in UCX 1.13's header; the header is always copied), a zero-length message by
+//! rendezvous (sent eagerly), and a kept eager buffer fetched with
+//! `ucp_am_recv_data_nbx` into a non-contiguous datatype
+//! (`UCS_ERR_UNSUPPORTED`); endpoints by socket address and listeners
 //! (`ucp_listener_*`, `ucp_conn_request_query`); `ucp_ep_query`,
 //! `ucp_ep_modify_nb`, `ucp_ep_evaluate_perf`, `ucp_request_query`,
 //! `ucp_request_alloc`, `ucp_worker_address_query`, `ucp_worker_wait_mem`,
@@ -63,6 +72,7 @@
 // C's names for C's types and functions.
 #![allow(non_camel_case_types)]
 
+pub mod am;
 pub mod atomic;
 pub mod config;
 pub mod context;

@@ -31,6 +31,8 @@ pub(crate) enum Cb {
     Send(SendNbxCb, *mut c_void),
     /// `ucp_tag_recv_nbx_callback_t` with its user data.
     Recv(TagRecvNbxCb, *mut c_void),
+    /// `ucp_am_recv_data_nbx_callback_t` with its user data.
+    AmRecv(AmRecvDataCb, *mut c_void),
     /// `ucp_send_callback_t` of the legacy calls.
     SendLegacy(SendCb),
     /// `ucp_tag_recv_callback_t` of the legacy calls.
@@ -305,6 +307,7 @@ pub(crate) unsafe fn complete(h: *mut Header, status: StatusCode, info: TagRecvI
             Cb::None => {}
             Cb::Send(f, ud) => f(req, status, ud),
             Cb::Recv(f, ud) => f(req, status, &info, ud),
+            Cb::AmRecv(f, ud) => f(req, status, info.length, ud),
             Cb::SendLegacy(f) => f(req, status),
             Cb::RecvLegacy(f) => f(req, status, &mut info),
         }

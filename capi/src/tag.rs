@@ -19,7 +19,7 @@ use std::ptr;
 
 /// Posts an operation of worker `w` with request options `o`: `post`
 /// gets the Rust worker and the [`Op`] that reports to the request.
-fn post(
+pub(crate) fn post(
     w: &Worker,
     o: &Opts,
     post: impl FnOnce(&mut rucx::Worker, Op) -> rucx::Result<Posted<()>>,

@@ -154,6 +154,80 @@ pub type TagRecvNbxCb = unsafe extern "C" fn(
 /// `ucp_tag_recv_callback_t` (the legacy `_nb` calls).
 pub type TagRecvCb =
     unsafe extern "C" fn(request: *mut c_void, status: StatusCode, info: *mut TagRecvInfo);
+/// `ucp_am_recv_data_nbx_callback_t`.
+pub type AmRecvDataCb = unsafe extern "C" fn(
+    request: *mut c_void,
+    status: StatusCode,
+    length: usize,
+    user_data: *mut c_void,
+);
+/// `ucp_am_callback_t` (the legacy handler).
+pub type AmLegacyCb = unsafe extern "C" fn(
+    arg: *mut c_void,
+    data: *mut c_void,
+    length: usize,
+    reply_ep: *mut c_void,
+    flags: c_uint,
+) -> StatusCode;
+/// `ucp_am_recv_callback_t`.
+pub type AmRecvCb = unsafe extern "C" fn(
+    arg: *mut c_void,
+    header: *const c_void,
+    header_length: usize,
+    data: *mut c_void,
+    length: usize,
+    param: *const AmRecvParam,
+) -> StatusCode;
+
+/// `ucp_am_handler_param_t`.
+#[repr(C)]
+#[derive(Debug)]
+pub struct AmHandlerParam {
+    /// `UCP_AM_HANDLER_PARAM_FIELD_*`.
+    pub field_mask: u64,
+    /// The message id.
+    pub id: c_uint,
+    /// `UCP_AM_FLAG_*`.
+    pub flags: u32,
+    /// The handler (NULL removes it).
+    pub cb: Option<AmRecvCb>,
+    /// Its first argument.
+    pub arg: *mut c_void,
+}
+
+/// `ucp_am_recv_param_t`.
+#[repr(C)]
+#[derive(Debug)]
+pub struct AmRecvParam {
+    /// `UCP_AM_RECV_ATTR_*` fields and flags.
+    pub recv_attr: u64,
+    /// The endpoint back to the sender (`UCP_AM_RECV_ATTR_FIELD_REPLY_EP`).
+    pub reply_ep: *mut c_void,
+}
+
+/// `UCP_AM_HANDLER_PARAM_FIELD_ID`.
+pub const UCP_AM_HANDLER_PARAM_FIELD_ID: u64 = 1 << 0;
+/// `UCP_AM_HANDLER_PARAM_FIELD_FLAGS`.
+pub const UCP_AM_HANDLER_PARAM_FIELD_FLAGS: u64 = 1 << 1;
+/// `UCP_AM_HANDLER_PARAM_FIELD_CB`.
+pub const UCP_AM_HANDLER_PARAM_FIELD_CB: u64 = 1 << 2;
+/// `UCP_AM_HANDLER_PARAM_FIELD_ARG`.
+pub const UCP_AM_HANDLER_PARAM_FIELD_ARG: u64 = 1 << 3;
+/// `UCP_AM_RECV_ATTR_FIELD_REPLY_EP`.
+pub const UCP_AM_RECV_ATTR_FIELD_REPLY_EP: u64 = 1 << 0;
+/// `UCP_AM_RECV_ATTR_FLAG_DATA`: the handler may keep the data.
+pub const UCP_AM_RECV_ATTR_FLAG_DATA: u64 = 1 << 16;
+/// `UCP_AM_RECV_ATTR_FLAG_RNDV`: the data is a descriptor.
+pub const UCP_AM_RECV_ATTR_FLAG_RNDV: u64 = 1 << 17;
+/// `UCP_AM_SEND_FLAG_REPLY` (and the legacy `UCP_AM_SEND_REPLY`).
+pub const UCP_AM_SEND_FLAG_REPLY: u32 = 1 << 0;
+/// `UCP_AM_SEND_FLAG_EAGER`.
+pub const UCP_AM_SEND_FLAG_EAGER: u32 = 1 << 1;
+/// `UCP_AM_SEND_FLAG_RNDV`.
+pub const UCP_AM_SEND_FLAG_RNDV: u32 = 1 << 2;
+/// `UCP_CB_PARAM_FLAG_DATA`: a legacy handler may keep the data.
+pub const UCP_CB_PARAM_FLAG_DATA: c_uint = 1 << 0;
+
 /// `ucp_err_handler_cb_t`.
 pub type ErrHandlerCb = unsafe extern "C" fn(arg: *mut c_void, ep: *mut c_void, status: StatusCode);
 
@@ -319,6 +393,8 @@ pub union RequestCb {
     pub send: Option<SendNbxCb>,
     /// `cb.recv`.
     pub recv: Option<TagRecvNbxCb>,
+    /// `cb.recv_am`.
+    pub recv_am: Option<AmRecvDataCb>,
     /// Any member, as a pointer.
     pub raw: *const c_void,
 }

@@ -1,6 +1,7 @@
 //! Workers: `ucp_worker_create`, `destroy`, `query`, `progress`,
 //! addresses, `fence`, `flush`, `print_info`; and the delivery of
-//! completions, endpoint failures and finished closes and flushes to C.
+//! completions, endpoint failures, finished closes and flushes and
+//! active messages (`am.rs`) to C.
 //!
 //! # Borrows
 //! A C worker holds its Rust [`rucx::Worker`] and the C layer's state in
@@ -47,6 +48,10 @@ pub struct Worker {
     /// `ucp_ep_create` to one worker share one Rust endpoint.
     eps: UnsafeCell<HashMap<u64, Vec<*mut Endpoint>>>,
     pub(crate) failures: Failures,
+    /// Active message handlers and the data C keeps.
+    am: UnsafeCell<crate::am::AmState>,
+    /// Active messages the Rust handlers queued, for C.
+    pub(crate) am_queue: crate::am::Queue,
     pub(crate) waker: rucx::Waker,
     lock: Option<ReentrantMutex<()>>,
     pub(crate) request_init: Option<RequestInitCb>,
@@ -125,6 +130,12 @@ impl Worker {
         f(unsafe { &mut *self.eps.get() })
     }
 
+    /// The active message state, as [`Worker::with`].
+    pub(crate) fn with_am<R>(&self, f: impl FnOnce(&mut crate::am::AmState) -> R) -> R {
+        // SAFETY: as in `with`.
+        f(unsafe { &mut *self.am.get() })
+    }
+
     /// Takes the worker's lock in `UCS_THREAD_MODE_MULTI`.
     pub(crate) fn enter(&self) -> Option<ReentrantMutexGuard<'_, ()>> {
         self.lock.as_ref().map(|l| l.lock())
@@ -132,7 +143,9 @@ impl Worker {
 
     /// Whether the C layer has work of its own pending (for `arm`/`wait`).
     pub(crate) fn pending(&self) -> bool {
-        !self.failures.lock().is_empty() || self.with_polled(|p| !p.is_empty())
+        !self.failures.lock().is_empty()
+            || !self.am_queue.lock().is_empty()
+            || self.with_polled(|p| !p.is_empty())
     }
 }
 
@@ -172,6 +185,7 @@ pub(crate) fn deliver(w: &Worker) -> usize {
         n += 1;
     }
     n += poll_ops(w);
+    n += crate::am::deliver(w);
     n + run_err_handlers(w)
 }
 
@@ -297,6 +311,8 @@ pub unsafe extern "C" fn ucp_worker_create(
             polled: UnsafeCell::new(Vec::new()),
             eps: UnsafeCell::new(HashMap::new()),
             failures: Failures::default(),
+            am: UnsafeCell::new(crate::am::AmState::default()),
+            am_queue: crate::am::Queue::default(),
             waker,
             lock: (thread_mode == UCS_THREAD_MODE_MULTI).then(|| ReentrantMutex::new(())),
             request_init: c.request_init,

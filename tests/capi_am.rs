@@ -1,0 +1,55 @@
+//! rucx's `libucp.so` active messages from C, in one process
+//! (`tests/c/capi_am.c`): `ucp_worker_set_am_recv_handler` and
+//! `ucp_am_send_nbx` with a user header at 0 B, 8 B, 64 KiB and 4 MiB
+//! (rendezvous data fetched with `ucp_am_recv_data_nbx` from the handler
+//! and after progress), data kept with `UCS_INPROGRESS` and released with
+//! `ucp_am_data_release`, a reply on the reply endpoint, forced eager and
+//! rendezvous, an iovec send; the legacy `ucp_worker_set_am_handler` and
+//! `ucp_am_send_nb` with and without `UCP_AM_SEND_REPLY`, data kept;
+//! wrong arguments and ids without a handler. Over the default
+//! transports, TCP and shared memory (chosen with `UCX_TLS`, which the
+//! library reads as `RUCX_TLS`).
+
+mod capi_common;
+mod common;
+
+use capi_common::*;
+
+#[test]
+fn active_messages_from_c() {
+    let lib = match lib_dir() {
+        Ok(d) => d,
+        Err(e) => return common::skip_or_fail(&e),
+    };
+    if cc().is_none() || include_dir().is_none() {
+        return common::skip_or_fail("needs cc and UCP headers (capi/include or libucx-dev)");
+    }
+    let dir = scratch("am");
+    let exe = dir.join("capi_am");
+    compile(&[c_dir().join("capi_am.c")], &[], &lib, &exe).expect("compile capi_am.c");
+    for env in [vec![], vec![("UCX_TLS", "tcp")], vec![("UCX_TLS", "shm")]] {
+        let out = run(&exe, &[], &env, 120);
+        let t = text(&out);
+        assert!(out.status.success(), "{env:?}: {t}");
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        assert!(stdout.contains("capi_am: ok"), "{env:?}: {t}");
+        // rucx's library (its configuration names), not UCX's.
+        assert!(stdout.contains("RUCX_TLS="), "{env:?}: {t}");
+        assert!(
+            stdout.contains("am 4194304 B (rendezvous) (kept): ok"),
+            "{t}"
+        );
+        // The message to an id without a handler was dropped with a log
+        // line.
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            stderr.contains("active message 9: no handler"),
+            "{env:?}: {t}"
+        );
+        if let Some((_, tls)) = env.first() {
+            let tl = if *tls == "shm" { "posix/" } else { "tcp/" };
+            assert!(stdout.contains(&format!("flags -- {tl}")), "{env:?}: {t}");
+        }
+    }
+    let _ = std::fs::remove_dir_all(dir);
+}
