@@ -33,6 +33,7 @@ fn active_messages_from_c() {
         assert!(out.status.success(), "{env:?}: {t}");
         let stdout = String::from_utf8_lossy(&out.stdout);
         assert!(stdout.contains("capi_am: ok"), "{env:?}: {t}");
+        assert!(stdout.contains("close after the peer: ok"), "{env:?}: {t}");
         // rucx's library (its configuration names), not UCX's.
         assert!(stdout.contains("RUCX_TLS="), "{env:?}: {t}");
         assert!(

@@ -92,6 +92,7 @@ fn reply_endpoint(w: &Worker, ep: rucx::Ep) -> *mut Endpoint {
                 cb: None,
                 arg: ptr::null_mut(),
             },
+            peer: false,
         }));
         v.push(p);
         p

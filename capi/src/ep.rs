@@ -25,6 +25,8 @@ pub struct Endpoint {
     pub(crate) worker: *const Worker,
     pub(crate) ep: rucx::Ep,
     pub(crate) err: ErrHandler,
+    /// Created in `UCP_ERR_HANDLING_MODE_PEER`.
+    pub(crate) peer: bool,
 }
 
 impl Endpoint {
@@ -98,7 +100,12 @@ pub unsafe extern "C" fn ucp_ep_create(
                 return status::of(&e);
             }
         }
-        let c = Box::into_raw(Box::new(Endpoint { worker: w, ep, err }));
+        let c = Box::into_raw(Box::new(Endpoint {
+            worker: w,
+            ep,
+            err,
+            peer: peer_mode,
+        }));
         w.with_eps(|m| m.entry(ep.to_u64()).or_default().push(c));
         // SAFETY: checked non-NULL; writable (contract).
         unsafe { *ep_p = c };
@@ -111,7 +118,7 @@ pub unsafe extern "C" fn ucp_ep_create(
 /// callback of `o` runs at completion.
 pub(crate) fn post_polled(w: &Worker, mut op: Polled, o: &Opts) -> StatusPtr {
     let r = w.with(|rw| match &mut op {
-        Polled::Close(c) => rw.ep_close_poll(c),
+        Polled::Close(c, lenient) => worker::close_result(rw.ep_close_poll(c), *lenient),
         Polled::Flush(f) => rw.flush_poll(f),
     });
     if let Some(r) = r {
@@ -133,7 +140,7 @@ pub(crate) fn post_polled(w: &Worker, mut op: Polled, o: &Opts) -> StatusPtr {
 /// `ep` is a live endpoint; it is freed here.
 unsafe fn close(ep: *mut Endpoint, force: bool, o: &Opts) -> StatusPtr {
     // SAFETY: live endpoint (contract).
-    let (w, rep) = unsafe { ((*ep).worker(), (*ep).ep) };
+    let (w, rep, peer) = unsafe { ((*ep).worker(), (*ep).ep, (*ep).peer) };
     let _g = w.enter();
     let last = w.with_eps(|m| {
         let key = rep.to_u64();
@@ -155,9 +162,12 @@ unsafe fn close(ep: *mut Endpoint, force: bool, o: &Opts) -> StatusPtr {
     let op = match last {
         false => None,
         true => match w.with(|rw| rw.ep_close_start(rep, mode)) {
-            Ok(c) => Some(Polled::Close(c)),
+            Ok(c) => Some(Polled::Close(c, !peer)),
             // Gone already (a failure closed it): nothing to close.
             Err(rucx::Error::InvalidHandle) => None,
+            // Without error handling (UCX's default), the peer's going
+            // away is not reported: the endpoint is closed all the same.
+            Err(rucx::Error::EndpointFailed { .. }) if !peer => None,
             Err(e) => return status::ptr(status::of(&e)),
         },
     };

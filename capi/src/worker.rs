@@ -29,8 +29,10 @@ use std::sync::Arc;
 /// completes when it is over.
 #[derive(Debug)]
 pub(crate) enum Polled {
-    /// A flush-mode endpoint close.
-    Close(Closing),
+    /// A flush-mode endpoint close; `true`: of an endpoint without error
+    /// handling, which ends well even if the peer went away
+    /// ([`close_result`]).
+    Close(Closing, bool),
     /// An endpoint or worker flush.
     Flush(Flushing),
 }
@@ -199,7 +201,7 @@ fn poll_ops(w: &Worker) -> usize {
     w.with(|rw| {
         ops.retain_mut(|(h, op)| {
             let r = match op {
-                Polled::Close(c) => rw.ep_close_poll(c),
+                Polled::Close(c, lenient) => close_result(rw.ep_close_poll(c), *lenient),
                 Polled::Flush(f) => rw.flush_poll(f),
             };
             match r {
@@ -222,6 +224,16 @@ fn poll_ops(w: &Worker) -> usize {
         unsafe { request::complete(h, st, TagRecvInfo::default()) };
     }
     n
+}
+
+/// The outcome of a close (`None`: still going): for an endpoint without
+/// error handling (`lenient`), a failure of the endpoint counts as
+/// closed, as UCX's reports no peer failure to such an endpoint.
+pub(crate) fn close_result(r: Option<rucx::Result<()>>, lenient: bool) -> Option<rucx::Result<()>> {
+    match r {
+        Some(Err(rucx::Error::EndpointFailed { .. })) if lenient => Some(Ok(())),
+        r => r,
+    }
 }
 
 /// The status of a finished close or flush. An endpoint that is gone

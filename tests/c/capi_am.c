@@ -514,6 +514,21 @@ int main(void)
         CHECK(seen.count == before);
     }
 
+    /* An endpoint back from b to a, used once. */
+    ucp_ep_h ep_b;
+    {
+        ucp_address_t *addr_a;
+        size_t addr_a_len;
+        CHECK(ucp_worker_get_address(wa, &addr_a, &addr_a_len) == UCS_OK);
+        ep_params.address = addr_a;
+        CHECK(ucp_ep_create(wb, &ep_params, &ep_b) == UCS_OK);
+        ucp_worker_release_address(wa, addr_a);
+        ucp_request_param_t p = {0};
+        int before = n_acks;
+        CHECK(wait_req(ucp_am_send_nbx(ep_b, 6, NULL, 0, "ack", 4, &p)) == UCS_OK);
+        wait_count(&n_acks, before + 1);
+    }
+
     /* Flush and close. */
     {
         ucp_request_param_t p = {0};
@@ -536,10 +551,31 @@ int main(void)
             }
             ucp_request_free(c);
         }
+        ucp_worker_destroy(wa);
+        for (int i = 0; i < 1000; i++) {
+            ucp_worker_progress(wb);
+        }
+    }
+
+    /* An endpoint without error handling closes well in flush mode after
+     * its peer's worker is gone. */
+    {
+        ucp_request_param_t p = {0};
+        void *c = ucp_ep_close_nbx(ep_b, &p);
+        CHECK(!UCS_PTR_IS_ERR(c));
+        if (c != NULL) {
+            time_t start = time(NULL);
+            while (ucp_request_check_status(c) == UCS_INPROGRESS) {
+                CHECK(time(NULL) - start < 30);
+                ucp_worker_progress(wb);
+            }
+            CHECK(ucp_request_check_status(c) == UCS_OK);
+            ucp_request_free(c);
+        }
+        printf("close after the peer: ok\n");
     }
 
     ucp_worker_release_address(wb, addr_b);
-    ucp_worker_destroy(wa);
     ucp_worker_destroy(wb);
     ucp_cleanup(ctx);
     printf("capi_am: ok\n");
