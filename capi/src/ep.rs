@@ -38,8 +38,13 @@ impl Endpoint {
     }
 }
 
-/// `ucp_ep_create`: by `UCP_EP_PARAM_FIELD_REMOTE_ADDRESS` (socket
-/// addresses and connection requests: `UCS_ERR_UNSUPPORTED` for now).
+/// `ucp_ep_create`: by `UCP_EP_PARAM_FIELD_REMOTE_ADDRESS`, by
+/// `UCP_EP_PARAM_FIELD_CONN_REQUEST` (the server accepts a client), or
+/// by `UCP_EP_PARAM_FIELD_SOCK_ADDR` (the client side). Unlike UCX, a
+/// client's `ucp_ep_create` waits, progressing its worker, until the
+/// server answered, and a rejected or refused connection is its return
+/// status (`UCS_ERR_REJECTED`, `UCS_ERR_UNREACHABLE`, ...) rather than a
+/// call of the error handler.
 ///
 /// # Safety
 ///
@@ -62,19 +67,6 @@ pub unsafe extern "C" fn ucp_ep_create(
         }
         let _g = w.enter();
         let has = |bit| p.field_mask & bit != 0;
-        if !has(UCP_EP_PARAM_FIELD_REMOTE_ADDRESS) {
-            if has(UCP_EP_PARAM_FIELD_SOCK_ADDR) || has(UCP_EP_PARAM_FIELD_CONN_REQUEST) {
-                return status::UNSUPPORTED;
-            }
-            return status::INVALID_PARAM;
-        }
-        if p.address.is_null() {
-            return status::INVALID_PARAM;
-        }
-        // SAFETY: an address from ucp_worker_get_address (contract).
-        let Some(addr) = (unsafe { worker::unwrap_address(p.address) }) else {
-            return status::INVALID_ADDR;
-        };
         let peer_mode =
             has(UCP_EP_PARAM_FIELD_ERR_HANDLING_MODE) && p.err_mode == UCP_ERR_HANDLING_MODE_PEER;
         let mut err = match has(UCP_EP_PARAM_FIELD_ERR_HANDLER) {
@@ -87,19 +79,50 @@ pub unsafe extern "C" fn ucp_ep_create(
         if has(UCP_EP_PARAM_FIELD_USER_DATA) {
             err.arg = p.user_data;
         }
-        let ep = match w.with(|rw| rw.connect(addr)) {
+        let rust_params = || match peer_mode {
+            true => {
+                let failures = w.failures.clone();
+                RustEpParams::new()
+                    .err_mode(ErrMode::Peer)
+                    .on_error(move |_, ep, e| failures.lock().push((ep, e.status().code())))
+            }
+            false => RustEpParams::new(),
+        };
+        let made = if has(UCP_EP_PARAM_FIELD_REMOTE_ADDRESS) {
+            if p.address.is_null() {
+                return status::INVALID_PARAM;
+            }
+            // SAFETY: an address from ucp_worker_get_address (contract).
+            let Some(addr) = (unsafe { worker::unwrap_address(p.address) }) else {
+                return status::INVALID_ADDR;
+            };
+            w.with(|rw| rw.connect(addr)).and_then(|ep| {
+                if peer_mode {
+                    w.with(|rw| rw.connect_with(addr, rust_params()))?;
+                }
+                Ok(ep)
+            })
+        } else if has(UCP_EP_PARAM_FIELD_CONN_REQUEST) {
+            if p.conn_request.is_null() {
+                return status::INVALID_PARAM;
+            }
+            // SAFETY: an unanswered request from a listener's handler
+            // (contract); freed here, once.
+            let r = unsafe { Box::from_raw(p.conn_request.cast::<crate::listener::ConnRequest>()) };
+            w.with(|rw| rw.accept(r.req, rust_params()))
+        } else if has(UCP_EP_PARAM_FIELD_SOCK_ADDR) {
+            // SAFETY: a readable socket address (contract).
+            let Some(addr) = (unsafe { crate::listener::from_c(&p.sockaddr) }) else {
+                return status::INVALID_PARAM;
+            };
+            connect_sockaddr(w, addr, rust_params())
+        } else {
+            return status::INVALID_PARAM;
+        };
+        let ep = match made {
             Ok(ep) => ep,
             Err(e) => return status::of(&e),
         };
-        if peer_mode {
-            let failures = w.failures.clone();
-            let params = RustEpParams::new()
-                .err_mode(ErrMode::Peer)
-                .on_error(move |_, ep, e| failures.lock().push((ep, e.status().code())));
-            if let Err(e) = w.with(|rw| rw.connect_with(addr, params)) {
-                return status::of(&e);
-            }
-        }
         let c = Box::into_raw(Box::new(Endpoint {
             worker: w,
             ep,
@@ -111,6 +134,24 @@ pub unsafe extern "C" fn ucp_ep_create(
         unsafe { *ep_p = c };
         status::OK
     })
+}
+
+/// Connects to the listener at `addr`, progressing `w` (and delivering
+/// its completions to C) until the server answered.
+fn connect_sockaddr(
+    w: &Worker,
+    addr: std::net::SocketAddr,
+    params: RustEpParams,
+) -> rucx::Result<rucx::Ep> {
+    let mut c = w.with(|rw| rw.connect_start(addr, params))?;
+    loop {
+        if let Some(r) = w.with(|rw| rw.connect_poll(&mut c)) {
+            return r;
+        }
+        if worker::progress(w) == 0 {
+            std::thread::sleep(std::time::Duration::from_micros(50));
+        }
+    }
 }
 
 /// Posts a request that completes when polled operation `op` ends, or

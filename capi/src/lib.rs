@@ -22,7 +22,11 @@
 //! * `worker.rs`: workers, progress and the delivery of completions,
 //!   endpoint failures and connection requests to C;
 //! * `wakeup.rs`: `ucp_worker_get_efd`, `arm`, `wait`, `signal`;
-//! * `ep.rs`: endpoints (by worker address) and closing them;
+//! * `ep.rs`: endpoints (by worker address, connection request or socket
+//!   address) and closing them;
+//! * `listener.rs`: `ucp_listener_*` and `ucp_conn_request_query`: the
+//!   Rust listener's handler queues each client, `ucp_worker_progress`
+//!   gives them to the C connection handler after the Rust progress;
 //! * `flush.rs`: endpoint and worker flushes;
 //! * `request.rs`: requests in UCX's memory model (a per-worker pool of
 //!   blocks, rucx's header before the user's `request_size` area) and the
@@ -62,8 +66,11 @@
 //! (not in UCX 1.13's header; the header is always copied), a zero-length message by
 //! rendezvous (sent eagerly), and a kept eager buffer fetched with
 //! `ucp_am_recv_data_nbx` into a non-contiguous datatype
-//! (`UCS_ERR_UNSUPPORTED`); endpoints by socket address and listeners
-//! (`ucp_listener_*`, `ucp_conn_request_query`); `ucp_ep_query`,
+//! (`UCS_ERR_UNSUPPORTED`); the legacy accept handler of listeners
+//! (`UCS_ERR_UNSUPPORTED`); a client's `ucp_ep_create` by socket address
+//! that returns at once (it waits, progressing its worker, until the
+//! server answered, and a rejected or refused connection is its return
+//! status, not a call of the error handler); `ucp_ep_query`,
 //! `ucp_ep_modify_nb`, `ucp_ep_evaluate_perf`, `ucp_request_query`,
 //! `ucp_request_alloc`, `ucp_worker_address_query`, `ucp_worker_wait_mem`,
 //! `ucp_lib_query`; `libucs.so` and `libucm.so`. Thread mode `MULTI` takes
@@ -79,6 +86,7 @@ pub mod context;
 pub mod dt;
 pub mod ep;
 pub mod flush;
+pub mod listener;
 pub mod request;
 pub mod rkey;
 pub mod rma;

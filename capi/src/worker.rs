@@ -54,6 +54,8 @@ pub struct Worker {
     am: UnsafeCell<crate::am::AmState>,
     /// Active messages the Rust handlers queued, for C.
     pub(crate) am_queue: crate::am::Queue,
+    /// Connection requests of this worker's listeners, for C.
+    pub(crate) conn_queue: crate::listener::Queue,
     pub(crate) waker: rucx::Waker,
     lock: Option<ReentrantMutex<()>>,
     pub(crate) request_init: Option<RequestInitCb>,
@@ -147,6 +149,7 @@ impl Worker {
     pub(crate) fn pending(&self) -> bool {
         !self.failures.lock().is_empty()
             || !self.am_queue.lock().is_empty()
+            || !self.conn_queue.lock().is_empty()
             || self.with_polled(|p| !p.is_empty())
     }
 }
@@ -188,6 +191,7 @@ pub(crate) fn deliver(w: &Worker) -> usize {
     }
     n += poll_ops(w);
     n += crate::am::deliver(w);
+    n += crate::listener::deliver(w);
     n + run_err_handlers(w)
 }
 
@@ -325,6 +329,7 @@ pub unsafe extern "C" fn ucp_worker_create(
             failures: Failures::default(),
             am: UnsafeCell::new(crate::am::AmState::default()),
             am_queue: crate::am::Queue::default(),
+            conn_queue: crate::listener::Queue::default(),
             waker,
             lock: (thread_mode == UCS_THREAD_MODE_MULTI).then(|| ReentrantMutex::new(())),
             request_init: c.request_init,
