@@ -1,0 +1,243 @@
+/* rucx's libucp.so through UCX 1.13's listener calls, in one process: a
+ * server worker listens on 127.0.0.1 and on ::1 (port 0, the bound port
+ * read back with ucp_listener_query); a client worker of the same context
+ * connects by socket address from a second thread (rucx's client-side
+ * ucp_ep_create waits until the server answered) while the main thread
+ * progresses the server, whose connection handler queries the client's
+ * address and accepts; tag messages go both ways; a second client is
+ * rejected; a connect to a port nobody listens on fails. Prints
+ * "capi_listener: ok" and exits 0 when every check holds. */
+#include <ucp/api/ucp.h>
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#define CHECK(c) do { if (!(c)) { \
+    fprintf(stderr, "%s:%d: check failed: %s\n", __FILE__, __LINE__, #c); \
+    exit(1); } } while (0)
+
+static ucp_worker_h ws, wc;
+static ucp_listener_h listener;
+static ucp_conn_request_h pending;
+static int family_seen;
+
+static void on_conn(ucp_conn_request_h req, void *arg)
+{
+    ucp_conn_request_attr_t a;
+    CHECK(arg == (void *)0x51);
+    CHECK(pending == NULL);
+    a.field_mask = UCP_CONN_REQUEST_ATTR_FIELD_CLIENT_ADDR |
+                   UCP_CONN_REQUEST_ATTR_FIELD_CLIENT_ID;
+    CHECK(ucp_conn_request_query(req, &a) == UCS_OK);
+    family_seen = a.client_address.ss_family;
+    pending     = req;
+}
+
+/* A client connect running in its own thread. */
+struct client {
+    struct sockaddr_storage addr;
+    socklen_t               len;
+    ucp_ep_h                ep;
+    ucs_status_t            status;
+    volatile int            done;
+};
+
+static void on_client_err(void *arg, ucp_ep_h ep, ucs_status_t st)
+{
+    (void)arg;
+    (void)ep;
+    printf("client endpoint failed: %s\n", ucs_status_string(st));
+}
+
+static ucs_status_t connect_to(struct client *c)
+{
+    ucp_ep_params_t p = {0};
+    p.field_mask = UCP_EP_PARAM_FIELD_FLAGS | UCP_EP_PARAM_FIELD_SOCK_ADDR |
+                   UCP_EP_PARAM_FIELD_ERR_HANDLER |
+                   UCP_EP_PARAM_FIELD_ERR_HANDLING_MODE;
+    p.flags            = UCP_EP_PARAMS_FLAGS_CLIENT_SERVER;
+    p.sockaddr.addr    = (struct sockaddr *)&c->addr;
+    p.sockaddr.addrlen = c->len;
+    p.err_mode         = UCP_ERR_HANDLING_MODE_PEER;
+    p.err_handler.cb   = on_client_err;
+    p.err_handler.arg  = NULL;
+    return ucp_ep_create(wc, &p, &c->ep);
+}
+
+static void *client_thread(void *arg)
+{
+    struct client *c = arg;
+    c->status = connect_to(c);
+    c->done   = 1;
+    return NULL;
+}
+
+/* Waits for request r (NULL: done at once), progressing both workers. */
+static ucs_status_t wait_req(void *r)
+{
+    time_t start = time(NULL);
+    ucs_status_t st;
+    if (r == NULL) {
+        return UCS_OK;
+    }
+    CHECK(!UCS_PTR_IS_ERR(r));
+    while ((st = ucp_request_check_status(r)) == UCS_INPROGRESS) {
+        CHECK(time(NULL) - start < 60);
+        ucp_worker_progress(ws);
+        ucp_worker_progress(wc);
+    }
+    ucp_request_free(r);
+    return st;
+}
+
+/* Runs one client connect, answering it on the server (accept or
+ * reject); returns the client's status and endpoint, and the server's. */
+static ucs_status_t one_client(struct client *c, int accept, ucp_ep_h *server_ep)
+{
+    pthread_t t;
+    time_t start = time(NULL);
+    c->done = 0;
+    CHECK(pthread_create(&t, NULL, client_thread, c) == 0);
+    while (!c->done) {
+        CHECK(time(NULL) - start < 60);
+        ucp_worker_progress(ws);
+        if (pending != NULL) {
+            ucp_conn_request_h r = pending;
+            pending = NULL;
+            if (accept) {
+                ucp_ep_params_t p = {0};
+                p.field_mask   = UCP_EP_PARAM_FIELD_CONN_REQUEST |
+                                 UCP_EP_PARAM_FIELD_ERR_HANDLING_MODE;
+                p.conn_request = r;
+                p.err_mode     = UCP_ERR_HANDLING_MODE_PEER;
+                CHECK(ucp_ep_create(ws, &p, server_ep) == UCS_OK);
+            } else {
+                CHECK(ucp_listener_reject(listener, r) == UCS_OK);
+            }
+        }
+    }
+    CHECK(pthread_join(t, NULL) == 0);
+    return c->status;
+}
+
+static void send_recv(ucp_ep_h from, ucp_worker_h to, uint64_t tag)
+{
+    char out[64], in[64] = {0};
+    ucp_request_param_t p = {0};
+    void *rr, *sr;
+    snprintf(out, sizeof(out), "message %llu", (unsigned long long)tag);
+    rr = ucp_tag_recv_nbx(to, in, sizeof(in), tag, (ucp_tag_t)-1, &p);
+    sr = ucp_tag_send_nbx(from, out, sizeof(out), tag, &p);
+    CHECK(wait_req(sr) == UCS_OK);
+    CHECK(wait_req(rr) == UCS_OK);
+    CHECK(strcmp(in, out) == 0);
+}
+
+static void close_ep(ucp_ep_h ep)
+{
+    ucp_request_param_t p = {0};
+    p.op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS;
+    p.flags        = UCP_EP_CLOSE_FLAG_FORCE;
+    wait_req(ucp_ep_close_nbx(ep, &p));
+}
+
+static void run(int family)
+{
+    struct sockaddr_storage ss;
+    socklen_t len;
+    ucp_listener_params_t lp = {0};
+    ucp_listener_attr_t la;
+    struct client c;
+    ucp_ep_h server_ep = NULL;
+    const char *name = family == AF_INET ? "ipv4" : "ipv6";
+    uint16_t port;
+    ucs_status_t st;
+
+    memset(&ss, 0, sizeof(ss));
+    if (family == AF_INET) {
+        struct sockaddr_in *s = (struct sockaddr_in *)&ss;
+        s->sin_family      = AF_INET;
+        s->sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+        len = sizeof(*s);
+    } else {
+        struct sockaddr_in6 *s = (struct sockaddr_in6 *)&ss;
+        s->sin6_family = AF_INET6;
+        s->sin6_addr   = in6addr_loopback;
+        len = sizeof(*s);
+    }
+    lp.field_mask       = UCP_LISTENER_PARAM_FIELD_SOCK_ADDR |
+                          UCP_LISTENER_PARAM_FIELD_CONN_HANDLER;
+    lp.sockaddr.addr    = (struct sockaddr *)&ss;
+    lp.sockaddr.addrlen = len;
+    lp.conn_handler.cb  = on_conn;
+    lp.conn_handler.arg = (void *)0x51;
+    CHECK(ucp_listener_create(ws, &lp, &listener) == UCS_OK);
+    la.field_mask = UCP_LISTENER_ATTR_FIELD_SOCKADDR;
+    CHECK(ucp_listener_query(listener, &la) == UCS_OK);
+    CHECK(la.sockaddr.ss_family == family);
+    port = family == AF_INET ? ntohs(((struct sockaddr_in *)&la.sockaddr)->sin_port)
+                             : ntohs(((struct sockaddr_in6 *)&la.sockaddr)->sin6_port);
+    CHECK(port != 0);
+    printf("%s listener on port %u\n", name, port);
+
+    memcpy(&c.addr, &la.sockaddr, sizeof(c.addr));
+    c.len = len;
+    CHECK(one_client(&c, 1, &server_ep) == UCS_OK);
+    CHECK(server_ep != NULL);
+    CHECK(family_seen == family);
+    send_recv(c.ep, ws, 7);
+    send_recv(server_ep, wc, 8);
+    printf("%s tag both ways: ok\n", name);
+
+    st = one_client(&c, 0, NULL);
+    printf("%s rejected client: %s\n", name, ucs_status_string(st));
+    CHECK(st == UCS_ERR_REJECTED);
+
+    close_ep(c.ep);
+    close_ep(server_ep);
+    ucp_listener_destroy(listener);
+    listener = NULL;
+
+    /* Nobody listens on the port now. */
+    st = connect_to(&c);
+    printf("%s no listener: %s\n", name, ucs_status_string(st));
+    CHECK(st != UCS_OK);
+}
+
+int main(void)
+{
+    ucp_context_h ctx;
+    ucp_config_t *config;
+    ucp_params_t params = {0};
+    ucp_worker_params_t wp = {0};
+    ucp_listener_params_t lp = {0};
+    ucp_listener_h l;
+
+    CHECK(ucp_config_read(NULL, NULL, &config) == UCS_OK);
+    params.field_mask = UCP_PARAM_FIELD_FEATURES;
+    params.features   = UCP_FEATURE_TAG;
+    CHECK(ucp_init(&params, config, &ctx) == UCS_OK);
+    ucp_config_release(config);
+    wp.field_mask  = UCP_WORKER_PARAM_FIELD_THREAD_MODE;
+    wp.thread_mode = UCS_THREAD_MODE_SINGLE;
+    CHECK(ucp_worker_create(ctx, &wp, &ws) == UCS_OK);
+    CHECK(ucp_worker_create(ctx, &wp, &wc) == UCS_OK);
+
+    /* Wrong arguments: no address; the legacy accept handler. */
+    lp.field_mask = UCP_LISTENER_PARAM_FIELD_CONN_HANDLER;
+    CHECK(ucp_listener_create(ws, &lp, &l) == UCS_ERR_INVALID_PARAM);
+
+    run(AF_INET);
+    run(AF_INET6);
+
+    ucp_worker_destroy(wc);
+    ucp_worker_destroy(ws);
+    ucp_cleanup(ctx);
+    printf("capi_listener: ok\n");
+    return 0;
+}

@@ -1,0 +1,49 @@
+//! rucx's `libucp.so` listeners from C, in one process
+//! (`tests/c/capi_listener.c`): `ucp_listener_create` on 127.0.0.1 and
+//! on ::1 with port 0, `ucp_listener_query` for the bound port, a client
+//! endpoint by socket address (`UCP_EP_PARAMS_FLAGS_CLIENT_SERVER`) on a
+//! second worker, the connection handler's `ucp_conn_request_query` and
+//! accept (`UCP_EP_PARAM_FIELD_CONN_REQUEST`), tag messages both ways, a
+//! client rejected with `ucp_listener_reject`, a connect to a port with
+//! no listener, `ucp_listener_destroy`. Over the default transports, TCP
+//! and shared memory (chosen with `UCX_TLS`, which the library reads as
+//! `RUCX_TLS`).
+
+mod capi_common;
+mod common;
+
+use capi_common::*;
+
+#[test]
+fn listeners_from_c() {
+    let lib = match lib_dir() {
+        Ok(d) => d,
+        Err(e) => return common::skip_or_fail(&e),
+    };
+    if cc().is_none() || include_dir().is_none() {
+        return common::skip_or_fail("needs cc and UCP headers (capi/include or libucx-dev)");
+    }
+    let dir = scratch("listener");
+    let exe = dir.join("capi_listener");
+    compile(&[c_dir().join("capi_listener.c")], &[], &lib, &exe).expect("compile capi_listener.c");
+    for env in [vec![], vec![("UCX_TLS", "tcp")], vec![("UCX_TLS", "shm")]] {
+        let out = run(&exe, &[], &env, 120);
+        let t = text(&out);
+        assert!(out.status.success(), "{env:?}: {t}");
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        assert!(stdout.contains("capi_listener: ok"), "{env:?}: {t}");
+        for ip in ["ipv4", "ipv6"] {
+            assert!(
+                stdout.contains(&format!("{ip} tag both ways: ok")),
+                "{env:?}: {t}"
+            );
+            assert!(
+                stdout.contains(&format!(
+                    "{ip} rejected client: Operation rejected by remote peer"
+                )),
+                "{env:?}: {t}"
+            );
+        }
+    }
+    let _ = std::fs::remove_dir_all(dir);
+}
