@@ -23,7 +23,7 @@
 //! A legacy handler gets a rendezvous message's data fetched for it first.
 
 use crate::dt::{self, Data};
-use crate::ep::Endpoint;
+use crate::ep::{Conn, Endpoint};
 use crate::request::{Cb, Opts};
 use crate::status::{self, guard, guard_ptr, guard_status};
 use crate::tag::post;
@@ -31,6 +31,7 @@ use crate::types::*;
 use crate::worker::Worker;
 use parking_lot::Mutex;
 use rucx::{AmMsg, AmParams};
+use std::cell::RefCell;
 use std::collections::{HashMap, VecDeque};
 use std::ffi::{c_uint, c_void};
 use std::ptr;
@@ -87,7 +88,7 @@ fn reply_endpoint(w: &Worker, ep: rucx::Ep) -> *mut Endpoint {
         }
         let p = Box::into_raw(Box::new(Endpoint {
             worker: w,
-            ep,
+            conn: RefCell::new(Conn::Ready(ep)),
             err: ErrHandler {
                 cb: None,
                 arg: ptr::null_mut(),
@@ -300,18 +301,22 @@ unsafe fn send(
     };
     let w = e.worker();
     let _g = w.enter();
+    let rep = match e.rep() {
+        Ok(r) => r,
+        Err(st) => return status::ptr(st),
+    };
     post(w, o, |rw, op| match data {
         // SAFETY: the application keeps the buffer valid until the
         // request completes (UCX's contract, which is the raw tier's).
         Data::Contig(len) => unsafe {
-            rw.am_send_raw(e.ep, id, hdr, (buffer.cast(), len), params, op)
+            rw.am_send_raw(rep, id, hdr, (buffer.cast(), len), params, op)
         },
         Data::Iov(iov) => {
-            let r = rw.am_send_dt(e.ep, id, hdr, iov, params, op);
+            let r = rw.am_send_dt(rep, id, hdr, iov, params, op);
             dt::detach(rw, r)
         }
         Data::Generic(g) => {
-            let r = rw.am_send_dt(e.ep, id, hdr, g, params, op);
+            let r = rw.am_send_dt(rep, id, hdr, g, params, op);
             dt::detach(rw, r)
         }
     })

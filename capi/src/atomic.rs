@@ -101,12 +101,16 @@ unsafe fn fetch(
     }
     let w = e.worker();
     let _g = w.enter();
+    let rep = match e.rep() {
+        Ok(r) => r,
+        Err(st) => return status::ptr(st),
+    };
     post(w, o, |rw, rop| {
         // SAFETY: the application keeps `result` writable until the
         // operation completes (UCX's contract).
         unsafe {
             rw.atomic_fetch_exact_raw(
-                e.ep,
+                rep,
                 op,
                 value,
                 compare,
@@ -146,8 +150,12 @@ pub unsafe extern "C" fn ucp_atomic_post(
         };
         let w = e.worker();
         let _g = w.enter();
+        let rep = match e.rep() {
+            Ok(r) => r,
+            Err(st) => return st,
+        };
         match post_nbi(w, |rw, rop| {
-            rw.atomic_post(e.ep, op, v, remote_addr, key, rop)
+            rw.atomic_post(rep, op, v, remote_addr, key, rop)
         }) {
             status::INPROGRESS => status::OK,
             st => st,
@@ -261,8 +269,12 @@ pub unsafe extern "C" fn ucp_atomic_op_nbx(
             };
             let w = e.worker();
             let _g = w.enter();
+            let rep = match e.rep() {
+                Ok(r) => r,
+                Err(st) => return status::ptr(st),
+            };
             return post(w, &o, |rw, rop| {
-                rw.atomic_post(e.ep, op, v, remote_addr, key, rop)
+                rw.atomic_post(rep, op, v, remote_addr, key, rop)
             });
         }
         let (v, compare) = if op == AtomicOp::Cswap {

@@ -16,6 +16,7 @@ use crate::types::*;
 use crate::worker::{self, Polled, Worker};
 use rucx::ucp::CloseMode;
 use rucx::{EpParams as RustEpParams, ErrMode};
+use std::cell::RefCell;
 use std::ffi::c_uint;
 use std::ptr;
 
@@ -23,13 +24,40 @@ use std::ptr;
 #[derive(Debug)]
 pub struct Endpoint {
     pub(crate) worker: *const Worker,
-    pub(crate) ep: rucx::Ep,
+    pub(crate) conn: RefCell<Conn>,
     pub(crate) err: ErrHandler,
     /// Created in `UCP_ERR_HANDLING_MODE_PEER`.
     pub(crate) peer: bool,
 }
 
+/// Where a C endpoint's Rust endpoint is.
+#[derive(Debug)]
+pub(crate) enum Conn {
+    /// Connected.
+    Ready(rucx::Ep),
+    /// A client's connect by socket address, not answered yet.
+    Connecting(Box<rucx::ucp::Connecting>),
+    /// The connect failed with this status.
+    Failed(StatusCode),
+}
+
 impl Endpoint {
+    /// The Rust endpoint; while a client's connect is in progress, waits
+    /// for it, progressing the worker (so operations posted meanwhile go
+    /// out once it is connected); the status if it failed.
+    pub(crate) fn rep(&self) -> Result<rucx::Ep, StatusCode> {
+        loop {
+            match &*self.conn.borrow() {
+                Conn::Ready(ep) => return Ok(*ep),
+                Conn::Failed(st) => return Err(*st),
+                Conn::Connecting(_) => {}
+            }
+            if worker::progress(self.worker()) == 0 {
+                std::thread::sleep(std::time::Duration::from_micros(50));
+            }
+        }
+    }
+
     /// The endpoint's worker.
     pub(crate) fn worker(&self) -> &Worker {
         // SAFETY: a worker outlives its endpoints (ucp_worker_destroy
@@ -40,11 +68,11 @@ impl Endpoint {
 
 /// `ucp_ep_create`: by `UCP_EP_PARAM_FIELD_REMOTE_ADDRESS`, by
 /// `UCP_EP_PARAM_FIELD_CONN_REQUEST` (the server accepts a client), or
-/// by `UCP_EP_PARAM_FIELD_SOCK_ADDR` (the client side). Unlike UCX, a
-/// client's `ucp_ep_create` waits, progressing its worker, until the
-/// server answered, and a rejected or refused connection is its return
-/// status (`UCS_ERR_REJECTED`, `UCS_ERR_UNREACHABLE`, ...) rather than a
-/// call of the error handler.
+/// by `UCP_EP_PARAM_FIELD_SOCK_ADDR` (the client side: it returns at
+/// once, the connection completes in `ucp_worker_progress`, an operation
+/// posted meanwhile waits for it, and a rejected or refused connection
+/// calls the error handler with `UCS_ERR_REJECTED`,
+/// `UCS_ERR_UNREACHABLE`, ...).
 ///
 /// # Safety
 ///
@@ -115,7 +143,22 @@ pub unsafe extern "C" fn ucp_ep_create(
             let Some(addr) = (unsafe { crate::listener::from_c(&p.sockaddr) }) else {
                 return status::INVALID_PARAM;
             };
-            connect_sockaddr(w, addr, rust_params())
+            // A connect that fails at once (refused) fails the endpoint
+            // in the next progress, as one that fails later.
+            let conn = match w.with(|rw| rw.connect_start(addr, rust_params())) {
+                Ok(c) => Conn::Connecting(Box::new(c)),
+                Err(e) => Conn::Failed(status::of(&e)),
+            };
+            let c = Box::into_raw(Box::new(Endpoint {
+                worker: w,
+                conn: RefCell::new(conn),
+                err,
+                peer: peer_mode,
+            }));
+            w.with_connecting(|v| v.push(c));
+            // SAFETY: checked non-NULL; writable (contract).
+            unsafe { *ep_p = c };
+            return status::OK;
         } else {
             return status::INVALID_PARAM;
         };
@@ -125,7 +168,7 @@ pub unsafe extern "C" fn ucp_ep_create(
         };
         let c = Box::into_raw(Box::new(Endpoint {
             worker: w,
-            ep,
+            conn: RefCell::new(Conn::Ready(ep)),
             err,
             peer: peer_mode,
         }));
@@ -134,24 +177,6 @@ pub unsafe extern "C" fn ucp_ep_create(
         unsafe { *ep_p = c };
         status::OK
     })
-}
-
-/// Connects to the listener at `addr`, progressing `w` (and delivering
-/// its completions to C) until the server answered.
-fn connect_sockaddr(
-    w: &Worker,
-    addr: std::net::SocketAddr,
-    params: RustEpParams,
-) -> rucx::Result<rucx::Ep> {
-    let mut c = w.with(|rw| rw.connect_start(addr, params))?;
-    loop {
-        if let Some(r) = w.with(|rw| rw.connect_poll(&mut c)) {
-            return r;
-        }
-        if worker::progress(w) == 0 {
-            std::thread::sleep(std::time::Duration::from_micros(50));
-        }
-    }
 }
 
 /// Posts a request that completes when polled operation `op` ends, or
@@ -181,8 +206,20 @@ pub(crate) fn post_polled(w: &Worker, mut op: Polled, o: &Opts) -> StatusPtr {
 /// `ep` is a live endpoint; it is freed here.
 unsafe fn close(ep: *mut Endpoint, force: bool, o: &Opts) -> StatusPtr {
     // SAFETY: live endpoint (contract).
-    let (w, rep, peer) = unsafe { ((*ep).worker(), (*ep).ep, (*ep).peer) };
+    let (w, peer) = unsafe { ((*ep).worker(), (*ep).peer) };
     let _g = w.enter();
+    // SAFETY: live endpoint (contract).
+    let rep = match &*unsafe { (*ep).conn.borrow() } {
+        Conn::Ready(rep) => Some(*rep),
+        _ => None,
+    };
+    let Some(rep) = rep else {
+        // Never connected: nothing on the Rust side.
+        w.with_connecting(|v| v.retain(|&p| p != ep));
+        // SAFETY: boxed by ucp_ep_create; in no table now, freed once.
+        drop(unsafe { Box::from_raw(ep) });
+        return request::done_at_once(w, o, status::OK, TagRecvInfo::default());
+    };
     let last = w.with_eps(|m| {
         let key = rep.to_u64();
         let v = m.entry(key).or_default();
@@ -323,7 +360,10 @@ pub unsafe extern "C" fn ucp_ep_print_info(ep: *mut Endpoint, stream: *mut libc:
         };
         let w = e.worker();
         let _g = w.enter();
-        let (uuid, tables) = w.with(|rw| (rw.ep_remote_uuid(e.ep), rw.ep_protocols(e.ep)));
+        let Ok(rep) = e.rep() else {
+            return;
+        };
+        let (uuid, tables) = w.with(|rw| (rw.ep_remote_uuid(rep), rw.ep_protocols(rep)));
         let mut out = format!("#\n# UCP endpoint of worker '{}'\n#\n", worker::name_of(w));
         if let Ok(u) = uuid {
             out += &format!("#               peer: {u:#018x}\n");

@@ -23,7 +23,11 @@ unsafe fn ep_flush(ep: *mut Endpoint, o: &Opts) -> StatusPtr {
     };
     let w = e.worker();
     let _g = w.enter();
-    match w.with(|rw| rw.ep_flush_start(e.ep)) {
+    let rep = match e.rep() {
+        Ok(r) => r,
+        Err(st) => return status::ptr(st),
+    };
+    match w.with(|rw| rw.ep_flush_start(rep)) {
         Ok(f) => post_polled(w, Polled::Flush(f), o),
         Err(e) => status::ptr(status::of(&e)),
     }

@@ -23,7 +23,9 @@
 //!   endpoint failures and connection requests to C;
 //! * `wakeup.rs`: `ucp_worker_get_efd`, `arm`, `wait`, `signal`;
 //! * `ep.rs`: endpoints (by worker address, connection request or socket
-//!   address) and closing them;
+//!   address: a client's endpoint is returned at once, the worker's
+//!   progress completes its connect or calls its error handler, and an
+//!   operation posted meanwhile waits for it) and closing them;
 //! * `listener.rs`: `ucp_listener_*` and `ucp_conn_request_query`: the
 //!   Rust listener's handler queues each client, `ucp_worker_progress`
 //!   gives them to the C connection handler after the Rust progress;
@@ -67,10 +69,8 @@
 //! rendezvous (sent eagerly), and a kept eager buffer fetched with
 //! `ucp_am_recv_data_nbx` into a non-contiguous datatype
 //! (`UCS_ERR_UNSUPPORTED`); the legacy accept handler of listeners
-//! (`UCS_ERR_UNSUPPORTED`); a client's `ucp_ep_create` by socket address
-//! that returns at once (it waits, progressing its worker, until the
-//! server answered, and a rejected or refused connection is its return
-//! status, not a call of the error handler); `ucp_ep_query`,
+//! (`UCS_ERR_UNSUPPORTED`), `UCP_EP_PARAM_FIELD_LOCAL_SOCK_ADDR` (not
+//! read); `ucp_ep_query`,
 //! `ucp_ep_modify_nb`, `ucp_ep_evaluate_perf`, `ucp_request_query`,
 //! `ucp_request_alloc`, `ucp_worker_address_query`, `ucp_worker_wait_mem`,
 //! `ucp_lib_query`; `libucs.so` and `libucm.so`. Thread mode `MULTI` takes

@@ -400,7 +400,11 @@ pub unsafe extern "C" fn ucp_ep_rkey_unpack(
         } else {
             let w = e.worker();
             let _g = w.enter();
-            match w.with(|rw| rw.rkey_unpack(e.ep, bytes)) {
+            let rep = match e.rep() {
+                Ok(r) => r,
+                Err(st) => return st,
+            };
+            match w.with(|rw| rw.rkey_unpack(rep, bytes)) {
                 Ok(k) => Some(k),
                 Err(e) => return status::of(&e),
             }

@@ -141,6 +141,10 @@ unsafe fn rma(
     };
     let w = e.worker();
     let _g = w.enter();
+    let rep = match e.rep() {
+        Ok(r) => r,
+        Err(st) => return status::ptr(st),
+    };
     let Some(key) = key.filter(|_| len > 0) else {
         let st = if len == 0 {
             status::OK
@@ -158,9 +162,9 @@ unsafe fn rma(
         // the raw tier's.
         unsafe {
             if get {
-                rw.get_raw(e.ep, buffer.cast(), len, remote_addr, key, op)
+                rw.get_raw(rep, buffer.cast(), len, remote_addr, key, op)
             } else {
-                rw.put_raw(e.ep, buffer.cast(), len, remote_addr, key, op)
+                rw.put_raw(rep, buffer.cast(), len, remote_addr, key, op)
             }
         }
     };

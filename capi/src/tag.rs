@@ -93,18 +93,22 @@ unsafe fn send(
     };
     let w = e.worker();
     let _g = w.enter();
+    let rep = match e.rep() {
+        Ok(r) => r,
+        Err(st) => return status::ptr(st),
+    };
     post(w, o, |rw, op| {
         let op = if sync { op.sync() } else { op };
         match data {
             // SAFETY: the application keeps the buffer valid until the
             // request completes (UCX's contract, which is the raw tier's).
-            Data::Contig(len) => unsafe { rw.tag_send_raw(e.ep, buffer.cast(), len, tag, op) },
+            Data::Contig(len) => unsafe { rw.tag_send_raw(rep, buffer.cast(), len, tag, op) },
             Data::Iov(iov) => {
-                let r = rw.tag_send_dt(e.ep, iov, tag, op);
+                let r = rw.tag_send_dt(rep, iov, tag, op);
                 dt::detach(rw, r)
             }
             Data::Generic(g) => {
-                let r = rw.tag_send_dt(e.ep, g, tag, op);
+                let r = rw.tag_send_dt(rep, g, tag, op);
                 dt::detach(rw, r)
             }
         }

@@ -49,6 +49,8 @@ pub struct Worker {
     /// The C endpoints of each Rust endpoint (by `Ep::to_u64`): several
     /// `ucp_ep_create` to one worker share one Rust endpoint.
     eps: UnsafeCell<HashMap<u64, Vec<*mut Endpoint>>>,
+    /// Client endpoints whose connect is in progress.
+    connecting: UnsafeCell<Vec<*mut Endpoint>>,
     pub(crate) failures: Failures,
     /// Active message handlers and the data C keeps.
     am: UnsafeCell<crate::am::AmState>,
@@ -135,6 +137,12 @@ impl Worker {
     }
 
     /// The active message state, as [`Worker::with`].
+    /// The client endpoints whose connect is in progress.
+    pub(crate) fn with_connecting<R>(&self, f: impl FnOnce(&mut Vec<*mut Endpoint>) -> R) -> R {
+        // SAFETY: as `with_eps`.
+        f(unsafe { &mut *self.connecting.get() })
+    }
+
     pub(crate) fn with_am<R>(&self, f: impl FnOnce(&mut crate::am::AmState) -> R) -> R {
         // SAFETY: as in `with`.
         f(unsafe { &mut *self.am.get() })
@@ -151,6 +159,7 @@ impl Worker {
             || !self.am_queue.lock().is_empty()
             || !self.conn_queue.lock().is_empty()
             || self.with_polled(|p| !p.is_empty())
+            || self.with_connecting(|p| !p.is_empty())
     }
 }
 
@@ -192,6 +201,7 @@ pub(crate) fn deliver(w: &Worker) -> usize {
     n += poll_ops(w);
     n += crate::am::deliver(w);
     n += crate::listener::deliver(w);
+    n += poll_connects(w);
     n + run_err_handlers(w)
 }
 
@@ -250,6 +260,51 @@ pub(crate) fn close_status(r: rucx::Result<()>) -> StatusCode {
 }
 
 /// Calls the C error handlers of the endpoints that failed.
+/// Polls the client connects in progress: an answered one gets its Rust
+/// endpoint, a failed one calls its C error handler; how many ended.
+fn poll_connects(w: &Worker) -> usize {
+    let list = w.with_connecting(|v| v.clone());
+    let mut failed = Vec::new();
+    let mut n = 0;
+    for p in list {
+        // SAFETY: endpoints leave the list before they are freed.
+        let e = unsafe { &*p };
+        let r = match &mut *e.conn.borrow_mut() {
+            crate::ep::Conn::Connecting(c) => w
+                .with(|rw| rw.connect_poll(c))
+                .map(|r| r.map_err(|e| status::of(&e))),
+            // A connect that failed in ucp_ep_create: its handler runs here.
+            crate::ep::Conn::Failed(st) => Some(Err(*st)),
+            crate::ep::Conn::Ready(ep) => Some(Ok(*ep)),
+        };
+        let Some(r) = r else {
+            continue;
+        };
+        n += 1;
+        w.with_connecting(|v| v.retain(|&q| q != p));
+        match r {
+            Ok(ep) => {
+                *e.conn.borrow_mut() = crate::ep::Conn::Ready(ep);
+                w.with_eps(|m| m.entry(ep.to_u64()).or_default().push(p));
+            }
+            Err(st) => {
+                *e.conn.borrow_mut() = crate::ep::Conn::Failed(st);
+                failed.push((p, st));
+            }
+        }
+    }
+    for (p, st) in failed {
+        // SAFETY: the endpoint is live until the application closes it,
+        // which it may do only from here on.
+        let (cb, arg) = unsafe { ((*p).err.cb, (*p).err.arg) };
+        if let Some(cb) = cb {
+            // SAFETY: a C handler, called with no borrow of the worker alive.
+            unsafe { cb(arg, p.cast(), st) };
+        }
+    }
+    n
+}
+
 fn run_err_handlers(w: &Worker) -> usize {
     let failed = std::mem::take(&mut *w.failures.lock());
     let n = failed.len();
@@ -326,6 +381,7 @@ pub unsafe extern "C" fn ucp_worker_create(
             pool: UnsafeCell::new(Pool::new(c.request_size, c.request_cleanup)),
             polled: UnsafeCell::new(Vec::new()),
             eps: UnsafeCell::new(HashMap::new()),
+            connecting: UnsafeCell::new(Vec::new()),
             failures: Failures::default(),
             am: UnsafeCell::new(crate::am::AmState::default()),
             am_queue: crate::am::Queue::default(),
@@ -359,7 +415,8 @@ pub unsafe extern "C" fn ucp_worker_destroy(worker: *mut Worker) {
         // SAFETY: made by Box::into_raw in ucp_worker_create, freed once.
         let w = unsafe { Box::from_raw(worker) };
         let eps = w.with_eps(std::mem::take);
-        for p in eps.into_values().flatten() {
+        let connecting = w.with_connecting(std::mem::take);
+        for p in eps.into_values().flatten().chain(connecting) {
             // SAFETY: each endpoint was boxed by ucp_ep_create and is in
             // the table until closed; freed once here.
             drop(unsafe { Box::from_raw(p) });
