@@ -2,10 +2,13 @@
 //! (`tests/c/capi_listener.c`): `ucp_listener_create` on 127.0.0.1 and
 //! on ::1 with port 0, `ucp_listener_query` for the bound port, a client
 //! endpoint by socket address (`UCP_EP_PARAMS_FLAGS_CLIENT_SERVER`) on a
-//! second worker, the connection handler's `ucp_conn_request_query` and
-//! accept (`UCP_EP_PARAM_FIELD_CONN_REQUEST`), tag messages both ways, a
-//! client rejected with `ucp_listener_reject`, a connect to a port with
-//! no listener, `ucp_listener_destroy`. Over the default transports, TCP
+//! second worker (`ucp_ep_create` returns at once; the first send is
+//! posted before the connection completed), the connection handler's
+//! `ucp_conn_request_query` and accept (`UCP_EP_PARAM_FIELD_CONN_REQUEST`),
+//! tag messages both ways, a client rejected with `ucp_listener_reject`
+//! (its error handler sees `UCS_ERR_REJECTED`), a connect to a port with
+//! no listener (`UCS_ERR_UNREACHABLE` through the error handler),
+//! `ucp_listener_destroy`. Over the default transports, TCP
 //! and shared memory (chosen with `UCX_TLS`, which the library reads as
 //! `RUCX_TLS`).
 
@@ -41,6 +44,11 @@ fn listeners_from_c() {
                 stdout.contains(&format!(
                     "{ip} rejected client: Operation rejected by remote peer"
                 )),
+                "{env:?}: {t}"
+            );
+            // Refused: the error handler ran with UCS_ERR_UNREACHABLE.
+            assert!(
+                stdout.contains(&format!("{ip} no listener: Destination is unreachable")),
                 "{env:?}: {t}"
             );
         }

@@ -1,17 +1,18 @@
 /* rucx's libucp.so through UCX 1.13's listener calls, in one process: a
  * server worker listens on 127.0.0.1 and on ::1 (port 0, the bound port
  * read back with ucp_listener_query); a client worker of the same context
- * connects by socket address from a second thread (rucx's client-side
- * ucp_ep_create waits until the server answered) while the main thread
- * progresses the server, whose connection handler queries the client's
- * address and accepts; tag messages go both ways; a second client is
- * rejected; a connect to a port nobody listens on fails. Prints
+ * connects by socket address (ucp_ep_create returns at once, the
+ * connection completes in progress), the server's connection handler
+ * queries the client's address and the server accepts; tag messages go
+ * both ways, the first posted before the client knows it is connected; a
+ * second client is rejected and its error handler sees
+ * UCS_ERR_REJECTED; a connect to a port nobody listens on fails through
+ * the error handler. Prints
  * "capi_listener: ok" and exits 0 when every check holds. */
 #include <ucp/api/ucp.h>
 
 #include <arpa/inet.h>
 #include <netinet/in.h>
-#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -38,43 +39,38 @@ static void on_conn(ucp_conn_request_h req, void *arg)
     pending     = req;
 }
 
-/* A client connect running in its own thread. */
+/* The client side: its address and the failure its error handler saw. */
 struct client {
     struct sockaddr_storage addr;
     socklen_t               len;
     ucp_ep_h                ep;
-    ucs_status_t            status;
-    volatile int            done;
+    ucs_status_t            failed;
 };
 
 static void on_client_err(void *arg, ucp_ep_h ep, ucs_status_t st)
 {
-    (void)arg;
-    (void)ep;
+    struct client *c = arg;
+    CHECK(ep == c->ep);
     printf("client endpoint failed: %s\n", ucs_status_string(st));
+    c->failed = st;
 }
 
-static ucs_status_t connect_to(struct client *c)
+/* Creates the client endpoint: returns at once, the connection completes
+ * in progress. */
+static void connect_to(struct client *c)
 {
     ucp_ep_params_t p = {0};
     p.field_mask = UCP_EP_PARAM_FIELD_FLAGS | UCP_EP_PARAM_FIELD_SOCK_ADDR |
-                   UCP_EP_PARAM_FIELD_ERR_HANDLER |
+                   UCP_EP_PARAM_FIELD_ERR_HANDLER | UCP_EP_PARAM_FIELD_USER_DATA |
                    UCP_EP_PARAM_FIELD_ERR_HANDLING_MODE;
     p.flags            = UCP_EP_PARAMS_FLAGS_CLIENT_SERVER;
     p.sockaddr.addr    = (struct sockaddr *)&c->addr;
     p.sockaddr.addrlen = c->len;
     p.err_mode         = UCP_ERR_HANDLING_MODE_PEER;
     p.err_handler.cb   = on_client_err;
-    p.err_handler.arg  = NULL;
-    return ucp_ep_create(wc, &p, &c->ep);
-}
-
-static void *client_thread(void *arg)
-{
-    struct client *c = arg;
-    c->status = connect_to(c);
-    c->done   = 1;
-    return NULL;
+    p.user_data        = c;
+    c->failed          = UCS_OK;
+    CHECK(ucp_ep_create(wc, &p, &c->ep) == UCS_OK);
 }
 
 /* Waits for request r (NULL: done at once), progressing both workers. */
@@ -95,34 +91,43 @@ static ucs_status_t wait_req(void *r)
     return st;
 }
 
-/* Runs one client connect, answering it on the server (accept or
- * reject); returns the client's status and endpoint, and the server's. */
-static ucs_status_t one_client(struct client *c, int accept, ucp_ep_h *server_ep)
+/* Waits for the client's connection request on the server and accepts
+ * it (returning the server's endpoint) or rejects it (NULL). */
+static ucp_ep_h answer(int accept)
 {
-    pthread_t t;
     time_t start = time(NULL);
-    c->done = 0;
-    CHECK(pthread_create(&t, NULL, client_thread, c) == 0);
-    while (!c->done) {
+    ucp_conn_request_h r;
+    ucp_ep_params_t p = {0};
+    ucp_ep_h ep;
+    while (pending == NULL) {
         CHECK(time(NULL) - start < 60);
         ucp_worker_progress(ws);
-        if (pending != NULL) {
-            ucp_conn_request_h r = pending;
-            pending = NULL;
-            if (accept) {
-                ucp_ep_params_t p = {0};
-                p.field_mask   = UCP_EP_PARAM_FIELD_CONN_REQUEST |
-                                 UCP_EP_PARAM_FIELD_ERR_HANDLING_MODE;
-                p.conn_request = r;
-                p.err_mode     = UCP_ERR_HANDLING_MODE_PEER;
-                CHECK(ucp_ep_create(ws, &p, server_ep) == UCS_OK);
-            } else {
-                CHECK(ucp_listener_reject(listener, r) == UCS_OK);
-            }
-        }
+        ucp_worker_progress(wc);
     }
-    CHECK(pthread_join(t, NULL) == 0);
-    return c->status;
+    r       = pending;
+    pending = NULL;
+    if (!accept) {
+        CHECK(ucp_listener_reject(listener, r) == UCS_OK);
+        return NULL;
+    }
+    p.field_mask   = UCP_EP_PARAM_FIELD_CONN_REQUEST |
+                     UCP_EP_PARAM_FIELD_ERR_HANDLING_MODE;
+    p.conn_request = r;
+    p.err_mode     = UCP_ERR_HANDLING_MODE_PEER;
+    CHECK(ucp_ep_create(ws, &p, &ep) == UCS_OK);
+    return ep;
+}
+
+/* Progresses both workers until the client's error handler ran. */
+static ucs_status_t wait_failure(struct client *c)
+{
+    time_t start = time(NULL);
+    while (c->failed == UCS_OK) {
+        CHECK(time(NULL) - start < 60);
+        ucp_worker_progress(ws);
+        ucp_worker_progress(wc);
+    }
+    return c->failed;
 }
 
 static void send_recv(ucp_ep_h from, ucp_worker_h to, uint64_t tag)
@@ -153,7 +158,7 @@ static void run(int family)
     ucp_listener_params_t lp = {0};
     ucp_listener_attr_t la;
     struct client c;
-    ucp_ep_h server_ep = NULL;
+    ucp_ep_h server_ep, accepted;
     const char *name = family == AF_INET ? "ipv4" : "ipv6";
     uint16_t port;
     ucs_status_t st;
@@ -187,26 +192,35 @@ static void run(int family)
 
     memcpy(&c.addr, &la.sockaddr, sizeof(c.addr));
     c.len = len;
-    CHECK(one_client(&c, 1, &server_ep) == UCS_OK);
-    CHECK(server_ep != NULL);
+    connect_to(&c);
+    server_ep = answer(1);
     CHECK(family_seen == family);
+    /* Posted as soon as the server accepted: the client's connection may
+     * still be completing. */
     send_recv(c.ep, ws, 7);
     send_recv(server_ep, wc, 8);
     printf("%s tag both ways: ok\n", name);
+    accepted = c.ep;
 
-    st = one_client(&c, 0, NULL);
+    connect_to(&c);
+    answer(0);
+    st = wait_failure(&c);
     printf("%s rejected client: %s\n", name, ucs_status_string(st));
     CHECK(st == UCS_ERR_REJECTED);
-
     close_ep(c.ep);
+
+    close_ep(accepted);
     close_ep(server_ep);
     ucp_listener_destroy(listener);
     listener = NULL;
 
     /* Nobody listens on the port now. */
-    st = connect_to(&c);
+    connect_to(&c);
+    st = wait_failure(&c);
     printf("%s no listener: %s\n", name, ucs_status_string(st));
-    CHECK(st != UCS_OK);
+    CHECK(st == UCS_ERR_UNREACHABLE || st == UCS_ERR_REJECTED ||
+          st == UCS_ERR_CONNECTION_RESET || st == UCS_ERR_ENDPOINT_TIMEOUT);
+    close_ep(c.ep);
 }
 
 int main(void)
