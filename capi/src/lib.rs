@@ -64,7 +64,8 @@
 //! `UCS_ERR_INVALID_PARAM` rather than its own status;
 //! `ucp_mem_print_info`, the blocking atomics of the compatibility
 //! header (`ucp_atomic_add32`, `ucp_atomic_fadd64`, ...); streams
-//! (`ucp_stream_*`); in active messages, `UCP_AM_SEND_FLAG_COPY_HEADER`
+//! (`ucp_stream_*`; `ucp_stream_send_nbx` and `ucp_stream_recv_nbx`
+//! exist and return `UCS_ERR_UNSUPPORTED`, in `stream.rs`); in active messages, `UCP_AM_SEND_FLAG_COPY_HEADER`
 //! (not in UCX 1.13's header; the header is always copied), a zero-length message by
 //! rendezvous (sent eagerly), and a kept eager buffer fetched with
 //! `ucp_am_recv_data_nbx` into a non-contiguous datatype
@@ -91,6 +92,7 @@ pub mod request;
 pub mod rkey;
 pub mod rma;
 pub mod status;
+pub mod stream;
 pub mod tag;
 pub mod types;
 pub mod ucm;
