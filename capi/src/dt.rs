@@ -52,10 +52,36 @@ pub struct GenericDtOps {
     pub finish: Option<unsafe extern "C" fn(*mut c_void)>,
 }
 
+/// The callbacks of a generic datatype, every one present: made once, by
+/// `ucp_dt_create_generic`, from a complete [`GenericDtOps`].
+#[derive(Debug, Clone, Copy)]
+struct Ops {
+    start_pack: unsafe extern "C" fn(*mut c_void, *const c_void, usize) -> *mut c_void,
+    start_unpack: unsafe extern "C" fn(*mut c_void, *mut c_void, usize) -> *mut c_void,
+    packed_size: unsafe extern "C" fn(*mut c_void) -> usize,
+    pack: unsafe extern "C" fn(*mut c_void, usize, *mut c_void, usize) -> usize,
+    unpack: unsafe extern "C" fn(*mut c_void, usize, *const c_void, usize) -> StatusCode,
+    finish: unsafe extern "C" fn(*mut c_void),
+}
+
+impl Ops {
+    /// The callbacks of `o`, or `None` if one is missing.
+    fn of(o: &GenericDtOps) -> Option<Ops> {
+        Some(Ops {
+            start_pack: o.start_pack?,
+            start_unpack: o.start_unpack?,
+            packed_size: o.packed_size?,
+            pack: o.pack?,
+            unpack: o.unpack?,
+            finish: o.finish?,
+        })
+    }
+}
+
 /// What a generic `ucp_datatype_t` points to.
 #[derive(Debug)]
 pub struct Generic {
-    ops: GenericDtOps,
+    ops: Ops,
     context: *mut c_void,
 }
 
@@ -63,7 +89,7 @@ pub struct Generic {
 /// `start_pack` or `start_unpack` returned. Dropping it calls `finish`.
 #[derive(Debug)]
 pub struct GenericOp {
-    ops: GenericDtOps,
+    ops: Ops,
     state: *mut c_void,
     size: usize,
 }
@@ -82,17 +108,16 @@ impl GenericOp {
     /// `buffer` is what the datatype's callbacks expect, valid until the
     /// operation finishes.
     unsafe fn start(g: &Generic, buffer: *mut c_void, count: usize, send: bool) -> GenericOp {
-        // SAFETY: the callbacks were checked present by
-        // ucp_dt_create_generic; the application's contract covers their
+        // SAFETY: the application's contract covers the callbacks'
         // arguments.
         let state = unsafe {
             match send {
-                true => (g.ops.start_pack.expect("checked"))(g.context, buffer, count),
-                false => (g.ops.start_unpack.expect("checked"))(g.context, buffer, count),
+                true => (g.ops.start_pack)(g.context, buffer, count),
+                false => (g.ops.start_unpack)(g.context, buffer, count),
             }
         };
         // SAFETY: a state just returned by start_*, not finished.
-        let size = unsafe { (g.ops.packed_size.expect("checked"))(state) };
+        let size = unsafe { (g.ops.packed_size)(state) };
         GenericOp {
             ops: g.ops,
             state,
@@ -104,7 +129,7 @@ impl GenericOp {
 impl Drop for GenericOp {
     fn drop(&mut self) {
         // SAFETY: the state of this operation, finished once (here).
-        unsafe { (self.ops.finish.expect("checked"))(self.state) }
+        unsafe { (self.ops.finish)(self.state) }
     }
 }
 
@@ -114,14 +139,8 @@ impl Pack for GenericOp {
     }
     fn pack(&mut self, offset: usize, dest: &mut [u8]) -> usize {
         // SAFETY: a live state; `dest` is writable for its length.
-        let n = unsafe {
-            (self.ops.pack.expect("checked"))(
-                self.state,
-                offset,
-                dest.as_mut_ptr().cast(),
-                dest.len(),
-            )
-        };
+        let n =
+            unsafe { (self.ops.pack)(self.state, offset, dest.as_mut_ptr().cast(), dest.len()) };
         n.min(dest.len())
     }
 }
@@ -132,9 +151,7 @@ impl Unpack for GenericOp {
     }
     fn unpack(&mut self, offset: usize, src: &[u8]) -> rucx::Result<()> {
         // SAFETY: a live state; `src` is readable for its length.
-        let st = unsafe {
-            (self.ops.unpack.expect("checked"))(self.state, offset, src.as_ptr().cast(), src.len())
-        };
+        let st = unsafe { (self.ops.unpack)(self.state, offset, src.as_ptr().cast(), src.len()) };
         match st {
             status::OK => Ok(()),
             // rucx's errors carry no arbitrary status: the receive fails
@@ -164,16 +181,10 @@ pub unsafe extern "C" fn ucp_dt_create_generic(
         let Some(ops) = (unsafe { ops.as_ref() }) else {
             return status::INVALID_PARAM;
         };
-        let complete = ops.start_pack.is_some()
-            && ops.start_unpack.is_some()
-            && ops.packed_size.is_some()
-            && ops.pack.is_some()
-            && ops.unpack.is_some()
-            && ops.finish.is_some();
-        if !complete || datatype_p.is_null() {
+        let (Some(ops), false) = (Ops::of(ops), datatype_p.is_null()) else {
             return status::INVALID_PARAM;
-        }
-        let g = Box::into_raw(Box::new(Generic { ops: *ops, context }));
+        };
+        let g = Box::into_raw(Box::new(Generic { ops, context }));
         debug_assert_eq!(g as u64 & UCP_DATATYPE_CLASS_MASK, 0);
         // SAFETY: checked non-NULL; writable (contract).
         unsafe { *datatype_p = g as u64 | UCP_DATATYPE_GENERIC };
