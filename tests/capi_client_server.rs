@@ -17,13 +17,6 @@ use std::time::{Duration, Instant};
 
 const EXAMPLES: &str = "/usr/share/doc/libucx-dev/examples";
 
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .map(|a| a.port())
-        .expect("free port")
-}
-
 #[test]
 fn ucx_client_server_runs_in_tag_and_am_modes() {
     let src = Path::new(EXAMPLES).join("ucp_client_server.c");
@@ -101,18 +94,4 @@ fn ucx_client_server_runs_in_tag_and_am_modes() {
         }
     }
     let _ = std::fs::remove_dir_all(dir);
-}
-
-/// Whether a socket of this host listens on TCP `port`
-/// (`/proc/net/tcp{,6}`, state `0A`).
-fn listening(port: u16) -> bool {
-    let want = format!(":{port:04X}");
-    ["/proc/net/tcp", "/proc/net/tcp6"].iter().any(|f| {
-        std::fs::read_to_string(f).is_ok_and(|t| {
-            t.lines().skip(1).any(|l| {
-                let cols: Vec<&str> = l.split_whitespace().collect();
-                cols.len() > 3 && cols[1].ends_with(&want) && cols[3] == "0A"
-            })
-        })
-    })
 }

@@ -14,13 +14,6 @@ use std::time::{Duration, Instant};
 
 const EXAMPLES: &str = "/usr/share/doc/libucx-dev/examples";
 
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .map(|a| a.port())
-        .expect("free port")
-}
-
 #[test]
 fn ucx_hello_world_runs_in_every_mode() {
     let src = Path::new(EXAMPLES).join("ucp_hello_world.c");
@@ -74,20 +67,6 @@ fn ucx_hello_world_runs_in_every_mode() {
         );
     }
     let _ = std::fs::remove_dir_all(dir);
-}
-
-/// Whether a socket of this host listens on TCP `port`
-/// (`/proc/net/tcp{,6}`, state `0A`).
-fn listening(port: u16) -> bool {
-    let want = format!(":{port:04X}");
-    ["/proc/net/tcp", "/proc/net/tcp6"].iter().any(|f| {
-        std::fs::read_to_string(f).is_ok_and(|t| {
-            t.lines().skip(1).any(|l| {
-                let cols: Vec<&str> = l.split_whitespace().collect();
-                cols.len() > 3 && cols[1].ends_with(&want) && cols[3] == "0A"
-            })
-        })
-    })
 }
 
 /// Reading an exited child's output.
