@@ -121,6 +121,7 @@ impl Core {
                 am_id: AM_USER,
                 data: m,
                 report_len: data.len(),
+                app: true,
             };
             let rid = self.reqs.insert(Request::new(Kind::Ctrl(c), op));
             return self.queue_send(tx, ep, rid);

@@ -427,7 +427,7 @@ impl Core {
         let Some(req) = self.reqs.get_mut(id) else {
             return;
         };
-        if matches!(req.kind, Kind::Ctrl(_)) && req.detached {
+        if matches!(&req.kind, Kind::Ctrl(c) if !c.app) {
             // The core's own message (an acknowledgement, a rendezvous
             // answer) that cannot go: no application request, nothing to
             // report.

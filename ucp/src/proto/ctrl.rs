@@ -67,6 +67,7 @@ impl Core {
                 am_id,
                 data,
                 report_len: 0,
+                app: false,
             }),
             Op::new(),
         );
@@ -88,11 +89,12 @@ impl Core {
             return Step::Failed;
         };
         let r = tx.am_bcopy(st.iface, st.uct_ep, c.am_id, &[&c.data]);
-        let length = c.report_len;
+        let (length, app) = (c.report_len, c.app);
         match r {
             Ok((Posted::NoResource, _)) => Step::Blocked,
-            Ok(_) if !self.reqs.get(id).is_some_and(|r| r.detached) => {
-                // The application's request: its message has left.
+            Ok(_) if app => {
+                // The application's request, released or not: its
+                // message has left (a released one is counted).
                 self.complete(id, Ok(crate::request::Info { tag: 0, length }));
                 Step::Handed
             }

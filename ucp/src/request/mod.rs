@@ -353,6 +353,10 @@ pub(crate) struct CtrlState {
     /// For the last fragment of an application's active message that
     /// waits for room: the length its completion reports.
     pub(crate) report_len: usize,
+    /// The application's message (an active message's last fragment),
+    /// whose completion is reported even once the application released
+    /// the request; otherwise the core's own, dropped silently.
+    pub(crate) app: bool,
 }
 
 #[derive(Debug)]
