@@ -40,7 +40,12 @@
 //!   `ucp_am_send_nbx`, `ucp_am_recv_data_nbx`, `ucp_am_data_release`,
 //!   the legacy `ucp_worker_set_am_handler` and `ucp_am_send_nb`): Rust
 //!   handlers queue the messages, `ucp_worker_progress` gives them to the
-//!   C handlers after the Rust progress, in arrival order.
+//!   C handlers after the Rust progress, in arrival order;
+//! * `stream.rs`: streams (`ucp_stream_send_nbx`, `ucp_stream_recv_nbx`
+//!   with `UCP_STREAM_RECV_FLAG_WAITALL`, the legacy `_nb` calls,
+//!   `ucp_stream_recv_request_test`) with every datatype the tag calls
+//!   take; `stream_data.rs`: `ucp_stream_recv_data_nb`,
+//!   `ucp_stream_data_release` and `ucp_stream_worker_poll`.
 //!
 //! # Requests and callbacks
 //! Every operation that goes in flight is posted to the Rust worker with
@@ -58,14 +63,14 @@
 //!
 //! # Not implemented yet
 //! Strided datatypes (`UCS_ERR_UNSUPPORTED`), and iovec and generic
-//! datatypes outside the tag and active message calls (one-sided calls take contiguous data
+//! datatypes outside the tag, stream and active message calls (one-sided calls take contiguous data
 //! only); a generic datatype is packed whole when its send starts, and an
 //! `unpack` callback's error fails the receive with
 //! `UCS_ERR_INVALID_PARAM` rather than its own status;
 //! `ucp_mem_print_info`, the blocking atomics of the compatibility
-//! header (`ucp_atomic_add32`, `ucp_atomic_fadd64`, ...); streams
-//! (`ucp_stream_*`; `ucp_stream_send_nbx` and `ucp_stream_recv_nbx`
-//! exist and return `UCS_ERR_UNSUPPORTED`, in `stream.rs`); in active messages, `UCP_AM_SEND_FLAG_COPY_HEADER`
+//! header (`ucp_atomic_add32`, `ucp_atomic_fadd64`, ...); in streams, the
+//! element granularity of a contiguous datatype wider than a byte (a
+//! receive without `WAITALL` may end inside an element); in active messages, `UCP_AM_SEND_FLAG_COPY_HEADER`
 //! (not in UCX 1.13's header; the header is always copied), a zero-length message by
 //! rendezvous (sent eagerly), and a kept eager buffer fetched with
 //! `ucp_am_recv_data_nbx` into a non-contiguous datatype
@@ -93,6 +98,7 @@ pub mod rkey;
 pub mod rma;
 pub mod status;
 pub mod stream;
+pub mod stream_data;
 pub mod tag;
 pub mod types;
 pub mod ucm;

@@ -33,10 +33,15 @@ pub(crate) enum Cb {
     Recv(TagRecvNbxCb, *mut c_void),
     /// `ucp_am_recv_data_nbx_callback_t` with its user data.
     AmRecv(AmRecvDataCb, *mut c_void),
+    /// `ucp_stream_recv_nbx_callback_t` (the same arguments as
+    /// `ucp_am_recv_data_nbx_callback_t`) with its user data.
+    StreamRecv(AmRecvDataCb, *mut c_void),
     /// `ucp_send_callback_t` of the legacy calls.
     SendLegacy(SendCb),
     /// `ucp_tag_recv_callback_t` of the legacy calls.
     RecvLegacy(TagRecvCb),
+    /// `ucp_stream_recv_callback_t` of the legacy calls.
+    StreamRecvLegacy(crate::stream::StreamRecvCb),
 }
 
 /// rucx's part of a request, before the application's area.
@@ -307,7 +312,8 @@ pub(crate) unsafe fn complete(h: *mut Header, status: StatusCode, info: TagRecvI
             Cb::None => {}
             Cb::Send(f, ud) => f(req, status, ud),
             Cb::Recv(f, ud) => f(req, status, &info, ud),
-            Cb::AmRecv(f, ud) => f(req, status, info.length, ud),
+            Cb::AmRecv(f, ud) | Cb::StreamRecv(f, ud) => f(req, status, info.length, ud),
+            Cb::StreamRecvLegacy(f) => f(req, status, info.length),
             Cb::SendLegacy(f) => f(req, status),
             Cb::RecvLegacy(f) => f(req, status, &mut info),
         }
@@ -319,7 +325,7 @@ pub(crate) unsafe fn complete(h: *mut Header, status: StatusCode, info: TagRecvI
 /// # Safety
 ///
 /// `req` is a live request handle.
-unsafe fn worker_of<'a>(req: *mut c_void) -> &'a Worker {
+pub(crate) unsafe fn worker_of<'a>(req: *mut c_void) -> &'a Worker {
     // SAFETY: a live handle has a header whose worker is alive.
     unsafe { &*(*header_of(req)).worker }
 }
@@ -329,7 +335,7 @@ unsafe fn worker_of<'a>(req: *mut c_void) -> &'a Worker {
 /// # Safety
 ///
 /// `req` is a live request handle.
-unsafe fn test(req: *mut c_void) -> Option<(StatusCode, TagRecvInfo)> {
+pub(crate) unsafe fn test(req: *mut c_void) -> Option<(StatusCode, TagRecvInfo)> {
     // SAFETY: live handle (contract).
     let h = unsafe { &*header_of(req) };
     (h.flags & COMPLETED != 0).then_some((h.status, h.info))

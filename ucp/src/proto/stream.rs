@@ -146,8 +146,12 @@ impl Core {
         }
         let kept = !rx.chunks.is_empty();
         self.stream_done(done);
+        // Once in the list: it may be there still from bytes taken since
+        // (the poll drops endpoints that have none left).
         if let (Some(ep), true, true) = (ep, was_empty, kept) {
-            self.stream_ready.push(ep);
+            if !self.stream_ready.contains(&ep) {
+                self.stream_ready.push(ep);
+            }
         }
         Ok(())
     }

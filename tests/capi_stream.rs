@@ -1,0 +1,48 @@
+//! rucx's `libucp.so` from C, in one process (`tests/c/capi_stream.c`):
+//! two workers with an endpoint each way; stream sends and receives
+//! posted before and after the data, with and without
+//! `UCP_STREAM_RECV_FLAG_WAITALL`, partial receives of 4 MiB, iovec,
+//! generic and 4-byte contiguous datatypes, `ucp_stream_recv_data_nb` and
+//! `ucp_stream_data_release`, `ucp_stream_worker_poll`, the legacy `_nb`
+//! calls, `ucp_stream_recv_request_test`, a canceled receive and wrong
+//! arguments, every byte checked. Over the default transports, TCP and
+//! shared memory (chosen with `UCX_TLS`, read as `RUCX_TLS`).
+
+mod capi_common;
+mod common;
+
+use capi_common::*;
+
+#[test]
+fn streams_from_c() {
+    let lib = match lib_dir() {
+        Ok(d) => d,
+        Err(e) => return common::skip_or_fail(&e),
+    };
+    if cc().is_none() || include_dir().is_none() {
+        return common::skip_or_fail("needs cc and UCP headers (capi/include or libucx-dev)");
+    }
+    let dir = scratch("stream");
+    let exe = dir.join("capi_stream");
+    compile(&[c_dir().join("capi_stream.c")], &[], &lib, &exe).expect("compile capi_stream.c");
+    for env in [vec![], vec![("UCX_TLS", "tcp")], vec![("UCX_TLS", "shm")]] {
+        let out = run(&exe, &[], &env, 120);
+        let t = text(&out);
+        assert!(out.status.success(), "{env:?}: {t}");
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        for line in [
+            "bad arguments: ok",
+            "data first: ok",
+            "posted first, waitall: ok",
+            "large and partial: ok",
+            "iov: ok",
+            "generic, contig(4): ok",
+            "legacy: ok",
+            "cancel: ok",
+            "capi_stream: ok",
+        ] {
+            assert!(stdout.contains(line), "{env:?}: {line}: {t}");
+        }
+    }
+    let _ = std::fs::remove_dir_all(dir);
+}
