@@ -141,6 +141,9 @@ impl Worker {
     /// worker's address.
     pub fn accept(&mut self, req: ConnRequest, params: EpParams) -> Result<Ep> {
         let ep = self.connect_with(&req.client, params)?;
+        if let Some(local) = req.cm.local_addr() {
+            self.set_sockaddrs(ep, local, req.cm.peer());
+        }
         if let Err(e) = req.cm.accept(&self.address()) {
             // The client is gone: so is the endpoint it would have used.
             let _ = self.ep_close(ep);
@@ -170,7 +173,25 @@ impl Worker {
             Err(e) => return Some(Err(Error::transport(e))),
         };
         let params = c.params.take().unwrap_or_default();
-        Some(self.connect_with(&server, params))
+        let r = self.connect_with(&server, params);
+        if let (Ok(ep), Some((local, remote))) = (&r, c.cm.addrs()) {
+            self.set_sockaddrs(*ep, local, remote);
+        }
+        Some(r)
+    }
+
+    fn set_sockaddrs(&mut self, ep: Ep, local: SocketAddr, remote: SocketAddr) {
+        if let Some(s) = self.core.eps.get_mut(ep.0) {
+            s.sockaddrs = Some(Box::new((local, remote)));
+        }
+    }
+
+    /// The local and remote socket addresses of the handshake that made
+    /// `ep` (a client's connect or a listener's accept); `None` for an
+    /// endpoint made from a worker address.
+    pub fn ep_sockaddrs(&self, ep: Ep) -> Result<Option<(SocketAddr, SocketAddr)>> {
+        let s = self.core.eps.get(ep.0).ok_or(Error::InvalidHandle)?;
+        Ok(s.sockaddrs.as_deref().copied())
     }
 
     /// Connects to the listener at `addr` and waits, progressing this

@@ -294,6 +294,12 @@ impl Worker {
         self.uuid
     }
 
+    /// The unique id of the worker whose address is `address` (as
+    /// [`Worker::address`] gives it); an error if it is no address.
+    pub fn address_uuid(address: &[u8]) -> Result<u64> {
+        WorkerAddress::decode(address).map(|a| a.uuid)
+    }
+
     /// Makes progress on every iface and runs completion callbacks.
     /// Returns how many events it handled; never blocks.
     pub fn progress(&mut self) -> usize {

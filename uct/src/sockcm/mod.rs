@@ -227,6 +227,12 @@ impl CmRequest {
         &self.data
     }
 
+    /// The listener's end of the connection (`None` if the socket cannot
+    /// tell).
+    pub fn local_addr(&self) -> Option<SocketAddr> {
+        self.stream.local_addr().ok()
+    }
+
     /// Accepts, answering with `data`; the socket closes.
     pub fn accept(mut self, data: &[u8]) -> Result<()> {
         let msg = wire::encode(Kind::Accept, data)
@@ -266,6 +272,12 @@ impl CmClient {
             buf: Vec::new(),
             deadline: Instant::now() + timeout,
         })
+    }
+
+    /// The client's end of the connection and the listener's address
+    /// (`None` if the socket cannot tell its own).
+    pub fn addrs(&self) -> Option<(SocketAddr, SocketAddr)> {
+        Some((self.stream.local_addr().ok()?, self.peer))
     }
 
     /// The server's answer once it is here: its private data if it
