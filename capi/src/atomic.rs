@@ -9,8 +9,14 @@
 //! one swapped in (and then the old value); in `ucp_atomic_op_nbx`,
 //! `*buffer` is compared and `*reply_buffer` swapped in. A posting
 //! operation completes on its own (a flush waits for it).
+//!
+//! The blocking calls of the compatibility header are UCX's: `ucp_atomic_add32`
+//! and `ucp_atomic_add64` are `ucp_atomic_post` (they return once
+//! posted); the fetching ones (`fadd`, `swap`, `cswap`) post as
+//! `ucp_atomic_fetch_nb` and progress the worker until the old value is
+//! there, which `*result` gets only if the operation succeeded.
 
-use crate::ep::Endpoint;
+use crate::ep::{wait_ptr, Endpoint};
 use crate::request::{Cb, Opts};
 use crate::rkey::RkeyH;
 use crate::rma::{post, post_nbi, target};
@@ -290,6 +296,163 @@ pub unsafe extern "C" fn ucp_atomic_op_nbx(
         unsafe { fetch(ep, op, v, compare, reply, remote_addr, rkey, &o) }
     })
 }
+
+/// A fetching atomic waited for: `opcode` (`ucp_atomic_fetch_op_t`) with
+/// `value` on the `size`-byte word at `remote_addr` (for CSWAP, `value`
+/// is compared and `swap` swapped in). The old value, or the status.
+///
+/// # Safety
+///
+/// `ep` and `rkey` NULL or live.
+unsafe fn fetch_wait(
+    ep: *mut Endpoint,
+    opcode: c_uint,
+    value: u64,
+    swap: u64,
+    size: usize,
+    remote_addr: u64,
+    rkey: *mut RkeyH,
+) -> Result<u64, StatusCode> {
+    // SAFETY: NULL or live (contract).
+    let Some(e) = (unsafe { ep.as_ref() }) else {
+        return Err(status::INVALID_PARAM);
+    };
+    let w = e.worker();
+    let _g = w.enter();
+    // The result word: it holds the value swapped in, then the old one.
+    let mut word = [0u8; 8];
+    if size == 4 {
+        word[..4].copy_from_slice(&(swap as u32).to_ne_bytes());
+    } else {
+        word.copy_from_slice(&swap.to_ne_bytes());
+    }
+    let result: *mut c_void = word.as_mut_ptr().cast();
+    // SAFETY: forwarded contract; `word` outlives the operation, which is
+    // over when `wait_ptr` returns.
+    let req =
+        unsafe { ucp_atomic_fetch_nb(ep, opcode, value, result, size, remote_addr, rkey, None) };
+    match wait_ptr(w, req) {
+        // SAFETY: `word` holds 8 readable bytes.
+        status::OK => Ok(unsafe { read_word(result, size) }),
+        st => Err(st),
+    }
+}
+
+/// Writes `v` to `result` as a `T` (NULL: `UCS_ERR_INVALID_PARAM`).
+///
+/// # Safety
+///
+/// `result` is NULL or writable.
+unsafe fn store<T>(result: *mut T, v: Result<T, StatusCode>) -> StatusCode {
+    match v {
+        Ok(v) => {
+            // SAFETY: writable (contract); checked non-NULL by the callers.
+            unsafe { result.write_unaligned(v) };
+            status::OK
+        }
+        Err(st) => st,
+    }
+}
+
+/// `ucp_atomic_fetch_op_t` codes the blocking calls use.
+const FADD: c_uint = 0;
+const SWAP: c_uint = 1;
+const CSWAP: c_uint = 2;
+
+/// `ucp_atomic_add32` (blocking, legacy): `ucp_atomic_post` of an ADD of
+/// 4 bytes, as UCX's; a flush waits for it.
+///
+/// # Safety
+///
+/// `ep` and `rkey` live (the key unpacked on `ep`).
+#[no_mangle]
+pub unsafe extern "C" fn ucp_atomic_add32(
+    ep: *mut Endpoint,
+    add: u32,
+    remote_addr: u64,
+    rkey: *mut RkeyH,
+) -> StatusCode {
+    // SAFETY: forwarded contract.
+    unsafe { ucp_atomic_post(ep, 0, u64::from(add), 4, remote_addr, rkey) }
+}
+
+/// `ucp_atomic_add64` (blocking, legacy): as `ucp_atomic_add32`, 8 bytes.
+///
+/// # Safety
+///
+/// As `ucp_atomic_add32`.
+#[no_mangle]
+pub unsafe extern "C" fn ucp_atomic_add64(
+    ep: *mut Endpoint,
+    add: u64,
+    remote_addr: u64,
+    rkey: *mut RkeyH,
+) -> StatusCode {
+    // SAFETY: forwarded contract.
+    unsafe { ucp_atomic_post(ep, 0, add, 8, remote_addr, rkey) }
+}
+
+/// One blocking fetching atomic of width `$t`: `$op` with the arguments,
+/// the old value to `*result`.
+macro_rules! blocking_fetch {
+    ($(#[$doc:meta])* $name:ident, $t:ty, $op:expr, ($($arg:ident),+), $value:expr, $swap:expr) => {
+        $(#[$doc])*
+        ///
+        /// # Safety
+        ///
+        /// `ep` and `rkey` live (the key unpacked on `ep`); `result`
+        /// writable.
+        #[no_mangle]
+        pub unsafe extern "C" fn $name(
+            ep: *mut Endpoint,
+            $($arg: $t,)+
+            remote_addr: u64,
+            rkey: *mut RkeyH,
+            result: *mut $t,
+        ) -> StatusCode {
+            guard_status(|| {
+                if result.is_null() {
+                    return status::INVALID_PARAM;
+                }
+                let size = std::mem::size_of::<$t>();
+                // SAFETY: forwarded contract.
+                let old = unsafe {
+                    fetch_wait(ep, $op, $value as u64, $swap as u64, size, remote_addr, rkey)
+                };
+                // SAFETY: checked non-NULL, writable (contract).
+                unsafe { store(result, old.map(|v| v as $t)) }
+            })
+        }
+    };
+}
+
+blocking_fetch!(
+    /// `ucp_atomic_fadd32` (blocking, legacy): adds `add`, the old value
+    /// to `*result`.
+    ucp_atomic_fadd32, u32, FADD, (add), add, 0
+);
+blocking_fetch!(
+    /// `ucp_atomic_fadd64` (blocking, legacy): as `ucp_atomic_fadd32`.
+    ucp_atomic_fadd64, u64, FADD, (add), add, 0
+);
+blocking_fetch!(
+    /// `ucp_atomic_swap32` (blocking, legacy): writes `swap`, the old
+    /// value to `*result`.
+    ucp_atomic_swap32, u32, SWAP, (swap), swap, 0
+);
+blocking_fetch!(
+    /// `ucp_atomic_swap64` (blocking, legacy): as `ucp_atomic_swap32`.
+    ucp_atomic_swap64, u64, SWAP, (swap), swap, 0
+);
+blocking_fetch!(
+    /// `ucp_atomic_cswap32` (blocking, legacy): writes `swap` if the word
+    /// is `compare`; the old value to `*result` either way.
+    ucp_atomic_cswap32, u32, CSWAP, (compare, swap), compare, swap
+);
+blocking_fetch!(
+    /// `ucp_atomic_cswap64` (blocking, legacy): as `ucp_atomic_cswap32`.
+    ucp_atomic_cswap64, u64, CSWAP, (compare, swap), compare, swap
+);
 
 #[cfg(test)]
 mod tests {
