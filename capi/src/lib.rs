@@ -30,6 +30,11 @@
 //!   Rust listener's handler queues each client, `ucp_worker_progress`
 //!   gives them to the C connection handler after the Rust progress;
 //! * `flush.rs`: endpoint and worker flushes;
+//! * `query.rs`: `ucp_ep_query`, `ucp_ep_modify_nb`, `ucp_ep_evaluate_perf`,
+//!   `ucp_request_query`, `ucp_request_alloc`, `ucp_worker_address_query`,
+//!   `ucp_worker_wait_mem`, `ucp_lib_query`, `ucp_mem_print_info` and
+//!   libucs's name tables (`ucs_memory_type_names`, `ucs_memory_type_descs`,
+//!   `ucs_thread_mode_names`);
 //! * `request.rs`: requests in UCX's memory model (a per-worker pool of
 //!   blocks, rucx's header before the user's `request_size` area) and the
 //!   `ucp_request_*` entry points;
@@ -67,8 +72,7 @@
 //! only); a generic datatype is packed whole when its send starts, and an
 //! `unpack` callback's error fails the receive with
 //! `UCS_ERR_INVALID_PARAM` rather than its own status;
-//! `ucp_mem_print_info`, the blocking atomics of the compatibility
-//! header (`ucp_atomic_add32`, `ucp_atomic_fadd64`, ...); in streams, the
+//! in streams, the
 //! element granularity of a contiguous datatype wider than a byte (a
 //! receive without `WAITALL` may end inside an element); in active messages, `UCP_AM_SEND_FLAG_COPY_HEADER`
 //! (not in UCX 1.13's header; the header is always copied), a zero-length message by
@@ -76,10 +80,10 @@
 //! `ucp_am_recv_data_nbx` into a non-contiguous datatype
 //! (`UCS_ERR_UNSUPPORTED`); the legacy accept handler of listeners
 //! (`UCS_ERR_UNSUPPORTED`), `UCP_EP_PARAM_FIELD_LOCAL_SOCK_ADDR` (not
-//! read); `ucp_ep_query`,
-//! `ucp_ep_modify_nb`, `ucp_ep_evaluate_perf`, `ucp_request_query`,
-//! `ucp_request_alloc`, `ucp_worker_address_query`, `ucp_worker_wait_mem`,
-//! `ucp_lib_query`; `libucs.so` and `libucm.so`. Thread mode `MULTI` takes
+//! read); `ucp_request_alloc` returns NULL, as UCX 1.13's does;
+//! `ucp_ep_query` names an endpoint by its handle, as UCX's release
+//! builds do (`UCP_EP_PARAM_FIELD_NAME` is not kept); `libucs.so` and
+//! `libucm.so`. Thread mode `MULTI` takes
 //! one lock around every entry point of a worker.
 
 // C's names for C's types and functions.
@@ -93,6 +97,7 @@ pub mod dt;
 pub mod ep;
 pub mod flush;
 pub mod listener;
+pub mod query;
 pub mod request;
 pub mod rkey;
 pub mod rma;

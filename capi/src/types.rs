@@ -433,6 +433,99 @@ pub struct RequestParam {
     pub memh: *mut c_void,
 }
 
+/// `UCP_EP_ATTR_FIELD_NAME`.
+pub const UCP_EP_ATTR_FIELD_NAME: u64 = 1 << 0;
+/// `UCP_EP_ATTR_FIELD_LOCAL_SOCKADDR`.
+pub const UCP_EP_ATTR_FIELD_LOCAL_SOCKADDR: u64 = 1 << 1;
+/// `UCP_EP_ATTR_FIELD_REMOTE_SOCKADDR`.
+pub const UCP_EP_ATTR_FIELD_REMOTE_SOCKADDR: u64 = 1 << 2;
+/// `UCP_LIB_ATTR_FIELD_MAX_THREAD_LEVEL`.
+pub const UCP_LIB_ATTR_FIELD_MAX_THREAD_LEVEL: u64 = 1 << 0;
+/// `UCP_WORKER_ADDRESS_ATTR_FIELD_UID`.
+pub const UCP_WORKER_ADDRESS_ATTR_FIELD_UID: u64 = 1 << 0;
+/// `UCP_EP_PERF_PARAM_FIELD_MESSAGE_SIZE`.
+pub const UCP_EP_PERF_PARAM_FIELD_MESSAGE_SIZE: u64 = 1 << 0;
+/// `UCP_EP_PERF_ATTR_FIELD_ESTIMATED_TIME`.
+pub const UCP_EP_PERF_ATTR_FIELD_ESTIMATED_TIME: u64 = 1 << 0;
+/// `UCP_REQUEST_ATTR_FIELD_INFO_STRING`.
+pub const UCP_REQUEST_ATTR_FIELD_INFO_STRING: u64 = 1 << 0;
+/// `UCP_REQUEST_ATTR_FIELD_INFO_STRING_SIZE`.
+pub const UCP_REQUEST_ATTR_FIELD_INFO_STRING_SIZE: u64 = 1 << 1;
+/// `UCP_REQUEST_ATTR_FIELD_STATUS`.
+pub const UCP_REQUEST_ATTR_FIELD_STATUS: u64 = 1 << 2;
+/// `UCP_REQUEST_ATTR_FIELD_MEM_TYPE`.
+pub const UCP_REQUEST_ATTR_FIELD_MEM_TYPE: u64 = 1 << 3;
+
+/// `ucp_ep_attr_t`.
+#[repr(C)]
+#[derive(Debug)]
+pub struct EpAttr {
+    /// Which fields to fill (`UCP_EP_ATTR_FIELD_*`).
+    pub field_mask: u64,
+    /// Endpoint name.
+    pub name: [c_char; UCP_ENTITY_NAME_MAX],
+    /// Local socket address of a client-server endpoint.
+    pub local_sockaddr: libc::sockaddr_storage,
+    /// Remote socket address of a client-server endpoint.
+    pub remote_sockaddr: libc::sockaddr_storage,
+}
+
+/// `ucp_lib_attr_t`.
+#[repr(C)]
+#[derive(Debug)]
+pub struct LibAttr {
+    /// Which fields to fill (`UCP_LIB_ATTR_FIELD_*`).
+    pub field_mask: u64,
+    /// Highest thread mode the library supports.
+    pub max_thread_level: ThreadMode,
+}
+
+/// `ucp_worker_address_attr_t`.
+#[repr(C)]
+#[derive(Debug)]
+pub struct WorkerAddressAttr {
+    /// Which fields to fill (`UCP_WORKER_ADDRESS_ATTR_FIELD_*`).
+    pub field_mask: u64,
+    /// The unique id of the address's worker.
+    pub worker_uid: u64,
+}
+
+/// `ucp_ep_evaluate_perf_param_t`.
+#[repr(C)]
+#[derive(Debug)]
+pub struct EpEvaluatePerfParam {
+    /// Which fields are set (`UCP_EP_PERF_PARAM_FIELD_*`).
+    pub field_mask: u64,
+    /// Bytes of the message to estimate.
+    pub message_size: usize,
+}
+
+/// `ucp_ep_evaluate_perf_attr_t`.
+#[repr(C)]
+#[derive(Debug)]
+pub struct EpEvaluatePerfAttr {
+    /// Which fields to fill (`UCP_EP_PERF_ATTR_FIELD_*`).
+    pub field_mask: u64,
+    /// Estimated time to send the message, in seconds.
+    pub estimated_time: f64,
+}
+
+/// `ucp_request_attr_t`.
+#[repr(C)]
+#[derive(Debug)]
+pub struct RequestAttr {
+    /// Which fields to fill (`UCP_REQUEST_ATTR_FIELD_*`).
+    pub field_mask: u64,
+    /// The caller's buffer for the debug string.
+    pub debug_string: *mut c_char,
+    /// Its size in bytes.
+    pub debug_string_size: usize,
+    /// The request's status (`UCS_INPROGRESS` while in flight).
+    pub status: StatusCode,
+    /// `ucs_memory_type_t` of the request's buffer.
+    pub mem_type: c_int,
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -1,0 +1,44 @@
+//! rucx's `libucp.so` from C, the queries and small entry points
+//! (`tests/c/capi_misc.c`): `ucp_lib_query`, libucs's name tables, the
+//! blocking atomics of `ucp_compat.h` against a second worker,
+//! `ucp_worker_address_query`, `ucp_ep_query` (name and socket
+//! addresses), `ucp_ep_evaluate_perf`, `ucp_ep_modify_nb`,
+//! `ucp_request_alloc`, `ucp_request_query`, `ucp_mem_print_info`,
+//! `ucp_worker_wait_mem`, and wrong arguments. Over the default
+//! transports, TCP and shared memory (chosen with `UCX_TLS`, which the
+//! library reads as `RUCX_TLS`).
+
+mod capi_common;
+mod common;
+
+use capi_common::*;
+
+#[test]
+fn queries_and_blocking_atomics_from_c() {
+    let lib = match lib_dir() {
+        Ok(d) => d,
+        Err(e) => return common::skip_or_fail(&e),
+    };
+    if cc().is_none() || include_dir().is_none() {
+        return common::skip_or_fail("needs cc and UCP headers (capi/include or libucx-dev)");
+    }
+    let dir = scratch("misc");
+    let exe = dir.join("capi_misc");
+    compile(&[c_dir().join("capi_misc.c")], &[], &lib, &exe).expect("compile capi_misc.c");
+    for env in [vec![], vec![("UCX_TLS", "tcp")], vec![("UCX_TLS", "shm")]] {
+        let out = run(&exe, &[], &env, 120);
+        let t = text(&out);
+        assert!(out.status.success(), "{env:?}: {t}");
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        for line in [
+            "atomics ok",
+            "sockaddrs ok",
+            "modify ok",
+            "request completed: ",
+            "capi_misc: ok",
+        ] {
+            assert!(stdout.contains(line), "{env:?}: no {line:?}: {t}");
+        }
+    }
+    let _ = std::fs::remove_dir_all(dir);
+}
