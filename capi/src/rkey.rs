@@ -47,8 +47,9 @@ pub const UCP_MEM_ATTR_FIELD_LENGTH: u64 = 1 << 1;
 pub const UCP_MEM_ATTR_FIELD_MEM_TYPE: u64 = 1 << 2;
 /// `UCS_MEMORY_TYPE_HOST`: the only memory type rucx maps.
 pub const UCS_MEMORY_TYPE_HOST: c_int = 0;
-/// `UCS_MEMORY_TYPE_UNKNOWN`: "find out", taken as host memory.
-pub const UCS_MEMORY_TYPE_UNKNOWN: c_int = 7;
+/// `UCS_MEMORY_TYPE_UNKNOWN` (`UCS_MEMORY_TYPE_LAST`, 5 in UCX 1.13):
+/// "find out", taken as host memory.
+pub const UCS_MEMORY_TYPE_UNKNOWN: c_int = 5;
 /// `UCS_ERR_UNREACHABLE`: what `ucp_rkey_ptr` returns for memory not
 /// mapped into this process.
 pub const UNREACHABLE: StatusCode = Status::Unreachable as StatusCode;

@@ -524,6 +524,13 @@ int main(void)
     ucp_rkey_destroy(rkey);
     ucp_rkey_buffer_release(packed);
     CHECK(ucp_mem_unmap(ctx, mh) == UCS_OK);
+    /* UCS_MEMORY_TYPE_UNKNOWN: found out, host memory. */
+    mp.field_mask |= UCP_MEM_MAP_PARAM_FIELD_MEMORY_TYPE;
+    mp.memory_type = UCS_MEMORY_TYPE_UNKNOWN;
+    CHECK(ucp_mem_map(ctx, &mp, &mh) == UCS_OK);
+    CHECK(ucp_mem_unmap(ctx, mh) == UCS_OK);
+    mp.memory_type = UCS_MEMORY_TYPE_CUDA;
+    CHECK(ucp_mem_map(ctx, &mp, &mh) == UCS_ERR_UNSUPPORTED);
 
     requests(ep);
     modify(ep);
