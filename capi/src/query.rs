@@ -316,7 +316,7 @@ pub unsafe extern "C" fn ucp_request_query(
 /// None: the worker is not read.
 #[no_mangle]
 pub unsafe extern "C" fn ucp_request_alloc(_worker: *mut Worker) -> *mut c_void {
-    ptr::null_mut()
+    guard(ptr::null_mut(), ptr::null_mut)
 }
 
 /// `ucp_worker_address_query`: the uuid of the address's worker
