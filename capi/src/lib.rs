@@ -72,9 +72,7 @@
 //! only); a generic datatype is packed whole when its send starts, and an
 //! `unpack` callback's error fails the receive with
 //! `UCS_ERR_INVALID_PARAM` rather than its own status;
-//! in streams, the
-//! element granularity of a contiguous datatype wider than a byte (a
-//! receive without `WAITALL` may end inside an element); in active messages, `UCP_AM_SEND_FLAG_COPY_HEADER`
+//! in active messages, `UCP_AM_SEND_FLAG_COPY_HEADER`
 //! (not in UCX 1.13's header; the header is always copied), a zero-length message by
 //! rendezvous (sent eagerly), and a kept eager buffer fetched with
 //! `ucp_am_recv_data_nbx` into a non-contiguous datatype

@@ -9,8 +9,9 @@
 //! with `UCP_STREAM_RECV_FLAG_WAITALL`, once its buffer is full; the
 //! length it reports is in bytes. A receive that completes when posted
 //! returns NULL and sets `*length`, and its callback does not run, as in
-//! UCX. Unlike UCX, a receive without `WAITALL` into a contiguous
-//! datatype of elements wider than a byte may end inside an element.
+//! UCX. A receive into a contiguous datatype of elements wider than a
+//! byte completes with whole elements (or a full buffer), as UCX's; into
+//! other datatypes, with any number of bytes.
 
 use crate::dt::{self, Data};
 use crate::ep::Endpoint;
@@ -93,6 +94,8 @@ unsafe fn recv(
         Ok(d) => d,
         Err(st) => return status::ptr(st),
     };
+    // A contiguous receive completes with whole elements, as UCX's.
+    let elem = (o.datatype >> UCP_DATATYPE_SHIFT) as usize;
     let w = e.worker();
     let _g = w.enter();
     let rep = match e.rep() {
@@ -107,7 +110,9 @@ unsafe fn recv(
     };
     let r = post(w, &o, |rw, op| match data {
         // SAFETY: the application keeps the buffer valid until completion.
-        Data::Contig(len) => unsafe { rw.stream_recv_raw(rep, buffer.cast(), len, wait_all, op) },
+        Data::Contig(len) => unsafe {
+            rw.stream_recv_elems_raw(rep, buffer.cast(), len, elem, wait_all, op)
+        },
         Data::Iov(iov) => {
             let r = match wait_all {
                 true => rw.stream_recv_all_dt(rep, iov, op),

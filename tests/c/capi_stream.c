@@ -496,6 +496,23 @@ int main(void)
         CHECK(wait_req(s, NULL) == UCS_OK);
         CHECK(len == sizeof(w_in)); /* bytes, not elements */
         check_next((uint8_t *)w_in, sizeof(w_in));
+
+        /* Without WAITALL a contiguous receive of 4-byte elements ends
+         * with whole elements only: not after 6 bytes, at 8. */
+        pr = recv_param(0);
+        pr.op_attr_mask |= UCP_OP_ATTR_FIELD_DATATYPE;
+        pr.datatype = ucp_dt_make_contig(4);
+        r = ucp_stream_recv_nbx(ba, w_in, 8, &len, &pr);
+        CHECK(r != NULL && !UCS_PTR_IS_ERR(r));
+        send_next(6);
+        for (int i = 0; i < 1000; i++) {
+            progress_both();
+        }
+        CHECK(ucp_stream_recv_request_test(r, &len) == UCS_INPROGRESS);
+        send_next(2);
+        CHECK(wait_req(r, &len) == UCS_OK);
+        CHECK(len == 8);
+        check_next((uint8_t *)w_in, 8);
         printf("generic, contig(4): ok\n");
     }
 

@@ -201,6 +201,20 @@ impl Core {
         wait_all: bool,
         op: Op,
     ) -> Result<Started> {
+        let unit = StreamRecvState::unit_of(buf.capacity(), 1, wait_all);
+        self.stream_recv_start_unit(ep, buf, unit, op)
+    }
+
+    /// [`Core::stream_recv_start`] that completes once a multiple of
+    /// `unit` bytes arrived (or the buffer is full): UCX's receive into
+    /// elements of `unit` bytes.
+    pub(crate) fn stream_recv_start_unit(
+        &mut self,
+        ep: SlabId,
+        buf: RecvBuf,
+        unit: usize,
+        op: Op,
+    ) -> Result<Started> {
         let Some(st) = self.eps.get_mut(ep) else {
             return Err(Error::InvalidHandle);
         };
@@ -214,7 +228,7 @@ impl Core {
                 ep,
                 buf,
                 filled: 0,
-                wait_all,
+                unit,
                 fetching: false,
             };
             if rx.fill(&mut r) {
@@ -246,7 +260,7 @@ impl Core {
                 ep,
                 buf,
                 filled,
-                wait_all,
+                unit,
                 fetching: false,
             };
             Request::with_notify(Kind::StreamRecv(r), notify, user_data)

@@ -279,7 +279,7 @@ impl Core {
                 if result.is_ok() {
                     s.filled += f.len;
                 }
-                if result.is_err() || !s.wait_all || s.filled == s.buf.capacity() {
+                if result.is_err() || s.satisfied() {
                     let ep = s.ep;
                     if let Some(rx) = self.eps.get_mut(ep).and_then(|e| e.stream.as_mut()) {
                         // The oldest receive, but for one that failed.

@@ -94,7 +94,7 @@ impl StreamRx {
             let n = r.buf.write(r.filled, bytes);
             r.filled += n;
             bytes = &bytes[n..];
-            if !r.wait_all || r.filled == r.buf.capacity() {
+            if r.satisfied() {
                 self.recvs.pop_front();
                 done.push(id);
             }
@@ -251,7 +251,7 @@ impl StreamRx {
                 break;
             }
         }
-        r.filled == r.buf.capacity() || (!r.wait_all && r.filled > 0)
+        r.satisfied()
     }
 
     /// The oldest kept fragment, whole (its taken bytes cut off).

@@ -13,11 +13,30 @@ pub(crate) struct StreamRecvState {
     pub(crate) buf: RecvBuf,
     /// Bytes written so far.
     pub(crate) filled: usize,
-    /// Complete only once the buffer is full.
-    pub(crate) wait_all: bool,
+    /// Complete once a multiple of this many bytes is filled (1: any
+    /// byte; the capacity: a full buffer, `WAITALL`), or the buffer is
+    /// full.
+    pub(crate) unit: usize,
     /// A rendezvous send's data is being fetched into the buffer: the
     /// receive cannot complete or be canceled until that is over.
     pub(crate) fetching: bool,
+}
+
+impl StreamRecvState {
+    /// The unit of a receive into `capacity` bytes: the whole buffer with
+    /// `wait_all`, else `elem` (at least 1).
+    pub(crate) fn unit_of(capacity: usize, elem: usize, wait_all: bool) -> usize {
+        match wait_all {
+            true => capacity.max(1),
+            false => elem.max(1),
+        }
+    }
+
+    /// Whether what it holds completes it.
+    pub(crate) fn satisfied(&self) -> bool {
+        self.filled == self.buf.capacity()
+            || (self.filled > 0 && (self.unit == 1 || self.filled % self.unit == 0))
+    }
 }
 
 /// What wraps a rendezvous active message's request to send.

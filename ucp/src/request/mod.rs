@@ -431,7 +431,7 @@ impl Request {
                 ep: _,
                 buf: _,
                 filled: _,
-                wait_all: _,
+                unit: _,
                 fetching: _,
             }) => false,
             _ => return false,

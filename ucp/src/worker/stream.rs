@@ -133,8 +133,30 @@ impl Worker {
         op: Op,
     ) -> Result<Posted<()>> {
         // SAFETY: forwarded from this function's contract.
+        unsafe { self.stream_recv_elems_raw(ep, ptr, len, 1, wait_all, op) }
+    }
+
+    /// [`Worker::stream_recv_raw`] into elements of `elem` bytes (UCX's
+    /// contiguous datatypes): without `wait_all` it completes once a
+    /// whole number of elements arrived (or the buffer is full), never
+    /// inside one.
+    ///
+    /// # Safety
+    ///
+    /// As [`Worker::stream_recv_raw`].
+    pub unsafe fn stream_recv_elems_raw(
+        &mut self,
+        ep: Ep,
+        ptr: *mut u8,
+        len: usize,
+        elem: usize,
+        wait_all: bool,
+        op: Op,
+    ) -> Result<Posted<()>> {
+        // SAFETY: forwarded from this function's contract.
         let rb = unsafe { RecvBuf::new(ptr, len) };
-        let s = self.core.stream_recv_start(ep.0, rb, wait_all, op)?;
+        let unit = crate::request::StreamRecvState::unit_of(len, elem, wait_all);
+        let s = self.core.stream_recv_start_unit(ep.0, rb, unit, op)?;
         Ok(posted(s, ()).0)
     }
 

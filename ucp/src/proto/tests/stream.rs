@@ -135,3 +135,42 @@ fn bytes_before_the_endpoint_is_known_join_it() {
         Some(&b"!"[..])
     );
 }
+
+#[test]
+fn a_receive_of_elements_ends_with_whole_ones() {
+    let mut a = Node::new(virt_attr(|_| {}));
+    let mut b = Node::new(virt_attr(|_| {}));
+    let mut buf = vec![0u8; 8];
+    // SAFETY: `buf` outlives the receive.
+    let rb = unsafe { RecvBuf::new(buf.as_mut_ptr(), buf.len()) };
+    let ep = b.ep;
+    let Started::InFlight(id) = b.core.stream_recv_start_unit(ep, rb, 4, Op::new()).unwrap() else {
+        panic!("nothing sent");
+    };
+    stream_send(&mut a, b"abcdef");
+    deliver(&mut a, &mut b);
+    assert_eq!(
+        b.result(id).map(|r| r.is_ok()),
+        None,
+        "6 bytes: 1.5 elements"
+    );
+    stream_send(&mut a, b"gh");
+    deliver(&mut a, &mut b);
+    assert_eq!(b.done_len(id), Some(8));
+    assert_eq!(&buf, b"abcdefgh");
+}
+
+#[test]
+fn the_poll_lists_an_endpoint_once() {
+    let mut a = Node::new(virt_attr(|_| {}));
+    let mut b = Node::new(virt_attr(|_| {}));
+    stream_send(&mut a, b"abc");
+    deliver(&mut a, &mut b);
+    // Its bytes taken without a poll, then more arrive, twice.
+    for more in [&b"de"[..], b"f"] {
+        assert!(b.core.stream_take_chunk(b.ep).unwrap().is_some());
+        stream_send(&mut a, more);
+        deliver(&mut a, &mut b);
+    }
+    assert_eq!(b.core.stream_poll(4), vec![b.ep]);
+}
