@@ -157,6 +157,10 @@ pub(crate) struct Core {
     pub(crate) src_eps: FxHashMap<(usize, SrcId), SlabId>,
     /// Endpoints by remote worker uuid, oldest first (`ep.rs`).
     pub(crate) uuid_eps: FxHashMap<u64, super::ep::UuidEps>,
+    /// Local and remote socket addresses of the connection manager's
+    /// handshake, for the endpoints made by a client's connect or a
+    /// listener's accept (kept apart: few endpoints have them).
+    pub(crate) ep_sockaddrs: FxHashMap<SlabId, (std::net::SocketAddr, std::net::SocketAddr)>,
     /// Remote memory domain names, interned (`Core::intern_md`).
     pub(crate) md_names: Vec<std::sync::Arc<str>>,
     /// Bytes the unexpected tag messages hold, their limit, and the eager
@@ -251,6 +255,7 @@ impl Core {
             address,
             src_eps: FxHashMap::default(),
             uuid_eps: FxHashMap::default(),
+            ep_sockaddrs: FxHashMap::default(),
             md_names: Vec::new(),
             unexp: super::credit::UnexpBudget::new(
                 ctx.config().unexpected_max.usize_or(usize::MAX),

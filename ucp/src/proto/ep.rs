@@ -96,10 +96,6 @@ pub(crate) struct EpState {
     /// (Boxed, so that the usual endpoint without any pays 8 bytes.)
     #[allow(clippy::box_collection)]
     pub(crate) lazy: Option<Box<Vec<super::lazy_lanes::LazyLane>>>,
-    /// Local and remote socket addresses of the connection manager's
-    /// handshake, for an endpoint made by a client's connect or a
-    /// listener's accept (boxed: rare).
-    pub(crate) sockaddrs: Option<Box<(std::net::SocketAddr, std::net::SocketAddr)>>,
 }
 
 /// The endpoints to one remote worker, oldest first: nearly always one,
@@ -166,6 +162,7 @@ impl Core {
     /// Removes endpoint `ep` from the worker's tables (not its lanes).
     pub(crate) fn remove_ep(&mut self, ep: SlabId) -> Option<EpState> {
         let st = self.eps.remove(ep)?;
+        self.ep_sockaddrs.remove(&ep);
         self.credit_forget(&st.credit);
         if let Some(ids) = self.uuid_eps.get_mut(&st.remote_uuid) {
             if ids.remove(ep) {
@@ -249,7 +246,6 @@ impl Core {
             credit: Default::default(),
             lazy: None,
             announce_due: false,
-            sockaddrs: None,
         });
         match self.uuid_eps.get_mut(&remote_uuid) {
             Some(ids) => ids.push(id),

@@ -181,8 +181,8 @@ impl Worker {
     }
 
     fn set_sockaddrs(&mut self, ep: Ep, local: SocketAddr, remote: SocketAddr) {
-        if let Some(s) = self.core.eps.get_mut(ep.0) {
-            s.sockaddrs = Some(Box::new((local, remote)));
+        if self.core.eps.get(ep.0).is_some() {
+            self.core.ep_sockaddrs.insert(ep.0, (local, remote));
         }
     }
 
@@ -190,8 +190,8 @@ impl Worker {
     /// `ep` (a client's connect or a listener's accept); `None` for an
     /// endpoint made from a worker address.
     pub fn ep_sockaddrs(&self, ep: Ep) -> Result<Option<(SocketAddr, SocketAddr)>> {
-        let s = self.core.eps.get(ep.0).ok_or(Error::InvalidHandle)?;
-        Ok(s.sockaddrs.as_deref().copied())
+        self.core.eps.get(ep.0).ok_or(Error::InvalidHandle)?;
+        Ok(self.core.ep_sockaddrs.get(&ep.0).copied())
     }
 
     /// Connects to the listener at `addr` and waits, progressing this
