@@ -8,8 +8,9 @@
 //! (`-v 4`), 1 MiB and 16 MiB (`-s`), 5 iterations (`-i 5`) and 3 buffers
 //! of 100000 bytes 3 times. Both sides print every byte of what they sent
 //! and received on their first and last iteration, which the test checks
-//! against the string the example generates, with the success lines and
-//! exit codes that the example prints and returns over UCX 1.13 itself.
+//! against the string the example generates, with the success lines,
+//! standard error and exit codes that the example prints and returns over
+//! UCX 1.13 itself.
 //!
 //! Two behaviours are the example's own and UCX gives them too: it copies
 //! each buffer to the stack to print it (`alloca`), so 16 MiB needs a
@@ -121,10 +122,11 @@ fn run_case(exe: &Path, dir: &Path, case: &Case) {
     let mut args = case.args();
     args.extend(["-p".to_string(), port.clone()]);
     let log = dir.join(format!("server-{}.out", name.replace([' ', '-'], "_")));
+    let err_log = log.with_extension("err");
     let mut server = common::ChildGuard(
         command(exe, &args, None)
             .stdout(std::fs::File::create(&log).expect("server log"))
-            .stderr(Stdio::null())
+            .stderr(std::fs::File::create(&err_log).expect("server log"))
             .spawn()
             .expect("server"),
     );
@@ -152,6 +154,8 @@ fn run_case(exe: &Path, dir: &Path, case: &Case) {
             t
         };
         assert!(client.status.success(), "{name} #{i}: client: {}", short());
+        // Nothing on its standard error, as over UCX.
+        assert!(client.stderr.is_empty(), "{name} #{i}: client: {}", short());
         assert_eq!(
             stdout.matches("Client: iteration #").count(),
             printed,
@@ -185,6 +189,12 @@ fn run_case(exe: &Path, dir: &Path, case: &Case) {
         let served = out.matches("Waiting for connection...").count() == case.clients + 1;
         if served {
             let n = case.clients * printed;
+            // Its one line on standard error, as over UCX.
+            assert_eq!(
+                std::fs::read_to_string(&err_log).unwrap_or_default(),
+                format!("server is listening on IP 0.0.0.0 port {port}\n"),
+                "{name}"
+            );
             assert_eq!(
                 out.matches("----- UCP TEST SUCCESS -------").count(),
                 n,
