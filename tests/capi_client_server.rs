@@ -25,7 +25,7 @@ mod common;
 
 use capi_common::*;
 use std::path::Path;
-use std::process::{Command, Stdio};
+use std::process::Command;
 use std::time::{Duration, Instant};
 
 const EXAMPLES: &str = "/usr/share/doc/libucx-dev/examples";
