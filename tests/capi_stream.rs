@@ -4,7 +4,8 @@
 //! `UCP_STREAM_RECV_FLAG_WAITALL`, partial receives of 4 MiB, iovec,
 //! generic and 4-byte contiguous datatypes, `ucp_stream_recv_data_nb` and
 //! `ucp_stream_data_release`, `ucp_stream_worker_poll`, the legacy `_nb`
-//! calls, `ucp_stream_recv_request_test`, a canceled receive and wrong
+//! calls, `ucp_stream_recv_request_test`, `UCP_OP_ATTR_FLAG_NO_IMM_CMPL`,
+//! a request in the application's memory, a canceled receive and wrong
 //! arguments, every byte checked. Over the default transports, TCP and
 //! shared memory (chosen with `UCX_TLS`, read as `RUCX_TLS`).
 
@@ -38,6 +39,7 @@ fn streams_from_c() {
             "iov: ok",
             "generic, contig(4): ok",
             "legacy: ok",
+            "request memory, no immediate completion: ok",
             "cancel: ok",
             "capi_stream: ok",
         ] {

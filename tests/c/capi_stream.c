@@ -595,6 +595,51 @@ int main(void)
         printf("legacy: ok\n");
     }
 
+    /* UCP_OP_ATTR_FLAG_NO_IMM_CMPL: a request even with the bytes there,
+     * its callback run before the call returns; and a request in the
+     * application's memory (rucx's header in request_size bytes before). */
+    {
+        uint8_t in[20];
+        size_t len = 0;
+        send_next(20);
+        poll_until_ready();
+        ucp_request_param_t p = recv_param(1);
+        p.op_attr_mask |= UCP_OP_ATTR_FLAG_NO_IMM_CMPL;
+        int before = n_recv_cb;
+        void *r = ucp_stream_recv_nbx(ba, in, 10, &len, &p);
+        CHECK(r != NULL && !UCS_PTR_IS_ERR(r));
+        CHECK(n_recv_cb == before + 1);
+        CHECK(wait_req(r, &len) == UCS_OK);
+        CHECK(len == 10);
+        check_next(in, 10);
+
+        ucp_context_attr_t attr = {.field_mask = UCP_ATTR_FIELD_REQUEST_SIZE};
+        CHECK(ucp_context_query(ctx, &attr) == UCS_OK);
+        uint8_t *mem = aligned_alloc(16, attr.request_size + 64);
+        void *req = mem + attr.request_size;
+        memset(req, 0, sizeof(struct app_req));
+        p = recv_param(1);
+        p.op_attr_mask |= UCP_OP_ATTR_FIELD_REQUEST;
+        p.request = req;
+        r = ucp_stream_recv_nbx(ba, in, 10, &len, &p);
+        CHECK(!UCS_PTR_IS_ERR(r));
+        if (r != NULL) {
+            struct app_req *q = r;
+            time_t start = time(NULL);
+            CHECK(r == req);
+            while (!q->completed) {
+                CHECK(time(NULL) - start < 60);
+                progress_both();
+            }
+            CHECK(q->status == UCS_OK);
+            len = q->length;
+        }
+        CHECK(len == 10);
+        check_next(in, 10);
+        free(mem);
+        printf("request memory, no immediate completion: ok\n");
+    }
+
     /* A receive canceled before any byte came. */
     {
         uint8_t in[16];
