@@ -1,10 +1,11 @@
 //! The posix iface: endpoints, sends, pending queues, progress, sleep.
 
 use std::collections::{HashMap, VecDeque};
-use std::os::fd::RawFd;
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 use std::sync::atomic::{AtomicU32, Ordering};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
+use uct::ucs::progress::{EventSet, Interest, Readiness};
 use uct::ucs::{EndpointCause, Error, Result};
 use uct::{limits, AmId, AmOps, AmSink, Armed, EpId, EpTable, Iface, IfaceParams, Posted, Token};
 
@@ -21,6 +22,11 @@ use crate::segment::PosixConfig;
 const LIVENESS_PERIOD: Duration = Duration::from_millis(100);
 /// Progress calls between two looks at the clock.
 const CLOCK_EVERY: u32 = 64;
+
+/// Token of the wake-up socket in the iface's event set; a peer's exit
+/// fd has `EXIT_TOKEN + its index`.
+const WAKE_TOKEN: u64 = 0;
+const EXIT_TOKEN: u64 = 1;
 
 /// Numbers ifaces within this process (names their wake-up sockets).
 static NEXT_IFACE: AtomicU32 = AtomicU32::new(0);
@@ -54,9 +60,15 @@ pub(crate) struct PosixIface {
     peer_by_addr: HashMap<(ProcessId, u32), usize>,
     wake_tx: WakeTx,
     wake_rx: WakeRx,
+    /// The iface's event fd: the wake-up socket and the exit fd of each
+    /// peer's process (a peer that dies sends nothing, its exit does).
+    events: EventSet,
+    /// Spare list for polling `events` in `arm`.
+    ready: Vec<(u64, Readiness)>,
     rx: Rx,
     calls: u32,
-    last_check: Instant,
+    /// When peers and senders were last checked ([`coarse_ms`]).
+    last_check: u64,
 }
 
 fn no_ep(ep: EpId) -> Error {
@@ -64,6 +76,35 @@ fn no_ep(ep: EpId) -> Error {
         transport: "posix".into(),
         ep: ep.0.into(),
     }
+}
+
+/// Milliseconds of the coarse monotonic clock (a few nanoseconds to read,
+/// at a resolution of a few milliseconds).
+fn coarse_ms() -> u64 {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: `ts` is a writable timespec; CLOCK_MONOTONIC_COARSE always
+    // exists on Linux.
+    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC_COARSE, &mut ts) };
+    (ts.tv_sec as u64) * 1000 + (ts.tv_nsec as u64) / 1_000_000
+}
+
+/// A pidfd of process `p`, readable once it exits; `None` if the kernel
+/// has no `pidfd_open` or `p` is gone already (its pid may be another
+/// process's now).
+fn exit_fd(p: ProcessId) -> Option<OwnedFd> {
+    let pid = libc::pid_t::try_from(p.pid).ok()?;
+    // SAFETY: pidfd_open takes no pointers.
+    let fd = unsafe { libc::syscall(libc::SYS_pidfd_open, pid, 0) };
+    if fd < 0 {
+        return None;
+    }
+    // SAFETY: a new fd, owned by nothing else.
+    let fd = unsafe { OwnedFd::from_raw_fd(RawFd::try_from(fd).ok()?) };
+    // Still `p` after the open: the fd is `p`'s.
+    p.is_alive().then_some(fd)
 }
 
 /// The error of an endpoint whose peer failed for `why`.
@@ -114,10 +155,15 @@ impl PosixIface {
             peer_by_addr: HashMap::new(),
             wake_tx: WakeTx::new()?,
             wake_rx: WakeRx::bind(me, iface_id)?,
+            events: EventSet::with_capacity(8)?,
+            ready: Vec::new(),
             rx,
             calls: 0,
-            last_check: Instant::now(),
+            last_check: coarse_ms(),
         };
+        iface
+            .events
+            .add(iface.wake_rx.fd(), WAKE_TOKEN, Interest::READABLE)?;
         iface.info.attr.caps = uct::derive_caps(&mut iface);
         Ok(iface)
     }
@@ -176,13 +222,54 @@ impl PosixIface {
         Some(self.peers.get(peer)?.as_ref()?.mapping())
     }
 
-    /// Fails every endpoint of peers that died or closed.
-    fn check_peers(&mut self) {
+    /// Watches the exit of peer `i`'s process, where the kernel can
+    /// (`pidfd_open`, Linux 5.3); without it a sleeping worker finds a dead
+    /// peer on its next liveness check only.
+    fn watch_exit(&mut self, i: usize) {
+        let Some(Some(p)) = self.peers.get_mut(i) else {
+            return;
+        };
+        let Some(fd) = exit_fd(p.addr.owner) else {
+            return;
+        };
+        if self
+            .events
+            .add(fd.as_raw_fd(), EXIT_TOKEN + i as u64, Interest::READABLE)
+            .is_ok()
+        {
+            p.exit_fd = Some(fd);
+        }
+    }
+
+    /// The processes of peers whose exit fd is readable (they exited).
+    fn exited_peers(&mut self) -> Result<Vec<ProcessId>> {
+        self.events.wait(Some(Duration::ZERO), &mut self.ready)?;
+        let peers = &self.peers;
+        Ok(self
+            .ready
+            .iter()
+            .filter_map(|&(t, _)| t.checked_sub(EXIT_TOKEN))
+            .filter_map(|i| peers.get(i as usize)?.as_ref().map(|p| p.addr.owner))
+            .collect())
+    }
+
+    /// Fails every endpoint of peers that died or closed; the processes in
+    /// `exited` are known to have exited.
+    fn check_peers(&mut self, exited: &[ProcessId]) {
         let mut known: HashMap<ProcessId, bool> = HashMap::new();
-        let mut alive = |p: ProcessId| *known.entry(p).or_insert_with(|| p.is_alive());
+        let mut alive =
+            |p: ProcessId| !exited.contains(&p) && *known.entry(p).or_insert_with(|| p.is_alive());
         for (pi, slot) in self.peers.iter_mut().enumerate() {
             let Some(p) = slot else { continue };
-            if p.failed.is_some() || p.check(&mut alive) {
+            let failed_before = p.failed.is_some();
+            if !failed_before && p.check(&mut alive) {
+                continue;
+            }
+            // Its end is known: no more wake-ups from its exit.
+            if let Some(fd) = p.exit_fd.take() {
+                let _ = self.events.remove(fd.as_raw_fd());
+            }
+            if failed_before {
                 continue;
             }
             let why = p.failed.clone().unwrap_or_default();
@@ -287,6 +374,7 @@ impl Iface for PosixIface {
                 // A failed peer of the same address keeps its entry until
                 // its last endpoint goes; new endpoints use this one.
                 self.peer_by_addr.insert(key, i);
+                self.watch_exit(i);
                 i
             }
         };
@@ -352,14 +440,23 @@ impl Iface for PosixIface {
     fn progress(&mut self, sink: &mut dyn AmSink) -> usize {
         let mut n = self.rx.poll(sink, self.max_poll);
         self.calls = self.calls.wrapping_add(1);
-        if self.calls % CLOCK_EVERY == 0 {
-            // Closed senders and dead processes: looked for every
-            // CLOCK_EVERY calls, not on the message path.
+        let clock = self.calls % CLOCK_EVERY == 0;
+        if clock {
+            // Closed senders: looked for every CLOCK_EVERY calls, not on
+            // the message path.
             n += self.rx.reap_closed(sink);
-            if self.last_check.elapsed() >= LIVENESS_PERIOD {
-                self.last_check = Instant::now();
+        }
+        // Dead processes: looked for at most every LIVENESS_PERIOD, on
+        // every CLOCK_EVERY calls and on calls that found nothing (an idle
+        // worker, or the first call after the application did something
+        // else for a while: a peer that died meanwhile fails now, not
+        // after a message it will never answer).
+        if clock || n == 0 {
+            let now = coarse_ms();
+            if now.saturating_sub(self.last_check) >= LIVENESS_PERIOD.as_millis() as u64 {
+                self.last_check = now;
                 n += self.rx.check_senders(sink);
-                self.check_peers();
+                self.check_peers(&[]);
             }
         }
         if !self.failed.is_empty() {
@@ -372,11 +469,15 @@ impl Iface for PosixIface {
     }
 
     fn event_fd(&self) -> Option<RawFd> {
-        Some(self.wake_rx.fd())
+        Some(self.events.as_raw_fd())
     }
 
     fn arm(&mut self) -> Result<Armed> {
         self.wake_rx.drain();
+        let exited = self.exited_peers()?;
+        if !exited.is_empty() {
+            self.check_peers(&exited);
+        }
         if !self.failed.is_empty() || !self.pending_eps.is_empty() || !self.rx.arm() {
             return Ok(Armed::Busy);
         }

@@ -320,3 +320,101 @@ fn a_sender_maps_only_the_pages_it_writes_of_a_peer() {
     drive(&mut b, &mut sink, |s| s.ams.len() >= 9);
     assert_eq!(sink.ams.len(), 9);
 }
+
+/// Set in the environment of [`peer_child_main`]'s process.
+const CHILD_ENV: &str = "RUCX_SHM_TEST_POSIX_CHILD";
+
+/// A peer process for the exit tests: opens an iface, prints its
+/// addresses, then waits to be killed; does nothing in a normal run.
+#[test]
+fn peer_child_main() {
+    if std::env::var_os(CHILD_ENV).is_none() {
+        return;
+    }
+    let iface = open();
+    let hex = |b: &[u8]| b.iter().map(|x| format!("{x:02x}")).collect::<String>();
+    println!(
+        "posix-child: {} {}",
+        hex(iface.device_addr()),
+        hex(iface.iface_addr())
+    );
+    // A parent that hangs must not leave the child behind.
+    std::thread::sleep(Duration::from_secs(60));
+    std::process::exit(2);
+}
+
+/// A child process running [`peer_child_main`], and its addresses.
+fn peer_child() -> (std::process::Child, Vec<u8>, Vec<u8>) {
+    use std::io::BufRead;
+    let mut child = std::process::Command::new(std::env::current_exe().unwrap())
+        .args(["--exact", "posix::tests::peer_child_main", "--nocapture"])
+        .args(["--test-threads", "1"])
+        .env(CHILD_ENV, "1")
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let out = std::io::BufReader::new(child.stdout.take().unwrap());
+    let unhex = |s: &str| {
+        (0..s.len())
+            .step_by(2)
+            .map(|i| u8::from_str_radix(&s[i..i + 2], 16).unwrap())
+            .collect::<Vec<u8>>()
+    };
+    for line in out.lines() {
+        let line = line.unwrap();
+        // The harness's "test ... " may start the line.
+        if let Some((_, rest)) = line.split_once("posix-child: ") {
+            let (dev, iface) = rest.trim().split_once(' ').unwrap();
+            return (child, unhex(dev), unhex(iface));
+        }
+    }
+    let _ = child.kill();
+    let _ = child.wait();
+    panic!("the child printed no addresses");
+}
+
+#[test]
+fn a_peer_process_exit_wakes_the_armed_iface() {
+    let mut a = open();
+    let (mut child, dev, iface) = peer_child();
+    let ep = a.ep_create(&dev, &iface).unwrap();
+    assert_eq!(a.arm().unwrap(), Armed::Sleep);
+    let mut pfd = libc::pollfd {
+        fd: a.event_fd().unwrap(),
+        events: libc::POLLIN,
+        revents: 0,
+    };
+    // SAFETY: one valid pollfd.
+    assert_eq!(unsafe { libc::poll(&mut pfd, 1, 0) }, 0, "asleep");
+    child.kill().unwrap();
+    child.wait().unwrap();
+    // SAFETY: as above.
+    assert_eq!(
+        unsafe { libc::poll(&mut pfd, 1, 5000) },
+        1,
+        "the exit woke it"
+    );
+    assert_eq!(a.arm().unwrap(), Armed::Busy, "a failure waits");
+    let mut sink = TestSink::new();
+    a.progress(&mut sink);
+    assert_eq!(sink.ep_failures(ep), 1);
+    assert_eq!(a.arm().unwrap(), Armed::Sleep, "its exit wakes no more");
+    // SAFETY: as above.
+    assert_eq!(unsafe { libc::poll(&mut pfd, 1, 0) }, 0);
+}
+
+#[test]
+fn the_first_progress_after_a_pause_finds_a_dead_peer() {
+    let mut a = open();
+    let (mut child, dev, iface) = peer_child();
+    let ep = a.ep_create(&dev, &iface).unwrap();
+    let mut sink = TestSink::new();
+    a.progress(&mut sink);
+    child.kill().unwrap();
+    child.wait().unwrap();
+    // Longer than the liveness period (100 ms).
+    std::thread::sleep(Duration::from_millis(200));
+    // One call, idle: it looks.
+    a.progress(&mut sink);
+    assert_eq!(sink.ep_failures(ep), 1);
+}
