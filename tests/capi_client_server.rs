@@ -2,7 +2,8 @@
 //! built unchanged against the UCP headers and rucx's `libucp.so`, run as
 //! a server and a client process on this host: listener, connection
 //! request, client endpoint by socket address, messages from client to
-//! server. In each of its modes (`-c stream`, `-c tag`, `-c am`): the
+//! server (on a port its listener picks: `-p 0`, which it prints). In
+//! each of its modes (`-c stream`, `-c tag`, `-c am`): the
 //! defaults (one 16-byte message, two clients one after the other: the
 //! server serves clients until it is killed), 4 buffers of an iovec
 //! (`-v 4`), 1 MiB and 16 MiB (`-s`), 5 iterations (`-i 5`) and 3 buffers
@@ -116,33 +117,60 @@ fn lines(text: &str, line: &str) -> usize {
     text.lines().filter(|l| *l == line).count()
 }
 
+/// What the server prints on standard error once it listens, before
+/// its port.
+const LISTENING: &str = "server is listening on IP 0.0.0.0 port ";
+
 fn run_case(exe: &Path, dir: &Path, case: &Case) {
     let name = case.name();
-    let port = free_port().to_string();
-    let mut args = case.args();
-    args.extend(["-p".to_string(), port.clone()]);
+    // Port 0: the server's listener picks one and the server prints it
+    // (no race with other processes for a port chosen beforehand).
+    let mut server_args = case.args();
+    server_args.extend(["-p".to_string(), "0".to_string()]);
     let log = dir.join(format!("server-{}.out", name.replace([' ', '-'], "_")));
     let err_log = log.with_extension("err");
     let mut server = common::ChildGuard(
-        command(exe, &args, None)
+        command(exe, &server_args, None)
             .stdout(std::fs::File::create(&log).expect("server log"))
             .stderr(std::fs::File::create(&err_log).expect("server log"))
             .spawn()
             .expect("server"),
     );
+    let server_log = || {
+        let mut t = std::fs::read_to_string(&log).unwrap_or_default();
+        t += &std::fs::read_to_string(&err_log).unwrap_or_default();
+        t
+    };
     let deadline = Instant::now() + Duration::from_secs(20);
-    while !listening(port.parse().unwrap()) {
-        assert!(Instant::now() < deadline, "{name}: server never listened");
+    let port = loop {
+        let err = std::fs::read_to_string(&err_log).unwrap_or_default();
+        let port = err
+            .lines()
+            .find_map(|l| l.strip_prefix(LISTENING))
+            .and_then(|p| p.parse::<u16>().ok());
+        if let (Some(p), true) = (port, err.ends_with('\n')) {
+            break p;
+        }
         assert!(
-            server.0.try_wait().expect("server").is_none(),
-            "{name}: server exited"
+            Instant::now() < deadline,
+            "{name}: server never listened: {}",
+            server_log()
         );
+        if let Some(st) = server.0.try_wait().expect("server") {
+            panic!("{name}: server exited ({st}): {}", server_log());
+        }
         std::thread::sleep(Duration::from_millis(20));
-    }
+    };
+    assert!(listening(port), "{name}: port {port}: {}", server_log());
+    let mut client_args = case.args();
+    client_args.extend([
+        "-p".to_string(),
+        port.to_string(),
+        "-a".to_string(),
+        "127.0.0.1".to_string(),
+    ]);
     let line = case.line();
     let printed = case.printed();
-    let mut client_args = args.clone();
-    client_args.extend(["-a".to_string(), "127.0.0.1".to_string()]);
     for i in 0..case.clients {
         let client = command(exe, &client_args, Some(60))
             .output()
@@ -192,7 +220,7 @@ fn run_case(exe: &Path, dir: &Path, case: &Case) {
             // Its one line on standard error, as over UCX.
             assert_eq!(
                 std::fs::read_to_string(&err_log).unwrap_or_default(),
-                format!("server is listening on IP 0.0.0.0 port {port}\n"),
+                format!("{LISTENING}{port}\n"),
                 "{name}"
             );
             assert_eq!(
