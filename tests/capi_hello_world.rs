@@ -2,14 +2,17 @@
 //! built unchanged against the UCP headers and rucx's `libucp.so`, run in
 //! its tag mode between a server and a client process on this host, in
 //! its three progress modes: busy polling (`-b`, the default),
-//! `ucp_worker_wait` (`-w`) and the event fd (`-f`).
+//! `ucp_worker_wait` (`-w`) and the event fd (`-f`); with large strings
+//! (`-s`, 1 and 16 MiB: rendezvous, probed then received by
+//! `ucp_tag_msg_recv_nb`) and printing the configuration (`-c`). Its
+//! peer-failure modes (`-e`) are in `capi_hello_world_errors.rs`.
 
 mod capi_common;
 mod common;
 
 use capi_common::*;
 use std::path::Path;
-use std::process::{Command, Stdio};
+use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
 const EXAMPLES: &str = "/usr/share/doc/libucx-dev/examples";
@@ -64,6 +67,133 @@ fn ucx_hello_world_runs_in_every_mode() {
         assert!(
             out.contains("flush_ep completed with status 0 (Success)"),
             "{mode}: {out}"
+        );
+    }
+    let _ = std::fs::remove_dir_all(dir);
+}
+
+/// Runs the example's server with `args` and then its client, on a free
+/// port; both outputs once both exited (each killed after 60 s).
+fn run_pair(exe: &Path, args: &[&str]) -> (Output, Output) {
+    let port = free_port().to_string();
+    let mut sargs = args.to_vec();
+    sargs.extend(["-p", &port]);
+    let mut cmd = Command::new("timeout");
+    cmd.arg("60").arg(exe).args(&sargs);
+    for k in ["RUCX_TLS", "UCX_TLS", "RUCX_NET_DEVICES", "UCX_NET_DEVICES"] {
+        cmd.env_remove(k);
+    }
+    let server = cmd
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("server");
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while !listening(port.parse().unwrap()) {
+        assert!(Instant::now() < deadline, "{args:?}: server never listened");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let mut cargs = sargs.clone();
+    cargs.extend(["-n", "localhost"]);
+    let client = run(exe, &cargs, &[], 60);
+    let server = server.wait_with_output().expect("server output");
+    (server, client)
+}
+
+/// `-s SIZE` (the client prints the SIZE - 1 letters the server
+/// generated, as with UCX) and `-c` (each side prints its configuration,
+/// one `NAME=value` a line: `RUCX_` names, which `UCX_` variables
+/// also set, where UCX prints its `UCX_` ones).
+#[test]
+fn ucx_hello_world_large_strings_and_config() {
+    let src = Path::new(EXAMPLES).join("ucp_hello_world.c");
+    if !src.exists() {
+        return common::skip_or_fail("needs libucx-dev's examples (ucp_hello_world.c)");
+    }
+    let lib = match lib_dir() {
+        Ok(d) => d,
+        Err(e) => return common::skip_or_fail(&e),
+    };
+    if cc().is_none() {
+        return common::skip_or_fail("needs cc");
+    }
+    let dir = scratch("hello-sizes");
+    let exe = dir.join("ucp_hello_world");
+    compile(&[src], &[EXAMPLES.into()], &lib, &exe).expect("compile ucp_hello_world.c");
+    let cases: [&[&str]; 4] = [
+        &["-b", "-s", "1048576"],
+        &["-w", "-s", "16777216"],
+        &["-f", "-s", "16777216"],
+        &["-c"],
+    ];
+    let outs: Vec<_> = std::thread::scope(|s| {
+        let hs: Vec<_> = cases
+            .iter()
+            .map(|args| {
+                let exe = &exe;
+                s.spawn(move || run_pair(exe, args))
+            })
+            .collect();
+        hs.into_iter().map(|h| h.join().expect("run")).collect()
+    });
+    for (args, (server, client)) in cases.iter().zip(outs) {
+        let short = |o: &Output| {
+            let t = text(o);
+            match t.len() > 4000 {
+                true => format!("{}...{}", &t[..2000], &t[t.len() - 2000..]),
+                false => t,
+            }
+        };
+        let both = format!(
+            "{args:?}\n=== server\n{}\n=== client\n{}",
+            short(&server),
+            short(&client)
+        );
+        assert!(server.status.success(), "{both}");
+        assert!(client.status.success(), "{both}");
+        let sout = String::from_utf8_lossy(&server.stdout);
+        let cout = String::from_utf8_lossy(&client.stdout);
+        assert!(
+            sout.contains("flush_ep completed with status 0 (Success)"),
+            "{both}"
+        );
+        assert!(cout.contains("----- UCP TEST SUCCESS ----"), "{both}");
+        if let ["-c"] = args {
+            for out in [&sout, &cout] {
+                let config: Vec<&str> = out
+                    .lines()
+                    .take_while(|l| !l.contains("local address length"))
+                    .collect();
+                assert!(config.len() > 5, "{both}");
+                for l in &config {
+                    let (name, _) = l.split_once('=').unwrap_or_else(|| panic!("{l}\n{both}"));
+                    assert!(
+                        name.starts_with("RUCX_")
+                            && name[5..]
+                                .chars()
+                                .all(|c| c.is_ascii_uppercase() || c.is_ascii_digit() || c == '_'),
+                        "{l}\n{both}"
+                    );
+                }
+                assert!(config.iter().any(|l| l.starts_with("RUCX_TLS=")), "{both}");
+            }
+            continue;
+        }
+        let size: usize = args[2].parse().unwrap();
+        let want: String = (0..size - 1)
+            .map(|i| (b'A' + (i % 26) as u8) as char)
+            .collect();
+        assert!(
+            cout.contains(&format!(
+                "receive handler called with status 0 (Success), length {}",
+                size + 8
+            )),
+            "{both}"
+        );
+        assert!(
+            cout.contains(&format!("\n{want}\n")),
+            "{args:?}: the client did not print the {} letters",
+            size - 1
         );
     }
     let _ = std::fs::remove_dir_all(dir);

@@ -7,7 +7,10 @@
 //! last of them. Error handlers: in `UCP_ERR_HANDLING_MODE_PEER` the Rust
 //! endpoint's handler queues the failure, and `ucp_worker_progress` calls
 //! the C handler of each C endpoint on it (with the endpoint's user data
-//! as its argument when one was given, as UCX does).
+//! as its argument when one was given, as UCX does), with UCX's status
+//! for it (`UCS_ERR_ENDPOINT_TIMEOUT` for an endpoint by worker address,
+//! see `worker::failure_status`); operations posted on it after that fail
+//! at once with the same status, as UCX's do.
 
 use crate::config::write_stream;
 use crate::request::{self, Opts};
@@ -39,6 +42,9 @@ pub(crate) enum Conn {
     Connecting(Box<rucx::ucp::Connecting>),
     /// The connect failed with this status.
     Failed(StatusCode),
+    /// Connected, then failed: its error handler got this status, and
+    /// later operations fail with it; the Rust endpoint is closed with it.
+    Broken(rucx::Ep, StatusCode),
 }
 
 impl Endpoint {
@@ -49,7 +55,7 @@ impl Endpoint {
         loop {
             match &*self.conn.borrow() {
                 Conn::Ready(ep) => return Ok(*ep),
-                Conn::Failed(st) => return Err(*st),
+                Conn::Failed(st) | Conn::Broken(_, st) => return Err(*st),
                 Conn::Connecting(_) => {}
             }
             if worker::progress(self.worker()) == 0 {
@@ -137,7 +143,11 @@ pub unsafe extern "C" fn ucp_ep_create(
             // SAFETY: an unanswered request from a listener's handler
             // (contract); freed here, once.
             let r = unsafe { Box::from_raw(p.conn_request.cast::<crate::listener::ConnRequest>()) };
-            w.with(|rw| rw.accept(r.req, rust_params()))
+            let made = w.with(|rw| rw.accept(r.req, rust_params()));
+            if let Ok(ep) = &made {
+                w.with_cm(|s| s.insert(ep.to_u64()));
+            }
+            made
         } else if has(UCP_EP_PARAM_FIELD_SOCK_ADDR) {
             // SAFETY: a readable socket address (contract).
             let Some(addr) = (unsafe { crate::listener::from_c(&p.sockaddr) }) else {
@@ -209,9 +219,10 @@ unsafe fn close(ep: *mut Endpoint, force: bool, o: &Opts) -> StatusPtr {
     let (w, peer) = unsafe { ((*ep).worker(), (*ep).peer) };
     let _g = w.enter();
     // SAFETY: live endpoint (contract).
-    let rep = match &*unsafe { (*ep).conn.borrow() } {
-        Conn::Ready(rep) => Some(*rep),
-        _ => None,
+    let (rep, broken) = match &*unsafe { (*ep).conn.borrow() } {
+        Conn::Ready(rep) => (Some(*rep), None),
+        Conn::Broken(rep, st) => (Some(*rep), Some(*st)),
+        _ => (None, None),
     };
     let Some(rep) = rep else {
         // Never connected: nothing on the Rust side.
@@ -230,6 +241,9 @@ unsafe fn close(ep: *mut Endpoint, force: bool, o: &Opts) -> StatusPtr {
         }
         last
     });
+    if last {
+        w.with_cm(|s| s.remove(&rep.to_u64()));
+    }
     // SAFETY: boxed by ucp_ep_create; out of the table, freed once.
     drop(unsafe { Box::from_raw(ep) });
     let mode = if force {
@@ -246,7 +260,8 @@ unsafe fn close(ep: *mut Endpoint, force: bool, o: &Opts) -> StatusPtr {
             // Without error handling (UCX's default), the peer's going
             // away is not reported: the endpoint is closed all the same.
             Err(rucx::Error::EndpointFailed { .. }) if !peer => None,
-            Err(e) => return status::ptr(status::of(&e)),
+            // Failed: with the status its error handler got, if it ran.
+            Err(e) => return status::ptr(broken.unwrap_or_else(|| status::of(&e))),
         },
     };
     match op {

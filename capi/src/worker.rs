@@ -21,7 +21,7 @@ use crate::types::*;
 use parking_lot::{Mutex, ReentrantMutex, ReentrantMutexGuard};
 use rucx::ucp::{Closing, Flushing};
 use std::cell::UnsafeCell;
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::ffi::{c_uint, c_void};
 use std::sync::Arc;
 
@@ -51,6 +51,9 @@ pub struct Worker {
     eps: UnsafeCell<HashMap<u64, Vec<*mut Endpoint>>>,
     /// Client endpoints whose connect is in progress.
     connecting: UnsafeCell<Vec<*mut Endpoint>>,
+    /// The Rust endpoints of client-server connections (by `Ep::to_u64`):
+    /// accepted from a connection request or connected by socket address.
+    cm: UnsafeCell<HashSet<u64>>,
     pub(crate) failures: Failures,
     /// Active message handlers and the data C keeps.
     am: UnsafeCell<crate::am::AmState>,
@@ -136,13 +139,19 @@ impl Worker {
         f(unsafe { &mut *self.eps.get() })
     }
 
-    /// The active message state, as [`Worker::with`].
     /// The client endpoints whose connect is in progress.
     pub(crate) fn with_connecting<R>(&self, f: impl FnOnce(&mut Vec<*mut Endpoint>) -> R) -> R {
         // SAFETY: as `with_eps`.
         f(unsafe { &mut *self.connecting.get() })
     }
 
+    /// The client-server endpoints, as [`Worker::with`].
+    pub(crate) fn with_cm<R>(&self, f: impl FnOnce(&mut HashSet<u64>) -> R) -> R {
+        // SAFETY: as in `with`.
+        f(unsafe { &mut *self.cm.get() })
+    }
+
+    /// The active message state, as [`Worker::with`].
     pub(crate) fn with_am<R>(&self, f: impl FnOnce(&mut crate::am::AmState) -> R) -> R {
         // SAFETY: as in `with`.
         f(unsafe { &mut *self.am.get() })
@@ -259,7 +268,22 @@ pub(crate) fn close_status(r: rucx::Result<()>) -> StatusCode {
     }
 }
 
-/// Calls the C error handlers of the endpoints that failed.
+/// The status UCX gives the error handlers of Rust endpoint `ep` (and the
+/// operations after them) for a failure rucx reported as `st`. UCX's
+/// transports fail an endpoint wired up from a worker address with
+/// `UCS_ERR_ENDPOINT_TIMEOUT`, whether the peer's socket closed (tcp), its
+/// process is gone (shared memory) or it stopped answering (keepalive);
+/// `UCS_ERR_CONNECTION_RESET`, rucx's status for a connection that ended,
+/// is what UCX's connection managers report for client-server endpoints.
+fn failure_status(w: &Worker, ep: rucx::Ep, st: StatusCode) -> StatusCode {
+    use rucx::ucp::ucs::Status;
+    let client_server = w.with_cm(|s| s.contains(&ep.to_u64()));
+    match !client_server && st == Status::ConnectionReset.code() {
+        true => Status::EndpointTimeout.code(),
+        false => st,
+    }
+}
+
 /// Polls the client connects in progress: an answered one gets its Rust
 /// endpoint, a failed one calls its C error handler; how many ended.
 fn poll_connects(w: &Worker) -> usize {
@@ -275,7 +299,7 @@ fn poll_connects(w: &Worker) -> usize {
                 .map(|r| r.map_err(|e| status::of(&e))),
             // A connect that failed in ucp_ep_create: its handler runs here.
             crate::ep::Conn::Failed(st) => Some(Err(*st)),
-            crate::ep::Conn::Ready(ep) => Some(Ok(*ep)),
+            crate::ep::Conn::Ready(ep) | crate::ep::Conn::Broken(ep, _) => Some(Ok(*ep)),
         };
         let Some(r) = r else {
             continue;
@@ -285,6 +309,7 @@ fn poll_connects(w: &Worker) -> usize {
         match r {
             Ok(ep) => {
                 *e.conn.borrow_mut() = crate::ep::Conn::Ready(ep);
+                w.with_cm(|s| s.insert(ep.to_u64()));
                 w.with_eps(|m| m.entry(ep.to_u64()).or_default().push(p));
             }
             Err(st) => {
@@ -305,10 +330,12 @@ fn poll_connects(w: &Worker) -> usize {
     n
 }
 
+/// Calls the C error handlers of the endpoints that failed.
 fn run_err_handlers(w: &Worker) -> usize {
     let failed = std::mem::take(&mut *w.failures.lock());
     let n = failed.len();
     for (ep, st) in failed {
+        let st = failure_status(w, ep, st);
         let list = w.with_eps(|m| m.get(&ep.to_u64()).cloned().unwrap_or_default());
         for p in list {
             // A handler may have closed the other endpoints of the list.
@@ -316,8 +343,13 @@ fn run_err_handlers(w: &Worker) -> usize {
             if !live {
                 continue;
             }
-            // SAFETY: a live endpoint of this worker (in its table).
-            let (cb, arg) = unsafe { ((*p).err.cb, (*p).err.arg) };
+            // SAFETY: a live endpoint of this worker (in its table); the
+            // reference ends before the handler runs (it may close it).
+            let (cb, arg) = unsafe {
+                let e = &*p;
+                *e.conn.borrow_mut() = crate::ep::Conn::Broken(ep, st);
+                (e.err.cb, e.err.arg)
+            };
             if let Some(cb) = cb {
                 // SAFETY: the application's handler with UCX's arguments;
                 // no borrow is alive.
@@ -382,6 +414,7 @@ pub unsafe extern "C" fn ucp_worker_create(
             polled: UnsafeCell::new(Vec::new()),
             eps: UnsafeCell::new(HashMap::new()),
             connecting: UnsafeCell::new(Vec::new()),
+            cm: UnsafeCell::new(HashSet::new()),
             failures: Failures::default(),
             am: UnsafeCell::new(crate::am::AmState::default()),
             am_queue: crate::am::Queue::default(),
