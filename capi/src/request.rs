@@ -11,7 +11,8 @@
 //!
 //! A request is *completed* once its status is known and *released* once
 //! the application freed it; it goes back to the pool when both hold. A
-//! request freed in flight thus completes silently (no callback) and is
+//! request freed in flight still has its callback run at completion (as
+//! UCX's implementation does, whatever its documentation says) and is
 //! recycled then.
 
 use crate::status::{self, guard, guard_status};
@@ -278,8 +279,15 @@ pub(crate) unsafe fn recycle(h: *mut Header) {
     }
 }
 
-/// Completes request `h` with `status` and `info`: runs its callback, or
-/// recycles it if the application released it already.
+/// Completes request `h` with `status` and `info`: runs its callback,
+/// and recycles it if the application released it already.
+///
+/// A request released in flight still gets its callback, as UCX's
+/// implementation does (its documentation says otherwise): MPICH frees
+/// the request of every active message it sends right after posting it
+/// and finishes the send in the callback. Such a request is marked
+/// completed only after the callback, so that a `ucp_request_free` from
+/// inside it does not recycle the block a second time.
 ///
 /// # Safety
 ///
@@ -292,21 +300,17 @@ pub(crate) unsafe fn complete(h: *mut Header, status: StatusCode, info: TagRecvI
         hdr.status = status;
         hdr.info = info;
         hdr.id = None;
-        hdr.flags |= COMPLETED;
-        (
-            std::mem::replace(&mut hdr.cb, Cb::None),
-            hdr.flags & RELEASED != 0,
-        )
+        let released = hdr.flags & RELEASED != 0;
+        if !released {
+            hdr.flags |= COMPLETED;
+        }
+        (std::mem::replace(&mut hdr.cb, Cb::None), released)
     };
-    if released {
-        // SAFETY: completed and released: over.
-        unsafe { recycle(h) };
-        return;
-    }
     let req = user_ptr(h);
     let mut info = info;
     // SAFETY: the application's callbacks with the arguments UCX gives
-    // them; `h` is not touched after (the callback may free it).
+    // them; `h` is not touched after unless it was released before (then
+    // the application gave it up, and it is ours to recycle).
     unsafe {
         match cb {
             Cb::None => {}
@@ -316,6 +320,13 @@ pub(crate) unsafe fn complete(h: *mut Header, status: StatusCode, info: TagRecvI
             Cb::StreamRecvLegacy(f) => f(req, status, info.length),
             Cb::SendLegacy(f) => f(req, status),
             Cb::RecvLegacy(f) => f(req, status, &mut info),
+        }
+    }
+    if released {
+        // SAFETY: released before and completed now: over.
+        unsafe {
+            (*h).flags |= COMPLETED;
+            recycle(h);
         }
     }
 }
@@ -416,7 +427,8 @@ pub unsafe extern "C" fn ucp_request_is_completed(request: *mut c_void) -> c_int
 }
 
 /// `ucp_request_free`: a completed request goes back to the pool; one in
-/// flight completes silently (no callback) and goes back then.
+/// flight still has its callback run when it completes (as UCX's does) and
+/// goes back then.
 ///
 /// # Safety
 ///

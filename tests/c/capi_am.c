@@ -141,7 +141,7 @@ static ucs_status_t am_handler(void *arg, const void *header, size_t header_leng
         void *r = ucp_am_send_nbx(seen.reply_ep, 2, NULL, 0, pong, sizeof(pong), &p);
         CHECK(!UCS_PTR_IS_ERR(r));
         if (r != NULL) {
-            ucp_request_free(r); /* completes silently */
+            ucp_request_free(r); /* no callback was set */
         }
     }
     if (param->recv_attr & UCP_AM_RECV_ATTR_FLAG_RNDV) {
