@@ -200,7 +200,7 @@ pub(crate) fn deliver(w: &Worker) -> usize {
                     length: *capacity,
                 },
             ),
-            Err(e) => (status::of(e), TagRecvInfo::default()),
+            Err(e) => (request_status(w, e), TagRecvInfo::default()),
         };
         // SAFETY: the user data of a queued operation is the header this
         // layer posted it with, live until completed; no borrow is alive.
@@ -221,6 +221,7 @@ fn poll_ops(w: &Worker) -> usize {
         return 0;
     }
     let mut done = Vec::new();
+    let cm_free = w.with_cm(|s| s.is_empty());
     w.with(|rw| {
         ops.retain_mut(|(h, op)| {
             let r = match op {
@@ -229,6 +230,10 @@ fn poll_ops(w: &Worker) -> usize {
             };
             match r {
                 None => true,
+                Some(Err(e)) if !matches!(e, rucx::Error::InvalidHandle) => {
+                    done.push((*h, request_status_in(cm_free, &e)));
+                    false
+                }
                 Some(r) => {
                     done.push((*h, close_status(r)));
                     false
@@ -281,6 +286,27 @@ fn failure_status(w: &Worker, ep: rucx::Ep, st: StatusCode) -> StatusCode {
     match !client_server && st == Status::ConnectionReset.code() {
         true => Status::EndpointTimeout.code(),
         false => st,
+    }
+}
+
+/// The status of a request that failed with `e`: an endpoint's failure
+/// as [`failure_status`] gives it, when the worker has no client-server
+/// endpoint (a completion does not say which endpoint it was on; with
+/// one, it keeps rucx's status).
+fn request_status(w: &Worker, e: &rucx::Error) -> StatusCode {
+    request_status_in(w.with_cm(|s| s.is_empty()), e)
+}
+
+/// [`request_status`], `cm_free` saying whether the worker has no
+/// client-server endpoint.
+fn request_status_in(cm_free: bool, e: &rucx::Error) -> StatusCode {
+    use rucx::ucp::ucs::Status;
+    let st = status::of(e);
+    match e {
+        rucx::Error::EndpointFailed { .. } if cm_free && st == Status::ConnectionReset.code() => {
+            Status::EndpointTimeout.code()
+        }
+        _ => st,
     }
 }
 
