@@ -26,7 +26,9 @@
 #
 # Environment: RUCX_MPI_TIMEOUT (seconds per program, default 120),
 # RUCX_MPI_ARGS (extra launcher arguments, split on spaces),
-# RUCX_MPI_PROGRAMS (programs to run, default all, space separated).
+# RUCX_MPI_PROGRAMS (programs to run, default all, space separated),
+# RUCX_MPI_PROGRAM_ARGS (arguments of each program, split on spaces; e.g.
+# the iteration count of pingpong).
 set -euo pipefail
 
 usage() {
@@ -126,6 +128,10 @@ extra=()
 if [ -n "${RUCX_MPI_ARGS:-}" ]; then
     read -r -a extra <<<"$RUCX_MPI_ARGS"
 fi
+prog_args=()
+if [ -n "${RUCX_MPI_PROGRAM_ARGS:-}" ]; then
+    read -r -a prog_args <<<"$RUCX_MPI_PROGRAM_ARGS"
+fi
 
 # The launcher and its arguments; the program follows.
 case "$impl" in
@@ -176,7 +182,7 @@ for prog in $programs; do
         continue
     fi
     rc=0
-    (cd "$work" && timeout -k 10 "$timeout_s" "${launch[@]}" "./$prog") \
+    (cd "$work" && timeout -k 10 "$timeout_s" "${launch[@]}" "./$prog" ${prog_args[@]+"${prog_args[@]}"}) \
         >"$log" 2>&1 </dev/null || rc=$?
     if [ "$rc" -eq 0 ]; then
         echo "ok $prog"

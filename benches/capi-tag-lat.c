@@ -1,0 +1,205 @@
+/* SPDX-License-Identifier: MIT OR Apache-2.0 */
+/*
+ * Tag ping-pong through UCX's C API, to measure what the C API costs on
+ * top of rucx (against `rucx-perftest -t tag_lat`) and to compare rucx's
+ * libucp with UCX's own: the same binary runs on either, chosen with
+ * LD_LIBRARY_PATH.
+ *
+ * The process forks; parent and child each make a context and a worker
+ * (thread mode single), swap worker addresses through a socket pair and
+ * connect. The parent sends SIZE bytes with ucp_tag_send_nbx, the child
+ * answers with as many; each side waits by busy-polling
+ * ucp_worker_progress, as ucx_perftest does. After WARMUP round trips,
+ * ITERS are timed in batches of 1000; the parent prints
+ *
+ *   capi-tag-lat: size=<bytes> iters=<n> lat_us=<overall one-way>
+ *   median_batch_us=<median one-way of the batches>
+ *
+ * Build: cc -O2 -o capi-tag-lat benches/capi-tag-lat.c -lucp -lucs
+ *        (rucx's headers: -I<prefix>/include -L<prefix>/lib)
+ * Run:   LD_LIBRARY_PATH=<prefix>/lib UCX_TLS=posix,self ./capi-tag-lat [SIZE [ITERS]]
+ */
+#include <ucp/api/ucp.h>
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#define BATCH 1000
+#define TAG 0x77
+
+static ucp_worker_h worker;
+
+static void die(const char *what, ucs_status_t st)
+{
+    fprintf(stderr, "capi-tag-lat: %s: %s\n", what, ucs_status_string(st));
+    exit(1);
+}
+
+static void wait_req(void *r, const char *what)
+{
+    if (r == NULL) {
+        return;
+    }
+    if (UCS_PTR_IS_ERR(r)) {
+        die(what, UCS_PTR_STATUS(r));
+    }
+    while (ucp_request_check_status(r) == UCS_INPROGRESS) {
+        ucp_worker_progress(worker);
+    }
+    ucs_status_t st = ucp_request_check_status(r);
+    ucp_request_free(r);
+    if (st != UCS_OK) {
+        die(what, st);
+    }
+}
+
+static void send_msg(ucp_ep_h ep, void *buf, size_t len)
+{
+    ucp_request_param_t p = {0};
+    wait_req(ucp_tag_send_nbx(ep, buf, len, TAG, &p), "send");
+}
+
+static void recv_msg(void *buf, size_t len)
+{
+    ucp_request_param_t p = {0};
+    wait_req(ucp_tag_recv_nbx(worker, buf, len, TAG, UINT64_MAX, &p), "recv");
+}
+
+static double now_us(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec * 1e6 + ts.tv_nsec / 1e3;
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+static void xfer(int fd, void *buf, size_t len, int out)
+{
+    size_t done = 0;
+    while (done < len) {
+        ssize_t n = out ? write(fd, (char *)buf + done, len - done)
+                        : read(fd, (char *)buf + done, len - done);
+        if (n <= 0) {
+            perror("capi-tag-lat: address exchange");
+            exit(1);
+        }
+        done += (size_t)n;
+    }
+}
+
+int main(int argc, char **argv)
+{
+    size_t size = argc > 1 ? strtoull(argv[1], NULL, 0) : 8;
+    long iters = argc > 2 ? strtol(argv[2], NULL, 0) : 100000;
+    long warmup = iters / 10 < 1000 ? 1000 : iters / 10;
+    int sv[2];
+
+    if (iters < BATCH) {
+        iters = BATCH;
+    }
+    iters -= iters % BATCH;
+    if (socketpair(AF_UNIX, SOCK_STREAM, 0, sv) != 0) {
+        perror("capi-tag-lat: socketpair");
+        return 1;
+    }
+    pid_t child = fork();
+    if (child < 0) {
+        perror("capi-tag-lat: fork");
+        return 1;
+    }
+    int rank = child == 0;
+    int fd = sv[rank];
+
+    ucp_params_t params = {0};
+    params.field_mask = UCP_PARAM_FIELD_FEATURES;
+    params.features = UCP_FEATURE_TAG;
+    ucp_context_h ctx;
+    ucs_status_t st = ucp_init(&params, NULL, &ctx);
+    if (st != UCS_OK) {
+        die("ucp_init", st);
+    }
+    ucp_worker_params_t wp = {0};
+    wp.field_mask = UCP_WORKER_PARAM_FIELD_THREAD_MODE;
+    wp.thread_mode = UCS_THREAD_MODE_SINGLE;
+    if ((st = ucp_worker_create(ctx, &wp, &worker)) != UCS_OK) {
+        die("ucp_worker_create", st);
+    }
+    ucp_address_t *addr;
+    size_t addr_len;
+    if ((st = ucp_worker_get_address(worker, &addr, &addr_len)) != UCS_OK) {
+        die("ucp_worker_get_address", st);
+    }
+    size_t peer_len;
+    xfer(fd, &addr_len, sizeof(addr_len), 1);
+    xfer(fd, &peer_len, sizeof(peer_len), 0);
+    void *peer = malloc(peer_len);
+    xfer(fd, addr, addr_len, 1);
+    xfer(fd, peer, peer_len, 0);
+    ucp_worker_release_address(worker, addr);
+
+    ucp_ep_params_t ep_params = {0};
+    ep_params.field_mask = UCP_EP_PARAM_FIELD_REMOTE_ADDRESS;
+    ep_params.address = peer;
+    ucp_ep_h ep;
+    if ((st = ucp_ep_create(worker, &ep_params, &ep)) != UCS_OK) {
+        die("ucp_ep_create", st);
+    }
+
+    char *buf = calloc(1, size ? size : 1);
+    long nb = iters / BATCH;
+    double *batch = calloc((size_t)nb, sizeof(double));
+    double t_all = 0;
+    for (long i = 0; i < warmup + iters; i++) {
+        if (i >= warmup && (i - warmup) % BATCH == 0) {
+            double t = now_us();
+            if (i > warmup) {
+                batch[(i - warmup) / BATCH - 1] = t;
+            } else {
+                t_all = t;
+            }
+        }
+        if (rank == 0) {
+            send_msg(ep, buf, size);
+            recv_msg(buf, size);
+        } else {
+            recv_msg(buf, size);
+            send_msg(ep, buf, size);
+        }
+    }
+    double t_end = now_us();
+    batch[nb - 1] = t_end;
+    for (long b = nb - 1; b > 0; b--) {
+        batch[b] = (batch[b] - batch[b - 1]) / BATCH / 2;
+    }
+    batch[0] = (batch[0] - t_all) / BATCH / 2;
+    qsort(batch, (size_t)nb, sizeof(double), cmp_double);
+
+    /* Both sides are done with their last message: close quietly. */
+    char sync = 0;
+    xfer(fd, &sync, 1, 1);
+    xfer(fd, &sync, 1, 0);
+    ucp_request_param_t cp = {0};
+    cp.op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS;
+    cp.flags = UCP_EP_CLOSE_FLAG_FORCE;
+    wait_req(ucp_ep_close_nbx(ep, &cp), "close");
+    ucp_worker_destroy(worker);
+    ucp_cleanup(ctx);
+    if (rank == 0) {
+        printf("capi-tag-lat: size=%zu iters=%ld lat_us=%.4f median_batch_us=%.4f\n",
+               size, iters, (t_end - t_all) / iters / 2, batch[nb / 2]);
+        int status = 0;
+        waitpid(child, &status, 0);
+        return WIFEXITED(status) ? WEXITSTATUS(status) : 1;
+    }
+    return 0;
+}
