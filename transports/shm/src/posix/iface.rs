@@ -23,8 +23,8 @@ const LIVENESS_PERIOD: Duration = Duration::from_millis(100);
 /// Progress calls between two looks at the clock.
 const CLOCK_EVERY: u32 = 64;
 
-/// Token of the wake-up socket in the iface's event set; a peer's exit
-/// fd has `EXIT_TOKEN + its index`.
+/// Token of the wake-up socket in the iface's event set; the exit fd of a
+/// peer process has `EXIT_TOKEN + its pid`.
 const WAKE_TOKEN: u64 = 0;
 const EXIT_TOKEN: u64 = 1;
 
@@ -63,12 +63,38 @@ pub(crate) struct PosixIface {
     /// The iface's event fd: the wake-up socket and the exit fd of each
     /// peer's process (a peer that dies sends nothing, its exit does).
     events: EventSet,
+    /// The peer processes whose exit `events` watches: one descriptor per
+    /// process, however many of its ifaces are peers.
+    exits: HashMap<ProcessId, Watch>,
     /// Spare list for polling `events` in `arm`.
     ready: Vec<(u64, Readiness)>,
     rx: Rx,
     calls: u32,
     /// When peers and senders were last checked ([`coarse_ms`]).
     last_check: u64,
+}
+
+/// The watch of a peer process's exit.
+#[derive(Debug)]
+struct Watch {
+    /// A pidfd of the process (readable once it exited).
+    fd: OwnedFd,
+    /// Peers of the process that use it.
+    peers: usize,
+}
+
+/// One peer of process `owner` stops using its watch; the last one closes
+/// it.
+fn unwatch(exits: &mut HashMap<ProcessId, Watch>, events: &EventSet, owner: ProcessId) {
+    let Some(w) = exits.get_mut(&owner) else {
+        return;
+    };
+    w.peers -= 1;
+    if w.peers == 0 {
+        if let Some(w) = exits.remove(&owner) {
+            let _ = events.remove(w.fd.as_raw_fd());
+        }
+    }
 }
 
 fn no_ep(ep: EpId) -> Error {
@@ -156,6 +182,7 @@ impl PosixIface {
             wake_tx: WakeTx::new()?,
             wake_rx: WakeRx::bind(me, iface_id)?,
             events: EventSet::with_capacity(8)?,
+            exits: HashMap::new(),
             ready: Vec::new(),
             rx,
             calls: 0,
@@ -215,6 +242,12 @@ impl PosixIface {
         }
     }
 
+    /// How many peer processes' exits are watched.
+    #[cfg(test)]
+    pub(super) fn watched_processes(&self) -> usize {
+        self.exits.len()
+    }
+
     /// The mapping of the peer segment `ep` sends to.
     #[cfg(test)]
     pub(super) fn peer_mapping(&self, ep: EpId) -> Option<(*const u8, usize)> {
@@ -229,27 +262,42 @@ impl PosixIface {
         let Some(Some(p)) = self.peers.get_mut(i) else {
             return;
         };
-        let Some(fd) = exit_fd(p.addr.owner) else {
+        let owner = p.addr.owner;
+        if owner == self.me {
+            return;
+        }
+        if let Some(w) = self.exits.get_mut(&owner) {
+            w.peers += 1;
+            p.watched = true;
+            return;
+        }
+        let Some(fd) = exit_fd(owner) else {
             return;
         };
+        let token = EXIT_TOKEN + u64::from(owner.pid);
         if self
             .events
-            .add(fd.as_raw_fd(), EXIT_TOKEN + i as u64, Interest::READABLE)
+            .add(fd.as_raw_fd(), token, Interest::READABLE)
             .is_ok()
         {
-            p.exit_fd = Some(fd);
+            self.exits.insert(owner, Watch { fd, peers: 1 });
+            p.watched = true;
         }
     }
 
-    /// The processes of peers whose exit fd is readable (they exited).
+    /// The peer processes whose exit fd is readable (they exited).
     fn exited_peers(&mut self) -> Result<Vec<ProcessId>> {
         self.events.wait(Some(Duration::ZERO), &mut self.ready)?;
-        let peers = &self.peers;
-        Ok(self
+        let pids: Vec<u64> = self
             .ready
             .iter()
             .filter_map(|&(t, _)| t.checked_sub(EXIT_TOKEN))
-            .filter_map(|i| peers.get(i as usize)?.as_ref().map(|p| p.addr.owner))
+            .collect();
+        Ok(self
+            .exits
+            .keys()
+            .filter(|p| pids.contains(&u64::from(p.pid)))
+            .copied()
             .collect())
     }
 
@@ -266,8 +314,8 @@ impl PosixIface {
                 continue;
             }
             // Its end is known: no more wake-ups from its exit.
-            if let Some(fd) = p.exit_fd.take() {
-                let _ = self.events.remove(fd.as_raw_fd());
+            if std::mem::take(&mut p.watched) {
+                unwatch(&mut self.exits, &self.events, p.addr.owner);
             }
             if failed_before {
                 continue;
@@ -400,6 +448,9 @@ impl Iface for PosixIface {
             if let Some(p) = slot {
                 p.refs = p.refs.saturating_sub(1);
                 if p.refs == 0 {
+                    if p.watched {
+                        unwatch(&mut self.exits, &self.events, p.addr.owner);
+                    }
                     let key = (p.addr.owner, p.addr.iface_id);
                     if self.peer_by_addr.get(&key) == Some(&e.peer) {
                         self.peer_by_addr.remove(&key);

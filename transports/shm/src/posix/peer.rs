@@ -1,7 +1,6 @@
 //! A peer iface this iface sends to: its mapped segment, our slot in its
 //! sender table, a producer on its FIFO.
 
-use std::os::fd::OwnedFd;
 use std::os::unix::net::SocketAddr;
 use std::ptr::NonNull;
 use std::sync::Arc;
@@ -30,10 +29,9 @@ pub(super) struct Peer {
     pub(super) refs: u32,
     /// Why the peer is unusable (its process died, its iface closed).
     pub(super) failed: Option<String>,
-    /// A pidfd of the peer's process, watched by the iface's event set:
-    /// it becomes readable when the process exits, so that a sleeping
-    /// worker wakes to find the peer dead.
-    pub(super) exit_fd: Option<OwnedFd>,
+    /// The iface watches its process's exit (and counts it among the
+    /// watchers of that process).
+    pub(super) watched: bool,
 }
 
 impl Peer {
@@ -88,7 +86,7 @@ impl Peer {
             slot,
             refs: 0,
             failed: None,
-            exit_fd: None,
+            watched: false,
         })
     }
 

@@ -126,6 +126,10 @@ fn arming_and_wake_up_through_the_event_fd() {
     let mut a = open();
     let mut b = open();
     let ep = connect(&mut a, &b);
+    assert!(
+        a.watched_processes() == 0,
+        "no watch of this process's own exit"
+    );
     assert_eq!(b.arm().unwrap(), Armed::Sleep);
     let fd = b.event_fd().unwrap();
     let readable = |timeout_ms| {
@@ -378,6 +382,8 @@ fn a_peer_process_exit_wakes_the_armed_iface() {
     let mut a = open();
     let (mut child, dev, iface) = peer_child();
     let ep = a.ep_create(&dev, &iface).unwrap();
+    let ep2 = a.ep_create(&dev, &iface).unwrap();
+    assert_eq!(a.watched_processes(), 1, "one descriptor per peer process");
     assert_eq!(a.arm().unwrap(), Armed::Sleep);
     let mut pfd = libc::pollfd {
         fd: a.event_fd().unwrap(),
@@ -398,6 +404,8 @@ fn a_peer_process_exit_wakes_the_armed_iface() {
     let mut sink = TestSink::new();
     a.progress(&mut sink);
     assert_eq!(sink.ep_failures(ep), 1);
+    assert_eq!(sink.ep_failures(ep2), 1);
+    assert!(a.watched_processes() == 0, "its exit is watched no more");
     assert_eq!(a.arm().unwrap(), Armed::Sleep, "its exit wakes no more");
     // SAFETY: as above.
     assert_eq!(unsafe { libc::poll(&mut pfd, 1, 0) }, 0);
@@ -410,6 +418,9 @@ fn the_first_progress_after_a_pause_finds_a_dead_peer() {
     let ep = a.ep_create(&dev, &iface).unwrap();
     let mut sink = TestSink::new();
     a.progress(&mut sink);
+    a.ep_destroy(ep);
+    assert!(a.watched_processes() == 0, "no peer of it left, no watch");
+    let ep = a.ep_create(&dev, &iface).unwrap();
     child.kill().unwrap();
     child.wait().unwrap();
     // Longer than the liveness period (100 ms).
