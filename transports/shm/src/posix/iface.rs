@@ -293,10 +293,12 @@ impl PosixIface {
             .iter()
             .filter_map(|&(t, _)| t.checked_sub(EXIT_TOKEN))
             .collect();
+        // A pid names one watched process unless it was reused: the
+        // process that is still there has not exited.
         Ok(self
             .exits
             .keys()
-            .filter(|p| pids.contains(&u64::from(p.pid)))
+            .filter(|p| pids.contains(&u64::from(p.pid)) && !p.is_alive())
             .copied()
             .collect())
     }
