@@ -184,14 +184,13 @@ int main(int argc, char **argv)
     batch[0] = (batch[0] - t_all) / BATCH / 2;
     qsort(batch, (size_t)nb, sizeof(double), cmp_double);
 
-    /* Both sides are done with their last message: close quietly. */
+    /* A flush close: both sides progress until their closes are done,
+     * then wait for each other before the worker goes. */
+    ucp_request_param_t cp = {0};
+    wait_req(ucp_ep_close_nbx(ep, &cp), "close");
     char sync = 0;
     xfer(fd, &sync, 1, 1);
     xfer(fd, &sync, 1, 0);
-    ucp_request_param_t cp = {0};
-    cp.op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS;
-    cp.flags = UCP_EP_CLOSE_FLAG_FORCE;
-    wait_req(ucp_ep_close_nbx(ep, &cp), "close");
     ucp_worker_destroy(worker);
     ucp_cleanup(ctx);
     if (rank == 0) {

@@ -29,16 +29,14 @@ use crate::status::{self, guard, guard_ptr, guard_status};
 use crate::tag::post;
 use crate::types::*;
 use crate::worker::Worker;
-use parking_lot::Mutex;
 use rucx::{AmMsg, AmParams};
 use std::cell::RefCell;
-use std::collections::{HashMap, VecDeque};
+use std::collections::HashMap;
 use std::ffi::{c_uint, c_void};
 use std::ptr;
-use std::sync::Arc;
 
 /// Messages the Rust handlers queued, in arrival order.
-pub(crate) type Queue = Arc<Mutex<VecDeque<AmMsg>>>;
+pub(crate) type Queue = crate::inbox::Inbox<AmMsg>;
 
 /// A C handler of one id.
 #[derive(Debug, Clone, Copy)]
@@ -69,7 +67,7 @@ pub(crate) struct AmState {
 fn set_handler(w: &Worker, id: u16, h: Option<Handler>) {
     let q = w.am_queue.clone();
     w.with(|rw| match h {
-        Some(_) => rw.am_set_handler(id, move |_, m| q.lock().push_back(m)),
+        Some(_) => rw.am_set_handler(id, move |_, m| q.push(m)),
         None => rw.am_clear_handler(id),
     });
     w.with_am(|a| match h {
@@ -104,7 +102,7 @@ fn reply_endpoint(w: &Worker, ep: rucx::Ep) -> *mut Endpoint {
 pub(crate) fn deliver(w: &Worker) -> usize {
     let mut n = 0;
     loop {
-        let Some(m) = w.am_queue.lock().pop_front() else {
+        let Some(m) = w.am_queue.pop() else {
             return n;
         };
         n += 1;

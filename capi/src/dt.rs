@@ -275,21 +275,38 @@ pub(crate) enum Data {
 /// For an iovec datatype, `buffer` points to `count` readable
 /// `ucp_dt_iov_t`; a generic one came from `ucp_dt_create_generic` and is
 /// not destroyed yet, and `buffer` is what its callbacks expect.
+#[inline]
 pub(crate) unsafe fn data(
     datatype: Datatype,
     buffer: *const c_void,
     count: usize,
     send: bool,
 ) -> Result<Data, StatusCode> {
-    match datatype & UCP_DATATYPE_CLASS_MASK {
-        UCP_DATATYPE_CONTIG => {
-            let elem = (datatype >> UCP_DATATYPE_SHIFT) as usize;
-            let len = count.checked_mul(elem).ok_or(status::INVALID_PARAM)?;
-            if buffer.is_null() && len > 0 {
-                return Err(status::INVALID_PARAM);
-            }
-            Ok(Data::Contig(len))
+    if datatype & UCP_DATATYPE_CLASS_MASK == UCP_DATATYPE_CONTIG {
+        let elem = (datatype >> UCP_DATATYPE_SHIFT) as usize;
+        let len = count.checked_mul(elem).ok_or(status::INVALID_PARAM)?;
+        if buffer.is_null() && len > 0 {
+            return Err(status::INVALID_PARAM);
         }
+        return Ok(Data::Contig(len));
+    }
+    // SAFETY: forwarded contract.
+    unsafe { data_other(datatype, buffer, count, send) }
+}
+
+/// [`data`] of the datatypes other than contiguous.
+///
+/// # Safety
+///
+/// As [`data`].
+#[inline(never)]
+unsafe fn data_other(
+    datatype: Datatype,
+    buffer: *const c_void,
+    count: usize,
+    send: bool,
+) -> Result<Data, StatusCode> {
+    match datatype & UCP_DATATYPE_CLASS_MASK {
         UCP_DATATYPE_IOV => {
             if buffer.is_null() && count > 0 {
                 return Err(status::INVALID_PARAM);

@@ -51,7 +51,17 @@ impl Endpoint {
     /// The Rust endpoint; while a client's connect is in progress, waits
     /// for it, progressing the worker (so operations posted meanwhile go
     /// out once it is connected); the status if it failed.
+    #[inline]
     pub(crate) fn rep(&self) -> Result<rucx::Ep, StatusCode> {
+        if let Ok(Conn::Ready(ep)) = self.conn.try_borrow().as_deref() {
+            return Ok(*ep);
+        }
+        self.rep_slow()
+    }
+
+    /// [`Endpoint::rep`] of an endpoint not ready.
+    #[cold]
+    fn rep_slow(&self) -> Result<rucx::Ep, StatusCode> {
         loop {
             match &*self.conn.borrow() {
                 Conn::Ready(ep) => return Ok(*ep),
@@ -118,7 +128,7 @@ pub unsafe extern "C" fn ucp_ep_create(
                 let failures = w.failures.clone();
                 RustEpParams::new()
                     .err_mode(ErrMode::Peer)
-                    .on_error(move |_, ep, e| failures.lock().push((ep, e.status().code())))
+                    .on_error(move |_, ep, e| failures.push((ep, e.status().code())))
             }
             false => RustEpParams::new(),
         };

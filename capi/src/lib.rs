@@ -94,6 +94,7 @@ pub mod context;
 pub mod dt;
 pub mod ep;
 pub mod flush;
+mod inbox;
 pub mod listener;
 pub mod query;
 pub mod request;

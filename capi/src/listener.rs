@@ -11,11 +11,8 @@
 use crate::status::{self, guard, guard_status};
 use crate::types::*;
 use crate::worker::Worker;
-use parking_lot::Mutex;
-use std::collections::VecDeque;
 use std::ffi::c_void;
 use std::net::{Ipv4Addr, Ipv6Addr, SocketAddr, SocketAddrV4, SocketAddrV6};
-use std::sync::Arc;
 
 /// `UCP_LISTENER_PARAM_FIELD_SOCK_ADDR`.
 pub const UCP_LISTENER_PARAM_FIELD_SOCK_ADDR: u64 = 1 << 0;
@@ -106,7 +103,7 @@ pub struct ConnRequest {
 
 /// Connection requests the Rust handlers queued: the C listener (by
 /// address) and the request, in arrival order.
-pub(crate) type Queue = Arc<Mutex<VecDeque<(usize, rucx::ucp::ConnRequest)>>>;
+pub(crate) type Queue = crate::inbox::Inbox<(usize, rucx::ucp::ConnRequest)>;
 
 /// A C socket address as Rust's; `None` if it is neither IPv4 nor IPv6
 /// or too short.
@@ -217,7 +214,7 @@ pub unsafe extern "C" fn ucp_listener_create(
         }));
         let key = l as usize;
         let q = w.conn_queue.clone();
-        match w.with(|rw| rw.listen(addr, move |_, req| q.lock().push_back((key, req)))) {
+        match w.with(|rw| rw.listen(addr, move |_, req| q.push((key, req)))) {
             Ok(id) => {
                 // SAFETY: just boxed, not shared yet.
                 unsafe { (*l).id = Some(id) };
@@ -252,12 +249,7 @@ pub unsafe extern "C" fn ucp_listener_destroy(listener: *mut Listener) {
         let w = unsafe { &*l.worker };
         let _g = w.enter();
         let key = listener as usize;
-        let dropped: VecDeque<_> = {
-            let mut q = w.conn_queue.lock();
-            let (gone, keep) = q.drain(..).partition(|(k, _)| *k == key);
-            *q = keep;
-            gone
-        };
+        let dropped = w.conn_queue.remove_where(|(k, _)| *k == key);
         drop(dropped);
         if let Some(id) = l.id {
             let _ = w.with(|rw| rw.listener_close(id));
@@ -354,7 +346,7 @@ pub unsafe extern "C" fn ucp_conn_request_query(
 pub(crate) fn deliver(w: &Worker) -> usize {
     let mut n = 0;
     loop {
-        let Some((key, req)) = w.conn_queue.lock().pop_front() else {
+        let Some((key, req)) = w.conn_queue.pop() else {
             return n;
         };
         n += 1;

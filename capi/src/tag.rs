@@ -24,6 +24,9 @@ pub(crate) fn post(
     o: &Opts,
     post: impl FnOnce(&mut rucx::Worker, Op) -> rucx::Result<Posted<()>>,
 ) -> StatusPtr {
+    if o.external.is_null() && !o.no_imm {
+        return post_pooled(w, o, post);
+    }
     let h = match request::alloc(w, o) {
         Ok(h) => h,
         Err(st) => return status::ptr(st),
@@ -66,6 +69,48 @@ pub(crate) fn post(
             unsafe { request::recycle(h) };
             status::ptr(status::of(&e))
         }
+    }
+}
+
+/// [`post`] of an operation whose request, if it needs one, comes from
+/// the pool: the request is taken only once the operation went in flight
+/// (a small send completes when posted, and needs none), and the Rust
+/// request gets its address then.
+#[inline]
+fn post_pooled(
+    w: &Worker,
+    o: &Opts,
+    post: impl FnOnce(&mut rucx::Worker, Op) -> rucx::Result<Posted<()>>,
+) -> StatusPtr {
+    match w.with(|rw| post(rw, Op::new().queue())) {
+        Ok(Posted::Done(info, ())) => {
+            if !o.recv_info.is_null() {
+                // SAFETY: `recv_info` of the parameters is writable (the
+                // caller's contract).
+                unsafe {
+                    *o.recv_info = TagRecvInfo {
+                        sender_tag: info.tag,
+                        length: info.length,
+                    }
+                };
+            }
+            ptr::null_mut()
+        }
+        Ok(Posted::InFlight(id)) => match request::alloc(w, o) {
+            Ok(h) => {
+                w.with(|rw| rw.request_set_user_data(id, h as usize as u64));
+                // SAFETY: the header just written; its request is in flight.
+                unsafe { (*h).id = Some(id) };
+                request::user_ptr(h)
+            }
+            Err(st) => {
+                // No request to report to: it finishes on its own, and
+                // its completion (user data 0) is passed over.
+                w.with(|rw| rw.request_release(id));
+                status::ptr(st)
+            }
+        },
+        Err(e) => status::ptr(status::of(&e)),
     }
 }
 

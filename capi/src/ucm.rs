@@ -160,8 +160,17 @@ fn defer(addr: usize, len: usize) {
 /// context (everything, if more were reported than were kept). Called
 /// before the worker and memory calls use a registration cache; cheap
 /// when nothing is pending.
+#[inline]
 pub fn drain() {
-    if !HAS_PENDING.load(Ordering::Relaxed) || !HAS_PENDING.swap(false, Ordering::Acquire) {
+    if HAS_PENDING.load(Ordering::Relaxed) {
+        drain_pending();
+    }
+}
+
+/// [`drain`] once something was reported.
+#[cold]
+fn drain_pending() {
+    if !HAS_PENDING.swap(false, Ordering::Acquire) {
         return;
     }
     let (ranges, n, overflow) = {

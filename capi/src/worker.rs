@@ -18,12 +18,11 @@ use crate::ep::Endpoint;
 use crate::request::{self, Header, Pool};
 use crate::status::{self, guard, guard_status};
 use crate::types::*;
-use parking_lot::{Mutex, ReentrantMutex, ReentrantMutexGuard};
+use parking_lot::{ReentrantMutex, ReentrantMutexGuard};
 use rucx::ucp::{Closing, Flushing};
 use std::cell::UnsafeCell;
 use std::collections::{HashMap, HashSet};
 use std::ffi::{c_uint, c_void};
-use std::sync::Arc;
 
 /// An operation the worker moves on after each progress: its request
 /// completes when it is over.
@@ -38,7 +37,7 @@ pub(crate) enum Polled {
 }
 
 /// Endpoint failures reported by the Rust error handlers, for C.
-pub(crate) type Failures = Arc<Mutex<Vec<(rucx::Ep, StatusCode)>>>;
+pub(crate) type Failures = crate::inbox::Inbox<(rucx::Ep, StatusCode)>;
 
 /// `ucp_worker_h`.
 #[derive(Debug)]
@@ -164,9 +163,9 @@ impl Worker {
 
     /// Whether the C layer has work of its own pending (for `arm`/`wait`).
     pub(crate) fn pending(&self) -> bool {
-        !self.failures.lock().is_empty()
-            || !self.am_queue.lock().is_empty()
-            || !self.conn_queue.lock().is_empty()
+        !self.failures.is_empty()
+            || !self.am_queue.is_empty()
+            || !self.conn_queue.is_empty()
             || self.with_polled(|p| !p.is_empty())
             || self.with_connecting(|p| !p.is_empty())
     }
@@ -181,10 +180,32 @@ pub(crate) fn progress(w: &Worker) -> usize {
 /// Delivers to C what the Rust worker reported: completions, closes and
 /// flushes that ended, endpoint failures. Runs C callbacks, so it is
 /// called with no borrow of `w` alive. Returns how many it delivered.
+#[inline]
 pub(crate) fn deliver(w: &Worker) -> usize {
+    let mut n = 0;
+    if w.with(|rw| rw.has_completions()) {
+        n += deliver_completions(w);
+    }
+    let news = w.failures.has_news()
+        || w.am_queue.has_news()
+        || w.conn_queue.has_news()
+        || w.with_polled(|p| !p.is_empty())
+        || w.with_connecting(|p| !p.is_empty());
+    if news {
+        n += deliver_others(w);
+    }
+    n
+}
+
+/// Completes the requests of the completion queue.
+fn deliver_completions(w: &Worker) -> usize {
     let mut n = 0;
     while let Some(c) = w.with(|rw| rw.next_completion()) {
         let h = c.user_data as usize as *mut Header;
+        if h.is_null() {
+            // An operation posted without a request (see tag::post).
+            continue;
+        }
         let (st, info) = match &c.result {
             Ok(i) => (
                 status::OK,
@@ -207,7 +228,13 @@ pub(crate) fn deliver(w: &Worker) -> usize {
         unsafe { request::complete(h, st, info) };
         n += 1;
     }
-    n += poll_ops(w);
+    n
+}
+
+/// What the Rust handlers queued and the polled operations.
+#[cold]
+fn deliver_others(w: &Worker) -> usize {
+    let mut n = poll_ops(w);
     n += crate::am::deliver(w);
     n += crate::listener::deliver(w);
     n += poll_connects(w);
@@ -216,10 +243,10 @@ pub(crate) fn deliver(w: &Worker) -> usize {
 
 /// Moves the polled operations on; completes those that ended.
 fn poll_ops(w: &Worker) -> usize {
-    let mut ops = w.with_polled(std::mem::take);
-    if ops.is_empty() {
+    if w.with_polled(|p| p.is_empty()) {
         return 0;
     }
+    let mut ops = w.with_polled(std::mem::take);
     let mut done = Vec::new();
     let cm_free = w.with_cm(|s| s.is_empty());
     w.with(|rw| {
@@ -313,6 +340,9 @@ fn request_status_in(cm_free: bool, e: &rucx::Error) -> StatusCode {
 /// Polls the client connects in progress: an answered one gets its Rust
 /// endpoint, a failed one calls its C error handler; how many ended.
 fn poll_connects(w: &Worker) -> usize {
+    if w.with_connecting(|v| v.is_empty()) {
+        return 0;
+    }
     let list = w.with_connecting(|v| v.clone());
     let mut failed = Vec::new();
     let mut n = 0;
@@ -358,7 +388,7 @@ fn poll_connects(w: &Worker) -> usize {
 
 /// Calls the C error handlers of the endpoints that failed.
 fn run_err_handlers(w: &Worker) -> usize {
-    let failed = std::mem::take(&mut *w.failures.lock());
+    let failed = w.failures.take_all();
     let n = failed.len();
     for (ep, st) in failed {
         let st = failure_status(w, ep, st);

@@ -103,11 +103,13 @@ impl std::fmt::Debug for Op {
 
 impl Op {
     /// Completion by polling the id (`request_test`, `request_wait`).
+    #[inline]
     pub fn new() -> Op {
         Op::default()
     }
 
     /// Sets the `user_data` reported with the completion.
+    #[inline]
     pub fn user_data(mut self, v: u64) -> Op {
         self.user_data = v;
         self
@@ -116,6 +118,7 @@ impl Op {
     /// Makes a send synchronous: it completes only once a receive on the
     /// other side has matched the message (MPI's `MPI_Ssend`). No effect
     /// on receives.
+    #[inline]
     pub fn sync(mut self) -> Op {
         self.sync = true;
         self
@@ -123,6 +126,7 @@ impl Op {
 
     /// Reports completion through [`Worker::next_completion`](crate::Worker::next_completion) instead of
     /// by polling. Applies only if the operation goes in flight.
+    #[inline]
     pub fn queue(mut self) -> Op {
         self.notify = Notify::Queue;
         self

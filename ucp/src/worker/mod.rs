@@ -341,6 +341,12 @@ impl Worker {
         n
     }
 
+    /// Whether the completion queue holds an entry.
+    #[inline]
+    pub fn has_completions(&self) -> bool {
+        !self.core.done.completions.is_empty()
+    }
+
     /// The next entry of the completion queue (operations posted with
     /// [`crate::Op::queue`]).
     pub fn next_completion(&mut self) -> Option<Completion> {
@@ -391,6 +397,33 @@ impl Worker {
                 return r;
             }
             self.progress();
+        }
+    }
+
+    /// Sets the `user_data` that request `id` reports with its completion
+    /// (see [`crate::Op::user_data`]), or that its completion reports if
+    /// it completed into the queue already. A caller that needs memory of
+    /// its own per request only while one is in flight can thus post
+    /// first and set the user data once it knows the request went in
+    /// flight. `false` if neither is found.
+    pub fn request_set_user_data(&mut self, id: ReqId, v: u64) -> bool {
+        if let Some(r) = self.core.reqs.get_mut(id.0) {
+            r.user_data = v;
+            return true;
+        }
+        match self
+            .core
+            .done
+            .completions
+            .iter_mut()
+            .rev()
+            .find(|c| c.id == id)
+        {
+            Some(c) => {
+                c.user_data = v;
+                true
+            }
+            None => false,
         }
     }
 
