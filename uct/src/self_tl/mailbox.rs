@@ -146,7 +146,13 @@ impl Shared {
     }
 
     /// Takes the oldest message (owner only).
+    #[inline]
     pub(super) fn pop(&self) -> Option<Msg> {
+        // Two loads, where the queue's own pop of an empty queue also
+        // issues a full fence: this runs on every progress call.
+        if self.queue.is_empty() {
+            return None;
+        }
         let msg = self.queue.pop()?;
         self.bytes.fetch_sub(msg.buf.len(), Ordering::AcqRel);
         Some(msg)
