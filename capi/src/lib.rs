@@ -53,8 +53,10 @@
 //!   `ucp_stream_data_release` and `ucp_stream_worker_poll`.
 //!
 //! # Requests and callbacks
-//! Every operation that goes in flight is posted to the Rust worker with
-//! [`rucx::Op::queue`] and the address of its C request as user data. A C
+//! Every operation is posted to the Rust worker with [`rucx::Op::queue`];
+//! one that goes in flight then gets a C request, whose address becomes
+//! its user data ([`rucx::Worker::request_set_user_data`]; an operation
+//! done when posted needs none and returns NULL). A C
 //! request is a block `header + request_size`: the handle given to C
 //! points just past rucx's header (whose size `ucp_context_query` reports
 //! as `request_size`, as UCX does), at the user's area. Blocks come from a
@@ -64,7 +66,10 @@
 //! queue and calls the C callbacks with no borrow of the worker alive, so
 //! a callback may call any entry point (post, free, close). Endpoint
 //! error handlers, listeners' connection handlers and active messages are
-//! queued by Rust closures the same way and handed to C after progress.
+//! queued by Rust closures the same way (an `inbox.rs` queue, whose flag
+//! progress reads without a lock) and handed to C after progress. As in
+//! UCX's implementation, a request the application freed in flight still
+//! gets its callback when it completes.
 //!
 //! # Not implemented yet
 //! Strided datatypes (`UCS_ERR_UNSUPPORTED`), and iovec and generic
@@ -82,7 +87,9 @@
 //! `ucp_ep_query` names an endpoint by its handle, as UCX's release
 //! builds do (`UCP_EP_PARAM_FIELD_NAME` is not kept); `libucs.so` and
 //! `libucm.so`. Thread mode `MULTI` takes
-//! one lock around every entry point of a worker.
+//! one lock around every entry point of a worker. An operation posted on
+//! a client endpoint whose connect is not answered yet waits inside the
+//! call (progressing the worker) where UCX queues it.
 
 // C's names for C's types and functions.
 #![allow(non_camel_case_types)]
