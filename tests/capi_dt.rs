@@ -13,16 +13,10 @@ use capi_common::*;
 
 #[test]
 fn generic_datatypes_from_c() {
-    let lib = match lib_dir() {
-        Ok(d) => d,
+    let (dir, exe) = match build_c_test("dt", "capi_dt") {
+        Ok(v) => v,
         Err(e) => return common::skip_or_fail(&e),
     };
-    if cc().is_none() || include_dir().is_none() {
-        return common::skip_or_fail("needs cc and UCP headers (capi/include or libucx-dev)");
-    }
-    let dir = scratch("dt");
-    let exe = dir.join("capi_dt");
-    compile(&[c_dir().join("capi_dt.c")], &[], &lib, &exe).expect("compile capi_dt.c");
     for env in [vec![], vec![("UCX_TLS", "tcp")], vec![("UCX_TLS", "shm")]] {
         let out = run(&exe, &[], &env, 180);
         let t = text(&out);

@@ -12,16 +12,10 @@ use capi_common::*;
 
 #[test]
 fn endpoints_close_flush_and_report_failures_from_c() {
-    let lib = match lib_dir() {
-        Ok(d) => d,
+    let (dir, exe) = match build_c_test("ep", "capi_ep") {
+        Ok(v) => v,
         Err(e) => return common::skip_or_fail(&e),
     };
-    if cc().is_none() || include_dir().is_none() {
-        return common::skip_or_fail("needs cc and UCP headers (capi/include or libucx-dev)");
-    }
-    let dir = scratch("ep");
-    let exe = dir.join("capi_ep");
-    compile(&[c_dir().join("capi_ep.c")], &[], &lib, &exe).expect("compile capi_ep.c");
     for env in [vec![], vec![("UCX_TLS", "tcp")], vec![("UCX_TLS", "shm")]] {
         let out = run(&exe, &[], &env, 120);
         let t = text(&out);

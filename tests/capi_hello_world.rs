@@ -72,34 +72,6 @@ fn ucx_hello_world_runs_in_every_mode() {
     let _ = std::fs::remove_dir_all(dir);
 }
 
-/// Runs the example's server with `args` and then its client, on a free
-/// port; both outputs once both exited (each killed after 60 s).
-fn run_pair(exe: &Path, args: &[&str]) -> (Output, Output) {
-    let port = free_port().to_string();
-    let mut sargs = args.to_vec();
-    sargs.extend(["-p", &port]);
-    let mut cmd = Command::new("timeout");
-    cmd.arg("60").arg(exe).args(&sargs);
-    for k in ["RUCX_TLS", "UCX_TLS", "RUCX_NET_DEVICES", "UCX_NET_DEVICES"] {
-        cmd.env_remove(k);
-    }
-    let server = cmd
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("server");
-    let deadline = Instant::now() + Duration::from_secs(20);
-    while !listening(port.parse().unwrap()) {
-        assert!(Instant::now() < deadline, "{args:?}: server never listened");
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    let mut cargs = sargs.clone();
-    cargs.extend(["-n", "localhost"]);
-    let client = run(exe, &cargs, &[], 60);
-    let server = server.wait_with_output().expect("server output");
-    (server, client)
-}
-
 /// `-s SIZE` (the client prints the SIZE - 1 letters the server
 /// generated, as with UCX) and `-c` (each side prints its configuration,
 /// one `NAME=value` a line: `RUCX_` names, which `UCX_` variables

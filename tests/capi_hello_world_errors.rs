@@ -28,7 +28,7 @@ mod common;
 use capi_common::*;
 use std::os::unix::process::ExitStatusExt;
 use std::path::{Path, PathBuf};
-use std::process::{Command, ExitStatus, Output, Stdio};
+use std::process::{ExitStatus, Output};
 use std::time::{Duration, Instant};
 
 const EXAMPLES: &str = "/usr/share/doc/libucx-dev/examples";
@@ -47,35 +47,6 @@ fn build(name: &str) -> Result<(PathBuf, PathBuf), String> {
     let exe = dir.join("ucp_hello_world");
     compile(&[src], &[EXAMPLES.into()], &lib, &exe)?;
     Ok((dir, exe))
-}
-
-/// Runs the example's server with `args` and then its client, on a free
-/// port; both outputs once both exited (each killed after 60 s).
-fn run_pair(exe: &Path, args: &[&str]) -> (Output, Output) {
-    let port = free_port().to_string();
-    let mut sargs = args.to_vec();
-    sargs.extend(["-p", &port]);
-    let mut cmd = Command::new("timeout");
-    cmd.arg("60").arg(exe).args(&sargs);
-    for k in ["RUCX_TLS", "UCX_TLS", "RUCX_NET_DEVICES", "UCX_NET_DEVICES"] {
-        cmd.env_remove(k);
-    }
-    let server = cmd
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("server");
-    // The client does not retry: wait until the server listens.
-    let deadline = Instant::now() + Duration::from_secs(20);
-    while !listening(port.parse().unwrap()) {
-        assert!(Instant::now() < deadline, "{args:?}: server never listened");
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    let mut cargs = sargs.clone();
-    cargs.extend(["-n", "localhost"]);
-    let client = run(exe, &cargs, &[], 60);
-    let server = server.wait_with_output().expect("server output");
-    (server, client)
 }
 
 /// Killed by `SIGKILL` (through `timeout`, which exits with 128 + 9).

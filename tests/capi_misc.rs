@@ -15,16 +15,10 @@ use capi_common::*;
 
 #[test]
 fn queries_and_blocking_atomics_from_c() {
-    let lib = match lib_dir() {
-        Ok(d) => d,
+    let (dir, exe) = match build_c_test("misc", "capi_misc") {
+        Ok(v) => v,
         Err(e) => return common::skip_or_fail(&e),
     };
-    if cc().is_none() || include_dir().is_none() {
-        return common::skip_or_fail("needs cc and UCP headers (capi/include or libucx-dev)");
-    }
-    let dir = scratch("misc");
-    let exe = dir.join("capi_misc");
-    compile(&[c_dir().join("capi_misc.c")], &[], &lib, &exe).expect("compile capi_misc.c");
     for env in [vec![], vec![("UCX_TLS", "tcp")], vec![("UCX_TLS", "shm")]] {
         let out = run(&exe, &[], &env, 120);
         let t = text(&out);

@@ -13,16 +13,10 @@ use capi_common::*;
 
 #[test]
 fn rma_and_atomics_from_c() {
-    let lib = match lib_dir() {
-        Ok(d) => d,
+    let (dir, exe) = match build_c_test("rma", "capi_rma") {
+        Ok(v) => v,
         Err(e) => return common::skip_or_fail(&e),
     };
-    if cc().is_none() || include_dir().is_none() {
-        return common::skip_or_fail("needs cc and UCP headers (capi/include or libucx-dev)");
-    }
-    let dir = scratch("rma");
-    let exe = dir.join("capi_rma");
-    compile(&[c_dir().join("capi_rma.c")], &[], &lib, &exe).expect("compile capi_rma.c");
     for env in [
         vec![],
         vec![("UCX_TLS", "tcp")],

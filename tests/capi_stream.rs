@@ -16,16 +16,10 @@ use capi_common::*;
 
 #[test]
 fn streams_from_c() {
-    let lib = match lib_dir() {
-        Ok(d) => d,
+    let (dir, exe) = match build_c_test("stream", "capi_stream") {
+        Ok(v) => v,
         Err(e) => return common::skip_or_fail(&e),
     };
-    if cc().is_none() || include_dir().is_none() {
-        return common::skip_or_fail("needs cc and UCP headers (capi/include or libucx-dev)");
-    }
-    let dir = scratch("stream");
-    let exe = dir.join("capi_stream");
-    compile(&[c_dir().join("capi_stream.c")], &[], &lib, &exe).expect("compile capi_stream.c");
     for env in [vec![], vec![("UCX_TLS", "tcp")], vec![("UCX_TLS", "shm")]] {
         let out = run(&exe, &[], &env, 120);
         let t = text(&out);

@@ -112,6 +112,24 @@ pub(crate) fn compile(
     Ok(())
 }
 
+/// Builds `tests/c/<source>.c` against the built `libucp.so` into a
+/// scratch directory `name`: the directory and the executable, or why it
+/// cannot be built here (no library, compiler or headers: the test skips
+/// or fails as `RUCX_REQUIRE_ALL` says). A compile error panics.
+pub(crate) fn build_c_test(name: &str, source: &str) -> Result<(PathBuf, PathBuf), String> {
+    let lib = lib_dir()?;
+    if cc().is_none() || include_dir().is_none() {
+        return Err("needs cc and UCP headers (capi/include or libucx-dev)".into());
+    }
+    let dir = scratch(name);
+    let exe = dir.join(source);
+    let src = c_dir().join(format!("{source}.c"));
+    if let Err(e) = compile(&[src], &[], &lib, &exe) {
+        panic!("compile {source}.c: {e}");
+    }
+    Ok((dir, exe))
+}
+
 /// A scratch directory for this test's executables.
 pub(crate) fn scratch(name: &str) -> PathBuf {
     let d = std::env::temp_dir().join(format!("rucx-capi-{name}-{}", std::process::id()));
@@ -164,4 +182,36 @@ pub(crate) fn listening(port: u16) -> bool {
             })
         })
     })
+}
+
+/// Runs UCX's `ucp_hello_world` example `exe` as a server with `args` on
+/// a free port, and once it listens as its client (`-n localhost`); both
+/// outputs once both exited (each killed after 60 s).
+pub(crate) fn run_pair(exe: &Path, args: &[&str]) -> (Output, Output) {
+    use std::process::Stdio;
+    use std::time::{Duration, Instant};
+    let port = free_port().to_string();
+    let mut sargs = args.to_vec();
+    sargs.extend(["-p", &port]);
+    let mut cmd = Command::new("timeout");
+    cmd.arg("60").arg(exe).args(&sargs);
+    for k in ["RUCX_TLS", "UCX_TLS", "RUCX_NET_DEVICES", "UCX_NET_DEVICES"] {
+        cmd.env_remove(k);
+    }
+    let server = cmd
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("server");
+    // The client does not retry: wait until the server listens.
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while !listening(port.parse().unwrap()) {
+        assert!(Instant::now() < deadline, "{args:?}: server never listened");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let mut cargs = sargs.clone();
+    cargs.extend(["-n", "localhost"]);
+    let client = run(exe, &cargs, &[], 60);
+    let server = server.wait_with_output().expect("server output");
+    (server, client)
 }
