@@ -52,19 +52,28 @@ pub fn of_ptr(p: StatusPtr) -> Option<StatusCode> {
 }
 
 /// Runs `f`, turning a panic into `on_panic` (logged on stderr).
+#[inline(always)]
 pub(crate) fn guard<T>(on_panic: T, f: impl FnOnce() -> T) -> T {
     match catch_unwind(AssertUnwindSafe(f)) {
         Ok(v) => v,
         Err(e) => {
-            let what = e
-                .downcast_ref::<&str>()
-                .map(|s| s.to_string())
-                .or_else(|| e.downcast_ref::<String>().cloned())
-                .unwrap_or_else(|| "panic".to_string());
-            eprintln!("rucx: internal error in the C API: {what}");
+            report_panic(e);
             on_panic
         }
     }
+}
+
+/// Logs the panic [`guard`] caught (out of line: the entry points stay
+/// small).
+#[cold]
+#[inline(never)]
+fn report_panic(e: Box<dyn std::any::Any + Send>) {
+    let what = e
+        .downcast_ref::<&str>()
+        .map(|s| s.to_string())
+        .or_else(|| e.downcast_ref::<String>().cloned())
+        .unwrap_or_else(|| "panic".to_string());
+    eprintln!("rucx: internal error in the C API: {what}");
 }
 
 /// [`guard`] for entry points that return a status.

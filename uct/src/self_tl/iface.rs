@@ -148,6 +148,21 @@ impl SelfIface {
         n
     }
 
+    /// [`Iface::progress`] when something may be there: closed peers,
+    /// pending endpoints, queued messages.
+    #[inline(never)]
+    fn progress_some(&mut self, sink: &mut dyn AmSink) -> usize {
+        let mut n = 0;
+        let closed = &self.shared.peer_closed;
+        if closed.load(Ordering::Relaxed) && closed.swap(false, Ordering::AcqRel) {
+            n += self.fail_closed_eps(sink);
+        }
+        if !self.pending_eps.is_empty() {
+            n += self.dispatch_pending(sink);
+        }
+        n + self.drain(sink)
+    }
+
     /// Delivers up to a batch of queued messages.
     fn drain(&mut self, sink: &mut dyn AmSink) -> usize {
         let mut n = 0;
@@ -256,16 +271,16 @@ impl Iface for SelfIface {
         Ok(Posted::Done)
     }
 
+    #[inline]
     fn progress(&mut self, sink: &mut dyn AmSink) -> usize {
-        let mut n = 0;
-        let closed = &self.shared.peer_closed;
-        if closed.load(Ordering::Relaxed) && closed.swap(false, Ordering::AcqRel) {
-            n += self.fail_closed_eps(sink);
+        // Nothing to do, the common case of a polled iface: a few loads.
+        if self.pending_eps.is_empty()
+            && !self.shared.peer_closed.load(Ordering::Relaxed)
+            && self.shared.is_empty()
+        {
+            return 0;
         }
-        if !self.pending_eps.is_empty() {
-            n += self.dispatch_pending(sink);
-        }
-        n + self.drain(sink)
+        self.progress_some(sink)
     }
 
     fn event_fd(&self) -> Option<RawFd> {

@@ -145,6 +145,12 @@ impl Shared {
         Ok(Posted::Done)
     }
 
+    /// Whether no message is queued (two loads).
+    #[inline]
+    pub(super) fn is_empty(&self) -> bool {
+        self.queue.is_empty()
+    }
+
     /// Takes the oldest message (owner only).
     #[inline]
     pub(super) fn pop(&self) -> Option<Msg> {
