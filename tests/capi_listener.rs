@@ -2,8 +2,10 @@
 //! (`tests/c/capi_listener.c`): `ucp_listener_create` on 127.0.0.1 and
 //! on ::1 with port 0, `ucp_listener_query` for the bound port, a client
 //! endpoint by socket address (`UCP_EP_PARAMS_FLAGS_CLIENT_SERVER`) on a
-//! second worker (`ucp_ep_create` returns at once; the first send is
-//! posted before the connection completed), the connection handler's
+//! second worker (`ucp_ep_create` returns at once; sends posted before
+//! the server answered get requests and go out in order once connected,
+//! one posted on a connect that fails fails with it, one on an endpoint
+//! closed before it connected is canceled), the connection handler's
 //! `ucp_conn_request_query` and accept (`UCP_EP_PARAM_FIELD_CONN_REQUEST`),
 //! tag messages both ways, a client rejected with `ucp_listener_reject`
 //! (its error handler sees `UCS_ERR_REJECTED`), a connect to a port with
@@ -45,6 +47,14 @@ fn listeners_from_c() {
                 stdout.contains(&format!("{ip} no listener: Destination is unreachable")),
                 "{env:?}: {t}"
             );
+            for line in [
+                format!("{ip} sends posted while connecting: ok"),
+                format!(
+                    "{ip} deferred sends: failed with the connect (Destination is unreachable), canceled by a close"
+                ),
+            ] {
+                assert!(stdout.contains(&line), "{env:?}: no {line:?}: {t}");
+            }
         }
     }
     let _ = std::fs::remove_dir_all(dir);

@@ -92,6 +92,7 @@ fn reply_endpoint(w: &Worker, ep: rucx::Ep) -> *mut Endpoint {
                 arg: ptr::null_mut(),
             },
             peer: false,
+            deferred: RefCell::default(),
         }));
         v.push(p);
         p
@@ -297,25 +298,32 @@ unsafe fn send(
         Ok(d) => d,
         Err(st) => return status::ptr(st),
     };
-    let w = e.worker();
-    let _g = w.enter();
-    let rep = match e.rep() {
-        Ok(r) => r,
-        Err(st) => return status::ptr(st),
-    };
-    post(w, o, |rw, op| match data {
-        // SAFETY: the application keeps the buffer valid until the
-        // request completes (UCX's contract, which is the raw tier's).
-        Data::Contig(len) => unsafe {
-            rw.am_send_raw(rep, id, hdr, (buffer.cast(), len), params, op)
-        },
-        Data::Iov(iov) => {
-            let r = rw.am_send_dt(rep, id, hdr, iov, params, op);
-            dt::detach(rw, r)
-        }
-        Data::Generic(g) => {
-            let r = rw.am_send_dt(rep, id, hdr, g, params, op);
-            dt::detach(rw, r)
+    let _g = e.worker().enter();
+    // The header is the caller's for this call only: a send that waits
+    // for its endpoint's connect keeps a copy.
+    let kept = e.is_connecting().then(|| hdr.to_vec());
+    let (hp, hl) = (hdr.as_ptr(), hdr.len());
+    crate::deferred::post_ep(e, o, move |rw, rep, op| {
+        let hdr: &[u8] = match &kept {
+            Some(v) => v,
+            // SAFETY: posted within the call (no copy was kept), while
+            // the caller's header is readable.
+            None => unsafe { std::slice::from_raw_parts(hp, hl) },
+        };
+        match data {
+            // SAFETY: the application keeps the buffer valid until the
+            // request completes (UCX's contract, which is the raw tier's).
+            Data::Contig(len) => unsafe {
+                rw.am_send_raw(rep, id, hdr, (buffer.cast(), len), params, op)
+            },
+            Data::Iov(iov) => {
+                let r = rw.am_send_dt(rep, id, hdr, iov, params, op);
+                dt::detach(rw, r)
+            }
+            Data::Generic(g) => {
+                let r = rw.am_send_dt(rep, id, hdr, g, params, op);
+                dt::detach(rw, r)
+            }
         }
     })
 }

@@ -31,6 +31,8 @@ pub struct Endpoint {
     pub(crate) err: ErrHandler,
     /// Created in `UCP_ERR_HANDLING_MODE_PEER`.
     pub(crate) peer: bool,
+    /// Operations posted while its connect is under way ([`crate::deferred`]).
+    pub(crate) deferred: RefCell<crate::deferred::List>,
 }
 
 /// Where a C endpoint's Rust endpoint is.
@@ -49,8 +51,10 @@ pub(crate) enum Conn {
 
 impl Endpoint {
     /// The Rust endpoint; while a client's connect is in progress, waits
-    /// for it, progressing the worker (so operations posted meanwhile go
-    /// out once it is connected); the status if it failed.
+    /// for it, progressing the worker (C callbacks run, a listener's too,
+    /// but this endpoint's connect is looked at only here: its failure is
+    /// reported to its handler by a later `ucp_worker_progress`, not
+    /// inside this call); the status if it failed.
     #[inline]
     pub(crate) fn rep(&self) -> Result<rucx::Ep, StatusCode> {
         if let Ok(Conn::Ready(ep)) = self.conn.try_borrow().as_deref() {
@@ -62,16 +66,31 @@ impl Endpoint {
     /// [`Endpoint::rep`] of an endpoint not ready.
     #[cold]
     fn rep_slow(&self) -> Result<rucx::Ep, StatusCode> {
-        loop {
+        let w = self.worker();
+        let me = (self as *const Endpoint).cast_mut();
+        let outer = w.waiting.replace(me);
+        let r = loop {
             match &*self.conn.borrow() {
-                Conn::Ready(ep) => return Ok(*ep),
-                Conn::Failed(st) | Conn::Broken(_, st) => return Err(*st),
+                Conn::Ready(ep) => break Ok(*ep),
+                Conn::Failed(st) | Conn::Broken(_, st) => break Err(*st),
                 Conn::Connecting(_) => {}
             }
-            if worker::progress(self.worker()) == 0 {
+            let mut n = w.with(|rw| rw.progress());
+            if worker::poll_connect(w, me).is_some() {
+                continue;
+            }
+            n += worker::deliver(w);
+            if n == 0 {
                 std::thread::sleep(std::time::Duration::from_micros(50));
             }
-        }
+        };
+        w.waiting.set(outer);
+        r
+    }
+
+    /// Whether its connect (a client's, by socket address) is under way.
+    pub(crate) fn is_connecting(&self) -> bool {
+        matches!(&*self.conn.borrow(), Conn::Connecting(_))
     }
 
     /// The endpoint's worker.
@@ -85,8 +104,8 @@ impl Endpoint {
 /// `ucp_ep_create`: by `UCP_EP_PARAM_FIELD_REMOTE_ADDRESS`, by
 /// `UCP_EP_PARAM_FIELD_CONN_REQUEST` (the server accepts a client), or
 /// by `UCP_EP_PARAM_FIELD_SOCK_ADDR` (the client side: it returns at
-/// once, the connection completes in `ucp_worker_progress`, an operation
-/// posted meanwhile waits for it, and a rejected or refused connection
+/// once, the connection completes in `ucp_worker_progress`, a send posted
+/// meanwhile is deferred until then (`deferred.rs`), and a rejected or refused connection
 /// calls the error handler with `UCS_ERR_REJECTED`,
 /// `UCS_ERR_UNREACHABLE`, ...).
 ///
@@ -174,6 +193,7 @@ pub unsafe extern "C" fn ucp_ep_create(
                 conn: RefCell::new(conn),
                 err,
                 peer: peer_mode,
+                deferred: RefCell::default(),
             }));
             w.with_connecting(|v| v.push(c));
             // SAFETY: checked non-NULL; writable (contract).
@@ -191,6 +211,7 @@ pub unsafe extern "C" fn ucp_ep_create(
             conn: RefCell::new(Conn::Ready(ep)),
             err,
             peer: peer_mode,
+            deferred: RefCell::default(),
         }));
         w.with_eps(|m| m.entry(ep.to_u64()).or_default().push(c));
         // SAFETY: checked non-NULL; writable (contract).
@@ -229,14 +250,20 @@ unsafe fn close(ep: *mut Endpoint, force: bool, o: &Opts) -> StatusPtr {
     let (w, peer) = unsafe { ((*ep).worker(), (*ep).peer) };
     let _g = w.enter();
     // SAFETY: live endpoint (contract).
+    // SAFETY: live endpoint (contract).
     let (rep, broken) = match &*unsafe { (*ep).conn.borrow() } {
         Conn::Ready(rep) => (Some(*rep), None),
         Conn::Broken(rep, st) => (Some(*rep), Some(*st)),
         _ => (None, None),
     };
     let Some(rep) = rep else {
-        // Never connected: nothing on the Rust side.
+        // Never connected: nothing on the Rust side; what was posted on
+        // it is canceled, in either mode (waiting for the connect here
+        // would run error handlers, which may close this endpoint, inside
+        // this call).
         w.with_connecting(|v| v.retain(|&p| p != ep));
+        // SAFETY: live endpoint (contract); freed only below.
+        crate::deferred::fail(unsafe { &*ep }, status::CANCELED);
         // SAFETY: boxed by ucp_ep_create; in no table now, freed once.
         drop(unsafe { Box::from_raw(ep) });
         return request::done_at_once(w, o, status::OK, TagRecvInfo::default());

@@ -24,8 +24,9 @@
 //! * `wakeup.rs`: `ucp_worker_get_efd`, `arm`, `wait`, `signal`;
 //! * `ep.rs`: endpoints (by worker address, connection request or socket
 //!   address: a client's endpoint is returned at once, the worker's
-//!   progress completes its connect or calls its error handler, and an
-//!   operation posted meanwhile waits for it) and closing them;
+//!   progress completes its connect or calls its error handler) and
+//!   closing them; `deferred.rs`: the sends posted on a client endpoint
+//!   while it connects;
 //! * `listener.rs`: `ucp_listener_*` and `ucp_conn_request_query`: the
 //!   Rust listener's handler queues each client, `ucp_worker_progress`
 //!   gives them to the C connection handler after the Rust progress;
@@ -87,9 +88,11 @@
 //! `ucp_ep_query` names an endpoint by its handle, as UCX's release
 //! builds do (`UCP_EP_PARAM_FIELD_NAME` is not kept); `libucs.so` and
 //! `libucm.so`. Thread mode `MULTI` takes
-//! one lock around every entry point of a worker. An operation posted on
-//! a client endpoint whose connect is not answered yet waits inside the
-//! call (progressing the worker) where UCX queues it.
+//! one lock around every entry point of a worker. On a client endpoint
+//! whose connect is not answered yet, sends and stream receives are
+//! deferred as UCX's are (`deferred.rs`); the other calls that need the
+//! connection (one-sided, flush, queries) wait for it inside the call,
+//! progressing the worker.
 
 // C's names for C's types and functions.
 #![allow(non_camel_case_types)]
@@ -98,6 +101,7 @@ pub mod am;
 pub mod atomic;
 pub mod config;
 pub mod context;
+mod deferred;
 pub mod dt;
 pub mod ep;
 pub mod flush;

@@ -17,7 +17,6 @@ use crate::dt::{self, Data};
 use crate::ep::Endpoint;
 use crate::request::{self, Cb, Opts};
 use crate::status::{self, guard_ptr, guard_status};
-use crate::tag::post;
 use crate::types::*;
 use std::ffi::{c_uint, c_void};
 
@@ -46,13 +45,8 @@ unsafe fn send(ep: *mut Endpoint, buffer: *const c_void, count: usize, o: &Opts)
         Ok(d) => d,
         Err(st) => return status::ptr(st),
     };
-    let w = e.worker();
-    let _g = w.enter();
-    let rep = match e.rep() {
-        Ok(r) => r,
-        Err(st) => return status::ptr(st),
-    };
-    post(w, o, |rw, op| match data {
+    let _g = e.worker().enter();
+    crate::deferred::post_ep(e, o, move |rw, rep, op| match data {
         // SAFETY: the application keeps the buffer valid until the request
         // completes (UCX's contract, which is the raw tier's).
         Data::Contig(len) => unsafe { rw.stream_send_raw(rep, buffer.cast(), len, op) },
@@ -96,19 +90,14 @@ unsafe fn recv(
     };
     // A contiguous receive completes with whole elements, as UCX's.
     let elem = (o.datatype >> UCP_DATATYPE_SHIFT) as usize;
-    let w = e.worker();
-    let _g = w.enter();
-    let rep = match e.rep() {
-        Ok(r) => r,
-        Err(st) => return status::ptr(st),
-    };
+    let _g = e.worker().enter();
     // `post` reports a completion at once here.
     let mut info = TagRecvInfo::default();
     let o = Opts {
         recv_info: &mut info,
         ..*o
     };
-    let r = post(w, &o, |rw, op| match data {
+    let r = crate::deferred::post_ep(e, &o, move |rw, rep, op| match data {
         // SAFETY: the application keeps the buffer valid until completion.
         Data::Contig(len) => unsafe {
             rw.stream_recv_elems_raw(rep, buffer.cast(), len, elem, wait_all, op)

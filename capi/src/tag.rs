@@ -136,13 +136,8 @@ unsafe fn send(
         Ok(d) => d,
         Err(st) => return status::ptr(st),
     };
-    let w = e.worker();
-    let _g = w.enter();
-    let rep = match e.rep() {
-        Ok(r) => r,
-        Err(st) => return status::ptr(st),
-    };
-    post(w, o, |rw, op| {
+    let _g = e.worker().enter();
+    crate::deferred::post_ep(e, o, move |rw, rep, op| {
         let op = if sync { op.sync() } else { op };
         match data {
             // SAFETY: the application keeps the buffer valid until the

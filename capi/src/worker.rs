@@ -50,6 +50,12 @@ pub struct Worker {
     eps: UnsafeCell<HashMap<u64, Vec<*mut Endpoint>>>,
     /// Client endpoints whose connect is in progress.
     connecting: UnsafeCell<Vec<*mut Endpoint>>,
+    /// The client endpoint a call waits for (`Endpoint::rep`), whose
+    /// connect only that call looks at.
+    pub(crate) waiting: std::cell::Cell<*mut Endpoint>,
+    /// Requests that completed where no C callback may run, with their
+    /// status and what they report: completed by the next progress.
+    late: UnsafeCell<Vec<(*mut Header, StatusCode, TagRecvInfo)>>,
     /// The Rust endpoints of client-server connections (by `Ep::to_u64`):
     /// accepted from a connection request or connected by socket address.
     cm: UnsafeCell<HashSet<u64>>,
@@ -144,6 +150,16 @@ impl Worker {
         f(unsafe { &mut *self.connecting.get() })
     }
 
+    /// The requests that completed where no C callback may run, as
+    /// [`Worker::with`].
+    pub(crate) fn with_late<R>(
+        &self,
+        f: impl FnOnce(&mut Vec<(*mut Header, StatusCode, TagRecvInfo)>) -> R,
+    ) -> R {
+        // SAFETY: as in `with`.
+        f(unsafe { &mut *self.late.get() })
+    }
+
     /// The client-server endpoints, as [`Worker::with`].
     pub(crate) fn with_cm<R>(&self, f: impl FnOnce(&mut HashSet<u64>) -> R) -> R {
         // SAFETY: as in `with`.
@@ -190,7 +206,8 @@ pub(crate) fn deliver(w: &Worker) -> usize {
         || w.am_queue.has_news()
         || w.conn_queue.has_news()
         || w.with_polled(|p| !p.is_empty())
-        || w.with_connecting(|p| !p.is_empty());
+        || w.with_connecting(|p| !p.is_empty())
+        || w.with_late(|p| !p.is_empty());
     if news {
         n += deliver_others(w);
     }
@@ -235,6 +252,7 @@ fn deliver_completions(w: &Worker) -> usize {
 #[cold]
 fn deliver_others(w: &Worker) -> usize {
     let mut n = poll_ops(w);
+    n += deliver_late(w);
     n += crate::am::deliver(w);
     n += crate::listener::deliver(w);
     n += poll_connects(w);
@@ -337,8 +355,9 @@ fn request_status_in(cm_free: bool, e: &rucx::Error) -> StatusCode {
     }
 }
 
-/// Polls the client connects in progress: an answered one gets its Rust
-/// endpoint, a failed one calls its C error handler; how many ended.
+/// Polls the client connects in progress: an answered one becomes ready
+/// ([`poll_connect`]), a failed one calls its C error handler after its
+/// deferred operations failed; how many ended.
 fn poll_connects(w: &Worker) -> usize {
     if w.with_connecting(|v| v.is_empty()) {
         return 0;
@@ -347,29 +366,15 @@ fn poll_connects(w: &Worker) -> usize {
     let mut failed = Vec::new();
     let mut n = 0;
     for p in list {
-        // SAFETY: endpoints leave the list before they are freed.
-        let e = unsafe { &*p };
-        let r = match &mut *e.conn.borrow_mut() {
-            crate::ep::Conn::Connecting(c) => w
-                .with(|rw| rw.connect_poll(c))
-                .map(|r| r.map_err(|e| status::of(&e))),
-            // A connect that failed in ucp_ep_create: its handler runs here.
-            crate::ep::Conn::Failed(st) => Some(Err(*st)),
-            crate::ep::Conn::Ready(ep) | crate::ep::Conn::Broken(ep, _) => Some(Ok(*ep)),
-        };
-        let Some(r) = r else {
+        if p == w.waiting.get() {
             continue;
-        };
-        n += 1;
-        w.with_connecting(|v| v.retain(|&q| q != p));
-        match r {
-            Ok(ep) => {
-                *e.conn.borrow_mut() = crate::ep::Conn::Ready(ep);
-                w.with_cm(|s| s.insert(ep.to_u64()));
-                w.with_eps(|m| m.entry(ep.to_u64()).or_default().push(p));
-            }
-            Err(st) => {
-                *e.conn.borrow_mut() = crate::ep::Conn::Failed(st);
+        }
+        match poll_connect(w, p) {
+            None => {}
+            Some(Ok(_)) => n += 1,
+            Some(Err(st)) => {
+                n += 1;
+                w.with_connecting(|v| v.retain(|&q| q != p));
                 failed.push((p, st));
             }
         }
@@ -377,11 +382,55 @@ fn poll_connects(w: &Worker) -> usize {
     for (p, st) in failed {
         // SAFETY: the endpoint is live until the application closes it,
         // which it may do only from here on.
+        n += crate::deferred::fail(unsafe { &*p }, st);
+        // SAFETY: as above; a request's callback may not close it (UCX
+        // asks for the error handler to be the one that does).
         let (cb, arg) = unsafe { ((*p).err.cb, (*p).err.arg) };
         if let Some(cb) = cb {
             // SAFETY: a C handler, called with no borrow of the worker alive.
             unsafe { cb(arg, p.cast(), st) };
         }
+    }
+    n
+}
+
+/// Polls client endpoint `p`'s connect once, running no C code: once
+/// answered, the endpoint is ready, in the worker's tables, and its
+/// deferred operations are posted (the completions of those done at once
+/// wait for delivery); a failed one is marked failed and left in the
+/// list for [`poll_connects`] to report. `None` while under way.
+pub(crate) fn poll_connect(w: &Worker, p: *mut Endpoint) -> Option<Result<rucx::Ep, StatusCode>> {
+    // SAFETY: endpoints leave the list before they are freed.
+    let e = unsafe { &*p };
+    let r = match &mut *e.conn.borrow_mut() {
+        crate::ep::Conn::Connecting(c) => w
+            .with(|rw| rw.connect_poll(c))
+            .map(|r| r.map_err(|e| status::of(&e)))?,
+        // A connect that failed in ucp_ep_create or earlier.
+        crate::ep::Conn::Failed(st) => return Some(Err(*st)),
+        crate::ep::Conn::Ready(ep) | crate::ep::Conn::Broken(ep, _) => return Some(Ok(*ep)),
+    };
+    match r {
+        Ok(ep) => {
+            *e.conn.borrow_mut() = crate::ep::Conn::Ready(ep);
+            w.with_connecting(|v| v.retain(|&q| q != p));
+            w.with_cm(|s| s.insert(ep.to_u64()));
+            w.with_eps(|m| m.entry(ep.to_u64()).or_default().push(p));
+            crate::deferred::run(w, e, ep);
+        }
+        Err(st) => *e.conn.borrow_mut() = crate::ep::Conn::Failed(st),
+    }
+    Some(r)
+}
+
+/// Completes the requests that ended outside progress and wait for it
+/// (see [`Worker::with_late`]).
+fn deliver_late(w: &Worker) -> usize {
+    let late = w.with_late(std::mem::take);
+    let n = late.len();
+    for (h, st, info) in late {
+        // SAFETY: live headers not completed yet; no borrow is alive.
+        unsafe { request::complete(h, st, info) };
     }
     n
 }
@@ -470,6 +519,8 @@ pub unsafe extern "C" fn ucp_worker_create(
             polled: UnsafeCell::new(Vec::new()),
             eps: UnsafeCell::new(HashMap::new()),
             connecting: UnsafeCell::new(Vec::new()),
+            late: UnsafeCell::new(Vec::new()),
+            waiting: std::cell::Cell::new(std::ptr::null_mut()),
             cm: UnsafeCell::new(HashSet::new()),
             failures: Failures::default(),
             am: UnsafeCell::new(crate::am::AmState::default()),

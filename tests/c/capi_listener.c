@@ -2,7 +2,9 @@
  * server worker listens on 127.0.0.1 and on ::1 (port 0, the bound port
  * read back with ucp_listener_query); a client worker of the same context
  * connects by socket address (ucp_ep_create returns at once, the
- * connection completes in progress), the server's connection handler
+ * connection completes in progress; sends posted before the server
+ * answered are requests that go out in order once connected, fail with
+ * a failed connect, or are canceled by a close), the server's connection handler
  * queries the client's address and the server accepts; tag messages go
  * both ways, the first posted before the client knows it is connected; a
  * second client is rejected and its error handler sees
@@ -193,7 +195,23 @@ static void run(int family)
     memcpy(&c.addr, &la.sockaddr, sizeof(c.addr));
     c.len = len;
     connect_to(&c);
-    server_ep = answer(1);
+    /* Sends posted before the server even answered: requests, which go
+     * out in order once the client is connected. */
+    {
+        ucp_request_param_t p = {0};
+        char first[16] = "first", second[16] = "second", a[16], b[16];
+        void *s1 = ucp_tag_send_nbx(c.ep, first, sizeof(first), 5, &p);
+        void *s2 = ucp_tag_send_nbx(c.ep, second, sizeof(second), 5, &p);
+        void *r1, *r2;
+        CHECK(UCS_PTR_IS_PTR(s1) && UCS_PTR_IS_PTR(s2));
+        server_ep = answer(1);
+        r1 = ucp_tag_recv_nbx(ws, a, sizeof(a), 5, (ucp_tag_t)-1, &p);
+        r2 = ucp_tag_recv_nbx(ws, b, sizeof(b), 5, (ucp_tag_t)-1, &p);
+        CHECK(wait_req(s1) == UCS_OK && wait_req(s2) == UCS_OK);
+        CHECK(wait_req(r1) == UCS_OK && wait_req(r2) == UCS_OK);
+        CHECK(strcmp(a, "first") == 0 && strcmp(b, "second") == 0);
+        printf("%s sends posted while connecting: ok\n", name);
+    }
     CHECK(family_seen == family);
     /* Posted as soon as the server accepted: the client's connection may
      * still be completing. */
@@ -221,6 +239,31 @@ static void run(int family)
     CHECK(st == UCS_ERR_UNREACHABLE || st == UCS_ERR_REJECTED ||
           st == UCS_ERR_CONNECTION_RESET || st == UCS_ERR_ENDPOINT_TIMEOUT);
     close_ep(c.ep);
+
+    /* A send posted while the connect is under way gets a request, which
+     * fails with the connect. */
+    {
+        ucp_request_param_t p = {0};
+        char out[8] = "late";
+        void *sr;
+        ucs_status_t failed;
+        connect_to(&c);
+        sr = ucp_tag_send_nbx(c.ep, out, sizeof(out), 11, &p);
+        CHECK(UCS_PTR_IS_PTR(sr));
+        st     = wait_req(sr);
+        failed = wait_failure(&c);
+        CHECK(st == failed);
+        close_ep(c.ep);
+        /* ... and one closed before it connects is canceled. */
+        connect_to(&c);
+        sr = ucp_tag_send_nbx(c.ep, out, sizeof(out), 12, &p);
+        CHECK(UCS_PTR_IS_PTR(sr));
+        close_ep(c.ep);
+        CHECK(ucp_request_check_status(sr) == UCS_ERR_CANCELED);
+        ucp_request_free(sr);
+        printf("%s deferred sends: failed with the connect (%s), canceled by "
+               "a close\n", name, ucs_status_string(st));
+    }
 }
 
 int main(void)
