@@ -23,7 +23,22 @@ pub(crate) type Deferred =
 /// Posts operation `f` on C endpoint `e` with options `o`: at once if
 /// `e` is connected; with a request, deferred, while its connect is under
 /// way; the endpoint's status if it failed.
+#[inline(always)]
 pub(crate) fn post_ep(
+    e: &Endpoint,
+    o: &Opts,
+    f: impl FnOnce(&mut rucx::Worker, rucx::Ep, Op) -> rucx::Result<Posted<()>> + 'static,
+) -> StatusPtr {
+    if let Ok(Conn::Ready(ep)) = e.conn.try_borrow().as_deref() {
+        let ep = *ep;
+        return post(e.worker(), o, move |rw, op| f(rw, ep, op));
+    }
+    post_ep_slow(e, o, f)
+}
+
+/// [`post_ep`] on an endpoint not ready.
+#[inline(never)]
+fn post_ep_slow(
     e: &Endpoint,
     o: &Opts,
     f: impl FnOnce(&mut rucx::Worker, rucx::Ep, Op) -> rucx::Result<Posted<()>> + 'static,
