@@ -19,8 +19,10 @@
 //! * `config.rs`: `ucp_config_*` (`UCX_` variables read as their `RUCX_`
 //!   counterparts where the meaning is the same);
 //! * `context.rs`: `ucp_init_version`, `ucp_cleanup`, queries, versions;
-//! * `worker.rs`: workers, progress and the delivery of completions,
-//!   endpoint failures and connection requests to C;
+//! * `worker.rs`: workers, their state and `ucp_worker_progress`;
+//!   `deliver.rs`: what progress hands to C after the Rust progress
+//!   (completions, endpoint failures, connection requests, ended
+//!   connects, closes and flushes);
 //! * `wakeup.rs`: `ucp_worker_get_efd`, `arm`, `wait`, `signal`;
 //! * `ep.rs`: endpoints (by worker address, connection request or socket
 //!   address: a client's endpoint is returned at once, the worker's
@@ -102,6 +104,7 @@ pub mod atomic;
 pub mod config;
 pub mod context;
 mod deferred;
+mod deliver;
 pub mod dt;
 pub mod ep;
 pub mod flush;

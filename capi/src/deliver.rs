@@ -1,0 +1,290 @@
+//! Delivery to C after the Rust progress: completions, closes and
+//! flushes that ended, requests that completed where no callback could
+//! run, active messages and connection requests (`am.rs`, `listener.rs`),
+//! client connects that ended, and endpoint failures with the status
+//! UCX reports for them. C callbacks run only from here, with no borrow of
+//! the worker alive.
+
+use crate::ep::Endpoint;
+use crate::request::{self, Header};
+use crate::status;
+use crate::types::*;
+use crate::worker::{Polled, Worker};
+
+/// Progresses `w` and delivers what completed; how many events.
+pub(crate) fn progress(w: &Worker) -> usize {
+    let n = w.with(|rw| rw.progress());
+    n + deliver(w)
+}
+
+/// Delivers to C what the Rust worker reported: completions, closes and
+/// flushes that ended, endpoint failures. Runs C callbacks, so it is
+/// called with no borrow of `w` alive. Returns how many it delivered.
+#[inline]
+pub(crate) fn deliver(w: &Worker) -> usize {
+    let mut n = 0;
+    if w.with(|rw| rw.has_completions()) {
+        n += deliver_completions(w);
+    }
+    let news = w.failures.has_news()
+        || w.am_queue.has_news()
+        || w.conn_queue.has_news()
+        || w.with_polled(|p| !p.is_empty())
+        || w.with_connecting(|p| !p.is_empty())
+        || w.with_late(|p| !p.is_empty());
+    if news {
+        n += deliver_others(w);
+    }
+    n
+}
+
+/// Completes the requests of the completion queue.
+fn deliver_completions(w: &Worker) -> usize {
+    let mut n = 0;
+    while let Some(c) = w.with(|rw| rw.next_completion()) {
+        let h = c.user_data as usize as *mut Header;
+        if h.is_null() {
+            // An operation posted without a request (see tag::post).
+            continue;
+        }
+        let (st, info) = match &c.result {
+            Ok(i) => (
+                status::OK,
+                TagRecvInfo {
+                    sender_tag: i.tag,
+                    length: i.length,
+                },
+            ),
+            Err(e @ rucx::Error::Truncated { capacity, .. }) => (
+                status::of(e),
+                TagRecvInfo {
+                    sender_tag: 0,
+                    length: *capacity,
+                },
+            ),
+            Err(e) => (request_status(w, e), TagRecvInfo::default()),
+        };
+        // SAFETY: the user data of a queued operation is the header this
+        // layer posted it with, live until completed; no borrow is alive.
+        unsafe { request::complete(h, st, info) };
+        n += 1;
+    }
+    n
+}
+
+/// What the Rust handlers queued and the polled operations.
+#[cold]
+fn deliver_others(w: &Worker) -> usize {
+    let mut n = poll_ops(w);
+    n += deliver_late(w);
+    n += crate::am::deliver(w);
+    n += crate::listener::deliver(w);
+    n += poll_connects(w);
+    n + run_err_handlers(w)
+}
+
+/// Moves the polled operations on; completes those that ended.
+fn poll_ops(w: &Worker) -> usize {
+    if w.with_polled(|p| p.is_empty()) {
+        return 0;
+    }
+    let mut ops = w.with_polled(std::mem::take);
+    let mut done = Vec::new();
+    let cm_free = w.with_cm(|s| s.is_empty());
+    w.with(|rw| {
+        ops.retain_mut(|(h, op)| {
+            let r = match op {
+                Polled::Close(c, lenient) => close_result(rw.ep_close_poll(c), *lenient),
+                Polled::Flush(f) => rw.flush_poll(f),
+            };
+            match r {
+                None => true,
+                Some(Err(e)) if !matches!(e, rucx::Error::InvalidHandle) => {
+                    done.push((*h, request_status_in(cm_free, &e)));
+                    false
+                }
+                Some(r) => {
+                    done.push((*h, close_status(r)));
+                    false
+                }
+            }
+        })
+    });
+    w.with_polled(|p| {
+        ops.append(p);
+        *p = ops;
+    });
+    let n = done.len();
+    for (h, st) in done {
+        // SAFETY: a header posted with a polled operation, live until
+        // completed; no borrow is alive.
+        unsafe { request::complete(h, st, TagRecvInfo::default()) };
+    }
+    n
+}
+
+/// The outcome of a close (`None`: still going): for an endpoint without
+/// error handling (`lenient`), a failure of the endpoint counts as
+/// closed, as UCX's reports no peer failure to such an endpoint.
+pub(crate) fn close_result(r: Option<rucx::Result<()>>, lenient: bool) -> Option<rucx::Result<()>> {
+    match r {
+        Some(Err(rucx::Error::EndpointFailed { .. })) if lenient => Some(Ok(())),
+        r => r,
+    }
+}
+
+/// The status of a finished close or flush. An endpoint that is gone
+/// already (closed by a failure) is closed all the same.
+pub(crate) fn close_status(r: rucx::Result<()>) -> StatusCode {
+    match r {
+        Ok(()) | Err(rucx::Error::InvalidHandle) => status::OK,
+        Err(e) => status::of(&e),
+    }
+}
+
+/// The status UCX gives the error handlers of Rust endpoint `ep` (and the
+/// operations after them) for a failure rucx reported as `st`. UCX's
+/// transports fail an endpoint wired up from a worker address with
+/// `UCS_ERR_ENDPOINT_TIMEOUT`, whether the peer's socket closed (tcp), its
+/// process is gone (shared memory) or it stopped answering (keepalive);
+/// `UCS_ERR_CONNECTION_RESET`, rucx's status for a connection that ended,
+/// is what UCX's connection managers report for client-server endpoints.
+fn failure_status(w: &Worker, ep: rucx::Ep, st: StatusCode) -> StatusCode {
+    use rucx::ucp::ucs::Status;
+    let client_server = w.with_cm(|s| s.contains(&ep.to_u64()));
+    match !client_server && st == Status::ConnectionReset.code() {
+        true => Status::EndpointTimeout.code(),
+        false => st,
+    }
+}
+
+/// The status of a request that failed with `e`: an endpoint's failure
+/// as [`failure_status`] gives it, when the worker has no client-server
+/// endpoint (a completion does not say which endpoint it was on; with
+/// one, it keeps rucx's status).
+fn request_status(w: &Worker, e: &rucx::Error) -> StatusCode {
+    request_status_in(w.with_cm(|s| s.is_empty()), e)
+}
+
+/// [`request_status`], `cm_free` saying whether the worker has no
+/// client-server endpoint.
+fn request_status_in(cm_free: bool, e: &rucx::Error) -> StatusCode {
+    use rucx::ucp::ucs::Status;
+    let st = status::of(e);
+    match e {
+        rucx::Error::EndpointFailed { .. } if cm_free && st == Status::ConnectionReset.code() => {
+            Status::EndpointTimeout.code()
+        }
+        _ => st,
+    }
+}
+
+/// Polls the client connects in progress: an answered one becomes ready
+/// ([`poll_connect`]), a failed one calls its C error handler after its
+/// deferred operations failed; how many ended.
+fn poll_connects(w: &Worker) -> usize {
+    if w.with_connecting(|v| v.is_empty()) {
+        return 0;
+    }
+    let list = w.with_connecting(|v| v.clone());
+    let mut failed = Vec::new();
+    let mut n = 0;
+    for p in list {
+        if p == w.waiting.get() {
+            continue;
+        }
+        match poll_connect(w, p) {
+            None => {}
+            Some(Ok(_)) => n += 1,
+            Some(Err(st)) => {
+                n += 1;
+                w.with_connecting(|v| v.retain(|&q| q != p));
+                failed.push((p, st));
+            }
+        }
+    }
+    for (p, st) in failed {
+        // SAFETY: the endpoint is live until the application closes it,
+        // which it may do only from here on.
+        n += crate::deferred::fail(unsafe { &*p }, st);
+        // SAFETY: as above; a request's callback may not close it (UCX
+        // asks for the error handler to be the one that does).
+        let (cb, arg) = unsafe { ((*p).err.cb, (*p).err.arg) };
+        if let Some(cb) = cb {
+            // SAFETY: a C handler, called with no borrow of the worker alive.
+            unsafe { cb(arg, p.cast(), st) };
+        }
+    }
+    n
+}
+
+/// Polls client endpoint `p`'s connect once, running no C code: once
+/// answered, the endpoint is ready, in the worker's tables, and its
+/// deferred operations are posted (the completions of those done at once
+/// wait for delivery); a failed one is marked failed and left in the
+/// list for [`poll_connects`] to report. `None` while under way.
+pub(crate) fn poll_connect(w: &Worker, p: *mut Endpoint) -> Option<Result<rucx::Ep, StatusCode>> {
+    // SAFETY: endpoints leave the list before they are freed.
+    let e = unsafe { &*p };
+    let r = match &mut *e.conn.borrow_mut() {
+        crate::ep::Conn::Connecting(c) => w
+            .with(|rw| rw.connect_poll(c))
+            .map(|r| r.map_err(|e| status::of(&e)))?,
+        // A connect that failed in ucp_ep_create or earlier.
+        crate::ep::Conn::Failed(st) => return Some(Err(*st)),
+        crate::ep::Conn::Ready(ep) | crate::ep::Conn::Broken(ep, _) => return Some(Ok(*ep)),
+    };
+    match r {
+        Ok(ep) => {
+            *e.conn.borrow_mut() = crate::ep::Conn::Ready(ep);
+            w.with_connecting(|v| v.retain(|&q| q != p));
+            w.with_cm(|s| s.insert(ep.to_u64()));
+            w.with_eps(|m| m.entry(ep.to_u64()).or_default().push(p));
+            crate::deferred::run(w, e, ep);
+        }
+        Err(st) => *e.conn.borrow_mut() = crate::ep::Conn::Failed(st),
+    }
+    Some(r)
+}
+
+/// Completes the requests that ended outside progress and wait for it
+/// (see [`Worker::with_late`]).
+fn deliver_late(w: &Worker) -> usize {
+    let late = w.with_late(std::mem::take);
+    let n = late.len();
+    for (h, st, info) in late {
+        // SAFETY: live headers not completed yet; no borrow is alive.
+        unsafe { request::complete(h, st, info) };
+    }
+    n
+}
+
+/// Calls the C error handlers of the endpoints that failed.
+fn run_err_handlers(w: &Worker) -> usize {
+    let failed = w.failures.take_all();
+    let n = failed.len();
+    for (ep, st) in failed {
+        let st = failure_status(w, ep, st);
+        let list = w.with_eps(|m| m.get(&ep.to_u64()).cloned().unwrap_or_default());
+        for p in list {
+            // A handler may have closed the other endpoints of the list.
+            let live = w.with_eps(|m| m.get(&ep.to_u64()).is_some_and(|v| v.contains(&p)));
+            if !live {
+                continue;
+            }
+            // SAFETY: a live endpoint of this worker (in its table); the
+            // reference ends before the handler runs (it may close it).
+            let (cb, arg) = unsafe {
+                let e = &*p;
+                *e.conn.borrow_mut() = crate::ep::Conn::Broken(ep, st);
+                (e.err.cb, e.err.arg)
+            };
+            if let Some(cb) = cb {
+                // SAFETY: the application's handler with UCX's arguments;
+                // no borrow is alive.
+                unsafe { cb(arg, p.cast(), st) };
+            }
+        }
+    }
+    n
+}
