@@ -202,7 +202,13 @@ fn split_rendezvous_line() {
         println!("skipped: {why}");
         return;
     }
-    assert_contains_all(&text, &[&format!("# rendezvous by get from 32K{TAIL}")]);
+    // From 32K, or from where rendezvous starts if that is later (the
+    // transports' models place it).
+    assert!(
+        text.lines()
+            .any(|l| l.starts_with("# rendezvous by get from ") && l.ends_with(TAIL)),
+        "no split line in:\n{text}"
+    );
     let text = stdout_of(
         &["-e"],
         &[("RUCX_TLS", "shm"), ("RUCX_RNDV_SPLIT_THRESH", "1m")],
