@@ -24,9 +24,9 @@
 
 use crate::dt::{self, Data};
 use crate::ep::{Conn, Endpoint};
+use crate::post::{post, post_ep};
 use crate::request::{Cb, Opts};
 use crate::status::{self, guard, guard_ptr, guard_status};
-use crate::tag::post;
 use crate::types::*;
 use crate::worker::Worker;
 use rucx::{AmMsg, AmParams};
@@ -303,7 +303,7 @@ unsafe fn send(
     // for its endpoint's connect keeps a copy.
     let kept = e.is_connecting().then(|| hdr.to_vec());
     let (hp, hl) = (hdr.as_ptr(), hdr.len());
-    crate::deferred::post_ep(e, o, move |rw, rep, op| {
+    post_ep(e, o, move |rw, rep, op| {
         let hdr: &[u8] = match &kept {
             Some(v) => v,
             // SAFETY: posted within the call (no copy was kept), while

@@ -5,13 +5,12 @@
 //! `UCS_ERR_CANCELED` if the endpoint is closed first).
 //!
 //! Tag, stream and active message sends and stream receives are deferred
-//! this way ([`post_ep`]); the other calls that need the Rust endpoint
-//! wait for the connect inside the call (`Endpoint::rep`).
+//! this way (`post::post_ep`); the other calls that need the Rust
+//! endpoint wait for the connect inside the call (`Endpoint::rep`).
 
-use crate::ep::{Conn, Endpoint};
-use crate::request::{self, Header, Opts};
+use crate::ep::Endpoint;
+use crate::request::{self, Header};
 use crate::status;
-use crate::tag::post;
 use crate::types::*;
 use crate::worker::Worker;
 use rucx::{Op, Posted};
@@ -19,55 +18,6 @@ use rucx::{Op, Posted};
 /// An operation that posts itself on the Rust endpoint it is given.
 pub(crate) type Deferred =
     Box<dyn FnOnce(&mut rucx::Worker, rucx::Ep, Op) -> rucx::Result<Posted<()>>>;
-
-/// Posts operation `f` on C endpoint `e` with options `o`: at once if
-/// `e` is connected; with a request, deferred, while its connect is under
-/// way; the endpoint's status if it failed.
-#[inline(always)]
-pub(crate) fn post_ep(
-    e: &Endpoint,
-    o: &Opts,
-    f: impl FnOnce(&mut rucx::Worker, rucx::Ep, Op) -> rucx::Result<Posted<()>> + 'static,
-) -> StatusPtr {
-    if let Ok(Conn::Ready(ep)) = e.conn.try_borrow().as_deref() {
-        let ep = *ep;
-        return post(e.worker(), o, move |rw, op| f(rw, ep, op));
-    }
-    post_ep_slow(e, o, f)
-}
-
-/// [`post_ep`] on an endpoint not ready.
-#[inline(never)]
-fn post_ep_slow(
-    e: &Endpoint,
-    o: &Opts,
-    f: impl FnOnce(&mut rucx::Worker, rucx::Ep, Op) -> rucx::Result<Posted<()>> + 'static,
-) -> StatusPtr {
-    let w = e.worker();
-    let state = match &*e.conn.borrow() {
-        Conn::Ready(ep) => Ok(Some(*ep)),
-        Conn::Connecting(_) => Ok(None),
-        // A connect that failed at once, not reported yet: its requests
-        // fail when its error handler runs, as those of a later failure.
-        Conn::Failed(_)
-            if w.with_connecting(|v| v.contains(&(e as *const Endpoint).cast_mut())) =>
-        {
-            Ok(None)
-        }
-        Conn::Failed(st) | Conn::Broken(_, st) => Err(*st),
-    };
-    match state {
-        Ok(Some(ep)) => post(w, o, move |rw, op| f(rw, ep, op)),
-        Ok(None) => match request::alloc(w, o) {
-            Ok(h) => {
-                e.deferred.borrow_mut().0.push((h, Box::new(f)));
-                request::user_ptr(h)
-            }
-            Err(st) => status::ptr(st),
-        },
-        Err(st) => status::ptr(st),
-    }
-}
 
 /// Posts the operations deferred on `e`, which just connected as `ep`,
 /// in order. Runs no C code: the requests of those that end at once are
@@ -113,6 +63,13 @@ pub(crate) fn fail(e: &Endpoint, st: StatusCode) -> usize {
 /// posting order.
 #[derive(Default)]
 pub(crate) struct List(Vec<(*mut Header, Deferred)>);
+
+impl List {
+    /// Appends operation `f`, whose request is `h`.
+    pub(crate) fn push(&mut self, h: *mut Header, f: Deferred) {
+        self.0.push((h, f));
+    }
+}
 
 impl std::fmt::Debug for List {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {

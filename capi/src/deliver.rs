@@ -44,7 +44,7 @@ fn deliver_completions(w: &Worker) -> usize {
     while let Some(c) = w.with(|rw| rw.next_completion()) {
         let h = c.user_data as usize as *mut Header;
         if h.is_null() {
-            // An operation posted without a request (see tag::post).
+            // An operation posted without a request (see post::post).
             continue;
         }
         let (st, info) = match &c.result {

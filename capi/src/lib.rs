@@ -41,6 +41,8 @@
 //! * `request.rs`: requests in UCX's memory model (a per-worker pool of
 //!   blocks, rucx's header before the user's `request_size` area) and the
 //!   `ucp_request_*` entry points;
+//! * `post.rs`: posting an operation with a request (taken only once
+//!   it goes in flight) on a C endpoint, deferred while it connects;
 //! * `tag.rs`: tag-matched sends, receives and probes; `dt.rs`: their
 //!   datatypes (contiguous, iovec, generic: `ucp_dt_create_generic`,
 //!   `ucp_dt_destroy`);
@@ -110,6 +112,7 @@ pub mod ep;
 pub mod flush;
 mod inbox;
 pub mod listener;
+mod post;
 pub mod query;
 pub mod request;
 pub mod rkey;

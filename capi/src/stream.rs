@@ -15,6 +15,7 @@
 
 use crate::dt::{self, Data};
 use crate::ep::Endpoint;
+use crate::post::post_ep;
 use crate::request::{self, Cb, Opts};
 use crate::status::{self, guard_ptr, guard_status};
 use crate::types::*;
@@ -46,7 +47,7 @@ unsafe fn send(ep: *mut Endpoint, buffer: *const c_void, count: usize, o: &Opts)
         Err(st) => return status::ptr(st),
     };
     let _g = e.worker().enter();
-    crate::deferred::post_ep(e, o, move |rw, rep, op| match data {
+    post_ep(e, o, move |rw, rep, op| match data {
         // SAFETY: the application keeps the buffer valid until the request
         // completes (UCX's contract, which is the raw tier's).
         Data::Contig(len) => unsafe { rw.stream_send_raw(rep, buffer.cast(), len, op) },
@@ -97,7 +98,7 @@ unsafe fn recv(
         recv_info: &mut info,
         ..*o
     };
-    let r = crate::deferred::post_ep(e, &o, move |rw, rep, op| match data {
+    let r = post_ep(e, &o, move |rw, rep, op| match data {
         // SAFETY: the application keeps the buffer valid until completion.
         Data::Contig(len) => unsafe {
             rw.stream_recv_elems_raw(rep, buffer.cast(), len, elem, wait_all, op)

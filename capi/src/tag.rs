@@ -9,110 +9,13 @@
 
 use crate::dt::{self, Data};
 use crate::ep::Endpoint;
-use crate::request::{self, Cb, Opts};
+use crate::post::{post, post_ep};
+use crate::request::{Cb, Opts};
 use crate::status::{self, guard, guard_ptr, guard_status};
 use crate::types::*;
 use crate::worker::Worker;
-use rucx::{Op, Posted};
 use std::ffi::{c_int, c_void};
 use std::ptr;
-
-/// Posts an operation of worker `w` with request options `o`: `post`
-/// gets the Rust worker and the [`Op`] that reports to the request.
-pub(crate) fn post(
-    w: &Worker,
-    o: &Opts,
-    post: impl FnOnce(&mut rucx::Worker, Op) -> rucx::Result<Posted<()>>,
-) -> StatusPtr {
-    if o.external.is_null() && !o.no_imm {
-        return post_pooled(w, o, post);
-    }
-    let h = match request::alloc(w, o) {
-        Ok(h) => h,
-        Err(st) => return status::ptr(st),
-    };
-    let op = Op::new().queue().user_data(h as usize as u64);
-    let r = w.with(|rw| post(rw, op));
-    match r {
-        Ok(Posted::InFlight(id)) => {
-            // SAFETY: the header just written; its request is in flight.
-            unsafe { (*h).id = Some(id) };
-            request::user_ptr(h)
-        }
-        Ok(Posted::Done(info, ())) => {
-            let info = TagRecvInfo {
-                sender_tag: info.tag,
-                length: info.length,
-            };
-            if !o.recv_info.is_null() {
-                // SAFETY: `recv_info` of the parameters is writable (the
-                // caller's contract).
-                unsafe { *o.recv_info = info };
-            }
-            if o.no_imm {
-                // SAFETY: a fresh header; no borrow of the worker alive.
-                unsafe { request::complete(h, status::OK, info) };
-                return request::user_ptr(h);
-            }
-            // SAFETY: the header just written. The application's own
-            // memory says "completed" to a later test (no callback runs,
-            // as UCX's); a pooled block goes back.
-            unsafe {
-                (*h).cb = Cb::None;
-                request::complete(h, status::OK, info);
-                request::recycle(h);
-            }
-            ptr::null_mut()
-        }
-        Err(e) => {
-            // SAFETY: the request never went in flight.
-            unsafe { request::recycle(h) };
-            status::ptr(status::of(&e))
-        }
-    }
-}
-
-/// [`post`] of an operation whose request, if it needs one, comes from
-/// the pool: the request is taken only once the operation went in flight
-/// (a small send completes when posted, and needs none), and the Rust
-/// request gets its address then.
-#[inline]
-fn post_pooled(
-    w: &Worker,
-    o: &Opts,
-    post: impl FnOnce(&mut rucx::Worker, Op) -> rucx::Result<Posted<()>>,
-) -> StatusPtr {
-    match w.with(|rw| post(rw, Op::new().queue())) {
-        Ok(Posted::Done(info, ())) => {
-            if !o.recv_info.is_null() {
-                // SAFETY: `recv_info` of the parameters is writable (the
-                // caller's contract).
-                unsafe {
-                    *o.recv_info = TagRecvInfo {
-                        sender_tag: info.tag,
-                        length: info.length,
-                    }
-                };
-            }
-            ptr::null_mut()
-        }
-        Ok(Posted::InFlight(id)) => match request::alloc(w, o) {
-            Ok(h) => {
-                w.with(|rw| rw.request_set_user_data(id, h as usize as u64));
-                // SAFETY: the header just written; its request is in flight.
-                unsafe { (*h).id = Some(id) };
-                request::user_ptr(h)
-            }
-            Err(st) => {
-                // No request to report to: it finishes on its own, and
-                // its completion (user data 0) is passed over.
-                w.with(|rw| rw.request_release(id));
-                status::ptr(st)
-            }
-        },
-        Err(e) => status::ptr(status::of(&e)),
-    }
-}
 
 /// A tag send on `ep` with options `o`.
 ///
@@ -137,7 +40,7 @@ unsafe fn send(
         Err(st) => return status::ptr(st),
     };
     let _g = e.worker().enter();
-    crate::deferred::post_ep(e, o, move |rw, rep, op| {
+    post_ep(e, o, move |rw, rep, op| {
         let op = if sync { op.sync() } else { op };
         match data {
             // SAFETY: the application keeps the buffer valid until the

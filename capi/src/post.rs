@@ -1,0 +1,159 @@
+//! Posting an operation for C: [`post`] gives it a request (from the
+//! pool only once it goes in flight) or returns NULL when it is done at
+//! once; [`post_ep`] posts on a C endpoint, or defers the operation while
+//! the endpoint still connects (`deferred.rs`). The tag, stream and
+//! active message calls post through here.
+
+use crate::ep::{Conn, Endpoint};
+use crate::request::{self, Cb, Opts};
+use crate::status;
+use crate::types::*;
+use crate::worker::Worker;
+use rucx::{Op, Posted};
+use std::ptr;
+
+/// Posts an operation of worker `w` with request options `o`: `post`
+/// gets the Rust worker and the [`Op`] that reports to the request.
+pub(crate) fn post(
+    w: &Worker,
+    o: &Opts,
+    post: impl FnOnce(&mut rucx::Worker, Op) -> rucx::Result<Posted<()>>,
+) -> StatusPtr {
+    if o.external.is_null() && !o.no_imm {
+        return post_pooled(w, o, post);
+    }
+    let h = match request::alloc(w, o) {
+        Ok(h) => h,
+        Err(st) => return status::ptr(st),
+    };
+    let op = Op::new().queue().user_data(h as usize as u64);
+    let r = w.with(|rw| post(rw, op));
+    match r {
+        Ok(Posted::InFlight(id)) => {
+            // SAFETY: the header just written; its request is in flight.
+            unsafe { (*h).id = Some(id) };
+            request::user_ptr(h)
+        }
+        Ok(Posted::Done(info, ())) => {
+            let info = TagRecvInfo {
+                sender_tag: info.tag,
+                length: info.length,
+            };
+            if !o.recv_info.is_null() {
+                // SAFETY: `recv_info` of the parameters is writable (the
+                // caller's contract).
+                unsafe { *o.recv_info = info };
+            }
+            if o.no_imm {
+                // SAFETY: a fresh header; no borrow of the worker alive.
+                unsafe { request::complete(h, status::OK, info) };
+                return request::user_ptr(h);
+            }
+            // SAFETY: the header just written. The application's own
+            // memory says "completed" to a later test (no callback runs,
+            // as UCX's); a pooled block goes back.
+            unsafe {
+                (*h).cb = Cb::None;
+                request::complete(h, status::OK, info);
+                request::recycle(h);
+            }
+            ptr::null_mut()
+        }
+        Err(e) => {
+            // SAFETY: the request never went in flight.
+            unsafe { request::recycle(h) };
+            status::ptr(status::of(&e))
+        }
+    }
+}
+
+/// [`post`] of an operation whose request, if it needs one, comes from
+/// the pool: the request is taken only once the operation went in flight
+/// (a small send completes when posted, and needs none), and the Rust
+/// request gets its address then.
+#[inline]
+fn post_pooled(
+    w: &Worker,
+    o: &Opts,
+    post: impl FnOnce(&mut rucx::Worker, Op) -> rucx::Result<Posted<()>>,
+) -> StatusPtr {
+    match w.with(|rw| post(rw, Op::new().queue())) {
+        Ok(Posted::Done(info, ())) => {
+            if !o.recv_info.is_null() {
+                // SAFETY: `recv_info` of the parameters is writable (the
+                // caller's contract).
+                unsafe {
+                    *o.recv_info = TagRecvInfo {
+                        sender_tag: info.tag,
+                        length: info.length,
+                    }
+                };
+            }
+            ptr::null_mut()
+        }
+        Ok(Posted::InFlight(id)) => match request::alloc(w, o) {
+            Ok(h) => {
+                w.with(|rw| rw.request_set_user_data(id, h as usize as u64));
+                // SAFETY: the header just written; its request is in flight.
+                unsafe { (*h).id = Some(id) };
+                request::user_ptr(h)
+            }
+            Err(st) => {
+                // No request to report to: it finishes on its own, and
+                // its completion (user data 0) is passed over.
+                w.with(|rw| rw.request_release(id));
+                status::ptr(st)
+            }
+        },
+        Err(e) => status::ptr(status::of(&e)),
+    }
+}
+
+/// Posts operation `f` on C endpoint `e` with options `o`: at once if
+/// `e` is connected; with a request, deferred, while its connect is under
+/// way; the endpoint's status if it failed.
+#[inline(always)]
+pub(crate) fn post_ep(
+    e: &Endpoint,
+    o: &Opts,
+    f: impl FnOnce(&mut rucx::Worker, rucx::Ep, Op) -> rucx::Result<Posted<()>> + 'static,
+) -> StatusPtr {
+    if let Ok(Conn::Ready(ep)) = e.conn.try_borrow().as_deref() {
+        let ep = *ep;
+        return post(e.worker(), o, move |rw, op| f(rw, ep, op));
+    }
+    post_ep_slow(e, o, f)
+}
+
+/// [`post_ep`] on an endpoint not ready.
+#[inline(never)]
+fn post_ep_slow(
+    e: &Endpoint,
+    o: &Opts,
+    f: impl FnOnce(&mut rucx::Worker, rucx::Ep, Op) -> rucx::Result<Posted<()>> + 'static,
+) -> StatusPtr {
+    let w = e.worker();
+    let state = match &*e.conn.borrow() {
+        Conn::Ready(ep) => Ok(Some(*ep)),
+        Conn::Connecting(_) => Ok(None),
+        // A connect that failed at once, not reported yet: its requests
+        // fail when its error handler runs, as those of a later failure.
+        Conn::Failed(_)
+            if w.with_connecting(|v| v.contains(&(e as *const Endpoint).cast_mut())) =>
+        {
+            Ok(None)
+        }
+        Conn::Failed(st) | Conn::Broken(_, st) => Err(*st),
+    };
+    match state {
+        Ok(Some(ep)) => post(w, o, move |rw, op| f(rw, ep, op)),
+        Ok(None) => match request::alloc(w, o) {
+            Ok(h) => {
+                e.deferred.borrow_mut().push(h, Box::new(f));
+                request::user_ptr(h)
+            }
+            Err(st) => status::ptr(st),
+        },
+        Err(st) => status::ptr(st),
+    }
+}
