@@ -15,6 +15,12 @@
  *   capi-tag-lat: size=<bytes> iters=<n> lat_us=<overall one-way>
  *   median_batch_us=<median one-way of the batches>
  *
+ * With CAPI_TAG_LAT_MODE=ompi the calls are those of Open MPI's pml ucx
+ * for MPI_Send/MPI_Recv: requests in the caller's memory (`request_size`
+ * bytes from ucp_context_query, on the stack), the send with
+ * UCP_OP_ATTR_FLAG_FAST_CMPL, and the receive waited for with
+ * ucp_request_test between progress calls.
+ *
  * Build: cc -O2 -o capi-tag-lat benches/capi-tag-lat.c -lucp -lucs
  *        (rucx's headers: -I<prefix>/include -L<prefix>/lib)
  * Run:   LD_LIBRARY_PATH=<prefix>/lib UCX_TLS=posix,self ./capi-tag-lat [SIZE [ITERS]]
@@ -33,6 +39,8 @@
 #define TAG 0x77
 
 static ucp_worker_h worker;
+static int ompi_mode;
+static size_t req_size;
 
 static void die(const char *what, ucs_status_t st)
 {
@@ -58,14 +66,71 @@ static void wait_req(void *r, const char *what)
     }
 }
 
+/* Open MPI's blocking send: the request on the stack, FAST_CMPL. */
+static void send_ompi(ucp_ep_h ep, void *buf, size_t len)
+{
+    char *mem = __builtin_alloca(req_size + 16);
+    ucp_request_param_t p;
+    p.op_attr_mask = UCP_OP_ATTR_FIELD_REQUEST | UCP_OP_ATTR_FIELD_DATATYPE |
+                     UCP_OP_ATTR_FLAG_FAST_CMPL;
+    p.datatype = ucp_dt_make_contig(1);
+    p.request = mem + req_size;
+    void *r = ucp_tag_send_nbx(ep, buf, len, TAG, &p);
+    if (r == NULL) {
+        return;
+    }
+    if (UCS_PTR_IS_ERR(r)) {
+        die("send", UCS_PTR_STATUS(r));
+    }
+    ucs_status_t st;
+    while ((st = ucp_request_check_status(r)) == UCS_INPROGRESS) {
+        ucp_worker_progress(worker);
+    }
+    if (st != UCS_OK) {
+        die("send", st);
+    }
+}
+
+/* Open MPI's blocking receive: tested with ucp_request_test whatever the
+ * post returned. */
+static void recv_ompi(void *buf, size_t len)
+{
+    char *mem = __builtin_alloca(req_size + 16);
+    void *req = mem + req_size;
+    ucp_request_param_t p;
+    p.op_attr_mask = UCP_OP_ATTR_FIELD_REQUEST | UCP_OP_ATTR_FIELD_DATATYPE;
+    p.datatype = ucp_dt_make_contig(1);
+    p.request = req;
+    ucp_tag_recv_info_t info;
+    ucp_tag_recv_nbx(worker, buf, len, TAG, UINT64_MAX, &p);
+    for (;;) {
+        ucs_status_t st = ucp_request_test(req, &info);
+        if (st == UCS_OK && info.length == len) {
+            return;
+        }
+        if (st != UCS_INPROGRESS) {
+            die("recv", st == UCS_OK ? UCS_ERR_MESSAGE_TRUNCATED : st);
+        }
+        ucp_worker_progress(worker);
+    }
+}
+
 static void send_msg(ucp_ep_h ep, void *buf, size_t len)
 {
+    if (ompi_mode) {
+        send_ompi(ep, buf, len);
+        return;
+    }
     ucp_request_param_t p = {0};
     wait_req(ucp_tag_send_nbx(ep, buf, len, TAG, &p), "send");
 }
 
 static void recv_msg(void *buf, size_t len)
 {
+    if (ompi_mode) {
+        recv_ompi(buf, len);
+        return;
+    }
     ucp_request_param_t p = {0};
     wait_req(ucp_tag_recv_nbx(worker, buf, len, TAG, UINT64_MAX, &p), "recv");
 }
@@ -104,6 +169,8 @@ int main(int argc, char **argv)
     long warmup = iters / 10 < 1000 ? 1000 : iters / 10;
     int sv[2];
 
+    const char *mode = getenv("CAPI_TAG_LAT_MODE");
+    ompi_mode = mode != NULL && strcmp(mode, "ompi") == 0;
     if (iters < BATCH) {
         iters = BATCH;
     }
@@ -128,6 +195,12 @@ int main(int argc, char **argv)
     if (st != UCS_OK) {
         die("ucp_init", st);
     }
+    ucp_context_attr_t ca;
+    ca.field_mask = UCP_ATTR_FIELD_REQUEST_SIZE;
+    if ((st = ucp_context_query(ctx, &ca)) != UCS_OK) {
+        die("ucp_context_query", st);
+    }
+    req_size = ca.request_size;
     ucp_worker_params_t wp = {0};
     wp.field_mask = UCP_WORKER_PARAM_FIELD_THREAD_MODE;
     wp.thread_mode = UCS_THREAD_MODE_SINGLE;
@@ -194,8 +267,8 @@ int main(int argc, char **argv)
     ucp_worker_destroy(worker);
     ucp_cleanup(ctx);
     if (rank == 0) {
-        printf("capi-tag-lat: size=%zu iters=%ld lat_us=%.4f median_batch_us=%.4f\n",
-               size, iters, (t_end - t_all) / iters / 2, batch[nb / 2]);
+        printf("capi-tag-lat: mode=%s size=%zu iters=%ld lat_us=%.4f median_batch_us=%.4f\n",
+               ompi_mode ? "ompi" : "nbx", size, iters, (t_end - t_all) / iters / 2, batch[nb / 2]);
         int status = 0;
         waitpid(child, &status, 0);
         return WIFEXITED(status) ? WEXITSTATUS(status) : 1;
