@@ -1,10 +1,12 @@
 //! rucx's `libucp.so` from C, in one process (`tests/c/capi_tag.c`): a
 //! context and two workers connected by address; tag messages of 0 B,
 //! 8 B, 64 KiB and 4 MiB with callbacks; requests in the application's
-//! `request_size` area, `request_init` once per pooled block; a callback
-//! that posts the next send from inside progress; probe and matched
-//! receive; cancel of an unmatched receive; wrong arguments; sleeping on
-//! the event fd and in `ucp_worker_wait` until a message arrives. Over
+//! `request_size` area (through `_nbr` and through `_nbx` with
+//! `UCP_OP_ATTR_FIELD_REQUEST`, as Open MPI posts them), `request_init`
+//! once per pooled block; a callback that posts the next send from
+//! inside progress; probe and matched receive; cancel of an unmatched
+//! receive; wrong arguments; sleeping on the event fd and in
+//! `ucp_worker_wait` until a message arrives. Over
 //! the default transports, TCP and shared memory (chosen with `UCX_TLS`,
 //! which the library reads as `RUCX_TLS`).
 

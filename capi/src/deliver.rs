@@ -10,6 +10,7 @@ use crate::request::{self, Header};
 use crate::status;
 use crate::types::*;
 use crate::worker::{Polled, Worker};
+use std::sync::atomic::Ordering;
 
 /// Progresses `w` and delivers what completed; how many events.
 pub(crate) fn progress(w: &Worker) -> usize {
@@ -26,13 +27,7 @@ pub(crate) fn deliver(w: &Worker) -> usize {
     if w.with(|rw| rw.has_completions()) {
         n += deliver_completions(w);
     }
-    let news = w.failures.has_news()
-        || w.am_queue.has_news()
-        || w.conn_queue.has_news()
-        || w.with_polled(|p| !p.is_empty())
-        || w.with_connecting(|p| !p.is_empty())
-        || w.with_late(|p| !p.is_empty());
-    if news {
+    if w.slow.get() || w.bell.load(Ordering::Acquire) {
         n += deliver_others(w);
     }
     n
@@ -75,12 +70,22 @@ fn deliver_completions(w: &Worker) -> usize {
 /// What the Rust handlers queued and the polled operations.
 #[cold]
 fn deliver_others(w: &Worker) -> usize {
+    // Cleared before the queues are looked at: a push from now on rings
+    // it again.
+    w.bell.store(false, Ordering::Release);
     let mut n = poll_ops(w);
     n += deliver_late(w);
     n += crate::am::deliver(w);
     n += crate::listener::deliver(w);
     n += poll_connects(w);
-    n + run_err_handlers(w)
+    n += run_err_handlers(w);
+    // What is left (work under way, or entries a handler left queued) is
+    // looked at again by the next call.
+    w.slow.set(w.slow_work());
+    if w.failures.has_news() || w.am_queue.has_news() || w.conn_queue.has_news() {
+        w.bell.store(true, Ordering::Release);
+    }
+    n
 }
 
 /// Moves the polled operations on; completes those that ended.

@@ -63,6 +63,15 @@ impl Endpoint {
         self.rep_slow()
     }
 
+    /// The Rust endpoint if connected and not failed (no waiting).
+    #[inline(always)]
+    pub(crate) fn ready(&self) -> Option<rucx::Ep> {
+        match self.conn.try_borrow().as_deref() {
+            Ok(Conn::Ready(ep)) => Some(*ep),
+            _ => None,
+        }
+    }
+
     /// [`Endpoint::rep`] of an endpoint not ready.
     #[cold]
     fn rep_slow(&self) -> Result<rucx::Ep, StatusCode> {

@@ -16,15 +16,15 @@ pub(crate) struct Inbox<T>(Arc<Shared<T>>);
 struct Shared<T> {
     /// Set by every push; cleared only by a pop that found it empty.
     news: AtomicBool,
+    /// Set by every push too, and shared with other inboxes (a worker's
+    /// one flag for all of them); cleared by its owner.
+    bell: Option<Arc<AtomicBool>>,
     q: Mutex<VecDeque<T>>,
 }
 
 impl<T> Default for Inbox<T> {
     fn default() -> Self {
-        Inbox(Arc::new(Shared {
-            news: AtomicBool::new(false),
-            q: Mutex::new(VecDeque::new()),
-        }))
+        Inbox::with_bell(None)
     }
 }
 
@@ -35,10 +35,22 @@ impl<T> Clone for Inbox<T> {
 }
 
 impl<T> Inbox<T> {
+    /// An empty inbox whose pushes also set `bell`, if any.
+    pub(crate) fn with_bell(bell: Option<Arc<AtomicBool>>) -> Self {
+        Inbox(Arc::new(Shared {
+            news: AtomicBool::new(false),
+            bell,
+            q: Mutex::new(VecDeque::new()),
+        }))
+    }
+
     /// Queues `v`.
     pub(crate) fn push(&self, v: T) {
         self.0.q.lock().push_back(v);
         self.0.news.store(true, Ordering::Release);
+        if let Some(b) = &self.0.bell {
+            b.store(true, Ordering::Release);
+        }
     }
 
     /// Whether something may be queued: `false` means empty, at the cost
@@ -120,6 +132,18 @@ mod tests {
         b.push(6);
         assert_eq!(a.remove_where(|_| true), [6]);
         assert!(!a.has_news());
+    }
+
+    #[test]
+    fn a_push_rings_the_shared_bell() {
+        let bell = Arc::new(AtomicBool::new(false));
+        let a = Inbox::with_bell(Some(bell.clone()));
+        let b: Inbox<u8> = Inbox::with_bell(Some(bell.clone()));
+        a.push(1);
+        assert!(bell.swap(false, Ordering::AcqRel));
+        b.push(2);
+        assert!(bell.load(Ordering::Acquire));
+        assert_eq!((a.pop(), b.pop()), (Some(1), Some(2)));
     }
 
     #[test]

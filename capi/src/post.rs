@@ -5,7 +5,7 @@
 //! active message calls post through here.
 
 use crate::ep::{Conn, Endpoint};
-use crate::request::{self, Cb, Opts};
+use crate::request::{self, Opts};
 use crate::status;
 use crate::types::*;
 use crate::worker::Worker;
@@ -19,8 +19,15 @@ pub(crate) fn post(
     o: &Opts,
     post: impl FnOnce(&mut rucx::Worker, Op) -> rucx::Result<Posted<()>>,
 ) -> StatusPtr {
-    if o.external.is_null() && !o.no_imm {
-        return post_pooled(w, o, post);
+    if !o.no_imm {
+        if !o.external.is_null() && !request::aligned(o.external) {
+            return status::ptr(status::INVALID_PARAM);
+        }
+        let at = Done {
+            external: o.external,
+            recv_info: o.recv_info,
+        };
+        return post_lazy(w, &at, || *o, post);
     }
     let h = match request::alloc(w, o) {
         Ok(h) => h,
@@ -44,20 +51,9 @@ pub(crate) fn post(
                 // caller's contract).
                 unsafe { *o.recv_info = info };
             }
-            if o.no_imm {
-                // SAFETY: a fresh header; no borrow of the worker alive.
-                unsafe { request::complete(h, status::OK, info) };
-                return request::user_ptr(h);
-            }
-            // SAFETY: the header just written. The application's own
-            // memory says "completed" to a later test (no callback runs,
-            // as UCX's); a pooled block goes back.
-            unsafe {
-                (*h).cb = Cb::None;
-                request::complete(h, status::OK, info);
-                request::recycle(h);
-            }
-            ptr::null_mut()
+            // SAFETY: a fresh header; no borrow of the worker alive.
+            unsafe { request::complete(h, status::OK, info) };
+            request::user_ptr(h)
         }
         Err(e) => {
             // SAFETY: the request never went in flight.
@@ -67,45 +63,70 @@ pub(crate) fn post(
     }
 }
 
-/// [`post`] of an operation whose request, if it needs one, comes from
-/// the pool: the request is taken only once the operation went in flight
-/// (a small send completes when posted, and needs none), and the Rust
-/// request gets its address then.
-#[inline]
-fn post_pooled(
+/// Where an operation that completes when posted reports: the
+/// application's request memory (marked completed, for a later test, as
+/// UCX's is) and a receive's `recv_info`; NULL for none.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Done {
+    pub(crate) external: *mut std::ffi::c_void,
+    pub(crate) recv_info: *mut TagRecvInfo,
+}
+
+/// Posts an operation that takes a request only once it goes in flight
+/// (a small send or a receive of a message already there completes when
+/// posted and needs none): `opts` gives the request's options then, and
+/// the Rust request gets the request's address as its user data. An
+/// operation done at once reports through `at` and returns NULL.
+///
+/// `at.external`, if not NULL, was checked by [`request::aligned`].
+#[inline(always)]
+pub(crate) fn post_lazy(
     w: &Worker,
-    o: &Opts,
+    at: &Done,
+    opts: impl FnOnce() -> Opts,
     post: impl FnOnce(&mut rucx::Worker, Op) -> rucx::Result<Posted<()>>,
 ) -> StatusPtr {
     match w.with(|rw| post(rw, Op::new().queue())) {
         Ok(Posted::Done(info, ())) => {
-            if !o.recv_info.is_null() {
+            let info = TagRecvInfo {
+                sender_tag: info.tag,
+                length: info.length,
+            };
+            if !at.recv_info.is_null() {
                 // SAFETY: `recv_info` of the parameters is writable (the
                 // caller's contract).
-                unsafe {
-                    *o.recv_info = TagRecvInfo {
-                        sender_tag: info.tag,
-                        length: info.length,
-                    }
-                };
+                unsafe { *at.recv_info = info };
+            }
+            if !at.external.is_null() {
+                // SAFETY: the application's request memory, aligned
+                // (checked by the caller), with room for a header before
+                // it (contract of the calls that take request memory).
+                unsafe { request::write_done(w, at.external, info) };
             }
             ptr::null_mut()
         }
-        Ok(Posted::InFlight(id)) => match request::alloc(w, o) {
-            Ok(h) => {
-                w.with(|rw| rw.request_set_user_data(id, h as usize as u64));
-                // SAFETY: the header just written; its request is in flight.
-                unsafe { (*h).id = Some(id) };
-                request::user_ptr(h)
-            }
-            Err(st) => {
-                // No request to report to: it finishes on its own, and
-                // its completion (user data 0) is passed over.
-                w.with(|rw| rw.request_release(id));
-                status::ptr(st)
-            }
-        },
+        Ok(Posted::InFlight(id)) => attach(w, &opts(), id),
         Err(e) => status::ptr(status::of(&e)),
+    }
+}
+
+/// A request with options `o` for Rust request `id`, which went in
+/// flight.
+#[inline(never)]
+fn attach(w: &Worker, o: &Opts, id: rucx::ReqId) -> StatusPtr {
+    match request::alloc(w, o) {
+        Ok(h) => {
+            w.with(|rw| rw.request_set_user_data(id, h as usize as u64));
+            // SAFETY: the header just written; its request is in flight.
+            unsafe { (*h).id = Some(id) };
+            request::user_ptr(h)
+        }
+        Err(st) => {
+            // No request to report to: it finishes on its own, and its
+            // completion (user data 0) is passed over.
+            w.with(|rw| rw.request_release(id));
+            status::ptr(st)
+        }
     }
 }
 

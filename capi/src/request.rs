@@ -15,7 +15,7 @@
 //! UCX's implementation does, whatever its documentation says) and is
 //! recycled then.
 
-use crate::status::{self, guard, guard_status};
+use crate::status::{self, guard};
 use crate::types::*;
 use crate::worker::Worker;
 use rucx::ReqId;
@@ -222,11 +222,10 @@ pub(crate) fn alloc(w: &Worker, o: &Opts) -> Result<*mut Header, StatusCode> {
         }
         (h.as_ptr(), POOLED)
     } else {
-        let h = header_of(o.external);
-        if h as usize % std::mem::align_of::<Header>() != 0 {
+        if !aligned(o.external) {
             return Err(status::INVALID_PARAM);
         }
-        (h, 0)
+        (header_of(o.external), 0)
     };
     let hdr = Header {
         worker: w,
@@ -241,6 +240,35 @@ pub(crate) fn alloc(w: &Worker, o: &Opts) -> Result<*mut Header, StatusCode> {
     // take request memory), aligned for a Header (checked).
     unsafe { ptr::write(h, hdr) };
     Ok(h)
+}
+
+/// Whether the header of the application's request memory `req` is
+/// aligned for a [`Header`].
+#[inline]
+pub(crate) fn aligned(req: *mut c_void) -> bool {
+    header_of(req) as usize % std::mem::align_of::<Header>() == 0
+}
+
+/// Marks the application's request memory `req` as a request of `w` that
+/// completed well with `info` when posted: a later test reports it, and
+/// no callback runs (UCX's behaviour for an operation done at once).
+///
+/// # Safety
+///
+/// `req` is [`aligned`] application request memory with a header's room
+/// before it, not in use by a request in flight.
+#[inline]
+pub(crate) unsafe fn write_done(w: &Worker, req: *mut c_void, info: TagRecvInfo) {
+    let hdr = Header {
+        worker: w,
+        id: None,
+        cb: Cb::None,
+        info,
+        status: status::OK,
+        flags: COMPLETED,
+    };
+    // SAFETY: the header's room, aligned (contract).
+    unsafe { ptr::write(header_of(req), hdr) };
 }
 
 /// The outcome of an operation that ended when posted with status `st`:
@@ -359,15 +387,8 @@ pub(crate) unsafe fn test(req: *mut c_void) -> Option<(StatusCode, TagRecvInfo)>
 /// `request` is a live request handle.
 #[no_mangle]
 pub unsafe extern "C" fn ucp_request_check_status(request: *mut c_void) -> StatusCode {
-    guard_status(|| {
-        if request.is_null() {
-            return status::INVALID_PARAM;
-        }
-        // SAFETY: live handle (contract).
-        let _g = unsafe { worker_of(request) }.enter();
-        // SAFETY: as above.
-        unsafe { test(request) }.map_or(status::INPROGRESS, |(s, _)| s)
-    })
+    // SAFETY: forwarded contract.
+    unsafe { test_request(request, ptr::null_mut()) }
 }
 
 /// `ucp_request_test` (legacy): as `ucp_request_check_status`, and fills
@@ -382,7 +403,7 @@ pub unsafe extern "C" fn ucp_request_test(
     info: *mut TagRecvInfo,
 ) -> StatusCode {
     // SAFETY: forwarded contract.
-    unsafe { ucp_tag_recv_request_test(request, info) }
+    unsafe { test_request(request, info) }
 }
 
 /// `ucp_tag_recv_request_test`.
@@ -395,24 +416,64 @@ pub unsafe extern "C" fn ucp_tag_recv_request_test(
     request: *mut c_void,
     info: *mut TagRecvInfo,
 ) -> StatusCode {
-    guard_status(|| {
-        if request.is_null() {
-            return status::INVALID_PARAM;
-        }
-        // SAFETY: live handle (contract).
-        let _g = unsafe { worker_of(request) }.enter();
-        // SAFETY: as above.
-        match unsafe { test(request) } {
-            None => status::INPROGRESS,
-            Some((s, i)) => {
-                if !info.is_null() {
-                    // SAFETY: writable (contract).
-                    unsafe { *info = i };
-                }
-                s
+    // SAFETY: forwarded contract.
+    unsafe { test_request(request, info) }
+}
+
+/// The tests of a request: a few loads, no lock unless the worker is
+/// shared by threads (`UCS_THREAD_MODE_MULTI`). Nothing here can panic,
+/// so no guard is needed.
+///
+/// # Safety
+///
+/// `request` is NULL or a live request handle; `info` is NULL or
+/// writable.
+#[inline(always)]
+unsafe fn test_request(request: *mut c_void, info: *mut TagRecvInfo) -> StatusCode {
+    if request.is_null() {
+        return status::INVALID_PARAM;
+    }
+    // SAFETY: live handle (contract).
+    let w = unsafe { worker_of(request) };
+    if w.is_multi() {
+        // SAFETY: forwarded contract.
+        return unsafe { test_locked(w, request, info) };
+    }
+    // SAFETY: forwarded contract; the worker is used by this thread only.
+    unsafe { test_into(request, info) }
+}
+
+/// [`test_request`] under the lock of a worker shared by threads.
+///
+/// # Safety
+///
+/// As [`test_request`], `w` being the request's worker.
+#[cold]
+#[inline(never)]
+unsafe fn test_locked(w: &Worker, request: *mut c_void, info: *mut TagRecvInfo) -> StatusCode {
+    let _g = w.enter();
+    // SAFETY: forwarded contract, under the lock.
+    unsafe { test_into(request, info) }
+}
+
+/// The status of a live request, `info` filled if it completed.
+///
+/// # Safety
+///
+/// As [`test_request`], with the request's worker not in use elsewhere.
+#[inline(always)]
+unsafe fn test_into(request: *mut c_void, info: *mut TagRecvInfo) -> StatusCode {
+    // SAFETY: live handle (contract).
+    match unsafe { test(request) } {
+        None => status::INPROGRESS,
+        Some((s, i)) => {
+            if !info.is_null() {
+                // SAFETY: writable (contract).
+                unsafe { *info = i };
             }
+            s
         }
-    })
+    }
 }
 
 /// `ucp_request_is_completed` (legacy).

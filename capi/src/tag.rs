@@ -9,7 +9,7 @@
 
 use crate::dt::{self, Data};
 use crate::ep::Endpoint;
-use crate::post::{post, post_ep};
+use crate::post::{post, post_ep, post_lazy, Done};
 use crate::request::{Cb, Opts};
 use crate::status::{self, guard, guard_ptr, guard_status};
 use crate::types::*;
@@ -95,6 +95,54 @@ unsafe fn recv(
     })
 }
 
+/// What the message-rate path of `ucp_tag_send_nbx`/`ucp_tag_recv_nbx`
+/// takes from `param`: the bytes of contiguous data of `count` elements,
+/// and where an operation done at once reports. `None` for everything
+/// else (other datatypes, `UCP_OP_ATTR_FLAG_NO_IMM_CMPL`, misaligned
+/// request memory, a NULL buffer), which the general path takes.
+///
+/// # Safety
+///
+/// `param` is NULL or a valid `ucp_request_param_t`.
+#[inline(always)]
+unsafe fn lean(
+    param: *const RequestParam,
+    buffer: *const c_void,
+    count: usize,
+    recv: bool,
+) -> Option<(usize, Done)> {
+    // SAFETY: NULL or valid (contract).
+    let p = unsafe { param.as_ref() };
+    let mask = p.map_or(0, |p| p.op_attr_mask);
+    if mask & UCP_OP_ATTR_FLAG_NO_IMM_CMPL != 0 || buffer.is_null() {
+        return None;
+    }
+    let mut at = Done {
+        external: ptr::null_mut(),
+        recv_info: ptr::null_mut(),
+    };
+    let mut datatype = DT_CONTIG_BYTES;
+    if let Some(p) = p {
+        if mask & UCP_OP_ATTR_FIELD_DATATYPE != 0 {
+            datatype = p.datatype;
+        }
+        if mask & UCP_OP_ATTR_FIELD_REQUEST != 0 {
+            if !crate::request::aligned(p.request) {
+                return None;
+            }
+            at.external = p.request;
+        }
+        if recv && mask & UCP_OP_ATTR_FIELD_RECV_INFO != 0 {
+            at.recv_info = p.recv_info.cast();
+        }
+    }
+    if datatype & UCP_DATATYPE_CLASS_MASK != UCP_DATATYPE_CONTIG {
+        return None;
+    }
+    let len = count.checked_mul((datatype >> UCP_DATATYPE_SHIFT) as usize)?;
+    Some((len, at))
+}
+
 /// `ucp_tag_send_nbx`.
 ///
 /// # Safety
@@ -111,6 +159,22 @@ pub unsafe extern "C" fn ucp_tag_send_nbx(
 ) -> StatusPtr {
     // SAFETY: forwarded contract.
     guard_ptr(|| unsafe {
+        // The message-rate path: contiguous data on a connected endpoint.
+        if let (Some(e), Some((len, at))) = (ep.as_ref(), lean(param, buffer, count, false)) {
+            let w = e.worker();
+            let _g = w.enter();
+            if let Some(rep) = e.ready() {
+                return post_lazy(
+                    w,
+                    &at,
+                    || Opts::from_param(param, false),
+                    // SAFETY: the application keeps the buffer valid until
+                    // the request completes (UCX's contract, which is the
+                    // raw tier's).
+                    |rw, op| rw.tag_send_raw(rep, buffer.cast(), len, tag, op),
+                );
+            }
+        }
         send(
             ep,
             buffer,
@@ -249,6 +313,18 @@ pub unsafe extern "C" fn ucp_tag_recv_nbx(
 ) -> StatusPtr {
     // SAFETY: forwarded contract.
     guard_ptr(|| unsafe {
+        // The message-rate path: contiguous data.
+        if let (Some(w), Some((len, at))) = (worker.as_ref(), lean(param, buffer, count, true)) {
+            let _g = w.enter();
+            return post_lazy(
+                w,
+                &at,
+                || Opts::from_param(param, true),
+                // SAFETY: the application keeps the buffer valid until
+                // completion.
+                |rw, op| rw.tag_recv_raw(buffer.cast(), len, tag, tag_mask, op),
+            );
+        }
         recv(
             worker,
             buffer,

@@ -19,9 +19,11 @@ use crate::status::{self, guard, guard_status};
 use crate::types::*;
 use parking_lot::{ReentrantMutex, ReentrantMutexGuard};
 use rucx::ucp::{Closing, Flushing};
-use std::cell::UnsafeCell;
+use std::cell::{Cell, UnsafeCell};
 use std::collections::{HashMap, HashSet};
 use std::ffi::{c_uint, c_void};
+use std::sync::atomic::AtomicBool;
+use std::sync::Arc;
 
 /// An operation the worker moves on after each progress: its request
 /// completes when it is over.
@@ -66,6 +68,12 @@ pub struct Worker {
     /// Connection requests of this worker's listeners, for C.
     pub(crate) conn_queue: crate::listener::Queue,
     pub(crate) waker: rucx::Waker,
+    /// Set by every push to `failures`, `am_queue` and `conn_queue`: one
+    /// load tells an idle progress that none of them has anything.
+    pub(crate) bell: Arc<AtomicBool>,
+    /// `polled`, `connecting` or `late` may hold something: set by their
+    /// accessors, recomputed by the delivery that looks at them.
+    pub(crate) slow: Cell<bool>,
     lock: Option<ReentrantMutex<()>>,
     pub(crate) request_init: Option<RequestInitCb>,
     thread_mode: ThreadMode,
@@ -130,6 +138,7 @@ impl Worker {
 
     /// The polled operations, as [`Worker::with`].
     pub(crate) fn with_polled<R>(&self, f: impl FnOnce(&mut Vec<(*mut Header, Polled)>) -> R) -> R {
+        self.slow.set(true);
         // SAFETY: as in `with`.
         f(unsafe { &mut *self.polled.get() })
     }
@@ -145,6 +154,7 @@ impl Worker {
 
     /// The client endpoints whose connect is in progress.
     pub(crate) fn with_connecting<R>(&self, f: impl FnOnce(&mut Vec<*mut Endpoint>) -> R) -> R {
+        self.slow.set(true);
         // SAFETY: as `with_eps`.
         f(unsafe { &mut *self.connecting.get() })
     }
@@ -155,8 +165,20 @@ impl Worker {
         &self,
         f: impl FnOnce(&mut Vec<(*mut Header, StatusCode, TagRecvInfo)>) -> R,
     ) -> R {
+        self.slow.set(true);
         // SAFETY: as in `with`.
         f(unsafe { &mut *self.late.get() })
+    }
+
+    /// Whether `polled`, `connecting` or `late` holds something (no
+    /// accessor: it does not set `slow`).
+    pub(crate) fn slow_work(&self) -> bool {
+        // SAFETY: as in `with`; shared reads that end here.
+        unsafe {
+            !(*self.polled.get()).is_empty()
+                || !(*self.connecting.get()).is_empty()
+                || !(*self.late.get()).is_empty()
+        }
     }
 
     /// The client-server endpoints, as [`Worker::with`].
@@ -171,7 +193,15 @@ impl Worker {
         f(unsafe { &mut *self.am.get() })
     }
 
+    /// Whether threads share the worker (`UCS_THREAD_MODE_MULTI`): then
+    /// every entry point takes its lock.
+    #[inline]
+    pub(crate) fn is_multi(&self) -> bool {
+        self.lock.is_some()
+    }
+
     /// Takes the worker's lock in `UCS_THREAD_MODE_MULTI`.
+    #[inline]
     pub(crate) fn enter(&self) -> Option<ReentrantMutexGuard<'_, ()>> {
         self.lock.as_ref().map(|l| l.lock())
     }
@@ -181,8 +211,7 @@ impl Worker {
         !self.failures.is_empty()
             || !self.am_queue.is_empty()
             || !self.conn_queue.is_empty()
-            || self.with_polled(|p| !p.is_empty())
-            || self.with_connecting(|p| !p.is_empty())
+            || self.slow_work()
     }
 }
 
@@ -235,6 +264,7 @@ pub unsafe extern "C" fn ucp_worker_create(
             Err(e) => return status::of(&e),
         };
         let address = wrap_address(&rw.address());
+        let bell = Arc::new(AtomicBool::new(false));
         let w = Worker {
             name: name.unwrap_or_else(|| format!("{}:{}", c.name, std::process::id())),
             inner: UnsafeCell::new(rw),
@@ -245,11 +275,13 @@ pub unsafe extern "C" fn ucp_worker_create(
             late: UnsafeCell::new(Vec::new()),
             waiting: std::cell::Cell::new(std::ptr::null_mut()),
             cm: UnsafeCell::new(HashSet::new()),
-            failures: Failures::default(),
+            failures: Failures::with_bell(Some(bell.clone())),
             am: UnsafeCell::new(crate::am::AmState::default()),
-            am_queue: crate::am::Queue::default(),
-            conn_queue: crate::listener::Queue::default(),
+            am_queue: crate::am::Queue::with_bell(Some(bell.clone())),
+            conn_queue: crate::listener::Queue::with_bell(Some(bell.clone())),
             waker,
+            bell,
+            slow: Cell::new(false),
             lock: (thread_mode == UCS_THREAD_MODE_MULTI).then(|| ReentrantMutex::new(())),
             request_init: c.request_init,
             thread_mode,

@@ -524,6 +524,68 @@ int main(void)
     }
     printf("nbr: ok\n");
 
+    /* Requests in the application's memory through the nbx calls, as Open
+     * MPI's blocking send and receive use them: a send done at once
+     * returns NULL; a receive done at once returns NULL too and its
+     * memory reports the message to ucp_request_test; a receive posted
+     * first returns that memory; misaligned memory is refused. */
+    {
+        char *mem = aligned_alloc(16, cattr.request_size * 2 + 64);
+        void *sreq = mem + cattr.request_size;
+        char *mem2 = aligned_alloc(16, cattr.request_size + 64);
+        void *rreq = mem2 + cattr.request_size;
+        uint64_t v = 91, got = 0;
+        ucp_request_param_t sp, rp;
+        sp.op_attr_mask = UCP_OP_ATTR_FIELD_REQUEST | UCP_OP_ATTR_FIELD_DATATYPE |
+                          UCP_OP_ATTR_FLAG_FAST_CMPL;
+        sp.datatype = ucp_dt_make_contig(1);
+        sp.request  = sreq;
+        rp.op_attr_mask = UCP_OP_ATTR_FIELD_REQUEST | UCP_OP_ATTR_FIELD_DATATYPE;
+        rp.datatype = ucp_dt_make_contig(8);
+        rp.request  = rreq;
+
+        void *s = ucp_tag_send_nbx(ep, &v, 8, 0x4343, &sp);
+        CHECK(!UCS_PTR_IS_ERR(s));
+        time_t start = time(NULL);
+        while (s != NULL && ucp_request_check_status(s) == UCS_INPROGRESS) {
+            CHECK(time(NULL) - start < 30);
+            progress_both();
+        }
+        ucp_tag_message_h m;
+        ucp_tag_recv_info_t info;
+        while ((m = ucp_tag_probe_nb(wb, 0x4343, UINT64_MAX, 0, &info)) == NULL) {
+            CHECK(time(NULL) - start < 30);
+            progress_both();
+        }
+        void *r = ucp_tag_recv_nbx(wb, &got, 1, 0x4343, UINT64_MAX, &rp);
+        CHECK(r == NULL);
+        memset(&info, 0, sizeof(info));
+        CHECK(ucp_request_test(rreq, &info) == UCS_OK);
+        CHECK(info.length == 8 && info.sender_tag == 0x4343 && got == 91);
+
+        got = 0;
+        r = ucp_tag_recv_nbx(wb, &got, 1, 0x4344, UINT64_MAX, &rp);
+        CHECK(r == rreq);
+        CHECK(ucp_request_test(rreq, &info) == UCS_INPROGRESS);
+        v = 92;
+        s = ucp_tag_send_nbx(ep, &v, 8, 0x4344, &sp);
+        CHECK(!UCS_PTR_IS_ERR(s));
+        while (ucp_request_test(rreq, &info) == UCS_INPROGRESS ||
+               (s != NULL && ucp_request_check_status(s) == UCS_INPROGRESS)) {
+            CHECK(time(NULL) - start < 30);
+            progress_both();
+        }
+        CHECK(ucp_request_test(rreq, &info) == UCS_OK);
+        CHECK(info.length == 8 && info.sender_tag == 0x4344 && got == 92);
+
+        rp.request = mem2 + cattr.request_size + 1;
+        r = ucp_tag_recv_nbx(wb, &got, 1, 0x4345, UINT64_MAX, &rp);
+        CHECK(UCS_PTR_IS_ERR(r) && UCS_PTR_STATUS(r) == UCS_ERR_INVALID_PARAM);
+        free(mem);
+        free(mem2);
+    }
+    printf("nbx in application memory: ok\n");
+
     /* Sleep on the event fd, and in ucp_worker_wait, until a message. */
     sleeper_ep = ep;
     sleep_until_message(0x5100, 0);

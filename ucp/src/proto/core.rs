@@ -143,6 +143,9 @@ pub(crate) struct Core {
     pub(crate) lane_eps: Vec<Vec<Option<SlabId>>>,
     /// Per iface: how many entries of `lane_eps` are set.
     pub(crate) lane_counts: Vec<u32>,
+    /// A count of `lane_counts` changed since the worker last chose the
+    /// ifaces it polls on every progress call.
+    pub(crate) lanes_changed: bool,
     /// What completed requests report to the application.
     pub(crate) done: Reports,
     pub(crate) cur_iface: usize,
@@ -247,6 +250,7 @@ impl Core {
             frags: FxHashMap::default(),
             lane_eps: vec![Vec::new(); n_ifaces],
             lane_counts: vec![0; n_ifaces],
+            lanes_changed: true,
             done: Reports::default(),
             cur_iface: 0,
             commands: VecDeque::new(),
@@ -309,8 +313,14 @@ impl Core {
         }
         let n = &mut self.lane_counts[iface];
         match (v[i].is_some(), ep.is_some()) {
-            (false, true) => *n += 1,
-            (true, false) => *n = n.saturating_sub(1),
+            (false, true) => {
+                *n += 1;
+                self.lanes_changed = true;
+            }
+            (true, false) => {
+                *n = n.saturating_sub(1);
+                self.lanes_changed = true;
+            }
             _ => {}
         }
         v[i] = ep;
@@ -389,31 +399,29 @@ impl Core {
                 } else {
                     req.result = Some(result);
                 }
-                return;
             }
-            Notify::Queue => {
+            notify @ (Notify::Queue | Notify::Callback(_)) => {
+                // Queue and callback hand the result out; keep the slot
+                // only for an owned buffer still to be taken.
+                if req.owner.is_some() && !req.detached {
+                    req.result = Some(result.clone());
+                } else {
+                    // Dropped in its slot when it holds nothing (a receive,
+                    // a send done): moving it out to drop it costs a copy
+                    // of the whole request on the message path.
+                    self.reqs
+                        .take_map_forget(id, |_| Some(()), Request::owns_nothing);
+                }
                 let c = Completion {
                     id: crate::ReqId(id),
                     user_data,
-                    result: result.clone(),
+                    result,
                 };
-                self.done.completions.push_back(c);
+                match notify {
+                    Notify::Callback(cb) => self.done.callbacks.push((cb, c)),
+                    _ => self.done.completions.push_back(c),
+                }
             }
-            Notify::Callback(cb) => {
-                let c = Completion {
-                    id: crate::ReqId(id),
-                    user_data,
-                    result: result.clone(),
-                };
-                self.done.callbacks.push((cb, c));
-            }
-        }
-        // Queue and callback hand the result out; keep the slot only for an
-        // owned buffer still to be taken.
-        if req.owner.is_some() && !req.detached {
-            req.result = Some(result);
-        } else {
-            self.reqs.remove(id);
         }
     }
 

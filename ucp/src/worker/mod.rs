@@ -58,6 +58,12 @@ pub struct Worker {
     listen_now: bool,
     /// Per iface: whether progress may skip it.
     heat: Vec<heat::Heat>,
+    /// The ifaces that progress calls other than sweeps poll: those not
+    /// cold when last chosen (on a sweep, or when the lanes or the heat
+    /// changed).
+    hot: Vec<usize>,
+    /// `hot` must be chosen again.
+    hot_stale: bool,
     tick: heat::Tick,
 }
 
@@ -158,6 +164,8 @@ impl Worker {
             listeners: Vec::new(),
             listen_now: false,
             heat,
+            hot: Vec::new(),
+            hot_stale: true,
             tick: heat::Tick::default(),
         })
     }
@@ -303,17 +311,12 @@ impl Worker {
     /// Makes progress on every iface and runs completion callbacks.
     /// Returns how many events it handled; never blocks.
     pub fn progress(&mut self) -> usize {
-        let mut n = 0;
         let sweep = self.tick.next();
-        for ((i, iface), heat) in self.ifaces.iter_mut().enumerate().zip(&mut self.heat) {
-            if !sweep && heat.cold(self.core.lane_counts.get(i).copied().unwrap_or(0)) {
-                continue;
-            }
-            self.core.cur_iface = i;
-            let got = iface.progress(&mut self.core);
-            heat.polled(got);
-            n += got;
-        }
+        let mut n = if sweep || self.hot_stale || self.core.lanes_changed {
+            self.progress_all(sweep)
+        } else {
+            self.progress_hot()
+        };
         if self.core.has_commands() {
             n += self.core.run_commands(&mut self.ifaces);
         }
@@ -338,6 +341,46 @@ impl Worker {
             self.listen_now = false;
             n += self.poll_listeners();
         }
+        n
+    }
+
+    /// Polls the ifaces of `hot`: the progress calls between sweeps.
+    #[inline]
+    fn progress_hot(&mut self) -> usize {
+        let mut n = 0;
+        for &i in &self.hot {
+            let (Some(iface), Some(heat)) = (self.ifaces.0.get_mut(i), self.heat.get_mut(i)) else {
+                continue;
+            };
+            self.core.cur_iface = i;
+            let got = iface.progress(&mut self.core);
+            heat.polled(got);
+            n += got;
+        }
+        n
+    }
+
+    /// Polls every iface not cold (all of them on a `sweep`), and chooses
+    /// `hot` again.
+    #[cold]
+    fn progress_all(&mut self, sweep: bool) -> usize {
+        let mut n = 0;
+        self.hot.clear();
+        for ((i, iface), heat) in self.ifaces.0.iter_mut().enumerate().zip(&mut self.heat) {
+            let lanes = self.core.lane_counts.get(i).copied().unwrap_or(0);
+            if !sweep && heat.cold(lanes) {
+                continue;
+            }
+            self.core.cur_iface = i;
+            let got = iface.progress(&mut self.core);
+            heat.polled(got);
+            n += got;
+            if !heat.cold(lanes) {
+                self.hot.push(i);
+            }
+        }
+        self.hot_stale = false;
+        self.core.lanes_changed = false;
         n
     }
 

@@ -165,6 +165,7 @@ impl Worker {
         self.listen_now = true;
         // Whichever iface woke us, the next progress polls them all.
         self.heat.iter_mut().for_each(|h| h.warm());
+        self.hot_stale = true;
         r.map_err(Error::transport)?;
         Ok(())
     }
