@@ -13,9 +13,19 @@ use crate::worker::{Polled, Worker};
 use std::sync::atomic::Ordering;
 
 /// Progresses `w` and delivers what completed; how many events.
+#[inline(always)]
 pub(crate) fn progress(w: &Worker) -> usize {
     let n = w.with(|rw| rw.progress());
-    n + deliver(w)
+    if has_news(w) {
+        return n + deliver_news(w);
+    }
+    n
+}
+
+/// Whether [`deliver`] has anything to do (a few loads).
+#[inline(always)]
+fn has_news(w: &Worker) -> bool {
+    w.with(|rw| rw.has_completions()) || w.slow.get() || w.bell.load(Ordering::Acquire)
 }
 
 /// Delivers to C what the Rust worker reported: completions, closes and
@@ -23,6 +33,15 @@ pub(crate) fn progress(w: &Worker) -> usize {
 /// called with no borrow of `w` alive. Returns how many it delivered.
 #[inline]
 pub(crate) fn deliver(w: &Worker) -> usize {
+    if has_news(w) {
+        return deliver_news(w);
+    }
+    0
+}
+
+/// [`deliver`] once there is something.
+#[inline(never)]
+fn deliver_news(w: &Worker) -> usize {
     let mut n = 0;
     if w.with(|rw| rw.has_completions()) {
         n += deliver_completions(w);

@@ -75,8 +75,10 @@ pub(crate) struct Done {
 /// Posts an operation that takes a request only once it goes in flight
 /// (a small send or a receive of a message already there completes when
 /// posted and needs none): `opts` gives the request's options then, and
-/// the Rust request gets the request's address as its user data. An
-/// operation done at once reports through `at` and returns NULL.
+/// the Rust request gets the request's address as its user data (known
+/// before posting for the application's request memory, set after for
+/// a pooled request). An operation done at once reports through `at`
+/// and returns NULL.
 ///
 /// `at.external`, if not NULL, was checked by [`request::aligned`].
 #[inline(always)]
@@ -86,7 +88,13 @@ pub(crate) fn post_lazy(
     opts: impl FnOnce() -> Opts,
     post: impl FnOnce(&mut rucx::Worker, Op) -> rucx::Result<Posted<()>>,
 ) -> StatusPtr {
-    match w.with(|rw| post(rw, Op::new().queue())) {
+    let h = request::header_of(at.external);
+    let op = if at.external.is_null() {
+        Op::new().queue()
+    } else {
+        Op::new().queue().user_data(h as usize as u64)
+    };
+    match w.with(|rw| post(rw, op)) {
         Ok(Posted::Done(info, ())) => {
             let info = TagRecvInfo {
                 sender_tag: info.tag,
@@ -104,6 +112,12 @@ pub(crate) fn post_lazy(
                 unsafe { request::write_done(w, at.external, info) };
             }
             ptr::null_mut()
+        }
+        Ok(Posted::InFlight(id)) if !at.external.is_null() => {
+            // SAFETY: the application's request memory, aligned, with a
+            // header's room before it (as above); in flight from now on.
+            unsafe { request::write_in_flight(w, h, opts().cb, id) };
+            at.external
         }
         Ok(Posted::InFlight(id)) => attach(w, &opts(), id),
         Err(e) => status::ptr(status::of(&e)),

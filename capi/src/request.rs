@@ -271,6 +271,27 @@ pub(crate) unsafe fn write_done(w: &Worker, req: *mut c_void, info: TagRecvInfo)
     unsafe { ptr::write(header_of(req), hdr) };
 }
 
+/// Writes the header `h` of the application's request memory for
+/// request `id` of `w`, in flight, reporting through `cb`.
+///
+/// # Safety
+///
+/// `h` is the [`aligned`] header room of application request memory not
+/// in use by another request in flight.
+#[inline]
+pub(crate) unsafe fn write_in_flight(w: &Worker, h: *mut Header, cb: Cb, id: ReqId) {
+    let hdr = Header {
+        worker: w,
+        id: Some(id),
+        cb,
+        info: TagRecvInfo::default(),
+        status: status::INPROGRESS,
+        flags: 0,
+    };
+    // SAFETY: the header's room, aligned (contract).
+    unsafe { ptr::write(h, hdr) };
+}
+
 /// The outcome of an operation that ended when posted with status `st`:
 /// NULL (or the error as a pointer), or with `UCP_OP_ATTR_FLAG_NO_IMM_CMPL`
 /// a completed request whose callback ran already.

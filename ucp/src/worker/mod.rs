@@ -312,11 +312,30 @@ impl Worker {
     /// Returns how many events it handled; never blocks.
     pub fn progress(&mut self) -> usize {
         let sweep = self.tick.next();
-        let mut n = if sweep || self.hot_stale || self.core.lanes_changed {
+        let n = if sweep || self.hot_stale || self.core.lanes_changed {
             self.progress_all(sweep)
         } else {
             self.progress_hot()
         };
+        let c = &self.core;
+        if sweep
+            || (self.listen_now && !self.listeners.is_empty())
+            || c.has_commands()
+            || !c.done.callbacks.is_empty()
+            || !c.done.am_arrivals.is_empty()
+            || !c.done.ep_failures.is_empty()
+        {
+            return n + self.progress_rest(sweep);
+        }
+        n
+    }
+
+    /// What a progress call does past polling the ifaces, when there is
+    /// any: commands, callbacks, active message and error handlers, the
+    /// keepalive and listeners on a sweep.
+    #[inline(never)]
+    fn progress_rest(&mut self, sweep: bool) -> usize {
+        let mut n = 0;
         if self.core.has_commands() {
             n += self.core.run_commands(&mut self.ifaces);
         }
