@@ -17,7 +17,7 @@ use super::wire::{
 use super::FragKey;
 use crate::proto::core::{AckTo, Core, FragTarget, Unexp};
 use crate::request::buf::RecvBuf;
-use crate::request::{Info, Kind, Notify, Op, RecvPhase, RecvState, Request};
+use crate::request::{Completion, Info, Kind, Notify, Op, RecvPhase, RecvState, Request};
 use crate::tag::PostOutcome;
 use crate::ucs::slab::SlabId;
 use crate::ucs::PeerMisbehaved;
@@ -137,6 +137,43 @@ impl Core {
                     })
                 } else {
                     Ok(Info { tag, length: n })
+                });
+                return;
+            }
+        }
+        // A receive that reports through the completion queue (the C API's
+        // requests) and owns nothing: finished here too, its slot freed in
+        // place, as `complete` would.
+        if let Some(Request {
+            kind: Kind::Recv(r),
+            notify,
+            user_data,
+            result: None,
+            owner: None,
+            detached: false,
+            staged: None,
+        }) = self.reqs.get_mut(req)
+        {
+            if matches!(notify, Notify::Queue) && r.memh.is_none() && r.read_error.is_none() {
+                *notify = Notify::Poll;
+                let (n, cap) = (payload.len(), r.buf.capacity());
+                let user_data = *user_data;
+                self.done.completed = self.done.completed.wrapping_add(1);
+                r.take_whole(tag, payload);
+                let result = if n > cap {
+                    Err(Error::Truncated {
+                        length: n,
+                        capacity: cap,
+                    })
+                } else {
+                    Ok(Info { tag, length: n })
+                };
+                self.reqs
+                    .take_map_forget(req, |_| Some(()), Request::owns_nothing);
+                self.done.completions.push_back(Completion {
+                    id: crate::ReqId(req),
+                    user_data,
+                    result,
                 });
                 return;
             }
