@@ -342,7 +342,29 @@ pub(crate) unsafe fn recycle(h: *mut Header) {
 ///
 /// `h` is a live header not completed yet, and no borrow of its worker's
 /// state is alive (the callback may call any entry point).
+#[inline(always)]
 pub(crate) unsafe fn complete(h: *mut Header, status: StatusCode, info: TagRecvInfo) {
+    // SAFETY: live header (contract).
+    let hdr = unsafe { &mut *h };
+    if matches!(hdr.cb, Cb::None) && hdr.flags & RELEASED == 0 {
+        // Polled by the application, which still holds it: record it.
+        hdr.status = status;
+        hdr.info = info;
+        hdr.id = None;
+        hdr.flags |= COMPLETED;
+        return;
+    }
+    // SAFETY: forwarded contract.
+    unsafe { complete_with_cb(h, status, info) }
+}
+
+/// [`complete`] of a request with a callback, or released already.
+///
+/// # Safety
+///
+/// As [`complete`].
+#[inline(never)]
+unsafe fn complete_with_cb(h: *mut Header, status: StatusCode, info: TagRecvInfo) {
     // SAFETY: live header (contract); the borrow ends before the callback.
     let (cb, released) = unsafe {
         let hdr = &mut *h;
