@@ -5,7 +5,7 @@
 //! active message calls post through here.
 
 use crate::ep::{Conn, Endpoint};
-use crate::request::{self, Opts};
+use crate::request::{self, Cb, Opts};
 use crate::status;
 use crate::types::*;
 use crate::worker::Worker;
@@ -26,8 +26,9 @@ pub(crate) fn post(
         let at = Done {
             external: o.external,
             recv_info: o.recv_info,
+            mark: true,
         };
-        return post_lazy(w, &at, || *o, post);
+        return post_lazy(w, &at, || *o, || o.cb, post);
     }
     let h = match request::alloc(w, o) {
         Ok(h) => h,
@@ -65,16 +66,21 @@ pub(crate) fn post(
 
 /// Where an operation that completes when posted reports: the
 /// application's request memory (marked completed, for a later test, as
-/// UCX's is) and a receive's `recv_info`; NULL for none.
+/// UCX's is, if `mark`) and a receive's `recv_info`; NULL for none.
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct Done {
     pub(crate) external: *mut std::ffi::c_void,
     pub(crate) recv_info: *mut TagRecvInfo,
+    /// Mark `external` when done at once. UCX does for a receive (Open
+    /// MPI tests its receive's memory whatever the call returned); a send
+    /// done at once never touches it, and neither does this one's.
+    pub(crate) mark: bool,
 }
 
 /// Posts an operation that takes a request only once it goes in flight
 /// (a small send or a receive of a message already there completes when
-/// posted and needs none): `opts` gives the request's options then, and
+/// posted and needs none): `opts` gives the request's options then (`cb`
+/// its callback alone, for the application's request memory), and
 /// the Rust request gets the request's address as its user data (known
 /// before posting for the application's request memory, set after for
 /// a pooled request). An operation done at once reports through `at`
@@ -86,13 +92,17 @@ pub(crate) fn post_lazy(
     w: &Worker,
     at: &Done,
     opts: impl FnOnce() -> Opts,
+    cb: impl FnOnce() -> Cb,
     post: impl FnOnce(&mut rucx::Worker, Op) -> rucx::Result<Posted<()>>,
 ) -> StatusPtr {
+    // Marked memory is likely to go in flight (a receive): its user data
+    // is set now, not looked up again after.
+    let early = at.mark && !at.external.is_null();
     let h = request::header_of(at.external);
-    let op = if at.external.is_null() {
-        Op::new().queue()
-    } else {
+    let op = if early {
         Op::new().queue().user_data(h as usize as u64)
+    } else {
+        Op::new().queue()
     };
     match w.with(|rw| post(rw, op)) {
         Ok(Posted::Done(info, ())) => {
@@ -105,7 +115,7 @@ pub(crate) fn post_lazy(
                 // caller's contract).
                 unsafe { *at.recv_info = info };
             }
-            if !at.external.is_null() {
+            if early {
                 // SAFETY: the application's request memory, aligned
                 // (checked by the caller), with room for a header before
                 // it (contract of the calls that take request memory).
@@ -113,10 +123,10 @@ pub(crate) fn post_lazy(
             }
             ptr::null_mut()
         }
-        Ok(Posted::InFlight(id)) if !at.external.is_null() => {
+        Ok(Posted::InFlight(id)) if early => {
             // SAFETY: the application's request memory, aligned, with a
             // header's room before it (as above); in flight from now on.
-            unsafe { request::write_in_flight(w, h, opts().cb, id) };
+            unsafe { request::write_in_flight(w, h, cb(), id) };
             at.external
         }
         Ok(Posted::InFlight(id)) => attach(w, &opts(), id),

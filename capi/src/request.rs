@@ -45,6 +45,31 @@ pub(crate) enum Cb {
     StreamRecvLegacy(crate::stream::StreamRecvCb),
 }
 
+impl Cb {
+    /// The callback of parameters `p` (with its user data); `recv` picks
+    /// the receive member of the callback union.
+    #[inline]
+    pub(crate) fn of_param(p: &RequestParam, recv: bool) -> Cb {
+        if p.op_attr_mask & UCP_OP_ATTR_FIELD_CALLBACK == 0 {
+            return Cb::None;
+        }
+        let user_data = if p.op_attr_mask & UCP_OP_ATTR_FIELD_USER_DATA != 0 {
+            p.user_data
+        } else {
+            ptr::null_mut()
+        };
+        // SAFETY: every member of the union is one function pointer; the
+        // operation says which one C wrote.
+        unsafe {
+            match (recv, p.cb.send, p.cb.recv) {
+                (false, Some(f), _) => Cb::Send(f, user_data),
+                (true, _, Some(f)) => Cb::Recv(f, user_data),
+                _ => Cb::None,
+            }
+        }
+    }
+}
+
 /// rucx's part of a request, before the application's area.
 #[repr(C)]
 #[derive(Debug)]
@@ -174,22 +199,7 @@ impl Opts {
             return o;
         };
         let has = |bit| p.op_attr_mask & bit != 0;
-        let user_data = if has(UCP_OP_ATTR_FIELD_USER_DATA) {
-            p.user_data
-        } else {
-            ptr::null_mut()
-        };
-        if has(UCP_OP_ATTR_FIELD_CALLBACK) {
-            // SAFETY: every member of the union is one function pointer;
-            // the operation says which one C wrote.
-            o.cb = unsafe {
-                match (recv, p.cb.send, p.cb.recv) {
-                    (false, Some(f), _) => Cb::Send(f, user_data),
-                    (true, _, Some(f)) => Cb::Recv(f, user_data),
-                    _ => Cb::None,
-                }
-            };
-        }
+        o.cb = Cb::of_param(p, recv);
         if has(UCP_OP_ATTR_FIELD_REQUEST) {
             o.external = p.request;
         }

@@ -120,6 +120,7 @@ unsafe fn lean(
     let mut at = Done {
         external: ptr::null_mut(),
         recv_info: ptr::null_mut(),
+        mark: recv,
     };
     let mut datatype = DT_CONTIG_BYTES;
     if let Some(p) = p {
@@ -168,6 +169,7 @@ pub unsafe extern "C" fn ucp_tag_send_nbx(
                     w,
                     &at,
                     || Opts::from_param(param, false),
+                    || param.as_ref().map_or(Cb::None, |p| Cb::of_param(p, false)),
                     // SAFETY: the application keeps the buffer valid until
                     // the request completes (UCX's contract, which is the
                     // raw tier's).
@@ -320,6 +322,7 @@ pub unsafe extern "C" fn ucp_tag_recv_nbx(
                 w,
                 &at,
                 || Opts::from_param(param, true),
+                || param.as_ref().map_or(Cb::None, |p| Cb::of_param(p, true)),
                 // SAFETY: the application keeps the buffer valid until
                 // completion.
                 |rw, op| rw.tag_recv_raw(buffer.cast(), len, tag, tag_mask, op),
