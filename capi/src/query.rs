@@ -27,6 +27,11 @@ use std::ptr;
 /// not made through one.
 const NOT_CONNECTED: StatusCode = Status::NotConnected as StatusCode;
 
+/// The longest debug string of a request, with its terminating NUL:
+/// what `ucp_worker_query` reports as `max_debug_string` (200, as UCX
+/// 1.13's), and the most `ucp_request_query` writes.
+pub(crate) const MAX_DEBUG_STRING: usize = 200;
+
 /// A C array of static strings, exported as a data symbol.
 #[repr(transparent)]
 #[derive(Debug)]
@@ -232,7 +237,7 @@ pub unsafe extern "C" fn ucp_ep_evaluate_perf(
 }
 
 /// The debug text of a request: its state and, once a receive
-/// completed, its length.
+/// completed, its length; at most [`MAX_DEBUG_STRING`] - 1 bytes.
 fn describe(done: bool, st: StatusCode, length: usize) -> String {
     let mut s = if done {
         // SAFETY: ucs_status_string returns a static C string.
@@ -244,13 +249,20 @@ fn describe(done: bool, st: StatusCode, length: usize) -> String {
     if done && length > 0 {
         s += &format!(" length {length}");
     }
-    s + " host memory"
+    s += " host memory";
+    let mut end = s.len().min(MAX_DEBUG_STRING - 1);
+    while !s.is_char_boundary(end) {
+        end -= 1;
+    }
+    s.truncate(end);
+    s
 }
 
 /// `ucp_request_query`: the status (`UCS_INPROGRESS` while in flight), the
 /// memory type (host: rucx moves host memory only) and a debug string cut
 /// to the caller's buffer (`UCP_REQUEST_ATTR_FIELD_INFO_STRING` needs
-/// `_INFO_STRING_SIZE`). A request already freed is
+/// `_INFO_STRING_SIZE`; a buffer of the worker's `max_debug_string` bytes
+/// holds it whole). A request already freed is
 /// `UCS_ERR_INVALID_PARAM`.
 ///
 /// # Safety
@@ -522,6 +534,10 @@ mod tests {
         let s = storage_of(a);
         assert_eq!(s.ss_family, libc::AF_INET as libc::sa_family_t);
         assert!(describe(true, status::OK, 8).contains("length 8"));
+        for st in -120..=0 {
+            let text = describe(true, st, usize::MAX);
+            assert!(text.len() < MAX_DEBUG_STRING, "{text}");
+        }
         assert_eq!(describe(false, 0, 0), "in progress host memory");
     }
 }
