@@ -10,7 +10,9 @@
 //! tag messages both ways, a client rejected with `ucp_listener_reject`
 //! (its error handler sees `UCS_ERR_REJECTED`), a connect to a port with
 //! no listener (`UCS_ERR_UNREACHABLE` through the error handler),
-//! `ucp_listener_destroy`. Over the default transports, TCP
+//! `ucp_listener_destroy`, and a listener on a port in use (another
+//! socket listens on it, or a closed connection holds it in TIME_WAIT):
+//! `UCS_ERR_BUSY`, as UCX 1.13's. Over the default transports, TCP
 //! and shared memory (chosen with `UCX_TLS`, which the library reads as
 //! `RUCX_TLS`).
 
@@ -48,6 +50,8 @@ fn listeners_from_c() {
                 "{env:?}: {t}"
             );
             for line in [
+                format!("{ip} address in use: Device is busy"),
+                format!("{ip} address in time-wait: Device is busy"),
                 format!("{ip} sends posted while connecting: ok"),
                 format!(
                     "{ip} deferred sends: failed with the connect (Destination is unreachable), canceled by a close"
