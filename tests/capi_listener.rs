@@ -63,3 +63,40 @@ fn listeners_from_c() {
     }
     let _ = std::fs::remove_dir_all(dir);
 }
+
+/// Operations on a client endpoint the server has not accepted yet
+/// (`tests/c/capi_connecting.c`, one thread; the server accepts from its
+/// main loop, outside its connection handler): a remote key unpacked on
+/// it, `ucp_ep_query`, `ucp_put_nbx`, `ucp_get_nbx`, `ucp_atomic_op_nbx`
+/// and `ucp_ep_flush_nbx` return at once and complete once accepted; they
+/// fail with a connect that fails (a flush-mode close of it completes,
+/// no error handler runs) and are canceled by a forced close; a
+/// flush-mode close waits for the connect and delivers a send posted
+/// before it; blocking `ucp_put` and `ucp_ep_flush` progress the worker
+/// while they wait. As UCX 1.13 behaves.
+#[test]
+fn operations_while_connecting_from_c() {
+    let (dir, exe) = match build_c_test("connecting", "capi_connecting") {
+        Ok(v) => v,
+        Err(e) => return common::skip_or_fail(&e),
+    };
+    for env in [vec![], vec![("UCX_TLS", "tcp")], vec![("UCX_TLS", "shm")]] {
+        let out = run(&exe, &[], &env, 120);
+        let t = text(&out);
+        assert!(out.status.success(), "{env:?}: {t}");
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        for line in [
+            "query while connecting: Success",
+            "one-sided operations posted while connecting: ok",
+            "failed with the connect: ",
+            "flush-mode close of a failing connect: ok",
+            "canceled by a forced close: ok",
+            "flush-mode close while connecting: ok",
+            "blocking calls progress the worker: ok",
+            "capi_connecting: ok",
+        ] {
+            assert!(stdout.contains(line), "{env:?}: no {line:?}: {t}");
+        }
+    }
+    let _ = std::fs::remove_dir_all(dir);
+}

@@ -10,6 +10,12 @@
 //! `*buffer` is compared and `*reply_buffer` swapped in. A posting
 //! operation completes on its own (a flush waits for it).
 //!
+//! On a client endpoint whose connect is under way, `ucp_atomic_op_nbx`
+//! and `ucp_atomic_fetch_nb` return a request at once and the operation
+//! waits for the connect (`deferred.rs`); `ucp_atomic_post` waits inside
+//! the call and the blocking calls for their request, progressing the
+//! worker.
+//!
 //! The blocking calls of the compatibility header are UCX's: `ucp_atomic_add32`
 //! and `ucp_atomic_add64` are `ucp_atomic_post` (they return once
 //! posted); the fetching ones (`fadd`, `swap`, `cswap`) post as
@@ -19,10 +25,10 @@
 use crate::ep::{wait_ptr, Endpoint};
 use crate::request::{Cb, Opts};
 use crate::rkey::RkeyH;
-use crate::rma::{post, post_nbi, target};
+use crate::rma::{is_empty_key, post_keyed, post_nbi, target, with_key};
 use crate::status::{self, guard_ptr, guard_status};
 use crate::types::*;
-use rucx::{AtomicOp, AtomicValue};
+use rucx::{AtomicOp, AtomicValue, Op, Posted, Rkey};
 use std::ffi::{c_uint, c_void};
 use std::ptr;
 
@@ -80,6 +86,39 @@ unsafe fn read_word(p: *const c_void, size: usize) -> u64 {
     }
 }
 
+/// The endpoint and key of an atomic operation (the key of a map of 0
+/// bytes has no word: `UCS_ERR_INVALID_PARAM`).
+///
+/// # Safety
+///
+/// `ep` and `rkey` are NULL or live.
+unsafe fn atomic_target<'a>(
+    ep: *mut Endpoint,
+    rkey: *mut RkeyH,
+) -> Result<(&'a Endpoint, &'a RkeyH), StatusCode> {
+    // SAFETY: forwarded contract.
+    match unsafe { target(ep, rkey) } {
+        Ok((e, k)) if !is_empty_key(k) => Ok((e, k)),
+        _ => Err(status::INVALID_PARAM),
+    }
+}
+
+/// Posts atomic `f` on `e` with key `k` and request options `o`: at once
+/// if connected, with a request waiting for the connect while it is
+/// under way, the endpoint's status if it failed.
+fn post_atomic(
+    e: &Endpoint,
+    k: &RkeyH,
+    o: &Opts,
+    f: impl FnOnce(&mut rucx::Worker, rucx::Ep, &Rkey, Op) -> rucx::Result<Posted<()>> + 'static,
+) -> StatusPtr {
+    let _g = e.worker().enter();
+    match crate::deferred::target(e) {
+        Ok(rep) => post_keyed(e, k, o, rep, f),
+        Err(st) => status::ptr(st),
+    }
+}
+
 /// A fetching atomic: `op` with `value` (and `compare`) on the word at
 /// `remote_addr`, its old value to `result` (`value.width()` bytes).
 ///
@@ -98,20 +137,14 @@ unsafe fn fetch(
     o: &Opts,
 ) -> StatusPtr {
     // SAFETY: forwarded contract.
-    let (e, key) = match unsafe { target(ep, rkey) } {
-        Ok((e, Some(k))) => (e, k),
-        _ => return status::ptr(status::INVALID_PARAM),
+    let (e, k) = match unsafe { atomic_target(ep, rkey) } {
+        Ok(t) => t,
+        Err(st) => return status::ptr(st),
     };
     if result.is_null() {
         return status::ptr(status::INVALID_PARAM);
     }
-    let w = e.worker();
-    let _g = w.enter();
-    let rep = match e.rep() {
-        Ok(r) => r,
-        Err(st) => return status::ptr(st),
-    };
-    post(w, o, |rw, rop| {
+    post_atomic(e, k, o, move |rw, rep, key, rop| {
         // SAFETY: the application keeps `result` writable until the
         // operation completes (UCX's contract).
         unsafe {
@@ -150,9 +183,9 @@ pub unsafe extern "C" fn ucp_atomic_post(
             return status::INVALID_PARAM;
         };
         // SAFETY: forwarded contract.
-        let (e, key) = match unsafe { target(ep, rkey) } {
-            Ok((e, Some(k))) => (e, k),
-            _ => return status::INVALID_PARAM,
+        let (e, k) = match unsafe { atomic_target(ep, rkey) } {
+            Ok(t) => t,
+            Err(st) => return st,
         };
         let w = e.worker();
         let _g = w.enter();
@@ -161,7 +194,9 @@ pub unsafe extern "C" fn ucp_atomic_post(
             Err(st) => return st,
         };
         match post_nbi(w, |rw, rop| {
-            rw.atomic_post(rep, op, v, remote_addr, key, rop)
+            with_key(rw, rep, k, |rw, key| {
+                rw.atomic_post(rep, op, v, remote_addr, key, rop)
+            })
         }) {
             status::INPROGRESS => status::OK,
             st => st,
@@ -269,17 +304,11 @@ pub unsafe extern "C" fn ucp_atomic_op_nbx(
                 return status::ptr(status::INVALID_PARAM);
             };
             // SAFETY: forwarded contract.
-            let (e, key) = match unsafe { target(ep, rkey) } {
-                Ok((e, Some(k))) => (e, k),
-                _ => return status::ptr(status::INVALID_PARAM),
-            };
-            let w = e.worker();
-            let _g = w.enter();
-            let rep = match e.rep() {
-                Ok(r) => r,
+            let (e, k) = match unsafe { atomic_target(ep, rkey) } {
+                Ok(t) => t,
                 Err(st) => return status::ptr(st),
             };
-            return post(w, &o, |rw, rop| {
+            return post_atomic(e, k, &o, move |rw, rep, key, rop| {
                 rw.atomic_post(rep, op, v, remote_addr, key, rop)
             });
         }

@@ -3,6 +3,11 @@
 //! `ucp_worker_flush` of the compatibility header. A flush is over once
 //! everything posted before it left this process (a rendezvous send once
 //! its receiver took the data).
+//!
+//! A flush of a client endpoint whose connect is under way returns a
+//! request at once and starts once the endpoint connected and the
+//! operations posted on it before went out (`deferred.rs`); the blocking
+//! `ucp_ep_flush` waits for that request, progressing the worker.
 
 use crate::ep::{post_polled, wait_ptr, Endpoint};
 use crate::request::{Cb, Opts};
@@ -23,8 +28,9 @@ unsafe fn ep_flush(ep: *mut Endpoint, o: &Opts) -> StatusPtr {
     };
     let w = e.worker();
     let _g = w.enter();
-    let rep = match e.rep() {
-        Ok(r) => r,
+    let rep = match crate::deferred::target(e) {
+        Ok(Some(r)) => r,
+        Ok(None) => return crate::deferred::defer_flush(e, o),
         Err(st) => return status::ptr(st),
     };
     match w.with(|rw| rw.ep_flush_start(rep)) {

@@ -27,8 +27,9 @@
 //! * `ep.rs`: endpoints (by worker address, connection request or socket
 //!   address: a client's endpoint is returned at once, the worker's
 //!   progress completes its connect or calls its error handler) and
-//!   closing them; `deferred.rs`: the sends posted on a client endpoint
-//!   while it connects;
+//!   closing them; `deferred.rs`: the operations posted on a client
+//!   endpoint while it connects (sends, one-sided operations, flushes, a
+//!   flush-mode close) and the remote keys unpacked on it;
 //! * `listener.rs`: `ucp_listener_*` and `ucp_conn_request_query`: the
 //!   Rust listener's handler queues each client, `ucp_worker_progress`
 //!   gives them to the C connection handler after the Rust progress;

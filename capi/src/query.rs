@@ -13,7 +13,7 @@
 
 use crate::config::write_stream;
 use crate::context::{copy_name, Context};
-use crate::ep::Endpoint;
+use crate::ep::{Conn, Endpoint};
 use crate::request::{header_of, COMPLETED, RELEASED};
 use crate::status::{self, guard, guard_ptr, guard_status};
 use crate::types::*;
@@ -108,8 +108,9 @@ fn storage_of(a: SocketAddr) -> libc::sockaddr_storage {
 
 /// `ucp_ep_query`: the name (the handle as `%p`, as UCX's release builds
 /// give it); the local and remote socket addresses of an endpoint made
-/// by a client's connect or a server's accept (a client's connect still
-/// in progress is waited for), `UCS_ERR_NOT_CONNECTED` for the others.
+/// by a client's connect or a server's accept (of a client's connect
+/// still under way, those of its handshake, at once, as UCX's),
+/// `UCS_ERR_NOT_CONNECTED` for the others.
 ///
 /// # Safety
 ///
@@ -130,23 +131,36 @@ pub unsafe extern "C" fn ucp_ep_query(ep: *mut Endpoint, attr: *mut EpAttr) -> S
         }
         let w = e.worker();
         let _g = w.enter();
+        let connecting = match &*e.conn.borrow() {
+            Conn::Connecting(c) => Some(c.sockaddrs()),
+            _ => None,
+        };
+        match connecting {
+            Some(Some(pair)) => return fill_sockaddrs(a, pair),
+            Some(None) => return NOT_CONNECTED,
+            None => {}
+        }
         let rep = match e.rep() {
             Ok(r) => r,
             Err(st) => return st,
         };
-        let (local, remote) = match w.with(|rw| rw.ep_sockaddrs(rep)) {
-            Ok(Some(pair)) => pair,
-            Ok(None) => return NOT_CONNECTED,
-            Err(e) => return status::of(&e),
-        };
-        if has(UCP_EP_ATTR_FIELD_LOCAL_SOCKADDR) {
-            a.local_sockaddr = storage_of(local);
+        match w.with(|rw| rw.ep_sockaddrs(rep)) {
+            Ok(Some(pair)) => fill_sockaddrs(a, pair),
+            Ok(None) => NOT_CONNECTED,
+            Err(e) => status::of(&e),
         }
-        if has(UCP_EP_ATTR_FIELD_REMOTE_SOCKADDR) {
-            a.remote_sockaddr = storage_of(remote);
-        }
-        status::OK
     })
+}
+
+/// Writes the socket addresses `(local, remote)` the query asks for.
+fn fill_sockaddrs(a: &mut EpAttr, (local, remote): (SocketAddr, SocketAddr)) -> StatusCode {
+    if a.field_mask & UCP_EP_ATTR_FIELD_LOCAL_SOCKADDR != 0 {
+        a.local_sockaddr = storage_of(local);
+    }
+    if a.field_mask & UCP_EP_ATTR_FIELD_REMOTE_SOCKADDR != 0 {
+        a.remote_sockaddr = storage_of(remote);
+    }
+    status::OK
 }
 
 /// `ucp_ep_modify_nb` (legacy): sets the error handler

@@ -112,8 +112,22 @@ pub struct MemH {
 /// `ucp_rkey_h`: a peer's memory as one endpoint reaches it.
 #[derive(Debug)]
 pub struct RkeyH {
-    /// The Rust key; `None` for the key of a map of 0 bytes.
+    /// The Rust key; `None` for the key of a map of 0 bytes, or while
+    /// `pending`.
     pub(crate) key: Option<Rkey>,
+    /// A key unpacked on an endpoint whose connect is under way: its
+    /// bytes, unpacked by the connect (`deferred.rs`).
+    pub(crate) pending: Option<PendingKey>,
+}
+
+/// The bytes of a key waiting for its endpoint's connect.
+#[derive(Debug)]
+pub(crate) struct PendingKey {
+    /// The packed key.
+    pub(crate) bytes: Box<[u8]>,
+    /// The endpoint whose deferred list holds the key; NULL once that
+    /// list let it go (the endpoint closed, or its connect failed).
+    pub(crate) ep: *const Endpoint,
 }
 
 /// Magic of a packed key as C sees it.
@@ -372,7 +386,11 @@ unsafe fn unwrap_key<'a>(p: *const c_void) -> Option<&'a [u8]> {
 }
 
 /// `ucp_ep_rkey_unpack`: the key for operations on `ep`. A buffer that
-/// is no packed key (or a malformed one) is `UCS_ERR_INVALID_PARAM`.
+/// is no packed key (or a malformed one) is `UCS_ERR_INVALID_PARAM`. On
+/// a client endpoint whose connect is under way it returns at once: the
+/// key is unpacked when the endpoint connects (operations posted with it
+/// meanwhile wait for the connect too), and `ucp_rkey_ptr` finds no
+/// mapping until then.
 ///
 /// # Safety
 ///
@@ -396,22 +414,37 @@ pub unsafe extern "C" fn ucp_ep_rkey_unpack(
         let Some(bytes) = (unsafe { unwrap_key(rkey_buffer) }) else {
             return status::INVALID_PARAM;
         };
-        let key = if bytes.is_empty() {
-            None
-        } else {
-            let w = e.worker();
-            let _g = w.enter();
-            let rep = match e.rep() {
-                Ok(r) => r,
-                Err(st) => return st,
-            };
-            match w.with(|rw| rw.rkey_unpack(rep, bytes)) {
-                Ok(k) => Some(k),
-                Err(e) => return status::of(&e),
-            }
+        let mut k = RkeyH {
+            key: None,
+            pending: None,
         };
+        if bytes.is_empty() {
+            // SAFETY: writable (contract).
+            unsafe { *rkey_p = Box::into_raw(Box::new(k)) };
+            return status::OK;
+        }
+        let w = e.worker();
+        let _g = w.enter();
+        match crate::deferred::target(e) {
+            Ok(Some(rep)) => match w.with(|rw| rw.rkey_unpack(rep, bytes)) {
+                Ok(key) => k.key = Some(key),
+                Err(e) => return status::of(&e),
+            },
+            Ok(None) => {
+                k.pending = Some(PendingKey {
+                    bytes: bytes.into(),
+                    ep,
+                });
+                let p = Box::into_raw(Box::new(k));
+                e.deferred.borrow_mut().add_key(p);
+                // SAFETY: writable (contract).
+                unsafe { *rkey_p = p };
+                return status::OK;
+            }
+            Err(st) => return st,
+        }
         // SAFETY: writable (contract).
-        unsafe { *rkey_p = Box::into_raw(Box::new(RkeyH { key })) };
+        unsafe { *rkey_p = Box::into_raw(Box::new(k)) };
         status::OK
     })
 }
@@ -456,9 +489,17 @@ pub unsafe extern "C" fn ucp_rkey_ptr(
 #[no_mangle]
 pub unsafe extern "C" fn ucp_rkey_destroy(rkey: *mut RkeyH) {
     guard((), || {
-        if !rkey.is_null() {
-            // SAFETY: from ucp_ep_rkey_unpack's Box, freed once (contract).
-            drop(unsafe { Box::from_raw(rkey) });
+        if rkey.is_null() {
+            return;
+        }
+        // SAFETY: from ucp_ep_rkey_unpack's Box, freed once (contract).
+        let k = unsafe { Box::from_raw(rkey) };
+        if let Some(ep) = k.pending.as_ref().map(|p| p.ep).filter(|p| !p.is_null()) {
+            // SAFETY: an endpoint whose list holds the key is live (it
+            // lets its keys go when it goes).
+            let e = unsafe { &*ep };
+            let _g = e.worker().enter();
+            e.deferred.borrow_mut().remove_key(rkey);
         }
     })
 }

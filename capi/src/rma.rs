@@ -10,7 +10,13 @@
 //! endpoint or worker waits for it (`UCS_OK` if it was over at once,
 //! `UCS_INPROGRESS` if not). Contiguous data only: other datatypes are
 //! `UCS_ERR_UNSUPPORTED`. An operation of 0 bytes is `UCS_OK` at once.
+//!
+//! On a client endpoint whose connect is under way, the `_nb` and `_nbx`
+//! forms return a request at once and the operation waits for the
+//! connect (`deferred.rs`); the `_nbi` forms wait inside the call, and
+//! the blocking ones wait for their request, both progressing the worker.
 
+use crate::deferred::{self, OwnedKey};
 use crate::ep::{wait_ptr, Endpoint};
 use crate::request::{self, Cb, Opts};
 use crate::rkey::RkeyH;
@@ -84,8 +90,7 @@ pub(crate) fn post_nbi(
     }
 }
 
-/// The endpoint and key of an operation, or the status that refuses it
-/// (`None` key: the key of a map of 0 bytes).
+/// The endpoint and key of an operation, or the status that refuses it.
 ///
 /// # Safety
 ///
@@ -93,12 +98,17 @@ pub(crate) fn post_nbi(
 pub(crate) unsafe fn target<'a>(
     ep: *mut Endpoint,
     rkey: *mut RkeyH,
-) -> Result<(&'a Endpoint, Option<&'a Rkey>), StatusCode> {
+) -> Result<(&'a Endpoint, &'a RkeyH), StatusCode> {
     // SAFETY: NULL or live (contract).
     match (unsafe { ep.as_ref() }, unsafe { rkey.as_ref() }) {
-        (Some(e), Some(k)) => Ok((e, k.key.as_ref())),
+        (Some(e), Some(k)) => Ok((e, k)),
         _ => Err(status::INVALID_PARAM),
     }
+}
+
+/// Whether `k` is the key of a map of 0 bytes (none to use).
+pub(crate) fn is_empty_key(k: &RkeyH) -> bool {
+    k.key.is_none() && k.pending.is_none()
 }
 
 /// Bytes of `count` elements of contiguous `datatype`.
@@ -135,17 +145,21 @@ unsafe fn rma(
     mode: Mode<'_>,
 ) -> StatusPtr {
     // SAFETY: forwarded contract.
-    let (e, key) = match unsafe { target(ep, rkey) } {
+    let (e, k) = match unsafe { target(ep, rkey) } {
         Ok(t) => t,
         Err(st) => return status::ptr(st),
     };
     let w = e.worker();
     let _g = w.enter();
-    let rep = match e.rep() {
+    let rep = match mode {
+        Mode::Implicit => e.rep().map(Some),
+        Mode::Request(_) => deferred::target(e),
+    };
+    let rep = match rep {
         Ok(r) => r,
         Err(st) => return status::ptr(st),
     };
-    let Some(key) = key.filter(|_| len > 0) else {
+    if len == 0 || is_empty_key(k) {
         let st = if len == 0 {
             status::OK
         } else {
@@ -155,23 +169,71 @@ unsafe fn rma(
             Mode::Implicit => status::ptr(st),
             Mode::Request(o) => request::done_at_once(w, o, st, TagRecvInfo::default()),
         };
-    };
-    let go = |rw: &mut rucx::Worker, op: Op| {
-        // SAFETY: the application keeps the buffer valid (and writable for
-        // a get) until the operation completes, UCX's contract, which is
-        // the raw tier's.
-        unsafe {
-            if get {
-                rw.get_raw(rep, buffer.cast(), len, remote_addr, key, op)
-            } else {
-                rw.put_raw(rep, buffer.cast(), len, remote_addr, key, op)
-            }
+    }
+    // SAFETY (of the closure's block): the application keeps the buffer
+    // valid (and writable for a get) until the operation completes, UCX's
+    // contract, which is the raw tier's.
+    let go = move |rw: &mut rucx::Worker, rep: rucx::Ep, key: &Rkey, op: Op| unsafe {
+        if get {
+            rw.get_raw(rep, buffer.cast(), len, remote_addr, key, op)
+        } else {
+            rw.put_raw(rep, buffer.cast(), len, remote_addr, key, op)
         }
     };
-    match mode {
-        Mode::Implicit => status::ptr(post_nbi(w, go)),
-        Mode::Request(o) => post(w, o, go),
+    match (mode, rep) {
+        (Mode::Request(o), rep) => post_keyed(e, k, o, rep, go),
+        (Mode::Implicit, Some(rep)) => status::ptr(post_nbi(w, |rw, op| {
+            with_key(rw, rep, k, |rw, key| go(rw, rep, key, op))
+        })),
+        // Not reached: an implicit operation waited for the connect.
+        (Mode::Implicit, None) => status::ptr(status::INVALID_PARAM),
     }
+}
+
+/// Runs `f` with the key `k` gives on endpoint `rep`: a key unpacked
+/// while its endpoint connected, used before that connect unpacked it,
+/// is unpacked for this call.
+pub(crate) fn with_key<R>(
+    rw: &mut rucx::Worker,
+    rep: rucx::Ep,
+    k: &RkeyH,
+    f: impl FnOnce(&mut rucx::Worker, &Rkey) -> rucx::Result<R>,
+) -> rucx::Result<R> {
+    match &k.key {
+        Some(key) => f(rw, key),
+        None => {
+            let bytes = k.pending.as_ref().map_or(&[][..], |p| &p.bytes[..]);
+            let key = rw.rkey_unpack(rep, bytes)?;
+            f(rw, &key)
+        }
+    }
+}
+
+/// Posts `f` (an operation with key `k`) on C endpoint `e` with request
+/// options `o`: on `rep` if `e` is connected as `rep` (NULL if done at
+/// once, see [`post`]); else with a request, waiting for the connect
+/// (`deferred.rs`), with a copy of the key. `k` is not the key of a map
+/// of 0 bytes.
+pub(crate) fn post_keyed(
+    e: &Endpoint,
+    k: &RkeyH,
+    o: &Opts,
+    rep: Option<rucx::Ep>,
+    f: impl FnOnce(&mut rucx::Worker, rucx::Ep, &Rkey, Op) -> rucx::Result<Posted<()>> + 'static,
+) -> StatusPtr {
+    if let Some(rep) = rep {
+        return post(e.worker(), o, |rw, op| {
+            with_key(rw, rep, k, |rw, key| f(rw, rep, key, op))
+        });
+    }
+    let Some(key) = OwnedKey::of(k) else {
+        return status::ptr(status::INVALID_PARAM);
+    };
+    let f = move |rw: &mut rucx::Worker, rep: rucx::Ep, op: Op| {
+        let key = key.on(rw, rep)?;
+        f(rw, rep, &key, op)
+    };
+    deferred::defer(e, o, Box::new(f))
 }
 
 /// The status of an `_nbi` call from its pointer.
