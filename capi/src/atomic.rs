@@ -23,12 +23,12 @@
 //! there, which `*result` gets only if the operation succeeded.
 
 use crate::ep::{wait_ptr, Endpoint};
+use crate::onesided::{atomic_target, post_atomic, post_nbi, with_key};
 use crate::request::{Cb, Opts};
 use crate::rkey::RkeyH;
-use crate::rma::{is_empty_key, post_keyed, post_nbi, target, with_key};
 use crate::status::{self, guard_ptr, guard_status};
 use crate::types::*;
-use rucx::{AtomicOp, AtomicValue, Op, Posted, Rkey};
+use rucx::{AtomicOp, AtomicValue};
 use std::ffi::{c_uint, c_void};
 use std::ptr;
 
@@ -83,39 +83,6 @@ unsafe fn read_word(p: *const c_void, size: usize) -> u64 {
         } else {
             p.cast::<u64>().read_unaligned()
         }
-    }
-}
-
-/// The endpoint and key of an atomic operation (the key of a map of 0
-/// bytes has no word: `UCS_ERR_INVALID_PARAM`).
-///
-/// # Safety
-///
-/// `ep` and `rkey` are NULL or live.
-unsafe fn atomic_target<'a>(
-    ep: *mut Endpoint,
-    rkey: *mut RkeyH,
-) -> Result<(&'a Endpoint, &'a RkeyH), StatusCode> {
-    // SAFETY: forwarded contract.
-    match unsafe { target(ep, rkey) } {
-        Ok((e, k)) if !is_empty_key(k) => Ok((e, k)),
-        _ => Err(status::INVALID_PARAM),
-    }
-}
-
-/// Posts atomic `f` on `e` with key `k` and request options `o`: at once
-/// if connected, with a request waiting for the connect while it is
-/// under way, the endpoint's status if it failed.
-fn post_atomic(
-    e: &Endpoint,
-    k: &RkeyH,
-    o: &Opts,
-    f: impl FnOnce(&mut rucx::Worker, rucx::Ep, &Rkey, Op) -> rucx::Result<Posted<()>> + 'static,
-) -> StatusPtr {
-    let _g = e.worker().enter();
-    match crate::deferred::target(e) {
-        Ok(rep) => post_keyed(e, k, o, rep, f),
-        Err(st) => status::ptr(st),
     }
 }
 

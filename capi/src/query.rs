@@ -1,7 +1,7 @@
 //! Queries and small entry points: `ucp_ep_query`, `ucp_ep_modify_nb`,
 //! `ucp_ep_evaluate_perf`, `ucp_request_query`, `ucp_request_alloc`,
 //! `ucp_worker_address_query`, `ucp_worker_wait_mem`, `ucp_lib_query`,
-//! `ucp_mem_print_info`, and libucs's name tables
+//! and libucs's name tables
 //! `ucs_memory_type_names`, `ucs_memory_type_descs`,
 //! `ucs_thread_mode_names`.
 //!
@@ -11,8 +11,7 @@
 //! `UCP_OP_ATTR_FIELD_REQUEST`); `ucp_ep_modify_nb` changes the error
 //! handler and user data only.
 
-use crate::config::write_stream;
-use crate::context::{copy_name, Context};
+use crate::context::copy_name;
 use crate::ep::{Conn, Endpoint};
 use crate::request::{header_of, COMPLETED, RELEASED};
 use crate::status::{self, guard, guard_ptr, guard_status};
@@ -428,94 +427,6 @@ pub unsafe extern "C" fn ucp_lib_query(attr: *mut LibAttr) -> StatusCode {
             a.max_thread_level = UCS_THREAD_MODE_MULTI;
         }
         status::OK
-    })
-}
-
-/// The text of `ucp_mem_print_info`: maps `size` bytes (allocated by
-/// rucx), prints where and on which memory domains, unmaps.
-fn mem_info(c: *mut Context, size: usize) -> String {
-    use crate::rkey::*;
-    let params = MemMapParams {
-        field_mask: UCP_MEM_MAP_PARAM_FIELD_LENGTH | UCP_MEM_MAP_PARAM_FIELD_FLAGS,
-        address: ptr::null_mut(),
-        length: size,
-        flags: UCP_MEM_MAP_ALLOCATE,
-        prot: 0,
-        memory_type: UCS_MEMORY_TYPE_HOST,
-    };
-    let mut memh: *mut MemH = ptr::null_mut();
-    // SAFETY: a live context (the caller's contract); valid parameters.
-    let st = unsafe { ucp_mem_map(c, &params, &mut memh) };
-    if st != status::OK {
-        // SAFETY: ucs_status_string returns a static C string.
-        let text = unsafe { CStr::from_ptr(status::ucs_status_string(st)) };
-        return format!("<Failed to map memory: {}>\n", text.to_string_lossy());
-    }
-    let mut attr = MemAttr {
-        field_mask: UCP_MEM_ATTR_FIELD_ADDRESS | UCP_MEM_ATTR_FIELD_LENGTH,
-        address: ptr::null_mut(),
-        length: 0,
-        mem_type: 0,
-    };
-    // SAFETY: the handle just mapped.
-    unsafe { ucp_mem_query(memh, &mut attr) };
-    // SAFETY: no argument; -1 on error.
-    let page = unsafe { libc::sysconf(libc::_SC_PAGESIZE) }.max(1) as usize;
-    let size_text = rucx::ucp::proto::select::size_text;
-    // SAFETY: a live context (the caller's contract).
-    let ctx = unsafe { &*c };
-    let mut mds: Vec<String> = ctx
-        .ctx
-        .resources_by_md()
-        .into_iter()
-        .map(|(_, n, _)| n)
-        .collect();
-    mds.dedup();
-    let mut out = String::from("#\n# UCP memory allocation\n#\n");
-    out += &format!(
-        "#  allocated {} at address {:p}, pagesize: {}\n",
-        size_text(attr.length),
-        attr.address,
-        size_text(page)
-    );
-    out += &format!("#  registered on: {} \n#\n", mds.join(" "));
-    // SAFETY: the handle just mapped, unmapped once.
-    unsafe { ucp_mem_unmap(c, memh) };
-    out
-}
-
-/// `ucp_mem_print_info`: maps `mem_size` bytes (a size as UCX's
-/// configuration writes it: `4k`, `1m`, ...), prints the mapping and
-/// unmaps it; a size it cannot read prints
-/// `<Failed to convert a memunits string>`, as UCX's.
-///
-/// # Safety
-///
-/// `mem_size` is NULL or a C string; `context` came from `ucp_init`;
-/// `stream` is an open `FILE *`.
-#[no_mangle]
-pub unsafe extern "C" fn ucp_mem_print_info(
-    mem_size: *const c_char,
-    context: *mut Context,
-    stream: *mut libc::FILE,
-) {
-    use rucx::ucp::ucs::config::{ConfigValue, MemUnits};
-    guard((), || {
-        if context.is_null() || stream.is_null() {
-            return;
-        }
-        // SAFETY: NULL or a C string (contract).
-        let text = unsafe { crate::config::opt_str(mem_size) };
-        let size = text
-            .and_then(|t| MemUnits::parse(t).ok())
-            .and_then(MemUnits::bytes)
-            .and_then(|b| usize::try_from(b).ok());
-        let out = match size {
-            Some(n) => mem_info(context, n),
-            None => "<Failed to convert a memunits string>\n".to_string(),
-        };
-        // SAFETY: an open stream (contract).
-        unsafe { write_stream(stream, out.as_bytes()) };
     })
 }
 
