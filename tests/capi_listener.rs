@@ -68,7 +68,9 @@ fn listeners_from_c() {
 /// (`tests/c/capi_connecting.c`, one thread; the server accepts from its
 /// main loop, outside its connection handler): a remote key unpacked on
 /// it, `ucp_ep_query`, `ucp_put_nbx`, `ucp_get_nbx`, `ucp_atomic_op_nbx`
-/// and `ucp_ep_flush_nbx` return at once and complete once accepted; they
+/// and `ucp_ep_flush_nbx` return at once and complete once accepted (the
+/// `_nbi` calls and `ucp_atomic_post` too, and `ucp_worker_flush_nbx`
+/// waits for them); they
 /// fail with a connect that fails (a flush-mode close of it completes,
 /// no error handler runs) and are canceled by a forced close; a
 /// flush-mode close waits for the connect and delivers a send posted
@@ -88,6 +90,7 @@ fn operations_while_connecting_from_c() {
         for line in [
             "query while connecting: Success",
             "one-sided operations posted while connecting: ok",
+            "implicit operations and a worker flush while connecting: ok",
             "failed with the connect: ",
             "flush-mode close of a failing connect: ok",
             "canceled by a forced close: ok",

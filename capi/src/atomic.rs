@@ -11,10 +11,9 @@
 //! operation completes on its own (a flush waits for it).
 //!
 //! On a client endpoint whose connect is under way, `ucp_atomic_op_nbx`
-//! and `ucp_atomic_fetch_nb` return a request at once and the operation
-//! waits for the connect (`deferred.rs`); `ucp_atomic_post` waits inside
-//! the call and the blocking calls for their request, progressing the
-//! worker.
+//! and `ucp_atomic_fetch_nb` return a request at once, `ucp_atomic_post`
+//! `UCS_OK`, and the operation waits for the connect (`deferred.rs`); the
+//! blocking calls wait for their request, progressing the worker.
 //!
 //! The blocking calls of the compatibility header are UCX's: `ucp_atomic_add32`
 //! and `ucp_atomic_add64` are `ucp_atomic_post` (they return once
@@ -23,7 +22,7 @@
 //! there, which `*result` gets only if the operation succeeded.
 
 use crate::ep::{wait_ptr, Endpoint};
-use crate::onesided::{atomic_target, post_atomic, post_nbi, with_key};
+use crate::onesided::{atomic_target, post_atomic, post_keyed_nbi};
 use crate::request::{Cb, Opts};
 use crate::rkey::RkeyH;
 use crate::status::{self, guard_ptr, guard_status};
@@ -154,16 +153,13 @@ pub unsafe extern "C" fn ucp_atomic_post(
             Ok(t) => t,
             Err(st) => return st,
         };
-        let w = e.worker();
-        let _g = w.enter();
-        let rep = match e.rep() {
+        let _g = e.worker().enter();
+        let rep = match crate::deferred::target(e) {
             Ok(r) => r,
             Err(st) => return st,
         };
-        match post_nbi(w, |rw, rop| {
-            with_key(rw, rep, k, |rw, key| {
-                rw.atomic_post(rep, op, v, remote_addr, key, rop)
-            })
+        match post_keyed_nbi(e, k, rep, move |rw, rep, key, rop| {
+            rw.atomic_post(rep, op, v, remote_addr, key, rop)
         }) {
             status::INPROGRESS => status::OK,
             st => st,

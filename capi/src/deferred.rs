@@ -6,15 +6,17 @@
 //! `UCP_EP_CLOSE_FLAG_FORCE` first).
 //!
 //! Deferred this way: tag, stream and active message sends and stream
-//! receives (`post::post_ep`); puts, gets and atomics with a request
-//! (`rma.rs`, `atomic.rs`); endpoint flushes (`flush.rs`), started once
-//! the operations before them are posted; and a flush-mode close, which
+//! receives (`post::post_ep`); puts, gets and atomics (`onesided.rs`;
+//! the implicit ones with a request the application does not see);
+//! endpoint flushes (`flush.rs`), started once the operations before them
+//! are posted, and worker flushes wait for them too; and a flush-mode
+//! close, which
 //! closes the endpoint once its connect ended and what was posted on it
 //! went out. A remote key unpacked on such an endpoint keeps its bytes
 //! until the connect unpacks it ([`List::add_key`]). The other calls
-//! that need the Rust endpoint (the `_nbi` ones, `ucp_atomic_post`,
-//! `ucp_ep_evaluate_perf`, `ucp_ep_print_info`) wait for the connect
-//! inside the call, progressing the worker (`Endpoint::rep`).
+//! that need the Rust endpoint (`ucp_ep_evaluate_perf`,
+//! `ucp_ep_print_info`) wait for the connect inside the call,
+//! progressing the worker (`Endpoint::rep`).
 
 use crate::ep::{Conn, Endpoint};
 use crate::request::{self, Cb, Header, Opts};
@@ -82,6 +84,28 @@ fn push(e: &Endpoint, o: &Opts, entry: Entry) -> StatusPtr {
 /// Defers operation `f` on `e`, which waits for its connect.
 pub(crate) fn defer(e: &Endpoint, o: &Opts, f: Deferred) -> StatusPtr {
     push(e, o, Entry::Op(f))
+}
+
+/// Defers implicit operation `f` (an `_nbi` one) on `e`, which waits for
+/// its connect: its request is one the application does not hold (it
+/// goes back to the pool when the operation ends); a flush waits for
+/// it. `UCS_INPROGRESS`, or the status if there is no request.
+pub(crate) fn defer_implicit(e: &Endpoint, f: Deferred) -> StatusCode {
+    match request::alloc(e.worker(), &Opts::new(Cb::None)) {
+        Ok(h) => {
+            // SAFETY: a fresh header, not handed out.
+            unsafe { (*h).flags |= request::RELEASED };
+            e.deferred.borrow_mut().ops.push((h, Entry::Op(f)));
+            status::INPROGRESS
+        }
+        Err(st) => st,
+    }
+}
+
+/// Whether operations wait on `e` for its connect (a worker flush waits
+/// for them too).
+pub(crate) fn has_ops(e: &Endpoint) -> bool {
+    e.deferred.try_borrow().map_or(true, |l| !l.ops.is_empty())
 }
 
 /// Defers a flush of `e`, which waits for its connect: it starts once

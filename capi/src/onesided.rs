@@ -2,8 +2,7 @@
 //! of this layer's or implicitly (`_nbi`), with a remote key (one
 //! unpacked while its endpoint connected is unpacked for the operation
 //! if the connect has not yet), and, on a client endpoint whose connect
-//! is under way, with a request that waits for the connect
-//! (`deferred.rs`).
+//! is under way, deferred until the connect (`deferred.rs`).
 
 use crate::deferred::{self, OwnedKey};
 use crate::ep::Endpoint;
@@ -76,6 +75,31 @@ pub(crate) fn post_nbi(
         Ok(Posted::InFlight(_)) => status::INPROGRESS,
         Err(e) => status::of(&e),
     }
+}
+
+/// Posts implicit operation `f` (with key `k`) on C endpoint `e`: on
+/// `rep` if `e` is connected as `rep` (see [`post_nbi`]); else deferred
+/// until the connect (`UCS_INPROGRESS`; a flush waits for it), with a
+/// copy of the key. `k` is not the key of a map of 0 bytes.
+pub(crate) fn post_keyed_nbi(
+    e: &Endpoint,
+    k: &RkeyH,
+    rep: Option<rucx::Ep>,
+    f: impl FnOnce(&mut rucx::Worker, rucx::Ep, &Rkey, Op) -> rucx::Result<Posted<()>> + 'static,
+) -> StatusCode {
+    if let Some(rep) = rep {
+        return post_nbi(e.worker(), |rw, op| {
+            with_key(rw, rep, k, |rw, key| f(rw, rep, key, op))
+        });
+    }
+    let Some(key) = OwnedKey::of(k) else {
+        return status::INVALID_PARAM;
+    };
+    let f = move |rw: &mut rucx::Worker, rep: rucx::Ep, op: Op| {
+        let key = key.on(rw, rep)?;
+        f(rw, rep, &key, op)
+    };
+    deferred::defer_implicit(e, Box::new(f))
 }
 
 /// The endpoint and key of an operation, or the status that refuses it.

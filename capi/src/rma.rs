@@ -12,13 +12,13 @@
 //! `UCS_ERR_UNSUPPORTED`. An operation of 0 bytes is `UCS_OK` at once.
 //!
 //! On a client endpoint whose connect is under way, the `_nb` and `_nbx`
-//! forms return a request at once and the operation waits for the
-//! connect (`deferred.rs`); the `_nbi` forms wait inside the call, and
-//! the blocking ones wait for their request, both progressing the worker.
+//! forms return a request at once, the `_nbi` ones `UCS_INPROGRESS`, and
+//! the operation waits for the connect (`deferred.rs`); the blocking ones
+//! wait for their request, progressing the worker.
 
 use crate::deferred;
 use crate::ep::{wait_ptr, Endpoint};
-use crate::onesided::{is_empty_key, post_keyed, post_nbi, target, with_key};
+use crate::onesided::{is_empty_key, post_keyed, post_keyed_nbi, target};
 use crate::request::{self, Cb, Opts};
 use crate::rkey::RkeyH;
 use crate::status::{self, guard_ptr, guard_status};
@@ -66,11 +66,7 @@ unsafe fn rma(
     };
     let w = e.worker();
     let _g = w.enter();
-    let rep = match mode {
-        Mode::Implicit => e.rep().map(Some),
-        Mode::Request(_) => deferred::target(e),
-    };
-    let rep = match rep {
+    let rep = match deferred::target(e) {
         Ok(r) => r,
         Err(st) => return status::ptr(st),
     };
@@ -95,13 +91,9 @@ unsafe fn rma(
             rw.put_raw(rep, buffer.cast(), len, remote_addr, key, op)
         }
     };
-    match (mode, rep) {
-        (Mode::Request(o), rep) => post_keyed(e, k, o, rep, go),
-        (Mode::Implicit, Some(rep)) => status::ptr(post_nbi(w, |rw, op| {
-            with_key(rw, rep, k, |rw, key| go(rw, rep, key, op))
-        })),
-        // Not reached: an implicit operation waited for the connect.
-        (Mode::Implicit, None) => status::ptr(status::INVALID_PARAM),
+    match mode {
+        Mode::Request(o) => post_keyed(e, k, o, rep, go),
+        Mode::Implicit => status::ptr(post_keyed_nbi(e, k, rep, go)),
     }
 }
 

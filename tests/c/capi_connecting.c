@@ -6,7 +6,8 @@
  * server's memory on the endpoint, queries its socket addresses, and posts
  * ucp_put_nbx, ucp_get_nbx, ucp_atomic_op_nbx (a post and a fetch) and
  * ucp_ep_flush_nbx: each returns at once, and all complete once the
- * server accepted. On a connect that fails (nobody listens) the same
+ * server accepted; so do ucp_put_nbi, ucp_get_nbi and ucp_atomic_post,
+ * which a ucp_worker_flush_nbx waits for. On a connect that fails (nobody listens) the same
  * operations fail with the status the error handler gets (and if it was
  * closed in flush mode meanwhile, its close completes and no handler
  * runs); on an endpoint closed with UCP_EP_CLOSE_FLAG_FORCE before it
@@ -199,6 +200,38 @@ static void connected_later(void)
     close_ep(server_ep, 1);
 }
 
+/* Implicit operations (ucp_put_nbi, ucp_get_nbi, ucp_atomic_post) posted
+ * while connecting return at once, and a worker flush waits for them. */
+static void implicit_then_worker_flush(void)
+{
+    ucp_request_param_t p = {0};
+    ucp_ep_h ep, server_ep = NULL;
+    ucp_rkey_h rkey;
+    uint64_t put = 0x0102030405060708ull, got = 0, base = (uintptr_t)mem;
+    ucs_status_t st;
+    void *fr;
+
+    reset_mem();
+    ep = connect_to(wc, &listen_addr);
+    CHECK(ucp_ep_rkey_unpack(ep, packed, &rkey) == UCS_OK);
+    st = ucp_put_nbi(ep, &put, sizeof(put), base, rkey);
+    CHECK(st == UCS_OK || st == UCS_INPROGRESS);
+    st = ucp_get_nbi(ep, &got, sizeof(got), base + 8, rkey);
+    CHECK(st == UCS_OK || st == UCS_INPROGRESS);
+    CHECK(ucp_atomic_post(ep, UCP_ATOMIC_POST_OP_ADD, 4, 8, base + 16, rkey) ==
+          UCS_OK);
+    CHECK(pending == NULL);   /* nothing waited for the server */
+    fr = ucp_worker_flush_nbx(wc, &p);
+    CHECK(UCS_PTR_IS_PTR(fr));
+    CHECK(wait_req(fr, &server_ep) == UCS_OK);
+    CHECK(server_ep != NULL);
+    CHECK(mem[0] == put && got == 0xabcdef0123456789ull && mem[2] == 9);
+    printf("implicit operations and a worker flush while connecting: ok\n");
+    ucp_rkey_destroy(rkey);
+    close_ep(ep, 1);
+    close_ep(server_ep, 1);
+}
+
 /* The operations posted on a connect that fails fail with it; those on an
  * endpoint closed before it connected are canceled. */
 static void failed_and_closed(void)
@@ -380,6 +413,7 @@ int main(void)
     memcpy(&listen_addr, &la.sockaddr, sizeof(listen_addr));
 
     connected_later();
+    implicit_then_worker_flush();
     failed_and_closed();
     flush_close();
     ucp_listener_destroy(listener);
