@@ -27,8 +27,10 @@ fn tag_messages_requests_and_wakeup_from_c() {
         assert!(out.status.success(), "{env:?}: {t}");
         let stdout = String::from_utf8_lossy(&out.stdout);
         assert!(stdout.contains("capi_tag: ok"), "{env:?}: {t}");
-        // rucx's library (its configuration names), not UCX's.
-        assert!(stdout.contains("RUCX_TLS="), "{env:?}: {t}");
+        // rucx's library (a variable of its own), not UCX's; the shared
+        // ones under UCX's names.
+        assert!(stdout.contains("\nRUCX_UNEXPECTED_MAX="), "{env:?}: {t}");
+        assert!(stdout.contains("\nUCX_TLS="), "{env:?}: {t}");
         // The resource lines Open MPI scans.
         assert!(
             stdout.contains("#      resource 0  :  md 0  dev 0  flags -- "),

@@ -10,6 +10,11 @@
 //! `*buffer` is compared and `*reply_buffer` swapped in. A posting
 //! operation completes on its own (a flush waits for it).
 //!
+//! On a client endpoint whose connect is under way, `ucp_atomic_op_nbx`
+//! and `ucp_atomic_fetch_nb` return a request at once, `ucp_atomic_post`
+//! `UCS_OK`, and the operation waits for the connect (`deferred.rs`); the
+//! blocking calls wait for their request, progressing the worker.
+//!
 //! The blocking calls of the compatibility header are UCX's: `ucp_atomic_add32`
 //! and `ucp_atomic_add64` are `ucp_atomic_post` (they return once
 //! posted); the fetching ones (`fadd`, `swap`, `cswap`) post as
@@ -17,9 +22,9 @@
 //! there, which `*result` gets only if the operation succeeded.
 
 use crate::ep::{wait_ptr, Endpoint};
+use crate::onesided::{atomic_target, post_atomic, post_keyed_nbi};
 use crate::request::{Cb, Opts};
 use crate::rkey::RkeyH;
-use crate::rma::{post, post_nbi, target};
 use crate::status::{self, guard_ptr, guard_status};
 use crate::types::*;
 use rucx::{AtomicOp, AtomicValue};
@@ -98,20 +103,14 @@ unsafe fn fetch(
     o: &Opts,
 ) -> StatusPtr {
     // SAFETY: forwarded contract.
-    let (e, key) = match unsafe { target(ep, rkey) } {
-        Ok((e, Some(k))) => (e, k),
-        _ => return status::ptr(status::INVALID_PARAM),
+    let (e, k) = match unsafe { atomic_target(ep, rkey) } {
+        Ok(t) => t,
+        Err(st) => return status::ptr(st),
     };
     if result.is_null() {
         return status::ptr(status::INVALID_PARAM);
     }
-    let w = e.worker();
-    let _g = w.enter();
-    let rep = match e.rep() {
-        Ok(r) => r,
-        Err(st) => return status::ptr(st),
-    };
-    post(w, o, |rw, rop| {
+    post_atomic(e, k, o, move |rw, rep, key, rop| {
         // SAFETY: the application keeps `result` writable until the
         // operation completes (UCX's contract).
         unsafe {
@@ -150,17 +149,16 @@ pub unsafe extern "C" fn ucp_atomic_post(
             return status::INVALID_PARAM;
         };
         // SAFETY: forwarded contract.
-        let (e, key) = match unsafe { target(ep, rkey) } {
-            Ok((e, Some(k))) => (e, k),
-            _ => return status::INVALID_PARAM,
+        let (e, k) = match unsafe { atomic_target(ep, rkey) } {
+            Ok(t) => t,
+            Err(st) => return st,
         };
-        let w = e.worker();
-        let _g = w.enter();
-        let rep = match e.rep() {
+        let _g = e.worker().enter();
+        let rep = match crate::deferred::target(e) {
             Ok(r) => r,
             Err(st) => return st,
         };
-        match post_nbi(w, |rw, rop| {
+        match post_keyed_nbi(e, k, rep, move |rw, rep, key, rop| {
             rw.atomic_post(rep, op, v, remote_addr, key, rop)
         }) {
             status::INPROGRESS => status::OK,
@@ -269,17 +267,11 @@ pub unsafe extern "C" fn ucp_atomic_op_nbx(
                 return status::ptr(status::INVALID_PARAM);
             };
             // SAFETY: forwarded contract.
-            let (e, key) = match unsafe { target(ep, rkey) } {
-                Ok((e, Some(k))) => (e, k),
-                _ => return status::ptr(status::INVALID_PARAM),
-            };
-            let w = e.worker();
-            let _g = w.enter();
-            let rep = match e.rep() {
-                Ok(r) => r,
+            let (e, k) = match unsafe { atomic_target(ep, rkey) } {
+                Ok(t) => t,
                 Err(st) => return status::ptr(st),
             };
-            return post(w, &o, |rw, rop| {
+            return post_atomic(e, k, &o, move |rw, rep, key, rop| {
                 rw.atomic_post(rep, op, v, remote_addr, key, rop)
             });
         }

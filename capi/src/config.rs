@@ -11,12 +11,13 @@
 //! ([`UCX_NAMES`]). The transports read their own `RUCX_*` variables.
 
 use crate::status::{self, guard, guard_status};
-use crate::types::UCS_CONFIG_PRINT_HEADER;
 use crate::types::{StatusCode, UCS_CONFIG_PRINT_CONFIG, UCS_CONFIG_PRINT_DOC};
-use rucx::ucp::ucs::config::ConfigError;
+use crate::types::{UCS_CONFIG_PRINT_COMMENT_DEFAULT, UCS_CONFIG_PRINT_HEADER};
+use rucx::ucp::ucs::config::{ConfigError, ConfigField};
 use rucx::ucp::{UcpConfig, UCP_TABLE};
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::ffi::{c_char, c_int, CStr};
+use std::fmt::Write as _;
 
 /// Variables read under their UCX name too (`UCX_<NAME>`): those whose
 /// meaning and value syntax UCX and rucx share.
@@ -35,6 +36,8 @@ pub const UCX_NAMES: &[&str] = &[
 #[derive(Debug, Default, Clone)]
 pub struct Config {
     values: BTreeMap<&'static str, String>,
+    /// The variables the environment set (not only `ucp_config_modify`).
+    from_env: BTreeSet<&'static str>,
 }
 
 impl Config {
@@ -59,7 +62,8 @@ impl Config {
                 values.insert(f.name, v);
             }
         }
-        Config { values }
+        let from_env = values.keys().copied().collect();
+        Config { values, from_env }
     }
 
     /// Sets variable `name` (without prefix, or with `UCX_` or `RUCX_`).
@@ -88,22 +92,78 @@ impl Config {
         self.values.get(var.strip_prefix("RUCX_")?).cloned()
     }
 
-    /// What `ucp_config_print` prints for `flags`.
+    /// What `ucp_config_print` prints for `flags`, laid out as UCX 1.13
+    /// lays it out (measured against Debian's build):
+    ///
+    /// * `UCS_CONFIG_PRINT_DOC`: first the two comment lines of a
+    ///   configuration file;
+    /// * `UCS_CONFIG_PRINT_HEADER`: a blank line and `#`, `# <title>`,
+    ///   `#` (`(null)` without a title), a blank line;
+    /// * `UCS_CONFIG_PRINT_CONFIG`: `NAME=value` per variable, with
+    ///   `_DOC` after its description and syntax as `#` comments and
+    ///   followed by a blank line; with `_COMMENT_DEFAULT` commented out
+    ///   (`# NAME=value`) unless the environment set it (a value given
+    ///   only to `ucp_config_modify` is commented out too, as UCX's);
+    /// * `UCS_CONFIG_PRINT_HEADER` again: a blank line closing the table,
+    ///   then the header of UCX's table of transport variables given to
+    ///   `ucp_config_modify` (`# Cached UCT <title>`), which has no entries
+    ///   here since rucx's transports read their own variables, and a
+    ///   blank line.
+    ///
+    /// A variable UCX also has ([`UCX_NAMES`]) prints under its UCX name,
+    /// `UCX_<NAME>`; the others, rucx's own, under `RUCX_<NAME>`.
     pub fn print(&self, title: Option<&str>, flags: c_int) -> Vec<u8> {
-        let mut out = Vec::new();
-        if flags & UCS_CONFIG_PRINT_HEADER != 0 {
-            let title = title.unwrap_or("rucx configuration");
-            out.extend_from_slice(format!("#\n# {title}\n#\n").as_bytes());
+        let has = |bit| flags & bit != 0;
+        let title = title.unwrap_or("(null)");
+        let mut out = String::new();
+        if has(UCS_CONFIG_PRINT_DOC) {
+            out += "# UCX library configuration file\n# Uncomment to modify values\n";
         }
-        if flags & UCS_CONFIG_PRINT_CONFIG != 0 {
-            let lookup = |v: &str| self.lookup(v);
-            let _ = if flags & UCS_CONFIG_PRINT_DOC != 0 {
-                UCP_TABLE.print_to(&mut out, &lookup)
-            } else {
-                UCP_TABLE.print_values_to(&mut out, &lookup)
-            };
+        if has(UCS_CONFIG_PRINT_HEADER) {
+            let _ = write!(out, "\n#\n# {title}\n#\n\n");
         }
-        out
+        if has(UCS_CONFIG_PRINT_CONFIG) {
+            for f in UCP_TABLE.fields {
+                self.print_field(&mut out, f, flags);
+            }
+        }
+        if has(UCS_CONFIG_PRINT_HEADER) {
+            let _ = write!(out, "\n\n#\n# Cached UCT {title}\n#\n\n\n");
+        }
+        out.into_bytes()
+    }
+
+    /// One variable of [`Config::print`].
+    fn print_field(&self, out: &mut String, f: &ConfigField, flags: c_int) {
+        if flags & UCS_CONFIG_PRINT_DOC != 0 {
+            *out += "#\n";
+            for line in f.doc_lines() {
+                match line.is_empty() {
+                    true => *out += "#\n",
+                    false => {
+                        let _ = writeln!(out, "# {line}");
+                    }
+                }
+            }
+            let _ = write!(out, "#\n# syntax:    {}\n#\n", f.syntax);
+        }
+        let value = self.values.get(f.name).map_or(f.default, String::as_str);
+        if flags & UCS_CONFIG_PRINT_COMMENT_DEFAULT != 0 && !self.from_env.contains(f.name) {
+            *out += "# ";
+        }
+        let _ = writeln!(out, "{}{}={value}", print_prefix(f), f.name);
+        if flags & UCS_CONFIG_PRINT_DOC != 0 {
+            *out += "\n";
+        }
+    }
+}
+
+/// The prefix `ucp_config_print` gives variable `f`: `UCX_` for one UCX
+/// also has, `RUCX_` for rucx's own.
+fn print_prefix(f: &ConfigField) -> &'static str {
+    match UCX_NAMES.contains(&f.name) {
+        true => "UCX_",
+        false => "RUCX_",
     }
 }
 
@@ -204,8 +264,9 @@ pub unsafe extern "C" fn ucp_config_modify(
     })
 }
 
-/// `ucp_config_print`: prints rucx's protocol-layer table (variables
-/// under their `RUCX_` names) with the values of `config`.
+/// `ucp_config_print`: prints rucx's protocol-layer table with the
+/// values of `config`, in UCX's layout: the variables UCX also has under
+/// their `UCX_` names, rucx's own under `RUCX_` (see [`Config::print`]).
 ///
 /// # Safety
 ///
@@ -271,7 +332,56 @@ mod tests {
         let cfg = c.parse().unwrap();
         assert_eq!(cfg.tls.items(), ["self"]);
         let text = String::from_utf8(c.print(Some("t"), 3)).unwrap();
-        assert!(text.starts_with("#\n# t\n#\n"), "{text}");
-        assert!(text.contains("RUCX_TLS=self\n"), "{text}");
+        assert!(text.starts_with("\n#\n# t\n#\n\nUCX_TLS=self\n"), "{text}");
+    }
+
+    /// The layouts of UCX 1.13 (Debian's), flag by flag.
+    #[test]
+    fn print_is_laid_out_as_ucx_s() {
+        let mut c = Config::default();
+        assert_eq!(c.modify("UCX_RNDV_THRESH", "8k"), status::OK);
+        let print = |flags| String::from_utf8(c.print(Some("title"), flags)).unwrap();
+        let header = "\n#\n# title\n#\n\n";
+        let cached = "\n\n#\n# Cached UCT title\n#\n\n\n";
+        assert_eq!(print(UCS_CONFIG_PRINT_HEADER), format!("{header}{cached}"));
+        let values = print(UCS_CONFIG_PRINT_CONFIG);
+        let lines: Vec<&str> = values.lines().collect();
+        assert_eq!(lines.len(), UCP_TABLE.fields.len(), "{values}");
+        assert_eq!(lines[0], "UCX_TLS=all");
+        assert!(lines.contains(&"UCX_RNDV_THRESH=8k"), "{values}");
+        assert!(lines.contains(&"UCX_KEEPALIVE_NUM_EPS=128"), "{values}");
+        assert!(lines.contains(&"RUCX_UNEXPECTED_MAX=64m"), "{values}");
+        assert_eq!(
+            print(UCS_CONFIG_PRINT_CONFIG | UCS_CONFIG_PRINT_HEADER),
+            format!("{header}{values}{cached}")
+        );
+        let comment = UCS_CONFIG_PRINT_CONFIG | UCS_CONFIG_PRINT_COMMENT_DEFAULT;
+        let commented = print(comment);
+        assert!(commented.starts_with("# UCX_TLS=all\n"), "{commented}");
+        assert!(
+            commented.contains("\n# UCX_RNDV_THRESH=8k\n"),
+            "{commented}"
+        );
+        let from_env = Config::read(None, env(&[("UCX_RNDV_THRESH", "8k")]));
+        let text = String::from_utf8(from_env.print(None, comment)).unwrap();
+        assert!(text.contains("\nUCX_RNDV_THRESH=8k\n"), "{text}");
+        assert!(text.contains("\n# UCX_BCOPY_THRESH=auto\n"), "{text}");
+        let doc = print(UCS_CONFIG_PRINT_DOC);
+        assert_eq!(
+            doc,
+            "# UCX library configuration file\n# Uncomment to modify values\n"
+        );
+        let full = print(UCS_CONFIG_PRINT_DOC | UCS_CONFIG_PRINT_CONFIG);
+        assert!(full.starts_with(&doc), "{full}");
+        let first = &full[doc.len()..];
+        assert!(
+            first.starts_with("#\n# Comma-separated list of transports"),
+            "{full}"
+        );
+        assert!(first.contains("#\n# syntax:    "), "{full}");
+        assert!(first.contains("#\nUCX_TLS=all\n\n#\n"), "{full}");
+        assert!(full.ends_with("RUCX_UNEXPECTED_MAX=64m\n\n"), "{full}");
+        let untitled = String::from_utf8(c.print(None, UCS_CONFIG_PRINT_HEADER)).unwrap();
+        assert!(untitled.starts_with("\n#\n# (null)\n#\n"), "{untitled}");
     }
 }

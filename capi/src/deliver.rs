@@ -228,6 +228,11 @@ fn poll_connects(w: &Worker) -> usize {
         }
     }
     for (p, st) in failed {
+        // Closed in flush mode while connecting: no handler runs.
+        if let Some(k) = crate::deferred::close_failed(p, st) {
+            n += k;
+            continue;
+        }
         // SAFETY: the endpoint is live until the application closes it,
         // which it may do only from here on.
         n += crate::deferred::fail(unsafe { &*p }, st);
@@ -245,7 +250,8 @@ fn poll_connects(w: &Worker) -> usize {
 /// Polls client endpoint `p`'s connect once, running no C code: once
 /// answered, the endpoint is ready, in the worker's tables, and its
 /// deferred operations are posted (the completions of those done at once
-/// wait for delivery); a failed one is marked failed and left in the
+/// wait for delivery; an endpoint the application closed in flush mode
+/// meanwhile is closed and freed then); a failed one is marked failed and left in the
 /// list for [`poll_connects`] to report. `None` while under way.
 pub(crate) fn poll_connect(w: &Worker, p: *mut Endpoint) -> Option<Result<rucx::Ep, StatusCode>> {
     // SAFETY: endpoints leave the list before they are freed.
@@ -264,7 +270,7 @@ pub(crate) fn poll_connect(w: &Worker, p: *mut Endpoint) -> Option<Result<rucx::
             w.with_connecting(|v| v.retain(|&q| q != p));
             w.with_cm(|s| s.insert(ep.to_u64()));
             w.with_eps(|m| m.entry(ep.to_u64()).or_default().push(p));
-            crate::deferred::run(w, e, ep);
+            crate::deferred::run(w, p, ep);
         }
         Err(st) => *e.conn.borrow_mut() = crate::ep::Conn::Failed(st),
     }

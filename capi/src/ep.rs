@@ -253,8 +253,9 @@ pub(crate) fn post_polled(w: &Worker, mut op: Polled, o: &Opts) -> StatusPtr {
 ///
 /// # Safety
 ///
-/// `ep` is a live endpoint; it is freed here.
-unsafe fn close(ep: *mut Endpoint, force: bool, o: &Opts) -> StatusPtr {
+/// `ep` is a live endpoint; it is freed here, or, in flush mode while
+/// its connect is under way, once the connect ended (`deferred.rs`).
+pub(crate) unsafe fn close(ep: *mut Endpoint, force: bool, o: &Opts) -> StatusPtr {
     // SAFETY: live endpoint (contract).
     let (w, peer) = unsafe { ((*ep).worker(), (*ep).peer) };
     let _g = w.enter();
@@ -266,10 +267,13 @@ unsafe fn close(ep: *mut Endpoint, force: bool, o: &Opts) -> StatusPtr {
         _ => (None, None),
     };
     let Some(rep) = rep else {
+        // SAFETY: live endpoint (contract).
+        if !force && crate::deferred::waits_for_connect(unsafe { &*ep }) {
+            // SAFETY: as above.
+            return crate::deferred::defer_close(unsafe { &*ep }, o);
+        }
         // Never connected: nothing on the Rust side; what was posted on
-        // it is canceled, in either mode (waiting for the connect here
-        // would run error handlers, which may close this endpoint, inside
-        // this call).
+        // it is canceled.
         w.with_connecting(|v| v.retain(|&p| p != ep));
         // SAFETY: live endpoint (contract); freed only below.
         crate::deferred::fail(unsafe { &*ep }, status::CANCELED);
@@ -317,8 +321,10 @@ unsafe fn close(ep: *mut Endpoint, force: bool, o: &Opts) -> StatusPtr {
 }
 
 /// `ucp_ep_close_nbx`: `UCP_EP_CLOSE_FLAG_FORCE` in the parameters'
-/// flags releases the endpoint at once; otherwise what was posted on it
-/// leaves first, then the peer is told.
+/// flags releases the endpoint at once (what was posted on a client
+/// endpoint still connecting is canceled); otherwise what was posted on
+/// it leaves first, then the peer is told (a client endpoint still
+/// connecting is closed once its connect ended, as UCX's).
 ///
 /// # Safety
 ///

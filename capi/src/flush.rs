@@ -3,13 +3,21 @@
 //! `ucp_worker_flush` of the compatibility header. A flush is over once
 //! everything posted before it left this process (a rendezvous send once
 //! its receiver took the data).
+//!
+//! A flush of a client endpoint whose connect is under way returns a
+//! request at once and starts once the endpoint connected and the
+//! operations posted on it before went out (`deferred.rs`), and a worker
+//! flush waits for the operations of such endpoints too; the blocking
+//! `ucp_ep_flush` waits for its request, progressing the worker.
 
+use crate::deferred;
 use crate::ep::{post_polled, wait_ptr, Endpoint};
-use crate::request::{Cb, Opts};
+use crate::request::{self, ucp_request_free, Cb, Header, Opts};
 use crate::status::{self, guard_ptr, guard_status};
 use crate::types::*;
 use crate::worker::{Polled, Worker};
-use std::ffi::c_uint;
+use std::ffi::{c_uint, c_void};
+use std::ptr;
 
 /// Flush of endpoint `ep` as a request.
 ///
@@ -23,8 +31,9 @@ unsafe fn ep_flush(ep: *mut Endpoint, o: &Opts) -> StatusPtr {
     };
     let w = e.worker();
     let _g = w.enter();
-    let rep = match e.rep() {
-        Ok(r) => r,
+    let rep = match deferred::target(e) {
+        Ok(Some(r)) => r,
+        Ok(None) => return deferred::defer_flush(e, o),
         Err(st) => return status::ptr(st),
     };
     match w.with(|rw| rw.ep_flush_start(rep)) {
@@ -33,7 +42,9 @@ unsafe fn ep_flush(ep: *mut Endpoint, o: &Opts) -> StatusPtr {
     }
 }
 
-/// Flush of every endpoint of `worker` as a request.
+/// Flush of every endpoint of `worker` as a request: of the Rust
+/// worker, and of each client endpoint whose connect is under way with
+/// operations waiting for it ([`Group`]).
 ///
 /// # Safety
 ///
@@ -45,7 +56,113 @@ unsafe fn worker_flush(worker: *mut Worker, o: &Opts) -> StatusPtr {
     };
     let _g = w.enter();
     let f = w.with(|rw| rw.flush_start());
-    post_polled(w, Polled::Flush(f), o)
+    let waiting: Vec<*mut Endpoint> = w.with_connecting(|v| {
+        v.iter()
+            .copied()
+            // SAFETY: endpoints leave the list before they are freed.
+            .filter(|&p| deferred::has_ops(unsafe { &*p }))
+            .collect()
+    });
+    if waiting.is_empty() {
+        return post_polled(w, Polled::Flush(f), o);
+    }
+    // One part more while the parts are posted, so that none ends it.
+    let g = Box::into_raw(Box::new(Group {
+        h: ptr::null_mut(),
+        left: 1,
+        status: status::OK,
+    }));
+    let ep_part = Opts::new(Cb::Send(ep_part_done, g.cast()));
+    for p in waiting {
+        // SAFETY: `g` is live until its last part ends.
+        unsafe { (*g).left += 1 };
+        // SAFETY: as above.
+        let r = deferred::defer_flush(unsafe { &*p }, &ep_part);
+        if status::of_ptr(r).is_some() {
+            // SAFETY: a live group with parts left.
+            unsafe { group_done(g, status::OK) };
+        }
+    }
+    // SAFETY: as above.
+    unsafe { (*g).left += 1 };
+    let r = post_polled(
+        w,
+        Polled::Flush(f),
+        &Opts::new(Cb::Send(part_done, g.cast())),
+    );
+    if let Some(st) = status::of_ptr(r) {
+        // SAFETY: a live group with parts left.
+        unsafe { group_done(g, st) };
+    }
+    // SAFETY: the group is live (its extra part is not counted down yet);
+    // no part ends before the next progress.
+    unsafe {
+        if (*g).left == 1 {
+            let g = Box::from_raw(g);
+            return request::done_at_once(w, o, g.status, TagRecvInfo::default());
+        }
+        (*g).left -= 1;
+        match request::alloc(w, o) {
+            Ok(h) => {
+                (*g).h = h;
+                request::user_ptr(h)
+            }
+            Err(st) => status::ptr(st),
+        }
+    }
+}
+
+/// A worker flush made of parts: the application's request (NULL if
+/// there is none) completes once the last part ended, with the status of
+/// the Rust worker's flush (an endpoint whose connect failed reports
+/// that to its error handler, not to the flush).
+struct Group {
+    h: *mut Header,
+    left: usize,
+    status: StatusCode,
+}
+
+/// Counts a part of group `g` ended with `st`; after the last, completes
+/// the group's request and frees the group.
+///
+/// # Safety
+///
+/// `g` is a live group with parts left; no borrow of its worker is alive.
+unsafe fn group_done(g: *mut Group, st: StatusCode) {
+    // SAFETY: live (contract).
+    let left = unsafe {
+        if st != status::OK && (*g).status == status::OK {
+            (*g).status = st;
+        }
+        (*g).left -= 1;
+        (*g).left
+    };
+    if left == 0 {
+        // SAFETY: made by Box::into_raw in worker_flush, freed once here.
+        let g = unsafe { Box::from_raw(g) };
+        if !g.h.is_null() {
+            // SAFETY: the application's live request, not completed yet.
+            unsafe { request::complete(g.h, g.status, TagRecvInfo::default()) };
+        }
+    }
+}
+
+/// The end of the Rust worker's flush of a group (`g`).
+unsafe extern "C" fn part_done(req: *mut c_void, st: StatusCode, g: *mut c_void) {
+    // SAFETY: the part's request, over now, freed once; `g` its group.
+    unsafe {
+        ucp_request_free(req);
+        group_done(g.cast(), st);
+    }
+}
+
+/// The end of a connecting endpoint's flush of a group (`g`).
+unsafe extern "C" fn ep_part_done(req: *mut c_void, _st: StatusCode, g: *mut c_void) {
+    // SAFETY: as in `part_done`.
+    unsafe {
+        ucp_request_free(req);
+        group_done(g.cast(), status::OK);
+    }
 }
 
 /// `ucp_ep_flush_nbx`.

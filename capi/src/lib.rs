@@ -27,15 +27,19 @@
 //! * `ep.rs`: endpoints (by worker address, connection request or socket
 //!   address: a client's endpoint is returned at once, the worker's
 //!   progress completes its connect or calls its error handler) and
-//!   closing them; `deferred.rs`: the sends posted on a client endpoint
-//!   while it connects;
+//!   closing them; `deferred.rs`: the operations posted on a client
+//!   endpoint while it connects (sends, one-sided operations, flushes, a
+//!   flush-mode close) and the remote keys unpacked on it;
 //! * `listener.rs`: `ucp_listener_*` and `ucp_conn_request_query`: the
 //!   Rust listener's handler queues each client, `ucp_worker_progress`
 //!   gives them to the C connection handler after the Rust progress;
 //! * `flush.rs`: endpoint and worker flushes;
+//! * `mem.rs`: memory maps (`ucp_mem_*`); `rkey.rs`: their remote keys;
+//!   `rma.rs` and `atomic.rs`: one-sided operations with them, posted
+//!   through `onesided.rs`;
 //! * `query.rs`: `ucp_ep_query`, `ucp_ep_modify_nb`, `ucp_ep_evaluate_perf`,
 //!   `ucp_request_query`, `ucp_request_alloc`, `ucp_worker_address_query`,
-//!   `ucp_worker_wait_mem`, `ucp_lib_query`, `ucp_mem_print_info` and
+//!   `ucp_worker_wait_mem`, `ucp_lib_query` and
 //!   libucs's name tables (`ucs_memory_type_names`, `ucs_memory_type_descs`,
 //!   `ucs_thread_mode_names`);
 //! * `request.rs`: requests in UCX's memory model (a per-worker pool of
@@ -112,6 +116,8 @@ pub mod ep;
 pub mod flush;
 mod inbox;
 pub mod listener;
+pub mod mem;
+mod onesided;
 mod post;
 pub mod query;
 pub mod request;

@@ -1,7 +1,7 @@
 //! Queries and small entry points: `ucp_ep_query`, `ucp_ep_modify_nb`,
 //! `ucp_ep_evaluate_perf`, `ucp_request_query`, `ucp_request_alloc`,
 //! `ucp_worker_address_query`, `ucp_worker_wait_mem`, `ucp_lib_query`,
-//! `ucp_mem_print_info`, and libucs's name tables
+//! and libucs's name tables
 //! `ucs_memory_type_names`, `ucs_memory_type_descs`,
 //! `ucs_thread_mode_names`.
 //!
@@ -11,9 +11,8 @@
 //! `UCP_OP_ATTR_FIELD_REQUEST`); `ucp_ep_modify_nb` changes the error
 //! handler and user data only.
 
-use crate::config::write_stream;
-use crate::context::{copy_name, Context};
-use crate::ep::Endpoint;
+use crate::context::copy_name;
+use crate::ep::{Conn, Endpoint};
 use crate::request::{header_of, COMPLETED, RELEASED};
 use crate::status::{self, guard, guard_ptr, guard_status};
 use crate::types::*;
@@ -26,6 +25,11 @@ use std::ptr;
 /// `UCS_ERR_NOT_CONNECTED`: a socket address of an endpoint that was
 /// not made through one.
 const NOT_CONNECTED: StatusCode = Status::NotConnected as StatusCode;
+
+/// The longest debug string of a request, with its terminating NUL:
+/// what `ucp_worker_query` reports as `max_debug_string` (200, as UCX
+/// 1.13's), and the most `ucp_request_query` writes.
+pub(crate) const MAX_DEBUG_STRING: usize = 200;
 
 /// A C array of static strings, exported as a data symbol.
 #[repr(transparent)]
@@ -103,8 +107,9 @@ fn storage_of(a: SocketAddr) -> libc::sockaddr_storage {
 
 /// `ucp_ep_query`: the name (the handle as `%p`, as UCX's release builds
 /// give it); the local and remote socket addresses of an endpoint made
-/// by a client's connect or a server's accept (a client's connect still
-/// in progress is waited for), `UCS_ERR_NOT_CONNECTED` for the others.
+/// by a client's connect or a server's accept (of a client's connect
+/// still under way, those of its handshake, at once, as UCX's),
+/// `UCS_ERR_NOT_CONNECTED` for the others.
 ///
 /// # Safety
 ///
@@ -125,23 +130,36 @@ pub unsafe extern "C" fn ucp_ep_query(ep: *mut Endpoint, attr: *mut EpAttr) -> S
         }
         let w = e.worker();
         let _g = w.enter();
+        let connecting = match &*e.conn.borrow() {
+            Conn::Connecting(c) => Some(c.sockaddrs()),
+            _ => None,
+        };
+        match connecting {
+            Some(Some(pair)) => return fill_sockaddrs(a, pair),
+            Some(None) => return NOT_CONNECTED,
+            None => {}
+        }
         let rep = match e.rep() {
             Ok(r) => r,
             Err(st) => return st,
         };
-        let (local, remote) = match w.with(|rw| rw.ep_sockaddrs(rep)) {
-            Ok(Some(pair)) => pair,
-            Ok(None) => return NOT_CONNECTED,
-            Err(e) => return status::of(&e),
-        };
-        if has(UCP_EP_ATTR_FIELD_LOCAL_SOCKADDR) {
-            a.local_sockaddr = storage_of(local);
+        match w.with(|rw| rw.ep_sockaddrs(rep)) {
+            Ok(Some(pair)) => fill_sockaddrs(a, pair),
+            Ok(None) => NOT_CONNECTED,
+            Err(e) => status::of(&e),
         }
-        if has(UCP_EP_ATTR_FIELD_REMOTE_SOCKADDR) {
-            a.remote_sockaddr = storage_of(remote);
-        }
-        status::OK
     })
+}
+
+/// Writes the socket addresses `(local, remote)` the query asks for.
+fn fill_sockaddrs(a: &mut EpAttr, (local, remote): (SocketAddr, SocketAddr)) -> StatusCode {
+    if a.field_mask & UCP_EP_ATTR_FIELD_LOCAL_SOCKADDR != 0 {
+        a.local_sockaddr = storage_of(local);
+    }
+    if a.field_mask & UCP_EP_ATTR_FIELD_REMOTE_SOCKADDR != 0 {
+        a.remote_sockaddr = storage_of(remote);
+    }
+    status::OK
 }
 
 /// `ucp_ep_modify_nb` (legacy): sets the error handler
@@ -232,7 +250,7 @@ pub unsafe extern "C" fn ucp_ep_evaluate_perf(
 }
 
 /// The debug text of a request: its state and, once a receive
-/// completed, its length.
+/// completed, its length; at most [`MAX_DEBUG_STRING`] - 1 bytes.
 fn describe(done: bool, st: StatusCode, length: usize) -> String {
     let mut s = if done {
         // SAFETY: ucs_status_string returns a static C string.
@@ -244,13 +262,20 @@ fn describe(done: bool, st: StatusCode, length: usize) -> String {
     if done && length > 0 {
         s += &format!(" length {length}");
     }
-    s + " host memory"
+    s += " host memory";
+    let mut end = s.len().min(MAX_DEBUG_STRING - 1);
+    while !s.is_char_boundary(end) {
+        end -= 1;
+    }
+    s.truncate(end);
+    s
 }
 
 /// `ucp_request_query`: the status (`UCS_INPROGRESS` while in flight), the
 /// memory type (host: rucx moves host memory only) and a debug string cut
 /// to the caller's buffer (`UCP_REQUEST_ATTR_FIELD_INFO_STRING` needs
-/// `_INFO_STRING_SIZE`). A request already freed is
+/// `_INFO_STRING_SIZE`; a buffer of the worker's `max_debug_string` bytes
+/// holds it whole). A request already freed is
 /// `UCS_ERR_INVALID_PARAM`.
 ///
 /// # Safety
@@ -405,94 +430,6 @@ pub unsafe extern "C" fn ucp_lib_query(attr: *mut LibAttr) -> StatusCode {
     })
 }
 
-/// The text of `ucp_mem_print_info`: maps `size` bytes (allocated by
-/// rucx), prints where and on which memory domains, unmaps.
-fn mem_info(c: *mut Context, size: usize) -> String {
-    use crate::rkey::*;
-    let params = MemMapParams {
-        field_mask: UCP_MEM_MAP_PARAM_FIELD_LENGTH | UCP_MEM_MAP_PARAM_FIELD_FLAGS,
-        address: ptr::null_mut(),
-        length: size,
-        flags: UCP_MEM_MAP_ALLOCATE,
-        prot: 0,
-        memory_type: UCS_MEMORY_TYPE_HOST,
-    };
-    let mut memh: *mut MemH = ptr::null_mut();
-    // SAFETY: a live context (the caller's contract); valid parameters.
-    let st = unsafe { ucp_mem_map(c, &params, &mut memh) };
-    if st != status::OK {
-        // SAFETY: ucs_status_string returns a static C string.
-        let text = unsafe { CStr::from_ptr(status::ucs_status_string(st)) };
-        return format!("<Failed to map memory: {}>\n", text.to_string_lossy());
-    }
-    let mut attr = MemAttr {
-        field_mask: UCP_MEM_ATTR_FIELD_ADDRESS | UCP_MEM_ATTR_FIELD_LENGTH,
-        address: ptr::null_mut(),
-        length: 0,
-        mem_type: 0,
-    };
-    // SAFETY: the handle just mapped.
-    unsafe { ucp_mem_query(memh, &mut attr) };
-    // SAFETY: no argument; -1 on error.
-    let page = unsafe { libc::sysconf(libc::_SC_PAGESIZE) }.max(1) as usize;
-    let size_text = rucx::ucp::proto::select::size_text;
-    // SAFETY: a live context (the caller's contract).
-    let ctx = unsafe { &*c };
-    let mut mds: Vec<String> = ctx
-        .ctx
-        .resources_by_md()
-        .into_iter()
-        .map(|(_, n, _)| n)
-        .collect();
-    mds.dedup();
-    let mut out = String::from("#\n# UCP memory allocation\n#\n");
-    out += &format!(
-        "#  allocated {} at address {:p}, pagesize: {}\n",
-        size_text(attr.length),
-        attr.address,
-        size_text(page)
-    );
-    out += &format!("#  registered on: {} \n#\n", mds.join(" "));
-    // SAFETY: the handle just mapped, unmapped once.
-    unsafe { ucp_mem_unmap(c, memh) };
-    out
-}
-
-/// `ucp_mem_print_info`: maps `mem_size` bytes (a size as UCX's
-/// configuration writes it: `4k`, `1m`, ...), prints the mapping and
-/// unmaps it; a size it cannot read prints
-/// `<Failed to convert a memunits string>`, as UCX's.
-///
-/// # Safety
-///
-/// `mem_size` is NULL or a C string; `context` came from `ucp_init`;
-/// `stream` is an open `FILE *`.
-#[no_mangle]
-pub unsafe extern "C" fn ucp_mem_print_info(
-    mem_size: *const c_char,
-    context: *mut Context,
-    stream: *mut libc::FILE,
-) {
-    use rucx::ucp::ucs::config::{ConfigValue, MemUnits};
-    guard((), || {
-        if context.is_null() || stream.is_null() {
-            return;
-        }
-        // SAFETY: NULL or a C string (contract).
-        let text = unsafe { crate::config::opt_str(mem_size) };
-        let size = text
-            .and_then(|t| MemUnits::parse(t).ok())
-            .and_then(MemUnits::bytes)
-            .and_then(|b| usize::try_from(b).ok());
-        let out = match size {
-            Some(n) => mem_info(context, n),
-            None => "<Failed to convert a memunits string>\n".to_string(),
-        };
-        // SAFETY: an open stream (contract).
-        unsafe { write_stream(stream, out.as_bytes()) };
-    })
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -522,6 +459,10 @@ mod tests {
         let s = storage_of(a);
         assert_eq!(s.ss_family, libc::AF_INET as libc::sa_family_t);
         assert!(describe(true, status::OK, 8).contains("length 8"));
+        for st in -120..=0 {
+            let text = describe(true, st, usize::MAX);
+            assert!(text.len() < MAX_DEBUG_STRING, "{text}");
+        }
         assert_eq!(describe(false, 0, 0), "in progress host memory");
     }
 }

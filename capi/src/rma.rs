@@ -10,96 +10,21 @@
 //! endpoint or worker waits for it (`UCS_OK` if it was over at once,
 //! `UCS_INPROGRESS` if not). Contiguous data only: other datatypes are
 //! `UCS_ERR_UNSUPPORTED`. An operation of 0 bytes is `UCS_OK` at once.
+//!
+//! On a client endpoint whose connect is under way, the `_nb` and `_nbx`
+//! forms return a request at once, the `_nbi` ones `UCS_INPROGRESS`, and
+//! the operation waits for the connect (`deferred.rs`); the blocking ones
+//! wait for their request, progressing the worker.
 
+use crate::deferred;
 use crate::ep::{wait_ptr, Endpoint};
+use crate::onesided::{is_empty_key, post_keyed, post_keyed_nbi, target};
 use crate::request::{self, Cb, Opts};
 use crate::rkey::RkeyH;
 use crate::status::{self, guard_ptr, guard_status};
 use crate::types::*;
-use crate::worker::Worker;
-use rucx::{Op, Posted, Rkey};
+use rucx::{Op, Rkey};
 use std::ffi::c_void;
-use std::ptr;
-
-/// Posts an operation of `w` with request options `o`; `post` gets the
-/// Rust worker and the [`Op`] that reports to the request. NULL if it
-/// ended at once (or a completed request with
-/// `UCP_OP_ATTR_FLAG_NO_IMM_CMPL`), the request, or an error pointer.
-pub(crate) fn post(
-    w: &Worker,
-    o: &Opts,
-    post: impl FnOnce(&mut rucx::Worker, Op) -> rucx::Result<Posted<()>>,
-) -> StatusPtr {
-    let h = match request::alloc(w, o) {
-        Ok(h) => h,
-        Err(st) => return status::ptr(st),
-    };
-    let op = Op::new().queue().user_data(h as usize as u64);
-    match w.with(|rw| post(rw, op)) {
-        Ok(Posted::InFlight(id)) => {
-            // SAFETY: the header just written; its request is in flight.
-            unsafe { (*h).id = Some(id) };
-            request::user_ptr(h)
-        }
-        Ok(Posted::Done(..)) => {
-            if o.no_imm {
-                // SAFETY: a fresh header; no borrow of the worker alive.
-                unsafe { request::complete(h, status::OK, TagRecvInfo::default()) };
-                return request::user_ptr(h);
-            }
-            // SAFETY: the header just written: completed without a
-            // callback (as UCX's immediate completions), then recycled.
-            unsafe {
-                (*h).cb = Cb::None;
-                request::complete(h, status::OK, TagRecvInfo::default());
-                request::recycle(h);
-            }
-            ptr::null_mut()
-        }
-        Err(e) => {
-            // SAFETY: the request never went in flight.
-            unsafe { request::recycle(h) };
-            status::ptr(status::of(&e))
-        }
-    }
-}
-
-/// Posts an implicit (`_nbi`) operation of `w`: its Rust request, if in
-/// flight, is released and completes on its own.
-pub(crate) fn post_nbi(
-    w: &Worker,
-    post: impl FnOnce(&mut rucx::Worker, Op) -> rucx::Result<Posted<()>>,
-) -> StatusCode {
-    let r = w.with(|rw| {
-        let r = post(rw, Op::new());
-        if let Ok(Posted::InFlight(id)) = &r {
-            rw.request_release(*id);
-        }
-        r
-    });
-    match r {
-        Ok(Posted::Done(..)) => status::OK,
-        Ok(Posted::InFlight(_)) => status::INPROGRESS,
-        Err(e) => status::of(&e),
-    }
-}
-
-/// The endpoint and key of an operation, or the status that refuses it
-/// (`None` key: the key of a map of 0 bytes).
-///
-/// # Safety
-///
-/// `ep` and `rkey` are NULL or live.
-pub(crate) unsafe fn target<'a>(
-    ep: *mut Endpoint,
-    rkey: *mut RkeyH,
-) -> Result<(&'a Endpoint, Option<&'a Rkey>), StatusCode> {
-    // SAFETY: NULL or live (contract).
-    match (unsafe { ep.as_ref() }, unsafe { rkey.as_ref() }) {
-        (Some(e), Some(k)) => Ok((e, k.key.as_ref())),
-        _ => Err(status::INVALID_PARAM),
-    }
-}
 
 /// Bytes of `count` elements of contiguous `datatype`.
 fn contig_len(datatype: Datatype, count: usize) -> Result<usize, StatusCode> {
@@ -135,17 +60,17 @@ unsafe fn rma(
     mode: Mode<'_>,
 ) -> StatusPtr {
     // SAFETY: forwarded contract.
-    let (e, key) = match unsafe { target(ep, rkey) } {
+    let (e, k) = match unsafe { target(ep, rkey) } {
         Ok(t) => t,
         Err(st) => return status::ptr(st),
     };
     let w = e.worker();
     let _g = w.enter();
-    let rep = match e.rep() {
+    let rep = match deferred::target(e) {
         Ok(r) => r,
         Err(st) => return status::ptr(st),
     };
-    let Some(key) = key.filter(|_| len > 0) else {
+    if len == 0 || is_empty_key(k) {
         let st = if len == 0 {
             status::OK
         } else {
@@ -155,22 +80,20 @@ unsafe fn rma(
             Mode::Implicit => status::ptr(st),
             Mode::Request(o) => request::done_at_once(w, o, st, TagRecvInfo::default()),
         };
-    };
-    let go = |rw: &mut rucx::Worker, op: Op| {
-        // SAFETY: the application keeps the buffer valid (and writable for
-        // a get) until the operation completes, UCX's contract, which is
-        // the raw tier's.
-        unsafe {
-            if get {
-                rw.get_raw(rep, buffer.cast(), len, remote_addr, key, op)
-            } else {
-                rw.put_raw(rep, buffer.cast(), len, remote_addr, key, op)
-            }
+    }
+    // SAFETY (of the closure's block): the application keeps the buffer
+    // valid (and writable for a get) until the operation completes, UCX's
+    // contract, which is the raw tier's.
+    let go = move |rw: &mut rucx::Worker, rep: rucx::Ep, key: &Rkey, op: Op| unsafe {
+        if get {
+            rw.get_raw(rep, buffer.cast(), len, remote_addr, key, op)
+        } else {
+            rw.put_raw(rep, buffer.cast(), len, remote_addr, key, op)
         }
     };
     match mode {
-        Mode::Implicit => status::ptr(post_nbi(w, go)),
-        Mode::Request(o) => post(w, o, go),
+        Mode::Request(o) => post_keyed(e, k, o, rep, go),
+        Mode::Implicit => status::ptr(post_keyed_nbi(e, k, rep, go)),
     }
 }
 
@@ -435,6 +358,7 @@ pub unsafe extern "C" fn ucp_get(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::ptr;
 
     #[test]
     fn only_contiguous_data() {

@@ -133,6 +133,10 @@ pub const UCS_CONFIG_PRINT_CONFIG: c_int = 1 << 0;
 pub const UCS_CONFIG_PRINT_HEADER: c_int = 1 << 1;
 /// `UCS_CONFIG_PRINT_DOC`.
 pub const UCS_CONFIG_PRINT_DOC: c_int = 1 << 2;
+/// `UCS_CONFIG_PRINT_HIDDEN` (rucx has no hidden variables: no effect).
+pub const UCS_CONFIG_PRINT_HIDDEN: c_int = 1 << 3;
+/// `UCS_CONFIG_PRINT_COMMENT_DEFAULT`.
+pub const UCS_CONFIG_PRINT_COMMENT_DEFAULT: c_int = 1 << 4;
 
 /// `UCP_ENTITY_NAME_MAX`.
 pub const UCP_ENTITY_NAME_MAX: usize = 32;

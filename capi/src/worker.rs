@@ -430,7 +430,7 @@ pub unsafe extern "C" fn ucp_worker_query(
             copy_name(&mut a.name, &w.name);
         }
         if has(UCP_WORKER_ATTR_FIELD_MAX_INFO_STRING) {
-            a.max_debug_string = 0;
+            a.max_debug_string = crate::query::MAX_DEBUG_STRING;
         }
         status::OK
     })

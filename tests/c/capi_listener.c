@@ -9,13 +9,17 @@
  * both ways, the first posted before the client knows it is connected; a
  * second client is rejected and its error handler sees
  * UCS_ERR_REJECTED; a connect to a port nobody listens on fails through
- * the error handler. Prints
+ * the error handler. Listening on a port another socket listens on, or
+ * one a closed connection holds in TIME_WAIT, is UCS_ERR_BUSY (as UCX
+ * 1.13's). Prints
  * "capi_listener: ok" and exits 0 when every check holds. */
 #include <ucp/api/ucp.h>
 
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <stdio.h>
+#include <sys/socket.h>
+#include <unistd.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -153,6 +157,77 @@ static void close_ep(ucp_ep_h ep)
     wait_req(ucp_ep_close_nbx(ep, &p));
 }
 
+/* The loopback address of family, port 0, in ss; its length. */
+static socklen_t loopback(int family, struct sockaddr_storage *ss)
+{
+    memset(ss, 0, sizeof(*ss));
+    if (family == AF_INET) {
+        struct sockaddr_in *s = (struct sockaddr_in *)ss;
+        s->sin_family      = AF_INET;
+        s->sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+        return sizeof(*s);
+    } else {
+        struct sockaddr_in6 *s = (struct sockaddr_in6 *)ss;
+        s->sin6_family = AF_INET6;
+        s->sin6_addr   = in6addr_loopback;
+        return sizeof(*s);
+    }
+}
+
+/* ucp_listener_create on ss (of length len); closes the listener if it
+ * was made. */
+static ucs_status_t try_listen(struct sockaddr_storage *ss, socklen_t len)
+{
+    ucp_listener_params_t lp = {0};
+    ucp_listener_h l;
+    ucs_status_t st;
+    lp.field_mask       = UCP_LISTENER_PARAM_FIELD_SOCK_ADDR |
+                          UCP_LISTENER_PARAM_FIELD_CONN_HANDLER;
+    lp.sockaddr.addr    = (struct sockaddr *)ss;
+    lp.sockaddr.addrlen = len;
+    lp.conn_handler.cb  = on_conn;
+    lp.conn_handler.arg = (void *)0x51;
+    st = ucp_listener_create(ws, &lp, &l);
+    if (st == UCS_OK) {
+        ucp_listener_destroy(l);
+    }
+    return st;
+}
+
+/* A listener on a port in use: one a plain socket listens on, then the
+ * same port once only a closed connection's TIME_WAIT holds it (the
+ * sockets have no SO_REUSEADDR). */
+static void address_in_use(int family)
+{
+    const char *name = family == AF_INET ? "ipv4" : "ipv6";
+    struct sockaddr_storage ss;
+    socklen_t len = loopback(family, &ss), alen = len;
+    int lfd, cfd, afd;
+    ucs_status_t st;
+
+    lfd = socket(family, SOCK_STREAM, 0);
+    CHECK(lfd >= 0);
+    CHECK(bind(lfd, (struct sockaddr *)&ss, len) == 0);
+    CHECK(listen(lfd, 4) == 0);
+    CHECK(getsockname(lfd, (struct sockaddr *)&ss, &alen) == 0);
+    st = try_listen(&ss, len);
+    printf("%s address in use: %s\n", name, ucs_status_string(st));
+    CHECK(st == UCS_ERR_BUSY);
+
+    /* The server's side closes first: its port goes to TIME_WAIT. */
+    cfd = socket(family, SOCK_STREAM, 0);
+    CHECK(cfd >= 0);
+    CHECK(connect(cfd, (struct sockaddr *)&ss, len) == 0);
+    afd = accept(lfd, NULL, NULL);
+    CHECK(afd >= 0);
+    close(afd);
+    close(lfd);
+    close(cfd);
+    st = try_listen(&ss, len);
+    printf("%s address in time-wait: %s\n", name, ucs_status_string(st));
+    CHECK(st == UCS_ERR_BUSY);
+}
+
 static void run(int family)
 {
     struct sockaddr_storage ss;
@@ -165,18 +240,7 @@ static void run(int family)
     uint16_t port;
     ucs_status_t st;
 
-    memset(&ss, 0, sizeof(ss));
-    if (family == AF_INET) {
-        struct sockaddr_in *s = (struct sockaddr_in *)&ss;
-        s->sin_family      = AF_INET;
-        s->sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-        len = sizeof(*s);
-    } else {
-        struct sockaddr_in6 *s = (struct sockaddr_in6 *)&ss;
-        s->sin6_family = AF_INET6;
-        s->sin6_addr   = in6addr_loopback;
-        len = sizeof(*s);
-    }
+    len = loopback(family, &ss);
     lp.field_mask       = UCP_LISTENER_PARAM_FIELD_SOCK_ADDR |
                           UCP_LISTENER_PARAM_FIELD_CONN_HANDLER;
     lp.sockaddr.addr    = (struct sockaddr *)&ss;
@@ -291,6 +355,8 @@ int main(void)
 
     run(AF_INET);
     run(AF_INET6);
+    address_in_use(AF_INET);
+    address_in_use(AF_INET6);
 
     ucp_worker_destroy(wc);
     ucp_worker_destroy(ws);

@@ -5,7 +5,8 @@
  * ucp_ep_query (name; socket addresses of a client and a server endpoint,
  * UCS_ERR_NOT_CONNECTED for one made from an address), ucp_ep_evaluate_perf,
  * ucp_ep_modify_nb (its statuses, and a replaced error handler that runs),
- * ucp_request_alloc, ucp_request_query, ucp_mem_print_info and
+ * ucp_request_alloc, ucp_request_query (its debug string within the
+ * worker's max_debug_string, 200 as UCX 1.13's), ucp_mem_print_info and
  * ucp_worker_wait_mem; wrong arguments. Prints "capi_misc: ok" and exits 0
  * when every check holds. */
 #include <ucp/api/ucp.h>
@@ -322,12 +323,20 @@ static void requests(ucp_ep_h ep)
 {
     ucp_request_param_t rp = {0};
     ucp_request_attr_t a;
+    ucp_worker_attr_t wq = {0};
     char text[256], small[4];
     uint64_t buf = 0, msg = 0x0102030405060708ull;
     time_t start = time(NULL);
     void *r;
 
     CHECK(ucp_request_alloc(wa) == NULL);   /* as UCX 1.13's */
+
+    /* The longest request debug string, 200 as UCX 1.13's. */
+    wq.field_mask = UCP_WORKER_ATTR_FIELD_MAX_INFO_STRING;
+    CHECK(ucp_worker_query(wa, &wq) == UCS_OK);
+    printf("max_debug_string %zu\n", wq.max_debug_string);
+    CHECK(wq.max_debug_string == 200);
+    CHECK(wq.max_debug_string <= sizeof(text));
 
     r = ucp_tag_recv_nbx(wa, &buf, sizeof(buf), 1, (ucp_tag_t)-1, &rp);
     CHECK(r != NULL && !UCS_PTR_IS_ERR(r));
@@ -342,6 +351,7 @@ static void requests(ucp_ep_h ep)
     CHECK(a.status == UCS_INPROGRESS);
     CHECK(a.mem_type == UCS_MEMORY_TYPE_HOST);
     CHECK(strlen(text) > 0 && strstr(text, "in progress") != NULL);
+    CHECK(strlen(text) < wq.max_debug_string);
     printf("request in flight: '%s'\n", text);
     /* A string cut to the buffer, and its size required. */
     a.field_mask        = UCP_REQUEST_ATTR_FIELD_INFO_STRING |

@@ -213,6 +213,9 @@ impl Error {
                 io::ErrorKind::ConnectionRefused => Status::Unreachable,
                 io::ErrorKind::TimedOut => Status::TimedOut,
                 io::ErrorKind::OutOfMemory => Status::NoMemory,
+                // UCX 1.13 says UCS_ERR_BUSY when a listener's address is
+                // in use (bound, listened on, or held by TIME_WAIT).
+                io::ErrorKind::AddrInUse => Status::Busy,
                 _ => Status::IoError,
             },
             Error::ConnectionLost { .. } => Status::ConnectionReset,

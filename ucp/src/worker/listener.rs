@@ -78,6 +78,15 @@ pub struct Connecting {
     params: Option<EpParams>,
 }
 
+impl Connecting {
+    /// The local and remote socket addresses of the connect (the
+    /// client's end of its handshake connection and the listener's
+    /// address); `None` if the socket cannot tell its own.
+    pub fn sockaddrs(&self) -> Option<(SocketAddr, SocketAddr)> {
+        self.cm.addrs()
+    }
+}
+
 /// The handshake timeout of listeners and clients (`RUCX_CM_TIMEOUT`
 /// would set it; the default for now).
 fn cm_config() -> CmConfig {

@@ -24,6 +24,14 @@ fn limit_says_what_and_maps_to_invalid_param() {
 }
 
 #[test]
+fn io_errors_map_as_ucx_s() {
+    let io = |kind| Error::io("listen on 127.0.0.1:1", io::Error::from(kind)).status();
+    assert_eq!(io(io::ErrorKind::AddrInUse), Status::Busy);
+    assert_eq!(io(io::ErrorKind::ConnectionRefused), Status::Unreachable);
+    assert_eq!(io(io::ErrorKind::PermissionDenied), Status::IoError);
+}
+
+#[test]
 fn op_unsupported_names_transport_and_op() {
     let e = Error::op_unsupported("posix", "am_zcopy");
     assert_eq!(e.to_string(), "posix: am_zcopy is not supported");
