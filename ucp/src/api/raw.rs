@@ -16,6 +16,7 @@ impl Worker {
     /// `ptr` must stay readable and unmodified until the request's
     /// completion has been observed (test, wait, completion queue or
     /// callback) or the worker is dropped.
+    #[inline]
     pub unsafe fn tag_send_raw(
         &mut self,
         ep: Ep,

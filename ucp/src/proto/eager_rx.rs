@@ -155,7 +155,8 @@ impl Core {
         }) = self.reqs.get_mut(req)
         {
             if matches!(notify, Notify::Queue) && r.memh.is_none() && r.read_error.is_none() {
-                *notify = Notify::Poll;
+                // A `Queue` holds nothing to drop.
+                std::mem::forget(std::mem::replace(notify, Notify::Poll));
                 let (n, cap) = (payload.len(), r.buf.capacity());
                 let user_data = *user_data;
                 self.done.completed = self.done.completed.wrapping_add(1);
@@ -168,8 +169,8 @@ impl Core {
                 } else {
                     Ok(Info { tag, length: n })
                 };
-                self.reqs
-                    .take_map_forget(req, |_| Some(()), Request::owns_nothing);
+                // Checked above: it owns nothing (`Request::owns_nothing`).
+                self.reqs.take_map_forget(req, |_| Some(()), |_| true);
                 self.done.completions.push_back(Completion {
                     id: crate::ReqId(req),
                     user_data,

@@ -207,6 +207,10 @@ impl Core {
                     if done.is_ok() {
                         st.credit.sent += charge;
                     }
+                    if !matches!(op.notify, crate::request::Notify::Callback(_)) {
+                        // Nothing to drop: skip the drop code.
+                        std::mem::forget(op);
+                    }
                     return done;
                 }
             }
