@@ -2,7 +2,8 @@
 //! API's requests): a whole eager message finishes them in the message
 //! path, with the user data, tag and length, or `Truncated` when the
 //! buffer is too small, and their slot is gone afterwards; over self and
-//! shared memory.
+//! shared memory; and a completion hook that takes some completions
+//! before the queue sees them.
 
 mod common;
 
@@ -88,5 +89,61 @@ fn check(tls: &str) {
 fn queued_receives_finish_in_the_message_path() {
     for tls in ["self", "posix"] {
         check(tls);
+    }
+}
+
+/// User data the hook below took, summed.
+static TAKEN: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+
+/// Takes completions with even user data, leaves odd ones to the queue.
+fn take_even(user_data: u64, result: &rucx::ucp::Result<rucx::ucp::Info>) -> bool {
+    if user_data % 2 == 0 && result.is_ok() {
+        TAKEN.fetch_add(user_data, std::sync::atomic::Ordering::Relaxed);
+        return true;
+    }
+    false
+}
+
+#[test]
+fn a_completion_hook_takes_what_it_claims() {
+    let ctx = context("self");
+    let mut a = ctx.create_worker().expect("worker");
+    let mut b = ctx.create_worker().expect("worker");
+    let ep = a.connect(&b.address()).expect("connect");
+    b.set_completion_hook(Some(take_even));
+    let mut bufs = [[0u8; 8]; 4];
+    for (i, buf) in bufs.iter_mut().enumerate() {
+        let ud = 100 + i as u64;
+        // SAFETY: the buffers outlive the requests, which complete below.
+        let r = unsafe {
+            b.tag_recv_raw(
+                buf.as_mut_ptr(),
+                8,
+                ud,
+                u64::MAX,
+                Op::new().queue().user_data(ud),
+            )
+        };
+        assert!(matches!(r, Ok(Posted::InFlight(_))), "{r:?}");
+    }
+    for i in 0..4u64 {
+        a.tag_send_blocking(ep, &i.to_le_bytes(), 100 + i)
+            .expect("send");
+    }
+    let mut queued = Vec::new();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    while queued.len() < 2 || TAKEN.load(std::sync::atomic::Ordering::Relaxed) < 100 + 102 {
+        assert!(std::time::Instant::now() < deadline, "{queued:?}");
+        a.progress();
+        b.progress();
+        while let Some(c) = b.next_completion() {
+            queued.push(c.user_data);
+        }
+    }
+    queued.sort_unstable();
+    assert_eq!(queued, [101, 103], "the odd ones, through the queue");
+    assert_eq!(TAKEN.load(std::sync::atomic::Ordering::Relaxed), 100 + 102);
+    for (i, buf) in bufs.iter().enumerate() {
+        assert_eq!(u64::from_le_bytes(*buf), i as u64);
     }
 }

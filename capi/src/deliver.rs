@@ -86,6 +86,43 @@ fn deliver_completions(w: &Worker) -> usize {
     n
 }
 
+/// The Rust worker's completion hook ([`rucx::CompletionHook`]): marks a
+/// request the application polls and still holds as done in its header
+/// as the operation completes, as UCX's handlers do, so that it never
+/// goes through the queue. Requests with callbacks, released ones, and
+/// failures whose status depends on the worker ([`request_status`]) are
+/// left to [`deliver_completions`].
+pub(crate) fn mark_done(user_data: u64, result: &rucx::Result<rucx::Info>) -> bool {
+    let h = user_data as usize as *mut Header;
+    if h.is_null() {
+        // Posted without a request, or completed inside its posting call
+        // before the request got its user data: left in the queue, where
+        // `Worker::request_set_user_data` finds it (see post::post).
+        return false;
+    }
+    let (st, info) = match result {
+        Ok(i) => (
+            status::OK,
+            TagRecvInfo {
+                sender_tag: i.tag,
+                length: i.length,
+            },
+        ),
+        Err(e @ rucx::Error::Truncated { capacity, .. }) => (
+            status::of(e),
+            TagRecvInfo {
+                sender_tag: 0,
+                length: *capacity,
+            },
+        ),
+        Err(_) => return false,
+    };
+    // SAFETY: the user data of a queued operation is the header this layer
+    // posted it with, live until completed; marking runs no C code, so
+    // running inside the Rust progress is fine.
+    unsafe { request::mark_polled(h, st, info) }
+}
+
 /// What the Rust handlers queued and the polled operations.
 #[cold]
 fn deliver_others(w: &Worker) -> usize {

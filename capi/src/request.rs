@@ -354,18 +354,33 @@ pub(crate) unsafe fn recycle(h: *mut Header) {
 /// state is alive (the callback may call any entry point).
 #[inline(always)]
 pub(crate) unsafe fn complete(h: *mut Header, status: StatusCode, info: TagRecvInfo) {
-    // SAFETY: live header (contract).
-    let hdr = unsafe { &mut *h };
-    if matches!(hdr.cb, Cb::None) && hdr.flags & RELEASED == 0 {
-        // Polled by the application, which still holds it: record it.
-        hdr.status = status;
-        hdr.info = info;
-        hdr.id = None;
-        hdr.flags |= COMPLETED;
+    // SAFETY: forwarded contract.
+    if unsafe { mark_polled(h, status, info) } {
         return;
     }
     // SAFETY: forwarded contract.
     unsafe { complete_with_cb(h, status, info) }
+}
+
+/// Completes request `h` if the application polls it (no callback) and
+/// still holds it: records `status` and `info`, which runs no C code.
+/// `false` (and nothing done) otherwise.
+///
+/// # Safety
+///
+/// `h` is a live header not completed yet.
+#[inline(always)]
+pub(crate) unsafe fn mark_polled(h: *mut Header, status: StatusCode, info: TagRecvInfo) -> bool {
+    // SAFETY: live header (contract).
+    let hdr = unsafe { &mut *h };
+    if matches!(hdr.cb, Cb::None) && hdr.flags & RELEASED == 0 {
+        hdr.status = status;
+        hdr.info = info;
+        hdr.id = None;
+        hdr.flags |= COMPLETED;
+        return true;
+    }
+    false
 }
 
 /// [`complete`] of a request with a callback, or released already.

@@ -263,6 +263,7 @@ pub unsafe extern "C" fn ucp_worker_create(
             Ok(k) => k,
             Err(e) => return status::of(&e),
         };
+        rw.set_completion_hook(Some(crate::deliver::mark_done));
         let address = wrap_address(&rw.address());
         let bell = Arc::new(AtomicBool::new(false));
         let w = Worker {

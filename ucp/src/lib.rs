@@ -118,7 +118,7 @@ pub use config::{config_tables, UcpConfig, UCP_TABLE};
 pub use context::{Context, WeakContext};
 pub use error::{Error, Result};
 pub use reg::RcacheMode;
-pub use request::{Callback, Completion, Info, IoBuf, IoBufMut, Op, Posted, ReqId};
+pub use request::{Callback, Completion, CompletionHook, Info, IoBuf, IoBufMut, Op, Posted, ReqId};
 pub use rma::{AtomicOp, AtomicValue, MemMap, Rkey};
 pub use uct::ucs::AccessDenied;
 pub use uct::Access;

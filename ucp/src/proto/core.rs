@@ -121,6 +121,9 @@ pub(crate) struct Reports {
     pub(crate) released_error: Option<Error>,
     /// The completion queue (`Op::queue`).
     pub(crate) completions: VecDeque<Completion>,
+    /// Sees each queued completion first and may take it
+    /// (`Worker::set_completion_hook`).
+    pub(crate) hook: Option<crate::request::CompletionHook>,
     /// Callbacks to run once progress returns (`Op::callback`).
     pub(crate) callbacks: Vec<(Callback, Completion)>,
     /// Endpoints in peer error mode that failed, with why and their
@@ -128,6 +131,19 @@ pub(crate) struct Reports {
     pub(crate) ep_failures: Vec<(SlabId, Error, Option<crate::request::OnError>)>,
     /// Active messages that arrived whole, until their handlers run.
     pub(crate) am_arrivals: Vec<crate::proto::am_state::AmArrival>,
+}
+
+impl Reports {
+    /// Queues completion `c`, unless the hook takes it.
+    #[inline]
+    pub(crate) fn queue(&mut self, c: Completion) {
+        if let Some(hook) = self.hook {
+            if hook(c.user_data, &c.result) {
+                return;
+            }
+        }
+        self.completions.push_back(c);
+    }
 }
 
 /// The protocol half of a worker.
@@ -419,7 +435,7 @@ impl Core {
                 };
                 match notify {
                     Notify::Callback(cb) => self.done.callbacks.push((cb, c)),
-                    _ => self.done.completions.push_back(c),
+                    _ => self.done.queue(c),
                 }
             }
         }

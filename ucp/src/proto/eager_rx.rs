@@ -171,7 +171,7 @@ impl Core {
                 };
                 // Checked above: it owns nothing (`Request::owns_nothing`).
                 self.reqs.take_map_forget(req, |_| Some(()), |_| true);
-                self.done.completions.push_back(Completion {
+                self.done.queue(Completion {
                     id: crate::ReqId(req),
                     user_data,
                     result,

@@ -65,6 +65,13 @@ pub struct Completion {
     pub result: Result<Info>,
 }
 
+/// A hook that sees the user data and result of each completion of an
+/// [`Op::queue`] operation as the operation completes, inside `progress`,
+/// and takes it (`true`: it is not queued) or leaves it to the queue.
+/// A plain function: it can reach nothing of the worker, and it runs
+/// while the worker is busy, so it must not call back into it.
+pub type CompletionHook = fn(user_data: u64, result: &Result<Info>) -> bool;
+
 /// A completion callback: runs after `progress`, with the worker free to
 /// post more operations through the [`WorkerMut`] it gets (which cannot
 /// be swapped for another worker or moved away).

@@ -409,6 +409,15 @@ impl Worker {
         !self.core.done.completions.is_empty()
     }
 
+    /// Sets the hook that sees every completion of an [`crate::Op::queue`]
+    /// operation before the completion queue does and may take it (see
+    /// [`crate::CompletionHook`]); `None` removes it. The C API marks its
+    /// requests done this way, as UCX's handlers do, without a trip
+    /// through the queue.
+    pub fn set_completion_hook(&mut self, hook: Option<crate::CompletionHook>) {
+        self.core.done.hook = hook;
+    }
+
     /// The next entry of the completion queue (operations posted with
     /// [`crate::Op::queue`]).
     pub fn next_completion(&mut self) -> Option<Completion> {
