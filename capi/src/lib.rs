@@ -73,7 +73,10 @@
 //! it creates it and `request_cleanup` when it frees it. After the Rust
 //! `progress` call returns, `ucp_worker_progress` drains the completion
 //! queue and calls the C callbacks with no borrow of the worker alive, so
-//! a callback may call any entry point (post, free, close). Endpoint
+//! a callback may call any entry point (post, free, close). A request
+//! without a callback that the application still holds is marked done
+//! inside the Rust progress instead, by the worker's completion hook
+//! (`deliver::mark_done`): that runs no C code. Endpoint
 //! error handlers, listeners' connection handlers and active messages are
 //! queued by Rust closures the same way (an `inbox.rs` queue, whose flag
 //! progress reads without a lock) and handed to C after progress. As in
@@ -82,13 +85,13 @@
 //!
 //! # Not implemented yet
 //! Strided datatypes (`UCS_ERR_UNSUPPORTED`), and iovec and generic
-//! datatypes outside the tag, stream and active message calls (one-sided calls take contiguous data
-//! only); a generic datatype is packed whole when its send starts, and an
+//! datatypes outside the tag, stream and active message calls (one-sided
+//! calls take contiguous data only); a generic datatype is packed whole when its send starts, and an
 //! `unpack` callback's error fails the receive with
 //! `UCS_ERR_INVALID_PARAM` rather than its own status;
 //! in active messages, `UCP_AM_SEND_FLAG_COPY_HEADER`
-//! (not in UCX 1.13's header; the header is always copied), a zero-length message by
-//! rendezvous (sent eagerly), and a kept eager buffer fetched with
+//! (not in UCX 1.13's header; the header is always copied), a
+//! zero-length message by rendezvous (sent eagerly), and a kept eager buffer fetched with
 //! `ucp_am_recv_data_nbx` into a non-contiguous datatype
 //! (`UCS_ERR_UNSUPPORTED`); the legacy accept handler of listeners
 //! (`UCS_ERR_UNSUPPORTED`), `UCP_EP_PARAM_FIELD_LOCAL_SOCK_ADDR` (not
@@ -97,10 +100,9 @@
 //! builds do (`UCP_EP_PARAM_FIELD_NAME` is not kept); `libucs.so` and
 //! `libucm.so`. Thread mode `MULTI` takes
 //! one lock around every entry point of a worker. On a client endpoint
-//! whose connect is not answered yet, sends and stream receives are
-//! deferred as UCX's are (`deferred.rs`); the other calls that need the
-//! connection (one-sided, flush, queries) wait for it inside the call,
-//! progressing the worker.
+//! whose connect is not answered yet, `ucp_ep_evaluate_perf` and
+//! `ucp_ep_print_info` wait for it inside the call, progressing the
+//! worker (the other calls are deferred, `deferred.rs`).
 
 // C's names for C's types and functions.
 #![allow(non_camel_case_types)]
