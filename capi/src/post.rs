@@ -134,6 +134,22 @@ pub(crate) fn post_lazy(
     }
 }
 
+/// The outcome of a post that did not complete at once: a request with
+/// the options `opts` gives if it went in flight, else its error (or NULL
+/// if it did complete).
+#[inline(never)]
+pub(crate) fn finish(
+    w: &Worker,
+    r: rucx::Result<Posted<()>>,
+    opts: impl FnOnce() -> Opts,
+) -> StatusPtr {
+    match r {
+        Ok(Posted::Done(..)) => ptr::null_mut(),
+        Ok(Posted::InFlight(id)) => attach(w, &opts(), id),
+        Err(e) => status::ptr(status::of(&e)),
+    }
+}
+
 /// A request with options `o` for Rust request `id`, which went in
 /// flight.
 #[inline(never)]

@@ -9,11 +9,12 @@
 
 use crate::dt::{self, Data};
 use crate::ep::Endpoint;
-use crate::post::{post, post_ep, post_lazy, Done};
+use crate::post::{self, post, post_ep, post_lazy, Done};
 use crate::request::{Cb, Opts};
 use crate::status::{self, guard, guard_ptr, guard_status};
 use crate::types::*;
 use crate::worker::Worker;
+use rucx::{Op, Posted};
 use std::ffi::{c_int, c_void};
 use std::ptr;
 
@@ -161,20 +162,22 @@ pub unsafe extern "C" fn ucp_tag_send_nbx(
     // SAFETY: forwarded contract.
     guard_ptr(|| unsafe {
         // The message-rate path: contiguous data on a connected endpoint.
-        if let (Some(e), Some((len, at))) = (ep.as_ref(), lean(param, buffer, count, false)) {
+        if let (Some(e), Some((len, _))) = (ep.as_ref(), lean(param, buffer, count, false)) {
             let w = e.worker();
             let _g = w.enter();
             if let Some(rep) = e.ready() {
-                return post_lazy(
-                    w,
-                    &at,
-                    || Opts::from_param(param, false),
-                    || param.as_ref().map_or(Cb::None, |p| Cb::of_param(p, false)),
-                    // SAFETY: the application keeps the buffer valid until
-                    // the request completes (UCX's contract, which is the
-                    // raw tier's).
-                    |rw, op| rw.tag_send_raw(rep, buffer.cast(), len, tag, op),
-                );
+                // A send done at once returns NULL and touches nothing
+                // else (not even request memory the application passed);
+                // the rest is out of line.
+                // SAFETY: the application keeps the buffer valid until the
+                // request completes (UCX's contract, which is the raw
+                // tier's).
+                let r =
+                    w.with(|rw| rw.tag_send_raw(rep, buffer.cast(), len, tag, Op::new().queue()));
+                if let Ok(Posted::Done(..)) = r {
+                    return ptr::null_mut();
+                }
+                return post::finish(w, r, || Opts::from_param(param, false));
             }
         }
         send(
