@@ -21,21 +21,18 @@ fn active_messages_from_c() {
         Ok(v) => v,
         Err(e) => return common::skip_or_fail(&e),
     };
-    for env in [vec![], vec![("UCX_TLS", "tcp")], vec![("UCX_TLS", "shm")]] {
-        let out = run(&exe, &[], &env, 120);
+    // rucx's library (a variable of its own), not UCX's; the shared ones
+    // under UCX's names.
+    let lines = [
+        "capi_am: ok",
+        "close after the peer: ok",
+        "\nRUCX_UNEXPECTED_MAX=",
+        "\nUCX_TLS=",
+        "am 4194304 B (rendezvous) (kept): ok",
+    ];
+    for (env, out) in run_over_tls(&exe, 120, &lines) {
         let t = text(&out);
-        assert!(out.status.success(), "{env:?}: {t}");
         let stdout = String::from_utf8_lossy(&out.stdout);
-        assert!(stdout.contains("capi_am: ok"), "{env:?}: {t}");
-        assert!(stdout.contains("close after the peer: ok"), "{env:?}: {t}");
-        // rucx's library (a variable of its own), not UCX's; the shared
-        // ones under UCX's names.
-        assert!(stdout.contains("\nRUCX_UNEXPECTED_MAX="), "{env:?}: {t}");
-        assert!(stdout.contains("\nUCX_TLS="), "{env:?}: {t}");
-        assert!(
-            stdout.contains("am 4194304 B (rendezvous) (kept): ok"),
-            "{t}"
-        );
         // The message to an id without a handler was dropped with a log
         // line.
         let stderr = String::from_utf8_lossy(&out.stderr);

@@ -17,12 +17,6 @@ fn generic_datatypes_from_c() {
         Ok(v) => v,
         Err(e) => return common::skip_or_fail(&e),
     };
-    for env in [vec![], vec![("UCX_TLS", "tcp")], vec![("UCX_TLS", "shm")]] {
-        let out = run(&exe, &[], &env, 180);
-        let t = text(&out);
-        assert!(out.status.success(), "{env:?}: {t}");
-        let stdout = String::from_utf8_lossy(&out.stdout);
-        assert!(stdout.contains("capi_dt: ok"), "{env:?}: {t}");
-    }
+    run_over_tls(&exe, 180, &["capi_dt: ok"]);
     let _ = std::fs::remove_dir_all(dir);
 }

@@ -16,14 +16,6 @@ fn endpoints_close_flush_and_report_failures_from_c() {
         Ok(v) => v,
         Err(e) => return common::skip_or_fail(&e),
     };
-    for env in [vec![], vec![("UCX_TLS", "tcp")], vec![("UCX_TLS", "shm")]] {
-        let out = run(&exe, &[], &env, 120);
-        let t = text(&out);
-        assert!(out.status.success(), "{env:?}: {t}");
-        assert!(
-            String::from_utf8_lossy(&out.stdout).contains("capi_ep: ok"),
-            "{env:?}: {t}"
-        );
-    }
+    run_over_tls(&exe, 120, &["capi_ep: ok"]);
     let _ = std::fs::remove_dir_all(dir);
 }

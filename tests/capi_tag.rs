@@ -21,21 +21,17 @@ fn tag_messages_requests_and_wakeup_from_c() {
         Ok(v) => v,
         Err(e) => return common::skip_or_fail(&e),
     };
-    for env in [vec![], vec![("UCX_TLS", "tcp")], vec![("UCX_TLS", "shm")]] {
-        let out = run(&exe, &[], &env, 120);
+    // rucx's library (a variable of its own), not UCX's; the shared ones
+    // under UCX's names; the resource lines Open MPI scans.
+    let lines = [
+        "capi_tag: ok",
+        "\nRUCX_UNEXPECTED_MAX=",
+        "\nUCX_TLS=",
+        "#      resource 0  :  md 0  dev 0  flags -- ",
+    ];
+    for (env, out) in run_over_tls(&exe, 120, &lines) {
         let t = text(&out);
-        assert!(out.status.success(), "{env:?}: {t}");
         let stdout = String::from_utf8_lossy(&out.stdout);
-        assert!(stdout.contains("capi_tag: ok"), "{env:?}: {t}");
-        // rucx's library (a variable of its own), not UCX's; the shared
-        // ones under UCX's names.
-        assert!(stdout.contains("\nRUCX_UNEXPECTED_MAX="), "{env:?}: {t}");
-        assert!(stdout.contains("\nUCX_TLS="), "{env:?}: {t}");
-        // The resource lines Open MPI scans.
-        assert!(
-            stdout.contains("#      resource 0  :  md 0  dev 0  flags -- "),
-            "{t}"
-        );
         if let Some((_, tls)) = env.first() {
             let tl = if *tls == "shm" { "posix/" } else { "tcp/" };
             assert!(stdout.contains(&format!("flags -- {tl}")), "{env:?}: {t}");

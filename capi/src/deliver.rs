@@ -61,22 +61,10 @@ fn deliver_completions(w: &Worker) -> usize {
             // An operation posted without a request (see post::post).
             continue;
         }
-        let (st, info) = match &c.result {
-            Ok(i) => (
-                status::OK,
-                TagRecvInfo {
-                    sender_tag: i.tag,
-                    length: i.length,
-                },
-            ),
-            Err(e @ rucx::Error::Truncated { capacity, .. }) => (
-                status::of(e),
-                TagRecvInfo {
-                    sender_tag: 0,
-                    length: *capacity,
-                },
-            ),
-            Err(e) => (request_status(w, e), TagRecvInfo::default()),
+        let (st, info) = match (report(&c.result), &c.result) {
+            (Some(r), _) => r,
+            (None, Err(e)) => (request_status(w, e), TagRecvInfo::default()),
+            (None, Ok(_)) => continue,
         };
         // SAFETY: the user data of a queued operation is the header this
         // layer posted it with, live until completed; no borrow is alive.
@@ -84,6 +72,30 @@ fn deliver_completions(w: &Worker) -> usize {
         n += 1;
     }
     n
+}
+
+/// What a request reports for `result`: success with its tag and length,
+/// or a truncated receive with the bytes it got; `None` for the failures
+/// whose status depends on the worker ([`request_status`]).
+#[inline]
+fn report(result: &rucx::Result<rucx::Info>) -> Option<(StatusCode, TagRecvInfo)> {
+    match result {
+        Ok(i) => Some((
+            status::OK,
+            TagRecvInfo {
+                sender_tag: i.tag,
+                length: i.length,
+            },
+        )),
+        Err(e @ rucx::Error::Truncated { capacity, .. }) => Some((
+            status::of(e),
+            TagRecvInfo {
+                sender_tag: 0,
+                length: *capacity,
+            },
+        )),
+        Err(_) => None,
+    }
 }
 
 /// The Rust worker's completion hook ([`rucx::CompletionHook`]): marks a
@@ -100,22 +112,8 @@ pub(crate) fn mark_done(user_data: u64, result: &rucx::Result<rucx::Info>) -> bo
         // `Worker::request_set_user_data` finds it (see post::post).
         return false;
     }
-    let (st, info) = match result {
-        Ok(i) => (
-            status::OK,
-            TagRecvInfo {
-                sender_tag: i.tag,
-                length: i.length,
-            },
-        ),
-        Err(e @ rucx::Error::Truncated { capacity, .. }) => (
-            status::of(e),
-            TagRecvInfo {
-                sender_tag: 0,
-                length: *capacity,
-            },
-        ),
-        Err(_) => return false,
+    let Some((st, info)) = report(result) else {
+        return false;
     };
     // SAFETY: the user data of a queued operation is the header this layer
     // posted it with, live until completed; marking runs no C code, so

@@ -152,6 +152,35 @@ pub(crate) fn run(exe: &Path, args: &[&str], env: &[(&str, &str)], secs: u64) ->
     cmd.output().expect("run test program")
 }
 
+/// The transport choices the C programs run over: the default, tcp
+/// alone and shared memory (`UCX_TLS`, which the library reads as
+/// `RUCX_TLS`).
+pub(crate) const TLS_CHOICES: [&[(&str, &str)]; 3] =
+    [&[], &[("UCX_TLS", "tcp")], &[("UCX_TLS", "shm")]];
+
+/// Runs `exe` over each of [`TLS_CHOICES`], each within `secs` seconds,
+/// and checks that it succeeded and printed each of `lines`; returns each
+/// choice with its output, for further checks.
+pub(crate) fn run_over_tls(
+    exe: &Path,
+    secs: u64,
+    lines: &[&str],
+) -> Vec<(&'static [(&'static str, &'static str)], Output)> {
+    TLS_CHOICES
+        .iter()
+        .map(|&env| {
+            let out = run(exe, &[], env, secs);
+            let t = text(&out);
+            assert!(out.status.success(), "{env:?}: {t}");
+            let stdout = String::from_utf8_lossy(&out.stdout);
+            for line in lines {
+                assert!(stdout.contains(line), "{env:?}: no {line:?}: {t}");
+            }
+            (env, out)
+        })
+        .collect()
+}
+
 /// Standard output and error of `o`, for messages.
 pub(crate) fn text(o: &Output) -> String {
     format!(
