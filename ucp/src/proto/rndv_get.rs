@@ -163,10 +163,13 @@ impl Core {
             Some(r) => return (0, r.buf.capacity()),
             None => return (0, 0),
         };
-        // Page-aligned halves: each side pins only its own pages.
-        let head = (total / 2) & !(SPLIT_ALIGN - 1);
+        // Page-aligned halves: each side pins only its own pages. The
+        // nearest boundary, not the one below, so that neither side copies
+        // much more than half (40000 bytes split 20480 + 19520, not
+        // 16384 + 23616).
+        let head = (total / 2 + SPLIT_ALIGN / 2) & !(SPLIT_ALIGN - 1);
         let splits = self.can_split(tx, ep, lanes.iter().map(|&(l, _)| l));
-        if total < self.select.config().rndv_split_thresh || !splits || head == 0 {
+        if total < self.select.config().rndv_split_thresh || !splits || head == 0 || head >= total {
             return (0, total);
         }
         let reads_head = self
