@@ -190,7 +190,7 @@ fn devices_list_shared_memory_transports() {
 #[test]
 fn split_rendezvous_line() {
     const TAIL: &str =
-        ": the receiver reads the first half, the sender writes the second (RUCX_RNDV_SPLIT_THRESH)";
+        ": the receiver reads one half, the sender writes the other (RUCX_RNDV_SPLIT_THRESH)";
     let text = stdout_of(
         &["-e"],
         &[("RUCX_TLS", "shm"), ("RUCX_RNDV_SPLIT_THRESH", "auto")],

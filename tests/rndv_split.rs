@@ -1,6 +1,6 @@
 //! The split rendezvous (`RUCX_RNDV_SPLIT_THRESH`): the receiver of a
-//! rendezvous by get reads the first half of a large message while the
-//! sender writes the rest. Two workers of this process, over `shm` (CMA)
+//! rendezvous by get reads one half of a large message while the sender
+//! writes the other (which half is whose depends on the pair of workers). Two workers of this process, over `shm` (CMA)
 //! and `rc_iwarp`:
 //!
 //! * messages around the threshold and of odd lengths arrive intact, as

@@ -14,8 +14,8 @@
 //!     writes with CMA); the sender stops before writing, the receiver's
 //!     matched receive waits for data until the sender is found dead.
 //!   - `sender_killed_before_writing_split_tail`: the default scheme with
-//!     the receiver progressing: it reads the first half and offers the
-//!     second to the sender, which stops before writing it; the receive
+//!     the receiver progressing: it reads one half and offers the
+//!     other to the sender, which stops before writing it; the receive
 //!     waits until the sender is found dead, then fails.
 //!   - `unexpected_rendezvous_from_dead_sender`: the rendezvous request
 //!     is unexpected when the sender dies; a receive posted afterwards

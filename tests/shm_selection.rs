@@ -5,8 +5,8 @@
 //!   allowed) the endpoint's active-message lane is `posix/memory`, short
 //!   and medium messages go by the FIFO, and rendezvous sizes (4 MiB) by a
 //!   CMA read. Both processes' tables must agree. By default the receiver
-//!   splits a large rendezvous: it reads the first half and the sender
-//!   writes the second, so a 4 MiB receive from a sender that does not
+//!   splits a large rendezvous: it reads one half and the sender
+//!   writes the other, so a 4 MiB receive from a sender that does not
 //!   progress stays open until the sender progresses again, and then
 //!   arrives whole.
 //! * `unsplit_read_needs_no_sender_progress`: with

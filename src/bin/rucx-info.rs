@@ -260,8 +260,8 @@ fn print_endpoint(out: &mut dyn Write) -> io::Result<()> {
     if let Some(n) = a.ep_rndv_split(ep).map_err(fail)? {
         writeln!(
             out,
-            "# rendezvous by get from {}: the receiver reads the first half, \
-             the sender writes the second (RUCX_RNDV_SPLIT_THRESH)",
+            "# rendezvous by get from {}: the receiver reads one half, \
+             the sender writes the other (RUCX_RNDV_SPLIT_THRESH)",
             memunits(n)
         )?;
     }

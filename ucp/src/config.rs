@@ -31,9 +31,10 @@ crate::ucs::config_table! {
         /// each lane's limit.
         RNDV_FRAG_SIZE rndv_frag_size: MemUnits = "auto",
         /// Message size from which the receiver of a rendezvous by get
-        /// reads the first half and asks the sender to write the second
-        /// half at the same time, so both processes copy (`auto`, a size,
-        /// or `inf`: the receiver reads everything).
+        /// reads one half and asks the sender to write the other at the
+        /// same time, so both processes copy; each worker of a pair
+        /// copies the same half either way (`auto`, a size, or `inf`: the
+        /// receiver reads everything).
         RNDV_SPLIT_THRESH rndv_split_thresh: MemUnits = "auto",
         /// Most lanes one rendezvous transfer spreads over.
         MAX_RNDV_LANES max_rndv_lanes: usize = MAX_RNDV_LANES_TEXT,

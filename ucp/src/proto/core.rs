@@ -8,7 +8,7 @@
 
 use crate::proto::command::Command;
 pub(crate) use crate::proto::ep::{EpConfig, EpState};
-pub(crate) use crate::proto::peer::{AckTo, PutOffer, RemoteBuf};
+pub(crate) use crate::proto::peer::{AckTo, Offered, PutOffer, RemoteBuf};
 use crate::proto::select::{SelectCache, SelectConfig};
 use crate::proto::FragKey;
 use crate::request::{Callback, Completion, Info, Kind, Notify, Request};
@@ -172,6 +172,8 @@ pub(crate) struct Core {
     pub(crate) spare: Vec<Vec<u8>>,
     /// This worker's address, sent in wireup messages.
     pub(crate) address: Vec<u8>,
+    /// This worker's uuid, from its address (0 if it has none).
+    pub(crate) uuid: u64,
     /// Which endpoint answers a transport source (learned from wireup).
     pub(crate) src_eps: FxHashMap<(usize, SrcId), SlabId>,
     /// Endpoints by remote worker uuid, oldest first (`ep.rs`).
@@ -258,7 +260,9 @@ impl Core {
         proto_info: bool,
         (ctx, iface_md, iface_dev): (crate::Context, Vec<usize>, Vec<crate::uct::DeviceType>),
     ) -> Core {
+        let uuid = crate::wireup::address::WorkerAddress::decode(&address).map_or(0, |a| a.uuid);
         Core {
+            uuid,
             eps: Slab::new(),
             ep_cfgs: Vec::new(),
             reqs: Slab::new(),

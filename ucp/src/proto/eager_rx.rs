@@ -15,7 +15,7 @@ use super::wire::{
     AM_RNDV_RTR_SPLIT, AM_RNDV_RTS, AM_RNDV_RTS_GET, AM_RNDV_RTS_PUT, AM_SYNC_ACK, AM_WIREUP,
 };
 use super::FragKey;
-use crate::proto::core::{AckTo, Core, FragTarget, Unexp};
+use crate::proto::core::{AckTo, Core, FragTarget, Offered, Unexp};
 use crate::request::buf::RecvBuf;
 use crate::request::{Completion, Info, Kind, Notify, Op, RecvPhase, RecvState, Request};
 use crate::tag::PostOutcome;
@@ -69,8 +69,9 @@ impl Core {
             AM_SYNC_ACK => self.rx_sync_ack(data),
             AM_RNDV_RTS => self.rx_rts(src, data, false),
             AM_RNDV_RTS_PUT => self.rx_rts(src, data, true),
-            AM_RNDV_RTR_PUT => self.rx_rtr_put(data, false),
-            AM_RNDV_RTR_SPLIT => self.rx_rtr_put(data, true),
+            AM_RNDV_RTR_PUT => self.rx_rtr_put(data, Offered::Whole),
+            AM_RNDV_RTR_SPLIT => self.rx_rtr_put(data, Offered::Tail),
+            crate::proto::wire::AM_RNDV_RTR_SPLIT_HEAD => self.rx_rtr_put(data, Offered::Head),
             AM_RNDV_ATP => self.rx_atp(src, data),
             AM_RNDV_RTR => self.rx_rtr(data),
             AM_RNDV_DATA => self.rx_rndv_data(src, data),

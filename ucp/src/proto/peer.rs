@@ -19,8 +19,18 @@ pub(crate) struct RemoteBuf {
     pub(crate) rkey: crate::uct::RemoteKey,
 }
 
-/// A receiver's offer of (part of) its buffer, from the wire
-/// (`RNDV_RTR_PUT`, or `RNDV_RTR_SPLIT` for a tail).
+/// Which part of a message a receiver's offer covers.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Offered {
+    /// All of it: a rendezvous by put (`RNDV_RTR_PUT`).
+    Whole,
+    /// Its first bytes, of a split rendezvous by get (`RNDV_RTR_SPLIT_HEAD`).
+    Head,
+    /// Its last bytes, of a split rendezvous by get (`RNDV_RTR_SPLIT`).
+    Tail,
+}
+
+/// A receiver's offer of (part of) its buffer, from the wire.
 #[derive(Debug)]
 pub(crate) struct PutOffer {
     /// The send it answers, and the receive request on the other side.
@@ -29,6 +39,6 @@ pub(crate) struct PutOffer {
     pub(crate) addr: u64,
     pub(crate) len: u64,
     pub(crate) key: Vec<u8>,
-    /// The tail of a split rendezvous by get, not a whole buffer.
-    pub(crate) is_tail: bool,
+    /// What the offer covers.
+    pub(crate) part: Offered,
 }

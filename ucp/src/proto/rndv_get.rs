@@ -13,17 +13,21 @@
 //!
 //! From `RUCX_RNDV_SPLIT_THRESH` bytes, when the lanes are within the host
 //! (CMA), can also write, and the receive holds the whole message, the
-//! receiver registers the second half of its buffer (from a page
-//! boundary) for remote writes and sends `RNDV_RTR_SPLIT` with its key
-//! before it reads the first half. The
-//! sender writes that tail as in a rendezvous by put and answers
-//! `RNDV_ATP`; the receiver's `RNDV_ATS` still says its reads are done.
+//! receiver registers one half of its buffer (split at a page boundary)
+//! for remote writes and sends its key, `RNDV_RTR_SPLIT` for the second
+//! half or `RNDV_RTR_SPLIT_HEAD` for the first, before it reads the other
+//! half. Which half is whose depends on the pair, not on the direction
+//! (`Core::reads_head`). The sender writes its half as in a rendezvous
+//! by put and answers `RNDV_ATP`; the receiver's `RNDV_ATS` still says
+//! its reads are done.
 //! The receive completes once it has both, the send once its writes are
 //! done and the ATS came (which may come first). Both processes copy at
 //! once, but the receive now needs the sender to progress.
 
 use super::eager_tx::Step;
-use super::wire::{self, AM_RNDV_ATS, AM_RNDV_RTR_SPLIT, AM_RNDV_RTS_GET, RTS_GET_HDR};
+use super::wire::{
+    self, AM_RNDV_ATS, AM_RNDV_RTR_SPLIT, AM_RNDV_RTR_SPLIT_HEAD, AM_RNDV_RTS_GET, RTS_GET_HDR,
+};
 use crate::proto::command::Command;
 use crate::proto::core::{AckTo, Core, GetPlan, RemoteBuf, Rts};
 use crate::proto::eager_rx::RecvStarted;
@@ -120,8 +124,11 @@ impl Core {
                 .get(l)
                 .is_some_and(|&(i, e)| e != LAZY && self.iface_md.get(i).copied() == md)
         });
-        let head = self.split_tail(tx, ep, to, req, &lanes);
-        let segs = split(head, &lanes);
+        let (from, end) = self.split_tail(tx, ep, to, req, &lanes);
+        let segs = split(end - from, &lanes)
+            .into_iter()
+            .map(|(l, a, b)| (l, from + a, from + b))
+            .collect();
         if let Some(r) = self.recv_state(req) {
             r.received = r.total;
             if let RecvPhase::Rndv {
@@ -137,10 +144,12 @@ impl Core {
     }
 
     /// For a message of at least `RUCX_RNDV_SPLIT_THRESH` bytes, offers
-    /// the second half of receive `req`'s buffer to the sender
-    /// (`RNDV_RTR_SPLIT`), which writes it while this side reads the
-    /// first half. Returns how many bytes to read: all of them when the
-    /// message is small, truncated, or the lanes cannot write.
+    /// one part of receive `req`'s buffer to the sender
+    /// (`RNDV_RTR_SPLIT` for the tail, `RNDV_RTR_SPLIT_HEAD` for the
+    /// head), which writes it while this side reads the other part (see
+    /// [`Core::reads_head`]). Returns the range of the message to read:
+    /// all of it when the message is small, truncated, or the lanes
+    /// cannot write.
     fn split_tail(
         &mut self,
         tx: &mut dyn Lanes,
@@ -148,19 +157,31 @@ impl Core {
         to: AckTo,
         req: SlabId,
         lanes: &[(usize, f64)],
-    ) -> usize {
+    ) -> (usize, usize) {
         let (total, buf) = match self.recv_state_ref(req) {
             Some(r) if r.total <= r.buf.capacity() => (r.total, r.buf),
-            Some(r) => return r.buf.capacity(),
-            None => return 0,
+            Some(r) => return (0, r.buf.capacity()),
+            None => return (0, 0),
         };
-        // Page-aligned halves: each side pins only its own pages.
-        let head = (total / 2) & !(SPLIT_ALIGN - 1);
+        // Page-aligned halves: each side pins only its own pages. The
+        // nearest boundary, not the one below, so that neither side copies
+        // much more than half (40000 bytes split 20480 + 19520, not
+        // 16384 + 23616).
+        let head = (total / 2 + SPLIT_ALIGN / 2) & !(SPLIT_ALIGN - 1);
         let splits = self.can_split(tx, ep, lanes.iter().map(|&(l, _)| l));
-        if total < self.select.config().rndv_split_thresh || !splits || head == 0 {
-            return total;
+        if total < self.select.config().rndv_split_thresh || !splits || head == 0 || head >= total {
+            return (0, total);
         }
-        match self.offer_for_writes(to.iface, req, head, total) {
+        let reads_head = self
+            .eps
+            .get(ep)
+            .is_none_or(|st| self.reads_head(st.remote_uuid));
+        let (offered, read, am) = if reads_head {
+            ((head, total), (0, head), AM_RNDV_RTR_SPLIT)
+        } else {
+            ((0, head), (head, total), AM_RNDV_RTR_SPLIT_HEAD)
+        };
+        match self.offer_for_writes(to.iface, req, offered.0, offered.1) {
             Ok((reg, key)) => {
                 if let Some(r) = self.recv_state(req) {
                     r.memh = Some(Box::new(reg));
@@ -172,17 +193,33 @@ impl Core {
                         *tail = true;
                     }
                 }
-                let tail = (total - head) as u64;
-                let addr = buf.ptr_at(head) as u64;
-                let d = wire::encode_rtr_put([to.sreq, req.to_u64(), addr, tail], &key);
-                self.send_ctrl(tx, ep, AM_RNDV_RTR_SPLIT, d);
-                head
+                let len = (offered.1 - offered.0) as u64;
+                let addr = buf.ptr_at(offered.0) as u64;
+                let d = wire::encode_rtr_put([to.sreq, req.to_u64(), addr, len], &key);
+                self.send_ctrl(tx, ep, am, d);
+                read
             }
             Err(e) => {
                 tracing::debug!("rendezvous split: {e}; reading all of it");
-                total
+                (0, total)
             }
         }
+    }
+
+    /// Whether this worker, receiving a split rendezvous from the worker
+    /// `remote_uuid`, reads the head (and the sender writes the tail)
+    /// rather than the other way round.
+    ///
+    /// Each worker of a pair copies the same half whichever way a message
+    /// goes: the one with the smaller uuid the head, the other the tail
+    /// (on a tie, the receiver reads the head). A process that sends back
+    /// the buffer it received into (a ping-pong, an MPI echo) then copies
+    /// bytes its own core wrote last: from the half of its buffer it
+    /// filled, into the half of the peer's it filled. Had the receiver
+    /// always read the head, every copy would read lines the other core
+    /// had just written.
+    pub(crate) fn reads_head(&self, remote_uuid: u64) -> bool {
+        self.uuid <= remote_uuid
     }
 
     /// Whether a rendezvous by get over `lanes` (of endpoint `ep`) may be

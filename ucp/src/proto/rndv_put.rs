@@ -21,7 +21,7 @@ use super::eager_tx::Step;
 use super::rndv_zcopy::{all_posted, data_lanes, post_segments, split, Local, Remote};
 use super::wire::{self, AM_RNDV_ATP, AM_RNDV_RTR_PUT};
 use crate::proto::command::Command;
-use crate::proto::core::{AckTo, Core, PutOffer, PutTarget};
+use crate::proto::core::{AckTo, Core, Offered, PutOffer, PutTarget};
 use crate::proto::lanes::Lanes;
 use crate::proto::lazy_lanes::LAZY;
 use crate::proto::select::ProtocolId;
@@ -63,10 +63,11 @@ impl Core {
     }
 
     /// An offer of the receiver's buffer arrived: all of it (`RTR_PUT`),
-    /// or the tail of a split rendezvous by get (`RTR_SPLIT`).
-    pub(crate) fn rx_rtr_put(&mut self, data: &[u8], split: bool) -> Result<(), PeerMisbehaved> {
+    /// or the part of a split rendezvous by get that the receiver does
+    /// not read (`RTR_SPLIT`, `RTR_SPLIT_HEAD`).
+    pub(crate) fn rx_rtr_put(&mut self, data: &[u8], part: Offered) -> Result<(), PeerMisbehaved> {
         let ([sreq, rreq, addr, len], key) = wire::decode_rtr_put(data)?;
-        if split {
+        if part != Offered::Whole {
             // From now on the send waits for its writes as well as for the
             // receiver's ATS, which may come before the writes start.
             let id = SlabId::from_u64(sreq);
@@ -89,7 +90,7 @@ impl Core {
             addr,
             len,
             key: key.to_vec(),
-            is_tail: split,
+            part,
         }));
         Ok(())
     }
@@ -218,12 +219,13 @@ impl Core {
             addr,
             len,
             key,
-            is_tail,
+            part,
         } = offer;
+        let is_part = part != Offered::Whole;
         let id = SlabId::from_u64(sreq);
-        // A whole buffer answers a rendezvous by put; a tail, one by get
+        // A whole buffer answers a rendezvous by put; a part, one by get
         // whose receiver is reading the rest.
-        let (phase, proto) = if is_tail {
+        let (phase, proto) = if is_part {
             (
                 RndvPhase::Get(GetPhase::Tail(WritePhase::Writing)),
                 ProtocolId::RndvGetZcopy,
@@ -261,11 +263,16 @@ impl Core {
                 .is_some_and(|&(i, e)| e != LAZY && self.iface_md.get(i).copied() == md)
         });
         let limit = size.min(usize::try_from(len).unwrap_or(usize::MAX));
-        // A tail ends where the message does.
-        let base = if is_tail { size - limit } else { 0 };
+        // A tail ends where the message does; a head or a whole buffer
+        // starts where it does.
+        let base = if part == Offered::Tail {
+            size - limit
+        } else {
+            0
+        };
         // Whether the receiver's ATS came already (rx_rtr_put noted the
         // tail).
-        let tail = is_tail.then(|| self.puts.get(&id).and_then(|p| p.tail) == Some(true));
+        let tail = is_part.then(|| self.puts.get(&id).and_then(|p| p.tail) == Some(true));
         let Some(Request {
             kind: Kind::Send(s),
             ..
@@ -276,7 +283,7 @@ impl Core {
         // The receiver matched: a synchronous send is answered.
         s.sync.ack();
         s.offset = 0;
-        if !is_tail {
+        if !is_part {
             s.rndv = RndvPhase::Put(PutPhase::Write(WritePhase::Writing));
         }
         match rkey {

@@ -99,6 +99,9 @@ pub const AM_RNDV_ATP: AmId = 15;
 /// for the sender to write, with the `RNDV_RTR_PUT` layout (the length
 /// counts from the end of the message); the sender answers `RNDV_ATP`.
 pub const AM_RNDV_RTR_SPLIT: AmId = 20;
+/// As [`AM_RNDV_RTR_SPLIT`], for the message's first bytes: the length
+/// counts from its start.
+pub const AM_RNDV_RTR_SPLIT_HEAD: AmId = 28;
 
 /// Active message id of stream fragments: the stream offset (`u64`,
 /// little-endian), then the bytes.

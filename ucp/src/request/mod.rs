@@ -248,7 +248,8 @@ pub(crate) enum RndvPhase {
     /// The data goes as active messages once the receiver asks.
     Am(AmPhase),
     /// The receiver reads the registered buffer (and may ask this side to
-    /// write a tail: a split rendezvous).
+    /// write a part of it, its "tail" below, though it may be the head: a
+    /// split rendezvous).
     Get(GetPhase),
     /// This side writes into the receiver's registered buffer.
     Put(PutPhase),
@@ -275,7 +276,8 @@ pub(crate) enum GetPhase {
     /// The receiver's ATS still to come after this side wrote the tail of
     /// a split rendezvous and sent its ATP: no second offer is taken.
     TailWritten,
-    /// The receiver asked this side to write the tail (`RNDV_RTR_SPLIT`);
+    /// The receiver asked this side to write its part (`RNDV_RTR_SPLIT`
+    /// for the last bytes, `RNDV_RTR_SPLIT_HEAD` for the first);
     /// `Core::puts` holds where, and whether its ATS came already.
     Tail(WritePhase),
 }

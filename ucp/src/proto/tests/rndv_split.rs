@@ -1,13 +1,16 @@
 //! Split rendezvous by get: within the host, the receiver of a large
 //! `RNDV_RTS_GET` offers the tail of its buffer (`RNDV_RTR_SPLIT`, from a
-//! page boundary) for the sender to write while it reads the head. Both
-//! orders of the receiver's ATS and the sender's ATP, a failed write, a
-//! failed read, the sender's source failing, and offers the sender must
-//! refuse.
+//! page boundary) for the sender to write while it reads the head, or,
+//! when its worker's uuid is the larger, offers the head
+//! (`RNDV_RTR_SPLIT_HEAD`) and reads the tail. Both orders of the
+//! receiver's ATS and the sender's ATP, a failed write, a failed read,
+//! the sender's source failing, and offers the sender must refuse.
 
 use crate::proto::select::RndvScheme;
 use crate::proto::testing::{deliver, finish_reads, le, pattern, rndv_config, virt_attr, Node};
-use crate::proto::wire::{decode_rtr_put, AM_RNDV_ATP, AM_RNDV_ATS, AM_RNDV_RTR_SPLIT};
+use crate::proto::wire::{
+    decode_rtr_put, AM_RNDV_ATP, AM_RNDV_ATS, AM_RNDV_RTR_SPLIT, AM_RNDV_RTR_SPLIT_HEAD,
+};
 use crate::ucs::config::MemUnits;
 use crate::ucs::slab::SlabId;
 use crate::uct::{AmSink, DeviceType, SrcId, Token};
@@ -62,6 +65,35 @@ fn reads_done_first_then_the_writes() {
     assert_eq!(a.done_len(sid), Some(LEN));
     deliver(&mut a, &mut b);
     assert_eq!(b.done_len(rid), Some(LEN));
+    assert_eq!(buf, data);
+}
+
+#[test]
+fn the_worker_with_the_larger_uuid_reads_the_tail() {
+    let (mut a, mut b) = nodes();
+    // The harness's endpoints lead to worker 7.
+    b.core.uuid = 8;
+    let data = pattern(LEN);
+    let mut buf = vec![0u8; LEN];
+    let rid = b.recv_pending(&mut buf, 1);
+    let sid = a.send_pending(&data, 1);
+    deliver(&mut a, &mut b);
+    assert!(b.tx.ams_of(AM_RNDV_RTR_SPLIT).is_empty());
+    let offer = b.tx.ams_of(AM_RNDV_RTR_SPLIT_HEAD);
+    assert_eq!(offer.len(), 1, "the head is offered");
+    let (f, _) = decode_rtr_put(&offer[0]).unwrap();
+    let head = buf.as_ptr() as u64;
+    assert_eq!(f, [sid.to_u64(), rid.to_u64(), head, HEAD as u64]);
+    let reads = b.tx.rmas(true);
+    assert_eq!(reads.iter().map(|g| g.1).sum::<usize>(), LEN - HEAD);
+    assert_eq!(reads[0].0, data.as_ptr() as u64 + HEAD as u64);
+    deliver(&mut b, &mut a);
+    let writes = a.tx.rmas(false);
+    assert_eq!(writes.iter().map(|p| p.1).sum::<usize>(), HEAD);
+    assert_eq!(writes[0].0, head);
+    a.complete_all(Ok(()));
+    deliver(&mut a, &mut b);
+    finish_reads(&mut a, &mut b, (sid, rid), LEN);
     assert_eq!(buf, data);
 }
 
