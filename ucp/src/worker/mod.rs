@@ -219,7 +219,9 @@ impl Worker {
 
     /// The smallest message whose rendezvous by get this worker, as the
     /// receiver on `ep`, splits with the sender (`RUCX_RNDV_SPLIT_THRESH`:
-    /// it reads the first half, the sender writes the second); `None`
+    /// it reads one half, the sender writes the other; the worker with the
+    /// smaller uuid copies the first half, whichever way the message goes);
+    /// `None`
     /// where it never does (network lanes, or `inf`).
     pub fn ep_rndv_split(&self, ep: Ep) -> Result<Option<usize>> {
         if self.core.eps.get(ep.0).is_none() {
