@@ -6,6 +6,7 @@
 //! namespaces on one machine count as two hosts.
 
 use std::os::unix::fs::MetadataExt;
+use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::OnceLock;
 
 /// 64-bit FNV-1a, a small stable hash (the same value on every platform and
@@ -127,9 +128,69 @@ pub fn cpu_count() -> usize {
     std::thread::available_parallelism().map_or(1, usize::from)
 }
 
+/// The cached pid; 0 until asked for, and again in the child of a `fork`.
+static PID: AtomicU32 = AtomicU32::new(0);
+
+extern "C" fn forget_pid() {
+    PID.store(0, Ordering::Relaxed);
+}
+
+/// This process's id, without a system call after the first (glibc no
+/// longer caches it, and `getpid` costs a kernel entry). A child made by
+/// `fork` (through libc, which runs the `pthread_atfork` handlers) asks the
+/// kernel again; a child made by a raw `clone` system call is not seen,
+/// as with any library that caches the pid.
+pub fn pid() -> u32 {
+    let p = PID.load(Ordering::Relaxed);
+    if p != 0 {
+        return p;
+    }
+    static HANDLER: OnceLock<()> = OnceLock::new();
+    HANDLER.get_or_init(|| {
+        // SAFETY: `forget_pid` is a plain function that only stores to an
+        // atomic, which is allowed in a forked child.
+        unsafe { libc::pthread_atfork(None, None, Some(forget_pid)) };
+    });
+    let p = std::process::id();
+    PID.store(p, Ordering::Relaxed);
+    p
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn pid_is_the_process_id_and_a_fork_child_gets_its_own() {
+        assert_eq!(pid(), std::process::id());
+        assert_eq!(pid(), std::process::id());
+        let mut fds = [0i32; 2];
+        // SAFETY: `fds` has room for the two descriptors.
+        assert_eq!(unsafe { libc::pipe(fds.as_mut_ptr()) }, 0);
+        // SAFETY: the child only calls async-signal-safe functions
+        // (getpid through `pid`'s slow path after the atfork handler reset
+        // the cache, write, _exit) before exiting.
+        let child = unsafe { libc::fork() };
+        assert!(child >= 0);
+        if child == 0 {
+            let ok = pid() == unsafe { libc::getpid() } as u32;
+            let b = [u8::from(ok)];
+            unsafe {
+                libc::write(fds[1], b.as_ptr().cast(), 1);
+                libc::_exit(0);
+            }
+        }
+        let mut b = [0u8; 1];
+        // SAFETY: reading one byte into `b`; then reaping the child.
+        let n = unsafe { libc::read(fds[0], b.as_mut_ptr().cast(), 1) };
+        unsafe {
+            libc::waitpid(child, std::ptr::null_mut(), 0);
+            libc::close(fds[0]);
+            libc::close(fds[1]);
+        }
+        assert_eq!((n, b[0]), (1, 1), "the child saw its own pid");
+        assert_eq!(pid(), std::process::id());
+    }
 
     #[test]
     fn fnv1a_test_vectors() {

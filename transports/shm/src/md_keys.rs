@@ -77,7 +77,7 @@ const LAYOUT: KeyLayout = KeyLayout {
 pub(crate) fn me() -> Result<ProcessId> {
     static ME: OnceLock<ProcessId> = OnceLock::new();
     if let Some(me) = ME.get() {
-        if me.pid == std::process::id() {
+        if me.pid == uct::ucs::sys::pid() {
             return Ok(*me);
         }
         return ProcessId::current();
