@@ -103,7 +103,7 @@ fn ucx_hello_world_large_strings_and_config() {
             .iter()
             .map(|args| {
                 let exe = &exe;
-                s.spawn(move || run_pair(exe, args))
+                s.spawn(move || run_pair(exe, args, &[]))
             })
             .collect();
         hs.into_iter().map(|h| h.join().expect("run")).collect()

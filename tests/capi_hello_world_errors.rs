@@ -19,8 +19,9 @@
 //! UCX finds the dead peer at once (its tcp connection closes), not by a
 //! keepalive round; so does rucx (the shared-memory peer's process exit
 //! wakes a sleeping worker), with the default keepalive interval (20 s,
-//! as UCX's): no variable shortens it here. The nine runs go in parallel
-//! (the `recv` ones sleep 5 s in the example).
+//! as UCX's): no variable shortens it here. Each mode also runs with
+//! `-b` over tcp alone. The twelve runs go in parallel (the `recv` ones
+//! sleep 5 s in the example).
 
 mod capi_common;
 mod common;
@@ -139,18 +140,27 @@ fn ucx_hello_world_peer_failures() {
     std::thread::scope(|s| {
         let mut runs = Vec::new();
         for failure in ["send", "recv", "keepalive"] {
-            for mode in ["-b", "-w", "-f"] {
+            // The three progress modes with the default transports, and
+            // busy polling over tcp alone, where the client's first send
+            // must have left before it reports done (`-e recv`).
+            for (mode, env) in [
+                ("-b", &[][..]),
+                ("-w", &[][..]),
+                ("-f", &[][..]),
+                ("-b", &[("UCX_TLS", "tcp")][..]),
+            ] {
                 let exe = &exe;
                 runs.push((
                     failure,
                     mode,
-                    s.spawn(move || run_pair(exe, &[mode, "-e", failure])),
+                    env,
+                    s.spawn(move || run_pair(exe, &[mode, "-e", failure], env)),
                 ));
             }
         }
-        for (failure, mode, h) in runs {
+        for (failure, mode, env, h) in runs {
             let (server, client) = h.join().expect("run");
-            check(failure, mode, &server, &client);
+            check(failure, &format!("{mode} {env:?}"), &server, &client);
         }
     });
     // The failures are found at once (the recv runs sleep 5 s in the

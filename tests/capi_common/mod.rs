@@ -215,8 +215,9 @@ pub(crate) fn listening(port: u16) -> bool {
 
 /// Runs UCX's `ucp_hello_world` example `exe` as a server with `args` on
 /// a free port, and once it listens as its client (`-n localhost`); both
-/// outputs once both exited (each killed after 60 s).
-pub(crate) fn run_pair(exe: &Path, args: &[&str]) -> (Output, Output) {
+/// outputs once both exited (each killed after 60 s). Both see `env` and
+/// no other transport choice.
+pub(crate) fn run_pair(exe: &Path, args: &[&str], env: &[(&str, &str)]) -> (Output, Output) {
     use std::process::Stdio;
     use std::time::{Duration, Instant};
     let port = free_port().to_string();
@@ -226,6 +227,9 @@ pub(crate) fn run_pair(exe: &Path, args: &[&str]) -> (Output, Output) {
     cmd.arg("60").arg(exe).args(&sargs);
     for k in ["RUCX_TLS", "UCX_TLS", "RUCX_NET_DEVICES", "UCX_NET_DEVICES"] {
         cmd.env_remove(k);
+    }
+    for (k, v) in env {
+        cmd.env(k, v);
     }
     let server = cmd
         .stdout(Stdio::piped())
@@ -240,7 +244,7 @@ pub(crate) fn run_pair(exe: &Path, args: &[&str]) -> (Output, Output) {
     }
     let mut cargs = sargs.clone();
     cargs.extend(["-n", "localhost"]);
-    let client = run(exe, &cargs, &[], 60);
+    let client = run(exe, &cargs, env, 60);
     let server = server.wait_with_output().expect("server output");
     (server, client)
 }

@@ -121,6 +121,10 @@ pub(crate) struct TcpIface {
     pub(crate) local: Local,
     /// Its key (see [`crate::wire::key`]).
     pub(crate) own_key: wire::Key,
+    /// Its entry among this process's ifaces, held for its drop (read
+    /// only by tests).
+    #[cfg_attr(not(test), allow(dead_code))]
+    pub(crate) local_key: crate::local::LocalKey,
     /// The hello its connections send first (the same on all of them).
     pub(crate) hello: Vec<u8>,
     pub(crate) limits: Limits,
@@ -256,6 +260,7 @@ impl TcpIface {
                 family: AddrFamily::of(ip),
             },
             own_key: wire::key(listen),
+            local_key: crate::local::LocalKey::register(wire::key(listen)),
             hello: wire::hello(listen),
             limits,
             opts,

@@ -36,7 +36,12 @@
 //! * Sending: `am_short`/`am_bcopy` write at once (`send`, or `sendmsg` from
 //!   the caller's parts above 2 KiB) and keep what the socket did not take
 //!   in the connection's buffer (`Done`); later copy sends are appended to
-//!   that buffer while it has room, otherwise `NoResource`. `am_zcopy`
+//!   that buffer while it has room, otherwise `NoResource`. Until a peer
+//!   in another process accepts the connection every send is `NoResource`
+//!   (the pending queue holds it, as UCX's tcp does), so that a send
+//!   reported done has reached the kernel and outlives its process; to an
+//!   iface of this process, which ends with it anyway, copy sends are
+//!   buffered until then, so that one thread can drive both ends. `am_zcopy`
 //!   writes from the caller's memory and, if the socket takes part,
 //!   finishes from `progress` (`InFlight`). `EPOLLOUT` is watched only
 //!   while something is buffered.
@@ -134,6 +139,7 @@ mod conn;
 mod idle;
 mod iface;
 mod lifecycle;
+mod local;
 mod mem;
 mod name;
 mod ops;

@@ -48,11 +48,19 @@ impl TcpIface {
         let Some(c) = self.conns.get_mut(ci) else {
             return Err(no_ep(ep));
         };
+        // Nothing for another process is buffered before it accepts the
+        // connection (as UCX's tcp waits for its connection): a send
+        // reported done is in the kernel, not lost if this process dies
+        // right after. The pending queue holds the send until then.
+        let fd = c.open_fd();
+        if fd.is_none() && !c.key().is_some_and(crate::local::is_local) {
+            return Ok(Posted::NoResource);
+        }
         if c.pending_len() > 0 {
             return Ok(Posted::NoResource);
         }
         let hdr = wire::frame_hdr(id, total as u32);
-        match c.tx.post_copy(c.open_fd(), &hdr, parts, total) {
+        match c.tx.post_copy(fd, &hdr, parts, total) {
             Ok(true) => {
                 c.active = true;
                 let unlisted = !c.listed && c.tx.held() > 0;

@@ -16,6 +16,40 @@ mod scale;
 struct Rec {
     ams: Vec<(AmId, SrcId, u64)>,
     failed: usize,
+    /// Messages to send, in order: (endpoint, id, number).
+    outbox: std::collections::VecDeque<(EpId, AmId, u64)>,
+    /// Endpoints whose sends wait in the iface's pending queue.
+    waiting: std::collections::HashSet<EpId>,
+}
+
+impl Rec {
+    /// Sends what the outbox holds, in order per endpoint; a send the
+    /// iface cannot take yet (connection not open, backlog full) waits in
+    /// its pending queue until `pending_ready`.
+    fn pump(&mut self, i: &mut TcpIface) {
+        let mut k = 0;
+        let mut blocked = std::collections::HashSet::new();
+        while k < self.outbox.len() {
+            let (e, id, n) = self.outbox[k];
+            if blocked.contains(&e) || self.waiting.contains(&e) {
+                blocked.insert(e);
+                k += 1;
+                continue;
+            }
+            match i.am().unwrap().am_short(e, id, n, &[]).unwrap() {
+                Posted::Done => {
+                    self.outbox.remove(k);
+                }
+                Posted::NoResource => {
+                    i.pending_add(e, Token(e.0 as u64)).unwrap();
+                    self.waiting.insert(e);
+                    blocked.insert(e);
+                    k += 1;
+                }
+                p => panic!("am_short: {p:?}"),
+            }
+        }
+    }
 }
 
 impl AmSink for Rec {
@@ -26,7 +60,9 @@ impl AmSink for Rec {
     fn completed(&mut self, _: Token, r: uct::Result<()>) {
         r.unwrap();
     }
-    fn pending_ready(&mut self, _: EpId, _: Token) {}
+    fn pending_ready(&mut self, ep: EpId, _: Token) {
+        self.waiting.remove(&ep);
+    }
     fn ep_failed(&mut self, _: EpId, _: Error) {
         self.failed += 1;
     }
@@ -51,20 +87,18 @@ fn drive(
     while !done(ifaces) {
         for (i, s) in ifaces.iter_mut() {
             i.progress(*s);
+            s.pump(i);
         }
         assert!(start.elapsed() < Duration::from_secs(20), "stuck");
     }
 }
 
-/// Sends `n` numbered messages from each endpoint (queued while the
-/// connections settle).
-fn send(i: &mut TcpIface, e: EpId, id: AmId, n: u64) {
-    for k in 0..n {
-        assert_eq!(
-            i.am().unwrap().am_short(e, id, k, &[]).unwrap(),
-            Posted::Done
-        );
-    }
+/// Sends `n` numbered messages from an endpoint: at once where its
+/// connection is open, otherwise through the pending queue while the
+/// connection settles (as the protocol layer does).
+fn send(i: &mut TcpIface, r: &mut Rec, e: EpId, id: AmId, n: u64) {
+    r.outbox.extend((0..n).map(|k| (e, id, k)));
+    r.pump(i);
 }
 
 fn in_order(r: &Rec, id: AmId, n: u64) {
@@ -83,9 +117,9 @@ fn simultaneous_connects_settle_on_one_connection() {
         let ba = ep(&mut b, &a);
         let ab2 = ep(&mut a, &b);
         assert_eq!((a.conns.len(), b.conns.len()), (1, 1));
-        send(&mut a, ab, 1, 50);
-        send(&mut b, ba, 2, 50);
-        send(&mut a, ab2, 3, 50);
+        send(&mut a, &mut ra, ab, 1, 50);
+        send(&mut b, &mut rb, ba, 2, 50);
+        send(&mut a, &mut ra, ab2, 3, 50);
         drive(&mut [(&mut a, &mut ra), (&mut b, &mut rb)], |x| {
             x[0].1.ams.len() == 50 && x[1].1.ams.len() == 100
         });
@@ -101,7 +135,7 @@ fn simultaneous_connects_settle_on_one_connection() {
         // Later endpoints reuse it.
         let ba2 = ep(&mut b, &a);
         assert_eq!(b.conns.len(), 1);
-        send(&mut b, ba2, 4, 3);
+        send(&mut b, &mut rb, ba2, 4, 3);
         drive(&mut [(&mut a, &mut ra), (&mut b, &mut rb)], |x| {
             x[0].1.ams.len() == 53
         });
@@ -109,12 +143,48 @@ fn simultaneous_connects_settle_on_one_connection() {
     }
 }
 
+/// Nothing is held for a connection that a peer in another process has
+/// not accepted: the send waits in the pending queue and is handed back
+/// once the connection opens, so that a send reported done is already in
+/// the kernel. To an iface of this process it is buffered at once.
+#[test]
+fn a_send_to_another_process_waits_for_the_connection_to_open() {
+    let (mut a, mut b) = (open(), open());
+    let (mut ra, mut rb) = (Rec::default(), Rec::default());
+    let ab = ep(&mut a, &b);
+    let posted = a.am().unwrap().am_short(ab, 1, 0, &[]).unwrap();
+    assert_eq!(posted, Posted::Done, "b is in this process");
+    drive(&mut [(&mut a, &mut ra), (&mut b, &mut rb)], |x| {
+        x[1].1.ams.len() == 1
+    });
+    let mut c = open();
+    let mut rc = Rec::default();
+    c.local_key.forget();
+    let ac = ep(&mut a, &c);
+    let posted = a.am().unwrap().am_short(ac, 1, 0, &[]).unwrap();
+    assert_eq!(posted, Posted::NoResource);
+    a.pending_add(ac, Token(7)).unwrap();
+    ra.waiting.insert(ac);
+    drive(&mut [(&mut a, &mut ra), (&mut c, &mut rc)], |x| {
+        x[0].1.waiting.is_empty()
+    });
+    let ci = a.eps.get(ac.0).unwrap().conn.unwrap();
+    assert!(a.conns.get(ci).unwrap().is_open());
+    assert_eq!(
+        a.am().unwrap().am_short(ac, 1, 0, &[]).unwrap(),
+        Posted::Done
+    );
+    drive(&mut [(&mut a, &mut ra), (&mut c, &mut rc)], |x| {
+        x[1].1.ams.len() == 1
+    });
+}
+
 #[test]
 fn accepted_connection_carries_the_reply() {
     let (mut a, mut b) = (open(), open());
     let (mut ra, mut rb) = (Rec::default(), Rec::default());
     let ab = ep(&mut a, &b);
-    send(&mut a, ab, 1, 1);
+    send(&mut a, &mut ra, ab, 1, 1);
     drive(&mut [(&mut a, &mut ra), (&mut b, &mut rb)], |x| {
         x[1].1.ams.len() == 1
     });
@@ -125,7 +195,7 @@ fn accepted_connection_carries_the_reply() {
         .get(b.eps.get(ba.0).unwrap().conn.unwrap())
         .unwrap()
         .is_open());
-    send(&mut b, ba, 2, 1);
+    send(&mut b, &mut rb, ba, 2, 1);
     drive(&mut [(&mut a, &mut ra), (&mut b, &mut rb)], |x| {
         x[0].1.ams.len() == 1
     });
@@ -152,12 +222,13 @@ fn three_ifaces_all_to_all() {
         }
     }
     for &(i, e, id) in &eps {
-        send(&mut ifs[i], e, id, 20);
+        send(&mut ifs[i], &mut recs[i], e, id, 20);
     }
     let start = Instant::now();
     while recs.iter().map(|r| r.ams.len()).sum::<usize>() < 120 {
         for (i, r) in ifs.iter_mut().zip(recs.iter_mut()) {
             i.progress(r);
+            r.pump(i);
         }
         assert!(start.elapsed() < Duration::from_secs(20), "stuck");
     }
@@ -186,11 +257,12 @@ fn endpoint_to_itself_uses_a_loopback_pair() {
     let (dev, addr) = (a.device_addr().to_vec(), a.iface_addr().to_vec());
     let e1 = a.ep_create(&dev, &addr).unwrap();
     let e2 = a.ep_create(&dev, &addr).unwrap();
-    send(&mut a, e1, 1, 3);
-    send(&mut a, e2, 2, 3);
+    send(&mut a, &mut ra, e1, 1, 3);
+    send(&mut a, &mut ra, e2, 2, 3);
     let start = Instant::now();
     while ra.ams.len() < 6 {
         a.progress(&mut ra);
+        ra.pump(&mut a);
         assert!(start.elapsed() < Duration::from_secs(20), "stuck");
     }
     assert_eq!(a.conns.len(), 2, "the connecting end and the accepted end");

@@ -6,7 +6,7 @@ use std::io::{Read, Write};
 use std::net::{TcpListener, TcpStream};
 use std::time::Duration;
 
-use common::{connect, connect_ready, drive, lo, pattern, port, settle, Recorder};
+use common::{connect, connect_ready, drive, lo, pattern, port, settle, short_when_open, Recorder};
 use rucx_tcp::TcpConfig;
 use uct::ucs::PeerMisbehaved;
 use uct::{Error, Iface, Iov, Posted, Token};
@@ -67,11 +67,15 @@ fn still_works(
     ep: uct::EpId,
     n: u64,
 ) {
-    assert_eq!(
-        a.am().unwrap().am_short(ep, 0, n, b"ok").unwrap(),
-        Posted::Done
-    );
     let before = sb.ams.len();
+    let posted = short_when_open(
+        &mut [(&mut *a, &mut *sa), (&mut *b, &mut *sb)],
+        ep,
+        0,
+        n,
+        b"ok",
+    );
+    assert_eq!(posted.unwrap(), Posted::Done);
     drive(&mut [(a, sa), (b, sb)], |x| x[1].1.ams.len() > before);
     let (_, _, data) = sb.ams.last().unwrap();
     assert_eq!(data[..8], n.to_le_bytes());
@@ -290,21 +294,28 @@ fn raw_peer_talks_back_then_breaks_the_protocol() {
 
     // Accepted, full duplex: its messages reach us; then it closes.
     let (ep, mut s) = ep_to_raw(a.as_mut(), &mut sa, &l);
-    // A message queued before the answer waits for it.
+    // A send before the answer waits in the pending queue for it.
+    assert_eq!(
+        a.am().unwrap().am_short(ep, 4, 44, b"early").unwrap(),
+        Posted::NoResource
+    );
+    a.pending_add(ep, Token(44)).unwrap();
+    let mut bytes = ACCEPT.to_vec();
+    bytes.extend(frame(6, b"from raw"));
+    s.write_all(&bytes).unwrap();
+    drive(&mut [(a.as_mut(), &mut sa)], |x| {
+        x[0].1.ams.len() == 1 && x[0].1.ready.contains(&(ep, Token(44)))
+    });
+    assert_eq!(sa.ams[0].0, 6);
+    assert_eq!(sa.ams[0].2, b"from raw");
     assert_eq!(
         a.am().unwrap().am_short(ep, 4, 44, b"early").unwrap(),
         Posted::Done
     );
-    let mut bytes = ACCEPT.to_vec();
-    bytes.extend(frame(6, b"from raw"));
-    s.write_all(&bytes).unwrap();
-    drive(&mut [(a.as_mut(), &mut sa)], |x| x[0].1.ams.len() == 1);
-    assert_eq!(sa.ams[0].0, 6);
-    assert_eq!(sa.ams[0].2, b"from raw");
     let mut got = [0u8; 5 + 8 + 5];
     s.set_read_timeout(None).unwrap();
     s.read_exact(&mut got).unwrap();
-    assert_eq!(got[0], 4, "the queued message follows the accept");
+    assert_eq!(got[0], 4, "the message sent once accepted");
     assert_eq!(&got[13..], b"early");
     drop(s);
     drive(&mut [(a.as_mut(), &mut sa)], |x| {

@@ -2,7 +2,7 @@
 
 mod common;
 
-use common::{connect, connect_ready, drive, lo, Recorder};
+use common::{connect, connect_ready, drive, lo, short_when_open, Recorder};
 use rucx_tcp::TcpConfig;
 use uct::{Armed, Posted, Token};
 
@@ -25,10 +25,14 @@ fn event_fd_wakes_on_arrival() {
     let (mut a, mut b) = (lo(&cfg), lo(&cfg));
     let (mut sa, mut sb) = (Recorder::default(), Recorder::default());
     let ep = connect(a.as_mut(), b.as_ref());
-    assert_eq!(
-        a.am().unwrap().am_short(ep, 0, 1, b"first").unwrap(),
-        Posted::Done
+    let first = short_when_open(
+        &mut [(a.as_mut(), &mut sa), (b.as_mut(), &mut sb)],
+        ep,
+        0,
+        1,
+        b"first",
     );
+    assert_eq!(first.unwrap(), Posted::Done);
     drive(&mut [(a.as_mut(), &mut sa), (b.as_mut(), &mut sb)], |x| {
         x[1].1.ams.len() == 1
     });

@@ -35,7 +35,7 @@ fn connected(cfg: &TcpConfig) -> (TcpIface, TcpIface) {
     let mut b = TcpIface::open("lo", &p, cfg).unwrap();
     let (mut ra, mut rb) = (Rec::default(), Rec::default());
     let e = ep(&mut a, &b);
-    send(&mut a, e, 1, 1);
+    send(&mut a, &mut ra, e, 1, 1);
     drive(&mut [(&mut a, &mut ra), (&mut b, &mut rb)], |x| {
         x[1].1.ams.len() == 1
     });

@@ -299,7 +299,7 @@ fn pair() -> (TcpIface, TcpIface, EpId, Rec, Rec) {
     let (mut a, mut b) = (open(), open());
     let (mut ra, mut rb) = (Rec::default(), Rec::default());
     let e = super::ep(&mut a, &b);
-    super::send(&mut a, e, 1, 1);
+    super::send(&mut a, &mut ra, e, 1, 1);
     super::drive(&mut [(&mut a, &mut ra), (&mut b, &mut rb)], |x| {
         x[1].1.ams.len() == 1 && x[0].0.unopened == 0
     });
@@ -343,7 +343,7 @@ fn buffers_come_back_once_a_burst_is_over() {
     assert!(a.holders.is_empty() && b.holders.is_empty());
     assert_eq!((ra.failed, rb.failed), (0, 0));
     // And the connection still works, allocating again on demand.
-    super::send(&mut a, e, 3, 1);
+    super::send(&mut a, &mut ra, e, 3, 1);
     super::drive(&mut [(&mut a, &mut ra), (&mut b, &mut rb)], |x| {
         x[1].1.ams.len() == 2 + BURST
     });
@@ -359,11 +359,11 @@ fn a_busy_connection_keeps_its_buffers_between_messages() {
     a.next_sweep = later;
     b.next_sweep = later;
     let round = |a: &mut TcpIface, b: &mut TcpIface, ra: &mut Rec, rb: &mut Rec, k: u64| {
-        super::send(a, e, 1, 1);
+        super::send(a, ra, e, 1, 1);
         super::drive(&mut [(&mut *a, &mut *ra), (&mut *b, &mut *rb)], |x| {
             x[1].1.ams.len() as u64 == 2 + k
         });
-        super::send(b, f, 1, 1);
+        super::send(b, rb, f, 1, 1);
         super::drive(&mut [(&mut *a, &mut *ra), (&mut *b, &mut *rb)], |x| {
             x[0].1.ams.len() as u64 == 1 + k
         });

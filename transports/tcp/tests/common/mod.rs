@@ -141,6 +141,29 @@ pub(crate) fn pattern(len: usize, seed: u64) -> Vec<u8> {
         .collect()
 }
 
+/// Posts an `am_short` on `ep` of the first iface, progressing all of them
+/// while it is `NoResource` (as before the peer accepts the connection).
+pub(crate) fn short_when_open(
+    ifaces: &mut [(&mut dyn Iface, &mut Recorder)],
+    ep: EpId,
+    id: AmId,
+    hdr: u64,
+    data: &[u8],
+) -> uct::Result<uct::Posted> {
+    let start = Instant::now();
+    loop {
+        match ifaces[0].0.am().unwrap().am_short(ep, id, hdr, data) {
+            Ok(uct::Posted::NoResource) => {
+                for (iface, sink) in ifaces.iter_mut() {
+                    iface.progress(*sink);
+                }
+                assert!(start.elapsed() < Duration::from_secs(20), "never open");
+            }
+            other => return other,
+        }
+    }
+}
+
 /// Creates an endpoint from `a` to `b` and waits until its connection is
 /// established (a probe message got through; it is removed from `sb`).
 pub(crate) fn connect_ready(
@@ -151,13 +174,8 @@ pub(crate) fn connect_ready(
 ) -> EpId {
     let ep = connect(a, b);
     let before = sb.ams.len();
-    assert_eq!(
-        a.am()
-            .unwrap()
-            .am_short(ep, 31, u64::MAX, b"probe")
-            .unwrap(),
-        uct::Posted::Done
-    );
+    let posted = short_when_open(&mut [(a, sa), (b, sb)], ep, 31, u64::MAX, b"probe");
+    assert_eq!(posted.unwrap(), uct::Posted::Done);
     drive(&mut [(a, sa), (b, sb)], |x| x[1].1.ams.len() > before);
     let probe = sb.ams.pop().unwrap();
     assert_eq!((probe.0, &probe.2[8..]), (31, &b"probe"[..]));

@@ -375,15 +375,21 @@ impl Target {
         self.seq += 1;
         let seq = self.seq;
         let before = self.sa.ams.len();
-        let posted = self
-            .b
-            .am()
-            .unwrap()
-            .am_short(self.ep, 7, seq, b"still here");
-        assert!(
-            matches!(posted, Ok(Posted::Done)),
-            "good endpoint refused a send: {posted:?}"
-        );
+        // `NoResource` only until `a` accepts the connection.
+        let start = Instant::now();
+        loop {
+            let posted = self
+                .b
+                .am()
+                .unwrap()
+                .am_short(self.ep, 7, seq, b"still here");
+            match posted {
+                Ok(Posted::Done) => break,
+                Ok(Posted::NoResource) => self.progress(),
+                _ => panic!("good endpoint refused a send: {posted:?}"),
+            }
+            assert!(start.elapsed() < HANG, "good endpoint never opened");
+        }
         let start = Instant::now();
         while self.sa.ams.len() == before {
             self.progress();
