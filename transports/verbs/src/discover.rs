@@ -92,6 +92,8 @@ pub struct PortInfo {
     pub active_mtu: u32,
     /// Local identifier (InfiniBand; 0 on Ethernet).
     pub lid: u16,
+    /// Largest message.
+    pub max_msg_size: u32,
     /// Valid GID table entries (empty where the table cannot be read).
     pub gids: Vec<GidEntry>,
 }
@@ -260,6 +262,7 @@ fn query_port(ctx: &Ctx, num: u8) -> Result<(PortInfo, usize)> {
         state: PortState::from_raw(pa.state),
         active_mtu: 128u32 << pa.active_mtu.min(5),
         lid: pa.lid,
+        max_msg_size: pa.max_msg_sz,
         gids: Vec::new(),
     };
     Ok((port, pa.gid_tbl_len.max(0) as usize))

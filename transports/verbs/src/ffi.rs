@@ -130,6 +130,11 @@ impl Ctx {
     pub(crate) fn as_raw(&self) -> *mut sys::ibv_context {
         self.raw.as_ptr()
     }
+    /// The file descriptor asynchronous events arrive on.
+    pub(crate) fn async_fd(&self) -> libc::c_int {
+        // SAFETY: the context is open; `async_fd` is a plain field.
+        unsafe { (*self.raw.as_ptr()).async_fd }
+    }
 }
 
 impl Drop for Ctx {
@@ -141,4 +146,19 @@ impl Drop for Ctx {
             tracing::debug!(dev = %self.name, rc, "verbs: ibv_close_device failed");
         }
     }
+}
+
+/// Sets `O_NONBLOCK` on `fd` (completion channels, the async fd, the
+/// connection manager's channel), so that reading them never blocks.
+pub(crate) fn set_nonblocking(fd: libc::c_int, what: &str) -> Result<()> {
+    // SAFETY: fcntl on a descriptor we own; no memory is passed.
+    let flags = unsafe { libc::fcntl(fd, libc::F_GETFL) };
+    if flags < 0 {
+        return Err(os_err(format!("fcntl {what}")));
+    }
+    // SAFETY: as above.
+    if unsafe { libc::fcntl(fd, libc::F_SETFL, flags | libc::O_NONBLOCK) } < 0 {
+        return Err(os_err(format!("fcntl {what}")));
+    }
+    Ok(())
 }

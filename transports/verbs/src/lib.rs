@@ -32,22 +32,39 @@
 //! Nothing has run on a device yet: the machines this is built on have no
 //! RDMA hardware and no kernel RDMA, so every path that needs a device is
 //! tested only inside a guest with soft-RoCE (see the tests marked so).
-//! Devices cannot be opened yet.
+//! A device opens (protection domains, memory regions with access rights
+//! mapped to IBV_ACCESS_*, the largest inline send probed with a
+//! throw-away queue pair), but its contexts (completion queues, queue
+//! pairs, connections) cannot be opened yet.
 //!
 //! # Map
 //!
 //! * `ffi`: owned libibverbs handles (device list, device context) and
 //!   error helpers;
 //! * [`discover`]: devices, ports, GIDs, capabilities;
+//! * `res`: owned protection domains, regions, completion channels and
+//!   queues, shared receive queues, queue pairs, each holding its parents;
+//! * `device`: [`VerbsDevice`], protection domains and regions by id;
 //! * `provider`: [`VerbsProvider`].
 
 #[cfg(feature = "sys")]
+#[allow(dead_code)] // The port is used by the contexts, which come next.
+mod device;
+#[cfg(feature = "sys")]
 pub mod discover;
 #[cfg(feature = "sys")]
+#[allow(dead_code)] // The async fd is read by the contexts, which come next.
 mod ffi;
 #[cfg(feature = "sys")]
 mod provider;
+#[cfg(feature = "sys")]
+// Completion queues, shared receive queues and queue pairs are used by
+// the per-worker contexts, which come next.
+#[allow(dead_code)]
+mod res;
 
+#[cfg(feature = "sys")]
+pub use device::VerbsDevice;
 #[cfg(feature = "sys")]
 pub use provider::{VerbsProvider, PROVIDER};
 

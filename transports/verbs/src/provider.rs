@@ -7,6 +7,7 @@ use rucx_rdma::{Device, DeviceInfo, Provider};
 use uct::ucs::netif::{AddrFamily, AfPrio};
 use uct::ucs::{Error, Result};
 
+use crate::device::VerbsDevice;
 use crate::discover::{discover, usable_ports};
 
 /// The libibverbs provider.
@@ -35,9 +36,12 @@ impl Provider for VerbsProvider {
     }
 
     fn open_device(&self, name: &str) -> Result<Arc<dyn Device>> {
-        Err(Error::Unsupported(format!(
-            "verbs: opening {name:?}: devices cannot be opened yet"
-        )))
+        let info = self
+            .devices()?
+            .into_iter()
+            .find(|d| d.name == name)
+            .ok_or_else(|| Error::InvalidParam(format!("verbs: no usable device {name:?}")))?;
+        Ok(Arc::new(VerbsDevice::open(&info)?))
     }
 }
 
