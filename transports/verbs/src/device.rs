@@ -9,8 +9,10 @@ use rdma_sys as sys;
 use rucx_rdma::{Access, Device, DeviceAttr, DeviceInfo, Mr, PdId, TransportKind, Verbs};
 use uct::ucs::{Error, Result};
 
+use crate::context::VerbsContext;
 use crate::discover::{self, AtomicCap, VerbsDeviceInfo};
-use crate::ffi::Ctx;
+use crate::events::AsyncRouter;
+use crate::ffi::{set_nonblocking, Ctx};
 use crate::res::{Channel, Cq, MrReg, Pd, Qp, QpCap, QpSpec};
 
 /// Private data a connection request or reply carries: the InfiniBand
@@ -36,6 +38,8 @@ pub(crate) struct DevShared {
     pds: Mutex<Pds>,
     /// Live regions by local key.
     mrs: Mutex<HashMap<u32, (MrReg, Mr)>>,
+    /// Where asynchronous events go.
+    pub(crate) router: Mutex<AsyncRouter>,
 }
 
 #[derive(Debug, Default)]
@@ -81,6 +85,7 @@ impl VerbsDevice {
         let (dev, port) = info.name.rsplit_once(':').ok_or_else(no_device)?;
         let port: u8 = port.parse().map_err(|_| no_device())?;
         let ctx = Arc::new(Ctx::open(dev)?);
+        set_nonblocking(ctx.async_fd(), "async event fd")?;
         let vi = discover::query(&ctx)?;
         let p = vi
             .ports
@@ -96,6 +101,7 @@ impl VerbsDevice {
                 port,
                 pds: Mutex::new(Pds::default()),
                 mrs: Mutex::new(HashMap::new()),
+                router: Mutex::new(AsyncRouter::default()),
             }),
         })
     }
@@ -232,10 +238,7 @@ impl Device for VerbsDevice {
     }
 
     fn open_context(&self) -> Result<Box<dyn Verbs>> {
-        Err(Error::Unsupported(format!(
-            "verbs: {}: contexts cannot be opened yet",
-            self.shared.attr.name
-        )))
+        Ok(Box::new(VerbsContext::open(&self.shared)?))
     }
 }
 

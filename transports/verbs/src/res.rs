@@ -83,7 +83,7 @@ handle!(
 #[derive(Debug)]
 pub(crate) struct Pd {
     raw: PdRaw,
-    pub(crate) ctx: Arc<Ctx>,
+    _ctx: Arc<Ctx>,
 }
 
 impl Pd {
@@ -94,7 +94,7 @@ impl Pd {
         let raw = NonNull::new(raw).ok_or_else(|| os_err(format!("ibv_alloc_pd {}", ctx.name)))?;
         Ok(Arc::new(Pd {
             raw: PdRaw { raw },
-            ctx: ctx.clone(),
+            _ctx: ctx.clone(),
         }))
     }
 
@@ -228,7 +228,7 @@ handle!(
 #[derive(Debug)]
 pub(crate) struct Cq {
     raw: CqRaw,
-    pub(crate) channel: Arc<Channel>,
+    _channel: Arc<Channel>,
     _ctx: Arc<Ctx>,
 }
 
@@ -248,7 +248,7 @@ impl Cq {
         let raw = NonNull::new(raw).ok_or_else(|| os_err(format!("ibv_create_cq {depth}")))?;
         Ok(Arc::new(Cq {
             raw: CqRaw { raw },
-            channel: channel.clone(),
+            _channel: channel.clone(),
             _ctx: ctx.clone(),
         }))
     }
