@@ -2,6 +2,7 @@
 //! queues, queue pairs and connections on a device.
 
 use std::collections::{HashMap, VecDeque};
+use std::mem::MaybeUninit;
 use std::net::SocketAddr;
 use std::os::fd::{AsRawFd, OwnedFd, RawFd};
 use std::sync::Arc;
@@ -19,7 +20,7 @@ use crate::device::DevShared;
 use crate::events::{eventfd, Waker};
 use crate::ffi::rc_err;
 use crate::qpstate;
-use crate::res::{zeroed, Channel, Cq, Qp, QpCap, QpSpec, Srq};
+use crate::res::{Channel, Cq, Qp, QpCap, QpSpec, Srq};
 use crate::wc::RawWc;
 use crate::wr;
 
@@ -131,17 +132,19 @@ impl Drop for VerbsContext {
 
 /// Polls up to `out.len()` completions of `cq` from the device.
 fn poll_raw(cq: &Cq, out: &mut [RawWc]) -> usize {
-    let mut wcs: [sys::ibv_wc; POLL_BATCH] = std::array::from_fn(|_| zeroed());
+    let mut wcs = [const { MaybeUninit::<sys::ibv_wc>::uninit() }; POLL_BATCH];
     let want = out.len().min(POLL_BATCH);
-    // SAFETY: the queue is live; `wcs` has room for `want` entries.
-    let n = unsafe { sys::ibv_poll_cq(cq.as_raw(), want as i32, wcs.as_mut_ptr()) };
+    // SAFETY: the queue is live; `wcs` has room for `want` entries, of
+    // which the call writes the first `n`.
+    let n = unsafe { sys::ibv_poll_cq(cq.as_raw(), want as i32, wcs.as_mut_ptr().cast()) };
     if n < 0 {
         tracing::debug!(rc = n, "verbs: ibv_poll_cq failed");
         return 0;
     }
-    let n = n as usize;
+    let n = (n as usize).min(want);
     for (o, w) in out.iter_mut().zip(&wcs[..n]) {
-        *o = RawWc::of(w);
+        // SAFETY: one of the `n` entries the device wrote.
+        *o = RawWc::of(unsafe { w.assume_init_ref() });
     }
     n
 }
@@ -397,7 +400,10 @@ impl Verbs for VerbsContext {
             }
             busy |= !slot.stash.is_empty();
         }
-        busy |= self.cm.has_events() || self.dev.router.lock().has_events(self.token);
+        let mut router = self.dev.router.lock();
+        // Route what waits on the device's fd, which would wake us at once.
+        router.drain(&self.dev.ctx, self.dev.port);
+        busy |= self.cm.has_events() || router.has_events(self.token);
         Ok(if busy { Armed::Busy } else { Armed::Sleep })
     }
 }

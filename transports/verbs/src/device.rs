@@ -34,6 +34,8 @@ pub(crate) struct DevShared {
     pub(crate) attr: DeviceAttr,
     /// The port (from 1).
     pub(crate) port: u8,
+    /// What discovery said of the device when it was opened.
+    info: VerbsDeviceInfo,
     /// Protection domains by id; regions and queue pairs hold them too.
     pds: Mutex<Pds>,
     /// Live regions by local key.
@@ -85,7 +87,6 @@ impl VerbsDevice {
         let (dev, port) = info.name.rsplit_once(':').ok_or_else(no_device)?;
         let port: u8 = port.parse().map_err(|_| no_device())?;
         let ctx = Arc::new(Ctx::open(dev)?);
-        set_nonblocking(ctx.async_fd(), "async event fd")?;
         let vi = discover::query(&ctx)?;
         let p = vi
             .ports
@@ -94,11 +95,13 @@ impl VerbsDevice {
             .ok_or_else(no_device)?;
         let max_inline = probe_max_inline(&ctx, &vi);
         let attr = attr_of(info, &vi, p.max_msg_size, max_inline);
+        set_nonblocking(ctx.async_fd(), "async event fd")?;
         Ok(VerbsDevice {
             shared: Arc::new(DevShared {
                 ctx,
                 attr,
                 port,
+                info: vi,
                 pds: Mutex::new(Pds::default()),
                 mrs: Mutex::new(HashMap::new()),
                 router: Mutex::new(AsyncRouter::default()),
@@ -239,6 +242,10 @@ impl Device for VerbsDevice {
 
     fn open_context(&self) -> Result<Box<dyn Verbs>> {
         Ok(Box::new(VerbsContext::open(&self.shared)?))
+    }
+
+    fn details(&self) -> Vec<(&'static str, String)> {
+        crate::discover::details(&self.shared.info, self.shared.port)
     }
 }
 

@@ -374,3 +374,106 @@ pub(crate) fn usable_ports(devs: &[VerbsDeviceInfo], prio: &AfPrio) -> Vec<Devic
     }
     out
 }
+
+/// What `rucx-info -d` shows of a device and its port `port`, beyond the
+/// provider's attributes.
+pub(crate) fn details(d: &VerbsDeviceInfo, port: u8) -> Vec<(&'static str, String)> {
+    let c = &d.caps;
+    let mut out = vec![
+        ("max_qp", c.max_qp.to_string()),
+        ("max_cqe", c.max_cqe.to_string()),
+        ("max_srq_wr", c.max_srq_wr.to_string()),
+        ("atomic_cap", format!("{:?}", c.atomic_cap)),
+    ];
+    let Some(p) = d.ports.iter().find(|p| p.num == port) else {
+        return out;
+    };
+    out.push(("Port", p.num.to_string()));
+    out.push(("Link layer", format!("{:?}", p.link_layer)));
+    out.push(("Port state", format!("{:?}", p.state)));
+    out.push(("Active MTU", p.active_mtu.to_string()));
+    if p.link_layer == LinkLayer::Ib {
+        out.push(("LID", p.lid.to_string()));
+    }
+    let gids: Vec<String> = p
+        .gids
+        .iter()
+        .map(|g| {
+            let kind = match g.kind {
+                GidKind::Ib => "IB".to_string(),
+                GidKind::RoceV1 => "RoCE v1".to_string(),
+                GidKind::RoceV2 => "RoCE v2".to_string(),
+                GidKind::Other(v) => format!("type {v}"),
+            };
+            let dev = g
+                .netdev
+                .as_deref()
+                .map(|n| format!(" on {n}"))
+                .unwrap_or_default();
+            format!(
+                "[{}] {} {kind}{dev}",
+                g.index,
+                std::net::Ipv6Addr::from(g.gid)
+            )
+        })
+        .collect();
+    out.push(("GIDs", gids.join(", ")));
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn details_show_the_port_and_its_gids() {
+        let caps = DeviceCaps {
+            max_qp: 10,
+            max_qp_wr: 1,
+            max_sge: 1,
+            max_sge_rd: 1,
+            max_cqe: 1,
+            max_srq: 1,
+            max_srq_wr: 1,
+            max_srq_sge: 1,
+            max_mr_size: 1,
+            atomic_cap: AtomicCap::Hca,
+            max_qp_init_rd_atom: 1,
+            max_qp_rd_atom: 1,
+        };
+        let mut gid = [0u8; 16];
+        gid[10] = 0xff;
+        gid[11] = 0xff;
+        gid[12..].copy_from_slice(&[10, 0, 0, 1]);
+        let d = VerbsDeviceInfo {
+            name: "rxe0".into(),
+            transport: TransportKind::Roce,
+            caps,
+            ports: vec![PortInfo {
+                num: 1,
+                link_layer: LinkLayer::Ethernet,
+                state: PortState::Active,
+                active_mtu: 1024,
+                lid: 0,
+                max_msg_size: 1 << 31,
+                gids: vec![GidEntry {
+                    index: 1,
+                    gid,
+                    kind: GidKind::RoceV2,
+                    netdev: Some("va".into()),
+                }],
+            }],
+        };
+        let info = details(&d, 1);
+        let get = |k: &str| info.iter().find(|(l, _)| *l == k).map(|(_, v)| v.clone());
+        assert_eq!(get("Link layer").as_deref(), Some("Ethernet"));
+        assert_eq!(get("Active MTU").as_deref(), Some("1024"));
+        assert_eq!(get("atomic_cap").as_deref(), Some("Hca"));
+        assert_eq!(
+            get("GIDs").as_deref(),
+            Some("[1] ::ffff:10.0.0.1 RoCE v2 on va")
+        );
+        assert!(get("LID").is_none());
+        assert_eq!(port_dev_name("rxe0", 1), "rxe0:1");
+    }
+}

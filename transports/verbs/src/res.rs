@@ -43,8 +43,6 @@ unsafe impl Zeroable for sys::ibv_send_wr {}
 // SAFETY: as above.
 unsafe impl Zeroable for sys::ibv_recv_wr {}
 // SAFETY: as above.
-unsafe impl Zeroable for sys::ibv_wc {}
-// SAFETY: as above.
 unsafe impl Zeroable for sys::rdma_conn_param {}
 
 /// Declares an owned handle type for a verbs object.
