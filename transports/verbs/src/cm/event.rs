@@ -87,15 +87,7 @@ impl Copied {
 impl Cm {
     /// Moves `qp` to error and reports that connecting failed.
     fn fail(&mut self, qps: &mut HashMap<QpId, QpSlot>, qp: QpId, reason: String) {
-        self.connecting.remove(&qp);
-        self.accepted.remove(&qp);
-        if let Some(slot) = qps.get_mut(&qp) {
-            if let Err(e) = qpstate::to_err(&slot.qp) {
-                tracing::debug!(qp = qp.0, error = %e, "verbs: QP not moved to error");
-            }
-            slot.state = QpState::Error;
-        }
-        self.ended.insert(qp);
+        self.fail_quietly(qps, qp);
         self.out.push_back(CmEvent::ConnectError { qp, reason });
     }
 

@@ -240,6 +240,11 @@ impl Cm {
             // SAFETY: live id; rejecting an unanswered request is allowed.
             unsafe { sys::rdma_reject(id.raw(), ptr::null(), 0) };
             self.drop_id(id);
+            // It may be half way to RTS: no use for another connection.
+            if let Err(e) = qpstate::to_err(&slot.qp) {
+                tracing::debug!(qp = qp.0, error = %e, "verbs: QP not moved to error");
+            }
+            slot.state = QpState::Error;
             return Err(e);
         }
         slot.state = QpState::Connecting;
