@@ -217,6 +217,7 @@ impl Verbs for VerbsContext {
             QpSlot {
                 qp,
                 state: QpState::Init,
+                srq: init.srq.is_some(),
             },
         );
         Ok(id)

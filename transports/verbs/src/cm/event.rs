@@ -156,7 +156,7 @@ impl Cm {
                 let (Some(param), Some(slot)) = (self.connecting.remove(&qp), qps.get(&qp)) else {
                     return;
                 };
-                let mut cp = conn_param(&param, slot.qp.num());
+                let mut cp = conn_param(&param, slot);
                 // SAFETY: a live id whose route is resolved; `cp` points at
                 // `param.private_data`, alive for the call, which copies it.
                 if unsafe { sys::rdma_connect(ev.id, &mut cp) } != 0 {

@@ -62,6 +62,8 @@ enum Owner {
 pub(crate) struct QpSlot {
     pub(crate) qp: Qp,
     pub(crate) state: QpState,
+    /// It takes receives from a shared receive queue.
+    pub(crate) srq: bool,
 }
 
 /// One context's connection manager state.
@@ -228,7 +230,7 @@ impl Cm {
         // SAFETY: the id received the peer's request.
         let moved = unsafe { qpstate::to_rts(&slot.qp, id.raw(), depths) };
         let r = moved.and_then(|()| {
-            let mut cp = conn_param(param, slot.qp.num());
+            let mut cp = conn_param(param, slot);
             // SAFETY: live id; `cp` points at `param.private_data` for the
             // call, which copies it.
             match unsafe { sys::rdma_accept(id.raw(), &mut cp) } {
@@ -307,18 +309,21 @@ impl Cm {
     }
 }
 
-/// The `rdma_conn_param` of `param` for queue pair `qp_num`, pointing at
-/// `param.private_data`.
-pub(crate) fn conn_param(param: &ConnParam, qp_num: u32) -> sys::rdma_conn_param {
+/// The `rdma_conn_param` of `param` for the queue pair of `slot`,
+/// pointing at `param.private_data`. A queue pair on a shared receive
+/// queue says so, and asks for no end-to-end flow control (which counts
+/// receives of its own queue).
+pub(crate) fn conn_param(param: &ConnParam, slot: &QpSlot) -> sys::rdma_conn_param {
     let mut cp: sys::rdma_conn_param = zeroed();
     cp.private_data = param.private_data.as_ptr().cast();
     cp.private_data_len = param.private_data.len().min(u8::MAX as usize) as u8;
     cp.responder_resources = param.ird.min(255) as u8;
     cp.initiator_depth = param.ord.min(255) as u8;
-    cp.flow_control = 1;
+    cp.flow_control = u8::from(!slot.srq);
     cp.retry_count = RETRIES;
     cp.rnr_retry_count = RETRIES;
-    cp.qp_num = qp_num;
+    cp.srq = u8::from(slot.srq);
+    cp.qp_num = slot.qp.num();
     cp
 }
 
