@@ -91,7 +91,13 @@ impl UcpConfig {
 pub fn config_tables(registry: &crate::uct::Registry) -> Vec<&'static ConfigTable> {
     let mut v = vec![&GLOBAL_TABLE, &UCP_TABLE];
     for c in registry.components() {
-        v.extend(c.config_tables());
+        for t in c.config_tables() {
+            // Components of one family share tables (every RC provider
+            // has `RUCX_RC_*`): each is listed once.
+            if !v.iter().any(|seen| std::ptr::eq(*seen, t)) {
+                v.push(t);
+            }
+        }
     }
     v
 }
