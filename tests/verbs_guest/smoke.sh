@@ -31,7 +31,7 @@ exec "$here/run.sh" --net lo,veth --capture va "$@" -- \
     'sleep 3; ib_write_bw -d rxe0 -n 1000 -p 18515 127.0.0.1' \
     'bg:ib_write_bw -d rxeb -x 1 -n 200 -p 18516' \
     'sleep 3; ib_write_bw -d rxea -x 1 -n 200 -p 18516 "$ADDR_B"' \
-    'ucx_info -d | awk "/# *Transport:/ { t = \$3 } /# *Device:/ { print t, \$3 }" | tee /dev/stderr | grep -qx "rc_verbs rxe0:1"' \
+    'ucx_info -d | awk "/# *Transport:/ { t = \$3 } /# *Device:/ { print t, \$3 }" | sort -u >/tmp/tls; cat /tmp/tls; grep -qx "rc_verbs rxe0:1" /tmp/tls' \
     "bg:ucx_perftest -d rxe0:1 -x rc_verbs -t am_lat $uct -p 13340" \
     "sleep 3; ucx_perftest -d rxe0:1 -x rc_verbs -t am_lat $uct -p 13340 127.0.0.1"
 # Not here: UCP over rc_verbs (UCX_TLS=rc_verbs,ud_verbs,self ucx_perftest -t
