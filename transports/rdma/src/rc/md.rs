@@ -202,6 +202,10 @@ impl MemoryDomain for RcMd {
         true
     }
 
+    fn atomic_caps(&self) -> uct::AtomicCaps {
+        super::amo::device_atomics(self.device.attr().atomics)
+    }
+
     fn reg_cost(&self) -> RegCost {
         // A table entry in a software provider; hardware pins pages
         // (UCX's verbs model: 16 us + 60 ns per 4 KiB page is typical).
