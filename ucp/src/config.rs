@@ -67,6 +67,13 @@ crate::ucs::config_table! {
         /// until a receive matches it). Each peer endpoint may also use
         /// 128 KiB before its first grant. `inf`: no limit, as UCX.
         UNEXPECTED_MAX unexpected_max: MemUnits = "64m",
+        /// Which atomics memory this context maps takes: `cpu` (executed
+        /// by the owner's CPU, emulated over active messages), `device`
+        /// (executed by RDMA devices only; an operation no lane does in
+        /// hardware fails as unsupported) or `guess` (device if every
+        /// transport's device does every atomic operation, else cpu). A
+        /// word never sees both kinds. As UCX_ATOMIC_MODE.
+        ATOMIC_MODE atomic_mode: crate::rma::AtomicMode = "guess",
     }
 }
 
