@@ -192,6 +192,15 @@ fn device_fetch_add_and_cswap() {
             "{}: device mode maps device memory",
             f.tls
         );
+        let how = p.a.ep_rma_protocols(p.at).unwrap();
+        let amo = how
+            .iter()
+            .find(|r| r.op == "atomic")
+            .expect("an atomic row");
+        assert!(
+            amo.protocol.starts_with("device") && amo.lane.starts_with(f.tls),
+            "{amo:?}"
+        );
         let before = executed();
         let w = k.addr() + 8;
         let u = AtomicValue::U64;
@@ -243,6 +252,12 @@ fn cpu_mode_emulates() {
     let mut p = pair(&double_fabric(), "cpu");
     let (_b, m, k) = p.map();
     assert!(!k.atomics_by_device());
+    let how = p.a.ep_rma_protocols(p.at).unwrap();
+    let amo = how
+        .iter()
+        .find(|r| r.op == "atomic")
+        .expect("an atomic row");
+    assert!(amo.protocol.starts_with("emulated"), "{amo:?}");
     let before = executed();
     let u = AtomicValue::U64;
     assert_eq!(p.fetch(AtomicOp::Add, u(5), 0, k.addr(), &k).unwrap(), 0);
