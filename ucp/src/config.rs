@@ -60,13 +60,6 @@ crate::ucs::config_table! {
         KEEPALIVE_NUM_EPS keepalive_num_eps: usize = "128",
         /// Rounds without an answer after which an endpoint fails.
         KEEPALIVE_MISSES keepalive_misses: usize = "3",
-        /// Most bytes of unexpected eager tag messages a worker lets its
-        /// peers send: each endpoint sends eagerly only what the receiver
-        /// granted from this budget, and by rendezvous beyond it (only the
-        /// small announcement can then queue; the data waits at the sender
-        /// until a receive matches it). Each peer endpoint may also use
-        /// 128 KiB before its first grant. `inf`: no limit, as UCX.
-        UNEXPECTED_MAX unexpected_max: MemUnits = "64m",
         /// Which atomics memory this context maps takes: `cpu` (executed
         /// by the owner's CPU, emulated over active messages), `device`
         /// (executed by RDMA devices only; an operation no lane does in
@@ -74,6 +67,13 @@ crate::ucs::config_table! {
         /// transport's device does every atomic operation, else cpu). A
         /// word never sees both kinds. As UCX_ATOMIC_MODE.
         ATOMIC_MODE atomic_mode: crate::rma::AtomicMode = "guess",
+        /// Most bytes of unexpected eager tag messages a worker lets its
+        /// peers send: each endpoint sends eagerly only what the receiver
+        /// granted from this budget, and by rendezvous beyond it (only the
+        /// small announcement can then queue; the data waits at the sender
+        /// until a receive matches it). Each peer endpoint may also use
+        /// 128 KiB before its first grant. `inf`: no limit, as UCX.
+        UNEXPECTED_MAX unexpected_max: MemUnits = "64m",
     }
 }
 
