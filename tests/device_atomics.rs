@@ -10,8 +10,9 @@
 //! from two endpoints at once, `cpu` and `guess` emulating, `device`
 //! refusing what no lane does in hardware (and every atomic over
 //! `rc_iwarp`, whose device has none), the initiator refusing a mode
-//! mismatch, a forged key refused by the target's device, and a property
-//! test against a model.
+//! mismatch, a forged key refused by the target's device, a key lying
+//! about the memory's mode refused by the target or finding no lane, and a
+//! property test against a model.
 
 #[path = "device_atomics/double.rs"]
 mod double;
@@ -299,6 +300,42 @@ fn forged_key_is_refused_by_the_target_device() {
             assert_eq!(executed(), before);
         }
     }
+}
+
+/// Byte of the packed key that says which atomics the memory takes.
+const MODE_BYTE: usize = 52;
+
+#[test]
+fn a_key_lying_about_the_mode_changes_nothing() {
+    let _g = serial();
+    let f = double_fabric();
+    // Device memory whose key claims CPU atomics: the initiator emulates,
+    // and the target refuses (its protocol-layer registration has no
+    // atomic rights).
+    let mut p = pair(&f, "guess");
+    let tctx = context(&f, "device");
+    let (_b, m, _) = map(&tctx, &p.a, p.at);
+    let mut packed = m.rkey_pack().unwrap();
+    assert_eq!(packed[MODE_BYTE], 1);
+    packed[MODE_BYTE] = 0;
+    let k = p.a.rkey_unpack(p.at, &packed).expect("unpack");
+    assert!(!k.atomics_by_device());
+    let r = p.fetch(AtomicOp::Add, AtomicValue::U64(1), 0, k.addr(), &k);
+    assert!(matches!(&r, Err(Error::RemoteAccess { .. })), "{r:?}");
+    assert_eq!(m.load_u64(0).unwrap(), 0);
+    // CPU memory whose key claims device atomics: no lane's key grants
+    // atomics (the domains registered none), so nothing is posted.
+    let (_b2, m2, _) = p.map();
+    let mut packed = m2.rkey_pack().unwrap();
+    assert_eq!(packed[MODE_BYTE], 0);
+    packed[MODE_BYTE] = 1;
+    let k2 = p.a.rkey_unpack(p.at, &packed).expect("unpack");
+    let before = executed();
+    unsupported(p.fetch(AtomicOp::Add, AtomicValue::U64(1), 0, k2.addr(), &k2));
+    assert_eq!((m2.load_u64(0).unwrap(), executed()), (0, before));
+    // Any other value of the byte is a malformed key.
+    packed[MODE_BYTE] = 2;
+    assert!(p.a.rkey_unpack(p.at, &packed).is_err());
 }
 
 #[test]
