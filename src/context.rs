@@ -1,18 +1,26 @@
 //! The built-in transports and a context over them.
 
 use crate::ucp::ucs::config::ConfigTable;
-use crate::ucp::uct::Registry;
+use crate::ucp::uct::{Component, Registry};
 use crate::ucp::{Result, UcpConfig};
+
+/// Transports behind cargo features, after the built-in ones.
+const OPTIONAL: &[&dyn Component] = &[
+    #[cfg(feature = "verbs")]
+    &rucx_verbs::COMPONENT,
+];
 
 /// The registry of built-in transports, in order of preference for ties:
 /// `self`, shared memory (`posix`, `cma`), `tcp`, RDMA over iWARP
-/// (`rc_iwarp`). One line per transport crate.
+/// (`rc_iwarp`), then RDMA NICs through libibverbs (`rc_verbs`, with the
+/// `verbs` feature). One line per transport crate.
 pub fn registry() -> Registry {
-    Registry::new()
+    let builtin = Registry::new()
         .with(&crate::ucp::uct::self_tl::COMPONENT)
         .with(&rucx_shm::COMPONENT)
         .with(&rucx_tcp::COMPONENT)
-        .with(&rucx_iwarp::COMPONENT)
+        .with(&rucx_iwarp::COMPONENT);
+    OPTIONAL.iter().fold(builtin, |r, c| r.with(*c))
 }
 
 /// Every configuration table of rucx with the built-in transports: global,
@@ -75,7 +83,11 @@ mod tests {
     #[test]
     fn registry_lists_the_built_in_components() {
         let names: Vec<&str> = registry().components().iter().map(|c| c.name()).collect();
-        assert_eq!(names, ["self", "shm", "tcp", "rc"]);
+        let mut expected = vec!["self", "shm", "tcp", "rc"];
+        if cfg!(feature = "verbs") {
+            expected.push("rc");
+        }
+        assert_eq!(names, expected);
         let tables = config_tables();
         assert!(tables.len() > 2, "global, ucp and the transports' tables");
     }

@@ -30,6 +30,7 @@ pub const UCX_NAMES: &[&str] = &[
     "RNDV_SCHEME",
     "KEEPALIVE_INTERVAL",
     "KEEPALIVE_NUM_EPS",
+    "ATOMIC_MODE",
 ];
 
 /// `ucp_config_t`: the text of each variable that is set.
@@ -317,6 +318,9 @@ mod tests {
             env(&[("APP_UCX_NET_DEVICES", "lo"), ("UCX_NET_DEVICES", "eth0")]),
         );
         assert_eq!(c.parse().unwrap().net_devices.items(), ["lo"]);
+        let c = Config::read(None, env(&[("UCX_ATOMIC_MODE", "cpu")]));
+        let mode = c.parse().unwrap().atomic_mode;
+        assert_eq!(mode, rucx::ucp::AtomicMode::Cpu);
         // Not a shared name: UCX_PROTO_INFO is not read.
         let c = Config::read(None, env(&[("UCX_PROTO_INFO", "y")]));
         assert!(!c.parse().unwrap().proto_info);

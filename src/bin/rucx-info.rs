@@ -13,7 +13,7 @@
 //! * `-h`: usage.
 
 use rucx::perf::options::UsageError;
-use rucx_uct::{Caps, Component, IfaceAttr, IfaceParams, TlResource};
+use rucx_uct::{AtomicCaps, AtomicOp, Caps, Component, IfaceAttr, IfaceParams, TlResource};
 use std::ffi::OsString;
 use std::io::{self, Write};
 
@@ -88,13 +88,46 @@ fn memunits(n: usize) -> String {
 }
 
 /// The `-d` block of one transport resource.
-fn device_block(res: &TlResource, iface: Result<(&IfaceAttr, usize, usize), String>) -> String {
+/// What `-d` prints of an open iface: its attributes, address lengths
+/// and the atomics its device executes.
+type IfaceFacts<'a> = (&'a IfaceAttr, usize, usize, AtomicCaps);
+
+/// The atomic lines of `-d`, as UCX prints them (`atomic_fadd: 64 bit`):
+/// one per operation the device executes, with its widths.
+fn atomic_lines(atomics: AtomicCaps) -> Vec<(String, String)> {
+    let mut v = Vec::new();
+    for (op, fetch) in [
+        (AtomicOp::Add, false),
+        (AtomicOp::And, false),
+        (AtomicOp::Or, false),
+        (AtomicOp::Xor, false),
+        (AtomicOp::Add, true),
+        (AtomicOp::And, true),
+        (AtomicOp::Or, true),
+        (AtomicOp::Xor, true),
+        (AtomicOp::Swap, true),
+        (AtomicOp::Cswap, true),
+    ] {
+        let widths: Vec<&str> = [(4, "32"), (8, "64")]
+            .into_iter()
+            .filter(|&(w, _)| atomics.contains(AtomicCaps::of(op, fetch, w)))
+            .map(|(_, n)| n)
+            .collect();
+        if !widths.is_empty() {
+            let label = format!("atomic_{}", op.name(fetch));
+            v.push((label, format!("{} bit", widths.join(", "))));
+        }
+    }
+    v
+}
+
+fn device_block(res: &TlResource, iface: Result<IfaceFacts<'_>, String>) -> String {
     let mut s = String::new();
     let mut line = |label: &str, value: &str| s.push_str(&format!("#{label:>21}: {value}\n"));
     line("Transport", &res.tl_name);
     line("Device", &res.dev_name);
     line("Type", res.dev_type.as_str());
-    let (attr, dev_addr, iface_addr) = match iface {
+    let (attr, dev_addr, iface_addr, atomics) = match iface {
         Ok(x) => x,
         Err(e) => {
             s.push_str(&format!("#   < failed to open interface: {e} >\n#\n"));
@@ -140,6 +173,17 @@ fn device_block(res: &TlResource, iface: Result<(&IfaceAttr, usize, usize), Stri
             );
         }
     }
+    for (label, widths) in atomic_lines(atomics) {
+        cap(&label, widths);
+    }
+    cap(
+        "device atomics",
+        if atomics.is_empty() {
+            "none (emulated by the target's CPU)".into()
+        } else {
+            atomics.names()
+        },
+    );
     let mut conn = Vec::new();
     if caps.contains(Caps::CONNECT_TO_IFACE) {
         conn.push("to iface");
@@ -205,14 +249,20 @@ fn print_devices(out: &mut dyn Write) -> io::Result<()> {
             }
             for res in &resources {
                 let block = match md.iface_open(res, &params) {
-                    Ok(iface) => device_block(
-                        res,
-                        Ok((
-                            iface.attr(),
-                            iface.device_addr().len(),
-                            iface.iface_addr().len(),
-                        )),
-                    ),
+                    Ok(mut iface) => {
+                        let atomics = iface
+                            .atomic()
+                            .map_or(AtomicCaps::empty(), |a| a.atomic_caps());
+                        device_block(
+                            res,
+                            Ok((
+                                iface.attr(),
+                                iface.device_addr().len(),
+                                iface.iface_addr().len(),
+                                atomics,
+                            )),
+                        )
+                    }
                     Err(e) => device_block(res, Err(e.to_string())),
                 };
                 out.write_all(block.as_bytes())?;
@@ -391,7 +441,7 @@ mod tests {
             },
             connect: ConnectMode::ToIface,
         };
-        let b = device_block(&res, Ok((&attr, 6, 2)));
+        let b = device_block(&res, Ok((&attr, 6, 2, AtomicCaps::empty())));
         for needle in [
             "#            Transport: tcp\n",
             "#               Device: lo\n",
@@ -405,9 +455,22 @@ mod tests {
             "#       device address: 6 bytes\n",
             "#       error handling: peer failure\n",
             "#           connection: none\n",
+            "#       device atomics: none (emulated by the target's CPU)\n",
         ] {
             assert!(b.contains(needle), "missing {needle:?} in\n{b}");
         }
+        assert!(!b.contains("atomic_"), "{b}");
+        let rc = AtomicCaps::ADD64 | AtomicCaps::FADD64 | AtomicCaps::CSWAP64;
+        let b = device_block(&res, Ok((&attr, 6, 2, rc | AtomicCaps::FADD32)));
+        for needle in [
+            "#           atomic_add: 64 bit\n",
+            "#          atomic_fadd: 32, 64 bit\n",
+            "#         atomic_cswap: 64 bit\n",
+            "#       device atomics: fadd32 add64 fadd64 cswap64\n",
+        ] {
+            assert!(b.contains(needle), "missing {needle:?} in\n{b}");
+        }
+        assert!(!b.contains("atomic_swap"), "{b}");
         let failed = device_block(&res, Err("boom".into()));
         assert!(failed.contains("< failed to open interface: boom >"));
     }

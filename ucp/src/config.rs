@@ -60,6 +60,13 @@ crate::ucs::config_table! {
         KEEPALIVE_NUM_EPS keepalive_num_eps: usize = "128",
         /// Rounds without an answer after which an endpoint fails.
         KEEPALIVE_MISSES keepalive_misses: usize = "3",
+        /// Which atomics memory this context maps takes: `cpu` (executed
+        /// by the owner's CPU, emulated over active messages), `device`
+        /// (executed by RDMA devices only; an operation no lane does in
+        /// hardware fails as unsupported) or `guess` (device if every
+        /// transport's device does every atomic operation, else cpu). A
+        /// word never sees both kinds. As UCX_ATOMIC_MODE.
+        ATOMIC_MODE atomic_mode: crate::rma::AtomicMode = "guess",
         /// Most bytes of unexpected eager tag messages a worker lets its
         /// peers send: each endpoint sends eagerly only what the receiver
         /// granted from this budget, and by rendezvous beyond it (only the
@@ -91,7 +98,13 @@ impl UcpConfig {
 pub fn config_tables(registry: &crate::uct::Registry) -> Vec<&'static ConfigTable> {
     let mut v = vec![&GLOBAL_TABLE, &UCP_TABLE];
     for c in registry.components() {
-        v.extend(c.config_tables());
+        for t in c.config_tables() {
+            // Components of one family share tables (every RC provider
+            // has `RUCX_RC_*`): each is listed once.
+            if !v.iter().any(|seen| std::ptr::eq(*seen, t)) {
+                v.push(t);
+            }
+        }
     }
     v
 }

@@ -119,7 +119,7 @@ pub use context::{Context, WeakContext};
 pub use error::{Error, Result};
 pub use reg::RcacheMode;
 pub use request::{Callback, Completion, CompletionHook, Info, IoBuf, IoBufMut, Op, Posted, ReqId};
-pub use rma::{AtomicOp, AtomicValue, MemMap, Rkey};
+pub use rma::{AtomicMode, AtomicOp, AtomicValue, MemMap, Rkey};
 pub use uct::ucs::AccessDenied;
 pub use uct::Access;
 pub use worker::{

@@ -68,6 +68,16 @@ pub trait MemoryDomain: Send + Sync + std::fmt::Debug {
         false
     }
 
+    /// The atomic operations this domain's device executes itself on
+    /// memory registered here with
+    /// [`Access::REMOTE_ATOMIC`](crate::Access::REMOTE_ATOMIC) (RDMA
+    /// atomics, done by the target's NIC); empty (the default) where
+    /// peers' atomics need the CPU. A domain with none may refuse that
+    /// right.
+    fn atomic_caps(&self) -> crate::AtomicCaps {
+        crate::AtomicCaps::empty()
+    }
+
     /// Cost model of [`MemoryDomain::mem_reg`].
     fn reg_cost(&self) -> RegCost {
         RegCost::default()

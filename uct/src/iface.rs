@@ -1,6 +1,6 @@
 //! Interfaces, endpoints and the operations on them.
 
-use crate::ops::{AmOps, AmZcopyOps, GetOps, PutOps};
+use crate::ops::{AmOps, AmZcopyOps, AtomicOps, GetOps, PutOps};
 use crate::perf::PerfModel;
 use crate::{Error, Result};
 use std::os::fd::RawFd;
@@ -164,6 +164,10 @@ bitflags::bitflags! {
         /// [`GetOps::get_zcopy`]: read a peer's registered memory
         /// ([`Iface::get`], `max_get_zcopy > 0`).
         const GET_ZCOPY = 1 << 8;
+        /// [`AtomicOps`]: the device executes atomic operations on a
+        /// peer's registered memory ([`Iface::atomic`], which ones in
+        /// [`AtomicOps::atomic_caps`](crate::AtomicOps::atomic_caps)).
+        const ATOMIC_DEVICE = 1 << 9;
     }
 }
 
@@ -421,6 +425,12 @@ pub trait Iface: Send + std::fmt::Debug {
     /// Reads from a peer's registered memory (`get_zcopy`), or `None` if
     /// the iface cannot.
     fn get(&mut self) -> Option<&mut dyn GetOps> {
+        None
+    }
+
+    /// Atomic operations the device executes on a peer's memory, or
+    /// `None` if it executes none.
+    fn atomic(&mut self) -> Option<&mut dyn AtomicOps> {
         None
     }
 

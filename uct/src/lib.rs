@@ -22,7 +22,9 @@
 //!   [`AmOps`] (`am_short`, `am_bcopy`) through [`Iface::am`],
 //!   [`AmZcopyOps`] (`am_zcopy`) through [`Iface::zcopy`], [`PutOps`]
 //!   (`put_zcopy`) through [`Iface::put`] and [`GetOps`] (`get_zcopy`)
-//!   through [`Iface::get`]. There is no "unsupported" operation to call.
+//!   through [`Iface::get`], [`AtomicOps`] (atomics executed by the
+//!   device, which ones in [`AtomicCaps`]) through [`Iface::atomic`].
+//!   There is no "unsupported" operation to call.
 //!
 //! Every operation has one of three typed outcomes ([`Posted`]): done at once,
 //! accepted and completing later through the sink with the caller's
@@ -90,7 +92,10 @@ pub use mem::{
     process_nonce, Access, KeyFields, KeyLayout, MemAlloc, MemAllocOps, MemHandle, MemOwner,
     RegCost, RegTable, RemoteKey, RkeyMapping, RkeyPtrOps,
 };
-pub use ops::{derive_caps, offered, op_caps, AmOps, AmZcopyOps, GetOps, PutOps};
+pub use ops::{
+    derive_caps, offered, op_caps, AmOps, AmZcopyOps, AtomicCaps, AtomicOp, AtomicOps, AtomicWord,
+    GetOps, PutOps,
+};
 pub use perf::PerfModel;
 pub use registry::Registry;
 pub use ucs::{Error, Result, Status};

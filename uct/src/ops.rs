@@ -9,6 +9,9 @@
 use crate::iface::{AmId, Caps, EpId, Iface, IfaceAttr, Iov, IovMut, Posted, Token};
 use crate::{Error, RemoteKey, Result};
 
+mod atomic;
+pub use atomic::{AtomicCaps, AtomicOp, AtomicOps, AtomicWord};
+
 /// Copied active messages: `am_short` and `am_bcopy`
 /// ([`Caps::AM_SHORT`], [`Caps::AM_BCOPY`]), reached through [`Iface::am`].
 pub trait AmOps {
@@ -96,13 +99,15 @@ impl Caps {
         .union(Caps::AM_ZCOPY)
         .union(Caps::PENDING)
         .union(Caps::PUT_ZCOPY)
-        .union(Caps::GET_ZCOPY);
+        .union(Caps::GET_ZCOPY)
+        .union(Caps::ATOMIC_DEVICE);
 }
 
 /// The operation bits of `iface`: a family's bits are set where its
 /// accessor returns an implementation and its size limit in
 /// [`IfaceAttr`] is above zero (an operation that can carry nothing is not
-/// offered). [`Caps::PENDING`] is always set: every iface has
+/// offered); [`Caps::ATOMIC_DEVICE`] where [`Iface::atomic`] gives an
+/// implementation that executes at least one operation. [`Caps::PENDING`] is always set: every iface has
 /// [`Iface::pending_add`].
 pub fn op_caps(iface: &mut dyn Iface) -> Caps {
     let a = iface.attr().clone();
@@ -110,7 +115,10 @@ pub fn op_caps(iface: &mut dyn Iface) -> Caps {
     let zcopy = iface.zcopy().is_some();
     let put = iface.put().is_some();
     let get = iface.get().is_some();
-    family_caps(&a, am, zcopy, put, get)
+    let amo = iface.atomic().is_some_and(|a| !a.atomic_caps().is_empty());
+    let mut caps = family_caps(&a, am, zcopy, put, get);
+    caps.set(Caps::ATOMIC_DEVICE, amo);
+    caps
 }
 
 /// The operation bits for ifaces with the given families and limits.

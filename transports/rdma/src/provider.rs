@@ -67,6 +67,12 @@ pub trait Device: Send + Sync + std::fmt::Debug {
 
     /// Opens a per-worker context for queues and connections.
     fn open_context(&self) -> Result<Box<dyn Verbs>>;
+
+    /// Facts about the device beyond [`DeviceAttr`] (a NIC's port and GID
+    /// table, ...), as label and value, for `rucx-info -d`.
+    fn details(&self) -> Vec<(&'static str, String)> {
+        Vec::new()
+    }
 }
 
 /// One worker's completion queues, queue pairs and connections.

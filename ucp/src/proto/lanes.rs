@@ -69,6 +69,13 @@ pub(crate) trait Lanes {
     /// used, `lazy_lanes.rs`).
     fn ep_create(&mut self, iface: usize, dev_addr: &[u8], iface_addr: &[u8]) -> ucs::Result<EpId>;
 
+    /// The device atomics of iface `iface` ([`crate::uct::Iface::atomic`]),
+    /// `None` if it has none (or there is no such iface).
+    fn atomic(&mut self, iface: usize) -> Option<&mut dyn crate::uct::AtomicOps> {
+        let _ = iface;
+        None
+    }
+
     /// `get_zcopy` on `(iface, ep)` into the lent `dst`.
     fn get_zcopy(
         &mut self,

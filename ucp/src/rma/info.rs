@@ -1,6 +1,7 @@
 //! Which way each one-sided operation takes on an endpoint, for
 //! `rucx-info -e`.
 
+use super::AtomicMode;
 use crate::uct::Caps;
 use crate::{Ep, Error, Result, Worker};
 
@@ -54,10 +55,27 @@ impl Worker {
                 },
             });
         }
+        // Atomics: as the memory's owner mapped it (`amo.rs`); this
+        // context's mode says what it accepts.
+        let device = st.lanes.iter().find_map(|&(iface, _)| {
+            let a = self.ifaces[iface].attr();
+            a.caps.contains(Caps::ATOMIC_DEVICE).then(|| name(iface))
+        });
+        let (protocol, lane) = match (self.core.ctx.config().atomic_mode, device) {
+            (AtomicMode::Cpu, _) => (emulated, am_lane),
+            (AtomicMode::Device, Some(lane)) => {
+                ("device (the ops it offers; others unsupported)", lane)
+            }
+            (AtomicMode::Device, None) => ("unsupported (device mode, no device lane)", am_lane),
+            (AtomicMode::Guess, Some(lane)) => {
+                ("device or emulated, as the target's memory says", lane)
+            }
+            (AtomicMode::Guess, None) => (emulated, am_lane),
+        };
         v.push(RmaProtocol {
             op: "atomic",
-            protocol: emulated,
-            lane: am_lane,
+            protocol,
+            lane,
         });
         // Memory the peer allocated with mem_alloc by a domain whose memory
         // a domain here maps (a shared segment on this host): every

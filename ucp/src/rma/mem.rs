@@ -74,8 +74,9 @@ pub(crate) fn remote_atomic(
     })
 }
 
-/// Rights a domain registration may carry (atomics are executed by the
-/// protocol layer, never by a domain).
+/// Rights a domain registration may carry; remote atomics are added for
+/// the domains whose device executes them, on memory mapped in device
+/// mode only (`amo.rs`).
 const MD_ACCESS: Access = Access::LOCAL_WRITE
     .union(Access::REMOTE_READ)
     .union(Access::REMOTE_WRITE);
@@ -122,6 +123,8 @@ pub struct MemMap {
     alloc: Option<Alloc>,
     /// The registrations have ended.
     released: bool,
+    /// Atomics on it are executed by devices only (`amo.rs`).
+    amo_device: bool,
 }
 
 // SAFETY: the pointers are addresses of memory that stays valid until the
@@ -200,7 +203,15 @@ impl Context {
         access: Access,
         alloc: Option<Alloc>,
     ) -> Result<MemMap> {
-        let am = match RMA_REGS.register(ptr, len, access) {
+        let mds_atomics = (0..self.md_count()).filter_map(|i| Some(self.md(i)?.atomic_caps()));
+        let amo_device = super::amo::device_memory(self.config().atomic_mode, mds_atomics);
+        // Device memory: the protocol layer executes no atomic on it.
+        let rma_access = if amo_device {
+            access.difference(Access::REMOTE_ATOMIC)
+        } else {
+            access
+        };
+        let am = match RMA_REGS.register(ptr, len, rma_access) {
             Ok(h) => h,
             Err(e) => {
                 free(alloc);
@@ -218,10 +229,22 @@ impl Context {
         };
         for i in 0..self.md_count() {
             let Some(md) = self.md(i) else { continue };
+            // Device memory: atomic rights for the domains whose device
+            // executes atomics.
+            let md_access = if amo_device
+                && access.contains(Access::REMOTE_ATOMIC)
+                && !md.atomic_caps().is_empty()
+            {
+                md_access | Access::REMOTE_ATOMIC
+            } else {
+                md_access
+            };
             if allocated_by == Some(i)
                 || !md.can_register()
                 || md_access
-                    .intersection(Access::REMOTE_READ | Access::REMOTE_WRITE)
+                    .intersection(
+                        Access::REMOTE_READ | Access::REMOTE_WRITE | Access::REMOTE_ATOMIC,
+                    )
                     .is_empty()
             {
                 continue;
@@ -243,6 +266,7 @@ impl Context {
             mds,
             alloc,
             released: false,
+            amo_device,
         })
     }
 }
@@ -258,6 +282,8 @@ fn free(alloc: Option<Alloc>) {
 
 /// Packed-key magic and version. Version 2: the domains' keys say
 /// themselves where peers map the memory; no segment entry follows them.
+/// Byte 52 says which atomics the memory takes (0 CPU, 1 device only;
+/// `amo.rs`), bytes 53..56 are zero.
 const MAGIC: [u8; 4] = *b"rkey";
 const VERSION: u8 = 2;
 /// Bytes before the domains' keys.
@@ -373,7 +399,7 @@ impl MemMap {
         v.extend_from_slice(&self.addr().to_le_bytes());
         v.extend_from_slice(&(self.len as u64).to_le_bytes());
         v.extend_from_slice(&self.access.bits().to_le_bytes());
-        v.extend_from_slice(&[0; 4]);
+        v.extend_from_slice(&[u8::from(self.amo_device), 0, 0, 0]);
         let mut n = 0u8;
         for (i, h) in &self.mds {
             let Some(md) = self.ctx.md(*i) else { continue };
@@ -450,6 +476,8 @@ pub(crate) struct PackedKey<'a> {
     pub(crate) addr: u64,
     pub(crate) len: u64,
     pub(crate) access: Access,
+    /// Atomics on the memory are executed by devices only.
+    pub(crate) amo_device: bool,
     /// (domain name as the owner names it, its packed key)
     pub(crate) mds: Vec<(&'a str, &'a [u8])>,
 }
@@ -466,8 +494,10 @@ pub(crate) fn decode_packed(b: &[u8]) -> Result<PackedKey<'_>> {
     if b[0..4] != MAGIC || b[4] != VERSION {
         return Err(invalid("not a rucx key of this version"));
     }
-    if b[6] != 0 || b[7] != 0 || b[52..56] != [0; 4] {
-        return Err(invalid("reserved bytes are not zero"));
+    if b[6] != 0 || b[7] != 0 || b[52] > 1 || b[53..56] != [0; 3] {
+        return Err(invalid(
+            "reserved bytes are not zero (or an unknown atomic mode)",
+        ));
     }
     let u64_at = |at: usize| {
         let mut a = [0u8; 8];
@@ -490,6 +520,7 @@ pub(crate) fn decode_packed(b: &[u8]) -> Result<PackedKey<'_>> {
         return Err(invalid("the range wraps"));
     }
     let access = Access::from_bits(u32_at(48)).ok_or_else(|| invalid("unknown access bits"))?;
+    let amo_device = b[52] == 1;
     let mut mds = Vec::new();
     let mut at = FIXED_LEN;
     for _ in 0..b[5] {
@@ -517,6 +548,7 @@ pub(crate) fn decode_packed(b: &[u8]) -> Result<PackedKey<'_>> {
         addr,
         len,
         access,
+        amo_device,
         mds,
     })
 }

@@ -23,10 +23,15 @@
 //!   WRITE and READ over RC, `self` in one process.
 //!   Otherwise they are **emulated over active messages**: the target's
 //!   worker executes them when it progresses.
-//! * **atomics** are always executed by the target's worker (active
-//!   messages), with the CPU's atomic instructions on the word, so they are
-//!   atomic against each other from any number of peers and against
-//!   the owner's own atomic accesses ([`MemMap::load_u64`]).
+//! * **atomics** on memory its owner mapped in cpu mode (the default,
+//!   `RUCX_ATOMIC_MODE`) are executed by the target's worker (active
+//!   messages), with the CPU's atomic instructions on the word, so they
+//!   are atomic against each other from any number of peers and against
+//!   the owner's own atomic accesses ([`MemMap::load_u64`]). On memory
+//!   mapped in device mode they are executed by the devices (RDMA
+//!   atomics over RC) and only by them; an operation no lane of the
+//!   endpoint does in hardware fails as unsupported. A word never sees
+//!   both kinds: `amo.rs` has the rule and [`AtomicMode`] the setting.
 //!
 //! Emulated operations need the target to call `progress`.
 //!
@@ -63,6 +68,7 @@
 //! worker); memory registered with `mem_map` (rather than
 //! allocated by `mem_alloc`) is never mapped into peers.
 
+mod amo;
 mod atomic;
 mod info;
 mod mem;
@@ -71,6 +77,7 @@ mod rkey;
 mod target;
 crate::ucs::internal_mod!(wire);
 
+pub use amo::AtomicMode;
 pub use atomic::{AtomicOp, AtomicValue};
 pub use info::RmaProtocol;
 pub use mem::MemMap;
@@ -93,6 +100,14 @@ pub(crate) enum RmaSink {
         word: crate::request::buf::ResultWord,
         width: usize,
     },
+    /// A fetching atomic executed by a device: the transport writes the
+    /// old value into `slot` (the request's own, so it outlives an early
+    /// failure), copied to `word` when the transport completes it.
+    DeviceFetch {
+        word: crate::request::buf::ResultWord,
+        width: usize,
+        slot: Box<[u8; 8]>,
+    },
 }
 
 /// State of a one-sided operation.
@@ -114,6 +129,8 @@ pub(crate) struct RmaState {
     /// request does not complete before they do, even if its endpoint
     /// fails.
     pub(crate) zcopy_inflight: u32,
+    /// An atomic for a device, still to post (its lane had no room).
+    pub(crate) amo: Option<Box<amo::AmoPlan>>,
 }
 
 /// The zero-copy steps of a put or get, posted as the lane takes them.

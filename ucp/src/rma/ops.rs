@@ -1,6 +1,7 @@
 //! The initiator's operations on the worker.
 #![allow(unsafe_code)]
 
+use super::amo::Amo;
 use super::atomic::{AtomicOp, AtomicValue};
 use super::rkey::Rkey;
 use super::target::MAX_GET_FRAGMENT;
@@ -140,6 +141,16 @@ impl Worker {
                 "compare-and-swap is fetching only: use atomic_fetch_raw".into(),
             ));
         }
+        let a = Amo {
+            op,
+            fetch: false,
+            value,
+            compare: 0,
+            remote: remote_addr,
+        };
+        if let Some(lane) = self.amo_route(ep, &a, rkey)? {
+            return self.atomic_device_start(ep, lane, a, None, o);
+        }
         if let Some(r) = self.atomic_mapped(ep, op, value, 0, remote_addr, rkey) {
             r?;
             drop(o);
@@ -223,6 +234,16 @@ impl Worker {
         o: Op,
     ) -> Result<Posted<()>> {
         let width = value.width();
+        let a = Amo {
+            op,
+            fetch: true,
+            value,
+            compare,
+            remote: remote_addr,
+        };
+        if let Some(lane) = self.amo_route(ep, &a, rkey)? {
+            return self.atomic_device_start(ep, lane, a, Some(word), o);
+        }
         if let Some(r) = self.atomic_mapped(ep, op, value, compare, remote_addr, rkey) {
             let old = r?;
             word.write(old.as_u64());
@@ -362,7 +383,7 @@ impl Worker {
 
     /// Fails if `ep` is unknown or failed.
     #[inline(always)]
-    fn ep_usable(&self, ep: Ep) -> Result<()> {
+    pub(super) fn ep_usable(&self, ep: Ep) -> Result<()> {
         match self.core.eps.get(ep.0) {
             Some(st) if st.failed.is_none() => Ok(()),
             _ => Err(self.ep_unusable(ep)),
@@ -391,7 +412,7 @@ impl Worker {
     }
 
     /// A new RMA request of `ep`, still posting.
-    fn rma_request(
+    pub(super) fn rma_request(
         &mut self,
         ep: Ep,
         len: usize,
@@ -407,13 +428,14 @@ impl Worker {
             sink,
             zcopy: Vec::new(),
             zcopy_inflight: 0,
+            amo: None,
         };
         self.core.reqs.insert(Request::new(Kind::Rma(st), op))
     }
 
     /// Ends posting of request `id`: finished at once (`Done`, the slot
     /// freed) or in flight.
-    fn rma_posted(&mut self, id: crate::ucs::slab::SlabId) -> Result<Posted<()>> {
+    pub(super) fn rma_posted(&mut self, id: crate::ucs::slab::SlabId) -> Result<Posted<()>> {
         let Some(req) = self.core.reqs.get_mut(id) else {
             return Err(Error::InvalidHandle);
         };
@@ -424,7 +446,7 @@ impl Worker {
             return Err(Error::InvalidHandle);
         };
         s.posting = false;
-        if s.pending > 0 || s.zcopy.iter().any(|z| z.off < z.len) {
+        if s.pending > 0 || s.zcopy.iter().any(|z| z.off < z.len) || s.amo.is_some() {
             return Ok(Posted::InFlight(ReqId(id)));
         }
         let (len, err) = (s.len, s.error.take());
@@ -441,7 +463,7 @@ impl Worker {
         }
     }
 
-    fn add_pending(&mut self, id: crate::ucs::slab::SlabId) {
+    pub(super) fn add_pending(&mut self, id: crate::ucs::slab::SlabId) {
         if let Some(Request {
             kind: Kind::Rma(s), ..
         }) = self.core.reqs.get_mut(id)
@@ -450,7 +472,7 @@ impl Worker {
         }
     }
 
-    fn set_error(&mut self, id: crate::ucs::slab::SlabId, e: Error) {
+    pub(super) fn set_error(&mut self, id: crate::ucs::slab::SlabId, e: Error) {
         if let Some(Request {
             kind: Kind::Rma(s), ..
         }) = self.core.reqs.get_mut(id)

@@ -22,6 +22,9 @@ pub struct Rkey {
     pub(crate) addr: u64,
     pub(crate) len: u64,
     pub(crate) access: Access,
+    /// Atomics on the memory are executed by devices only (the owner's
+    /// `RUCX_ATOMIC_MODE`, `amo.rs`).
+    pub(crate) amo_device: bool,
     /// Per lane of the endpoint: the key of that lane's memory domain, if
     /// the peer's map was registered with it.
     pub(crate) lanes: Vec<Option<RemoteKey>>,
@@ -49,6 +52,13 @@ impl Rkey {
     /// Rights the peer granted.
     pub fn access(&self) -> Access {
         self.access
+    }
+
+    /// Whether atomics on the memory are executed by devices only (its
+    /// owner mapped it in device mode, `RUCX_ATOMIC_MODE`), rather than
+    /// by the owner's CPU.
+    pub fn atomics_by_device(&self) -> bool {
+        self.amo_device
     }
 
     /// A pointer to `remote_addr` of the peer's memory in this process
@@ -158,6 +168,7 @@ impl Worker {
             addr: p.addr,
             len: p.len,
             access: p.access,
+            amo_device: p.amo_device,
             lanes,
             mapped,
         })

@@ -168,6 +168,9 @@ impl Core {
         } else {
             match &s.sink {
                 RmaSink::None => Ok(()),
+                RmaSink::DeviceFetch { .. } => Err(super::refused(
+                    "the target answered an atomic that a device executes".into(),
+                )),
                 RmaSink::Get { segs } => {
                     let len: usize = segs.iter().map(|b| b.capacity()).sum();
                     // The range of the operation's local ranges the reply
@@ -223,7 +226,8 @@ impl Core {
         if let Err(e) = result {
             s.error.get_or_insert(e);
         }
-        if s.pending == 0 && !s.posting && s.zcopy.iter().all(|z| z.off >= z.len) {
+        let unposted = s.zcopy.iter().any(|z| z.off < z.len) || s.amo.is_some();
+        if s.pending == 0 && !s.posting && !unposted {
             let (len, err) = (s.len, s.error.take());
             self.complete(
                 id,
@@ -255,6 +259,7 @@ impl Core {
                 // transport holds still finishes first.
                 s.error.get_or_insert_with(|| err.clone());
                 s.zcopy.iter_mut().for_each(|z| z.off = z.len);
+                s.amo = None;
                 if s.zcopy_inflight > 0 {
                     s.pending = s.zcopy_inflight;
                     continue;
@@ -268,6 +273,24 @@ impl Core {
     /// transport).
     pub(crate) fn rma_zcopy_done(&mut self, id: SlabId, result: crate::Result<()>) {
         if let Some(Request {
+            kind: Kind::Rma(s),
+            result: None,
+            ..
+        }) = self.reqs.get_mut(id)
+        {
+            s.zcopy_inflight = s.zcopy_inflight.saturating_sub(1);
+            if let (Ok(()), RmaSink::DeviceFetch { word, width, slot }) = (&result, &s.sink) {
+                // A device atomic's old value (a 64-bit word: devices do
+                // no narrower ones).
+                let v = u64::from_ne_bytes(**slot);
+                if AtomicValue::of_width(*width, v).is_some() {
+                    word.write(v);
+                } else {
+                    let e = super::refused(format!("a device atomic of {width} bytes"));
+                    s.error.get_or_insert(e);
+                }
+            }
+        } else if let Some(Request {
             kind: Kind::Rma(s), ..
         }) = self.reqs.get_mut(id)
         {
@@ -353,13 +376,18 @@ impl Core {
             .filter(|(_, r)| {
                 r.result.is_none()
                     && matches!(&r.kind, Kind::Rma(s)
-                        if s.zcopy.iter().any(|z| z.off < z.len))
+                        if s.zcopy.iter().any(|z| z.off < z.len) || s.amo.is_some())
             })
             .map(|(id, _)| id)
             .collect();
         let n = ids.len();
         for id in ids {
-            self.push_rma_zcopy(tx, id);
+            let amo = matches!(self.reqs.get(id), Some(Request { kind: Kind::Rma(s), .. }) if s.amo.is_some());
+            if amo {
+                self.push_rma_amo(tx, id);
+            } else {
+                self.push_rma_zcopy(tx, id);
+            }
         }
         n
     }

@@ -45,6 +45,10 @@ impl Lanes for Ifaces {
         self.0.get(iface).map(|i| i.attr())
     }
 
+    fn atomic(&mut self, iface: usize) -> Option<&mut dyn crate::uct::AtomicOps> {
+        self.0.get_mut(iface)?.atomic()
+    }
+
     fn ep_create(&mut self, iface: usize, dev_addr: &[u8], iface_addr: &[u8]) -> ucs::Result<EpId> {
         self.iface(iface)?.ep_create(dev_addr, iface_addr)
     }

@@ -14,6 +14,8 @@ struct Fake {
     zcopy: bool,
     put: bool,
     get: bool,
+    /// The atomics `atomic()` offers, `None` for no atomic family.
+    amo: Option<AtomicCaps>,
 }
 
 fn attr(max: usize) -> IfaceAttr {
@@ -48,6 +50,7 @@ fn fake(max: usize, [am, zcopy, put, get]: [bool; 4]) -> Fake {
         zcopy,
         put,
         get,
+        amo: None,
     }
 }
 
@@ -103,6 +106,36 @@ impl GetOps for Fake {
     }
 }
 
+impl AtomicOps for Fake {
+    fn atomic_caps(&self) -> AtomicCaps {
+        self.amo.unwrap_or_default()
+    }
+    fn atomic_post(
+        &mut self,
+        _: EpId,
+        _: AtomicOp,
+        _: AtomicWord,
+        _: u64,
+        _: &RemoteKey,
+        _: Token,
+    ) -> Result<Posted> {
+        never()
+    }
+    unsafe fn atomic_fetch(
+        &mut self,
+        _: EpId,
+        _: AtomicOp,
+        _: AtomicWord,
+        _: u64,
+        _: *mut u8,
+        _: u64,
+        _: &RemoteKey,
+        _: Token,
+    ) -> Result<Posted> {
+        never()
+    }
+}
+
 impl Iface for Fake {
     fn info(&self) -> &IfaceInfo {
         &self.info
@@ -125,6 +158,9 @@ impl Iface for Fake {
     }
     fn get(&mut self) -> Option<&mut dyn GetOps> {
         self.get.then_some(self as &mut dyn GetOps)
+    }
+    fn atomic(&mut self) -> Option<&mut dyn AtomicOps> {
+        self.amo.is_some().then_some(self as &mut dyn AtomicOps)
     }
     fn pending_add(&mut self, _: EpId, _: Token) -> Result<()> {
         never()
@@ -152,10 +188,27 @@ fn each_family_sets_its_bits() {
         ([false, true, false, false], Caps::AM_ZCOPY),
         ([false, false, true, false], Caps::PUT_ZCOPY),
         ([false, false, false, true], Caps::GET_ZCOPY),
-        ([true; 4], Caps::OPS.difference(Caps::PENDING)),
+        (
+            [true; 4],
+            Caps::OPS.difference(Caps::PENDING | Caps::ATOMIC_DEVICE),
+        ),
     ] {
         let got = op_caps(&mut fake(64, families));
         assert_eq!(got, want | Caps::PENDING, "{families:?}");
+    }
+}
+
+#[test]
+fn atomics_set_their_bit_only_with_operations() {
+    for (amo, want) in [
+        (None, false),
+        (Some(AtomicCaps::empty()), false),
+        (Some(AtomicCaps::FADD64), true),
+    ] {
+        let mut f = fake(64, [false; 4]);
+        f.amo = amo;
+        let got = derive_caps(&mut f);
+        assert_eq!(got.contains(Caps::ATOMIC_DEVICE), want, "{amo:?}: {got:?}");
     }
 }
 

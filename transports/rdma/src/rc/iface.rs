@@ -105,6 +105,10 @@ pub(crate) struct Op {
     pub(crate) mr: Option<Mr>,
     /// Completion group to count down.
     pub(crate) group: Option<u32>,
+    /// An atomic's result: where the caller wants the old value (the
+    /// device writes it into `buf` first), `None` for a posted atomic or
+    /// another operation.
+    pub(crate) amo: Option<u64>,
 }
 
 /// Operations completing one caller's token.

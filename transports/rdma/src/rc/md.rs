@@ -175,7 +175,7 @@ impl MemoryDomain for RcMd {
     fn device_info(&self) -> Vec<(&'static str, String)> {
         let a = self.device.attr();
         let yes_no = |b: bool| if b { "yes" } else { "no" }.to_string();
-        vec![
+        let mut info = vec![
             ("Device", a.name.clone()),
             ("Network device", a.netdev.clone()),
             ("RDMA transport", a.transport.as_str().to_string()),
@@ -193,11 +193,17 @@ impl MemoryDomain for RcMd {
             ("atomics", yes_no(a.atomics)),
             ("max_private_data", a.max_private_data.to_string()),
             ("local dma key", yes_no(a.local_lkey.is_some())),
-        ]
+        ];
+        info.extend(self.device.details());
+        info
     }
 
     fn can_register(&self) -> bool {
         true
+    }
+
+    fn atomic_caps(&self) -> uct::AtomicCaps {
+        super::amo::device_atomics(self.device.attr().atomics)
     }
 
     fn reg_cost(&self) -> RegCost {

@@ -43,6 +43,12 @@
 //!   completes them (a WRITE once sent, a READ once its data is in).
 //!   `flush` posts a zero-length READ, which completes only after every
 //!   earlier WRITE was placed at the target.
+//! * Atomics (`amo.rs`), where the device has them
+//!   ([`DeviceAttr::atomics`](crate::DeviceAttr::atomics)): 64-bit
+//!   fetch-and-add and compare-and-swap work requests; a posted add is a
+//!   fetch-and-add into a copy buffer. The memory domain says so
+//!   ([`uct::MemoryDomain::atomic_caps`]) and registers memory with
+//!   remote atomic rights.
 //! * Failures: a rejected or broken connection, a Terminate from the peer
 //!   (for example for a forged or stale key) or bytes that break this
 //!   protocol fail that endpoint (`ep_failed`) or end that source
@@ -50,14 +56,17 @@
 //!
 //! # What it does not do
 //!
-//! No atomics (the iWARP provider has none; the protocol layer emulates
-//! them), no closing of idle connections (nor of the connection that lost
+//! No atomics on a device without them (the iWARP provider has none; the
+//! protocol layer emulates them), no 32-bit atomics nor `and`, `or`,
+//! `xor`, `swap` (verbs have only 64-bit fetch-and-add and
+//! compare-and-swap), no closing of idle connections (nor of the connection that lost
 //! a simultaneous connect), no shrinking of a window that grew, nor of
 //! the receive pool (a receive posted on a shared queue cannot be taken
 //! back), no threads: a peer's
 //! WRITE or READ into this process's memory is served when this iface's
 //! `progress` runs.
 
+mod amo;
 mod bufs;
 mod config;
 mod conn;

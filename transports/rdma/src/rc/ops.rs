@@ -24,7 +24,7 @@ const FLUSH_STAG: u32 = 1;
 impl RcIface {
     /// The queue pair of `ep` if it can take a send now (`credit`: one
     /// that consumes a peer's receive); `None` for "no resources".
-    fn send_slot(&mut self, ep: EpId, credit: bool, sq: u32) -> Result<Option<QpId>> {
+    pub(super) fn send_slot(&mut self, ep: EpId, credit: bool, sq: u32) -> Result<Option<QpId>> {
         let e = self.eps.get(ep).ok_or_else(|| no_ep(ep))?;
         if let Some(err) = &e.failed {
             return Err(err.duplicate());
@@ -66,7 +66,13 @@ impl RcIface {
     /// # Safety
     ///
     /// As [`crate::Verbs::post_send`].
-    unsafe fn post_op(&mut self, qp: QpId, wr: SendWr<'_>, op: Op, credit: bool) -> Result<()> {
+    pub(super) unsafe fn post_op(
+        &mut self,
+        qp: QpId,
+        wr: SendWr<'_>,
+        op: Op,
+        credit: bool,
+    ) -> Result<()> {
         let ep = op.ep;
         let idx = self.ops.insert(op);
         let wr = SendWr {
@@ -128,7 +134,7 @@ impl RcIface {
         Ok((sge, Some(mr)))
     }
 
-    fn new_group(&mut self, token: Token, left: u32) -> u32 {
+    pub(super) fn new_group(&mut self, token: Token, left: u32) -> u32 {
         self.groups.insert(Group {
             token,
             left,
@@ -220,6 +226,7 @@ impl RcIface {
             buf: None,
             mr: None,
             group,
+            amo: None,
         };
         // SAFETY: no memory is named.
         unsafe { self.post_op(qp, wr, op, false) }
@@ -265,6 +272,14 @@ impl Iface for RcIface {
 
     fn get(&mut self) -> Option<&mut dyn GetOps> {
         Some(self)
+    }
+
+    fn atomic(&mut self) -> Option<&mut dyn uct::AtomicOps> {
+        if self.device.attr().atomics {
+            Some(self)
+        } else {
+            None
+        }
     }
 
     fn pending_add(&mut self, ep: EpId, token: Token) -> Result<()> {
@@ -371,6 +386,7 @@ impl AmOps for RcIface {
             buf: None,
             mr: None,
             group: None,
+            amo: None,
         };
         // SAFETY: an inline send copies `msg` before returning.
         if let Err(e) = unsafe { self.post_op(qp, wr, op, true) } {
@@ -414,6 +430,7 @@ impl AmOps for RcIface {
             buf: Some(buf),
             mr: None,
             group: None,
+            amo: None,
         };
         // SAFETY: the buffer is the pool's, held by the operation.
         if let Err(e) = unsafe { self.post_op(qp, wr, op, true) } {
@@ -478,6 +495,7 @@ impl AmZcopyOps for RcIface {
             buf: Some(buf),
             mr: None,
             group: Some(group),
+            amo: None,
         };
         // SAFETY: the iov stays valid until completion (caller's contract).
         if let Err(e) = unsafe { self.post_op(qp, wr, op, true) } {
@@ -541,6 +559,7 @@ impl PutOps for RcIface {
             buf: None,
             mr,
             group: Some(group),
+            amo: None,
         };
         // SAFETY: the iov stays valid until completion (caller's contract).
         if let Err(e) = unsafe { self.post_op(qp, wr, op, false) } {
@@ -602,6 +621,7 @@ impl GetOps for RcIface {
                         buf: None,
                         mr,
                         group: Some(group),
+                        amo: None,
                     };
                     // SAFETY: the sink stays valid until completion (caller's
                     // contract).

@@ -174,6 +174,9 @@ impl RcIface {
                 }
             }
         }
+        if wc.status == WcStatus::Success {
+            self.deliver_atomic(&op);
+        }
         self.release_op_resources(&op);
         if op.switch {
             if let Some(ep) = op.ep {
@@ -323,6 +326,7 @@ impl RcIface {
             buf: None,
             mr: None,
             group: None,
+            amo: None,
         };
         let idx = self.ops.insert(op);
         let wr = SendWr {

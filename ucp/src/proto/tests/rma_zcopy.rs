@@ -46,6 +46,7 @@ fn get(n: &mut Node, local: &mut [u8], remote: &[u8], max: usize) -> SlabId {
         sink: RmaSink::None,
         zcopy: vec![plan],
         zcopy_inflight: 0,
+        amo: None,
     };
     let id = n.core.reqs.insert(Request::new(Kind::Rma(st), Op::new()));
     n.core.push_rma_zcopy(&mut n.tx, id);

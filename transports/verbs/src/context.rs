@@ -1,0 +1,410 @@
+//! [`VerbsContext`]: one worker's completion queues, shared receive
+//! queues, queue pairs and connections on a device.
+
+use std::collections::{HashMap, VecDeque};
+use std::mem::MaybeUninit;
+use std::net::SocketAddr;
+use std::os::fd::{AsRawFd, OwnedFd, RawFd};
+use std::sync::Arc;
+
+use rdma_sys as sys;
+use rucx_rdma::{
+    AsyncEvent, CmEvent, ConnParam, ConnReqId, CqId, DeviceAttr, QpId, QpInit, QpState, RecvWr,
+    SendWr, SrqId, SrqInit, Verbs, Wc,
+};
+use uct::ucs::{Error, Result};
+use uct::Armed;
+
+use crate::cm::{Cm, QpSlot};
+use crate::device::DevShared;
+use crate::events::{eventfd, Waker};
+use crate::ffi::rc_err;
+use crate::qpstate;
+use crate::res::{Channel, Cq, Qp, QpCap, QpSpec, Srq};
+use crate::wc::RawWc;
+use crate::wr;
+
+/// Completions read from the device per `ibv_poll_cq` call.
+const POLL_BATCH: usize = 16;
+
+/// A completion queue and what `arm` found in it.
+#[derive(Debug)]
+struct CqSlot {
+    cq: Arc<Cq>,
+    /// Notification requested and not yet delivered.
+    armed: bool,
+    /// Completions `arm` polled to learn that some were pending; handed
+    /// out first by `poll_cq`.
+    stash: VecDeque<RawWc>,
+}
+
+/// One worker's verbs objects on a device.
+#[derive(Debug)]
+pub struct VerbsContext {
+    // Field order is drop order: connections and queue pairs before the
+    // queues they use, the channel last (each also holds its parents).
+    cm: Cm,
+    qps: HashMap<QpId, QpSlot>,
+    by_num: HashMap<u32, QpId>,
+    srqs: HashMap<SrqId, Arc<Srq>>,
+    cqs: HashMap<CqId, CqSlot>,
+    channel: Arc<Channel>,
+    waker: Waker,
+    /// Signalled when the device's router queues an event for us.
+    _notify: OwnedFd,
+    dev: Arc<DevShared>,
+    /// This context's token in the device's async event router.
+    token: u64,
+    next_id: u32,
+}
+
+impl VerbsContext {
+    pub(crate) fn open(dev: &Arc<DevShared>) -> Result<VerbsContext> {
+        let channel = Channel::create(&dev.ctx)?;
+        let cm = Cm::new(&dev.ctx.name)?;
+        let notify = eventfd()?;
+        let waker = Waker::new(&[
+            channel.fd(),
+            cm.fd(),
+            notify.as_raw_fd(),
+            dev.ctx.async_fd(),
+        ])?;
+        let token = dev.router.lock().new_context(notify.as_raw_fd());
+        Ok(VerbsContext {
+            cm,
+            qps: HashMap::new(),
+            by_num: HashMap::new(),
+            srqs: HashMap::new(),
+            cqs: HashMap::new(),
+            channel,
+            waker,
+            _notify: notify,
+            dev: dev.clone(),
+            token,
+            next_id: 0,
+        })
+    }
+
+    fn new_id(&mut self) -> u32 {
+        self.next_id = self.next_id.wrapping_add(1);
+        self.next_id
+    }
+
+    fn slot(&self, qp: QpId) -> Result<&QpSlot> {
+        self.qps
+            .get(&qp)
+            .ok_or_else(|| Error::InvalidParam(format!("verbs: no QP {}", qp.0)))
+    }
+
+    fn cq(&self, cq: CqId) -> Result<&Arc<Cq>> {
+        self.cqs
+            .get(&cq)
+            .map(|s| &s.cq)
+            .ok_or_else(|| Error::InvalidParam(format!("verbs: no CQ {}", cq.0)))
+    }
+
+    /// Reads every notification waiting on the completion channel; the
+    /// queues they name must be armed again.
+    fn drain_channel(&mut self) {
+        loop {
+            let mut cq = std::ptr::null_mut();
+            let mut cq_ctx = std::ptr::null_mut();
+            // SAFETY: the channel is live and non-blocking; the out-
+            // pointers are written on success.
+            if unsafe { sys::ibv_get_cq_event(self.channel.as_raw(), &mut cq, &mut cq_ctx) } != 0 {
+                return;
+            }
+            // SAFETY: `cq` is one of this channel's queues, live (a queue
+            // is destroyed only through this context); one event to ack.
+            unsafe { sys::ibv_ack_cq_events(cq, 1) };
+            if let Some(s) = self.cqs.values_mut().find(|s| s.cq.as_raw() == cq) {
+                s.armed = false;
+            }
+        }
+    }
+}
+
+impl Drop for VerbsContext {
+    fn drop(&mut self) {
+        self.dev.router.lock().drop_context(self.token);
+    }
+}
+
+/// Polls up to `out.len()` completions of `cq` from the device.
+fn poll_raw(cq: &Cq, out: &mut [RawWc]) -> usize {
+    let mut wcs = [const { MaybeUninit::<sys::ibv_wc>::uninit() }; POLL_BATCH];
+    let want = out.len().min(POLL_BATCH);
+    // SAFETY: the queue is live; `wcs` has room for `want` entries, of
+    // which the call writes the first `n`.
+    let n = unsafe { sys::ibv_poll_cq(cq.as_raw(), want as i32, wcs.as_mut_ptr().cast()) };
+    if n < 0 {
+        tracing::debug!(rc = n, "verbs: ibv_poll_cq failed");
+        return 0;
+    }
+    let n = (n as usize).min(want);
+    for (o, w) in out.iter_mut().zip(&wcs[..n]) {
+        // SAFETY: one of the `n` entries the device wrote.
+        *o = RawWc::of(unsafe { w.assume_init_ref() });
+    }
+    n
+}
+
+impl Verbs for VerbsContext {
+    fn attr(&self) -> &DeviceAttr {
+        &self.dev.attr
+    }
+
+    fn create_cq(&mut self, depth: u32) -> Result<CqId> {
+        let cq = Cq::create(&self.dev.ctx, &self.channel, depth)?;
+        let id = CqId(self.new_id());
+        let slot = CqSlot {
+            cq,
+            armed: false,
+            stash: VecDeque::with_capacity(1),
+        };
+        self.cqs.insert(id, slot);
+        Ok(id)
+    }
+
+    fn destroy_cq(&mut self, cq: CqId) -> Result<()> {
+        let slot = self
+            .cqs
+            .get(&cq)
+            .ok_or_else(|| Error::InvalidParam(format!("verbs: no CQ {}", cq.0)))?;
+        if Arc::strong_count(&slot.cq) > 1 {
+            return Err(Error::InvalidParam(
+                "verbs: destroy_cq: queue pairs use it".into(),
+            ));
+        }
+        self.cqs.remove(&cq);
+        Ok(())
+    }
+
+    fn create_qp(&mut self, init: &QpInit) -> Result<QpId> {
+        let pd = self.dev.pd(init.pd)?;
+        let send_cq = self.cq(init.send_cq)?.clone();
+        let recv_cq = self.cq(init.recv_cq)?.clone();
+        let srq = match init.srq {
+            Some(s) => Some(
+                self.srqs
+                    .get(&s)
+                    .cloned()
+                    .ok_or_else(|| Error::InvalidParam(format!("verbs: no SRQ {}", s.0)))?,
+            ),
+            None => None,
+        };
+        let spec = QpSpec {
+            pd: &pd,
+            send_cq: &send_cq,
+            recv_cq: &recv_cq,
+            srq: srq.as_ref(),
+            cap: QpCap {
+                max_send_wr: init.max_send_wr,
+                max_recv_wr: if srq.is_some() { 0 } else { init.max_recv_wr },
+                max_send_sge: init.max_send_sge,
+                max_recv_sge: if srq.is_some() { 0 } else { init.max_recv_sge },
+                max_inline: init.max_inline,
+            },
+            sq_sig_all: init.sq_sig_all,
+        };
+        let qp = Qp::create(&spec)?;
+        qpstate::to_init(&qp, self.dev.port)?;
+        let id = QpId(self.new_id());
+        self.dev.router.lock().add_qp(qp.num(), self.token, id);
+        self.by_num.insert(qp.num(), id);
+        self.qps.insert(
+            id,
+            QpSlot {
+                qp,
+                state: QpState::Init,
+                srq: init.srq.is_some(),
+            },
+        );
+        Ok(id)
+    }
+
+    fn destroy_qp(&mut self, qp: QpId) -> Result<()> {
+        let slot = self
+            .qps
+            .remove(&qp)
+            .ok_or_else(|| Error::InvalidParam(format!("verbs: no QP {}", qp.0)))?;
+        self.cm.forget(qp);
+        let num = slot.qp.num();
+        self.by_num.remove(&num);
+        self.dev.router.lock().remove_qp(num);
+        drop(slot);
+        Ok(())
+    }
+
+    fn create_srq(&mut self, init: &SrqInit) -> Result<SrqId> {
+        let pd = self.dev.pd(init.pd)?;
+        let srq = Srq::create(&pd, init.max_wr, init.max_sge)?;
+        let id = SrqId(self.new_id());
+        self.srqs.insert(id, srq);
+        Ok(id)
+    }
+
+    fn destroy_srq(&mut self, srq: SrqId) -> Result<()> {
+        let s = self
+            .srqs
+            .get(&srq)
+            .ok_or_else(|| Error::InvalidParam(format!("verbs: no SRQ {}", srq.0)))?;
+        if Arc::strong_count(s) > 1 {
+            return Err(Error::InvalidParam(
+                "verbs: destroy_srq: queue pairs use it".into(),
+            ));
+        }
+        self.srqs.remove(&srq);
+        Ok(())
+    }
+
+    unsafe fn post_srq_recv(&mut self, srq: SrqId, wr: &RecvWr<'_>) -> Result<()> {
+        let s = self
+            .srqs
+            .get(&srq)
+            .ok_or_else(|| Error::InvalidParam(format!("verbs: no SRQ {}", srq.0)))?;
+        // SAFETY: the caller keeps the memory valid until completion or
+        // until the shared receive queue is destroyed.
+        unsafe { wr::post_srq_recv(s, wr) }
+    }
+
+    fn qp_state(&self, qp: QpId) -> Option<QpState> {
+        self.qps.get(&qp).map(|s| s.state)
+    }
+
+    fn listen(&mut self, addr: SocketAddr) -> Result<SocketAddr> {
+        self.cm.listen(addr)
+    }
+
+    fn connect(&mut self, qp: QpId, dest: SocketAddr, param: &ConnParam) -> Result<()> {
+        if self.slot(qp)?.state != QpState::Init {
+            return Err(Error::InvalidParam(format!(
+                "verbs: QP {} is not new",
+                qp.0
+            )));
+        }
+        self.cm.connect(qp, self.dev.attr.addr, dest, param)?;
+        if let Some(s) = self.qps.get_mut(&qp) {
+            s.state = QpState::Connecting;
+        }
+        Ok(())
+    }
+
+    fn accept(&mut self, req: ConnReqId, qp: QpId, param: &ConnParam) -> Result<()> {
+        let slot = self
+            .qps
+            .get_mut(&qp)
+            .ok_or_else(|| Error::InvalidParam(format!("verbs: no QP {}", qp.0)))?;
+        if slot.state != QpState::Init {
+            return Err(Error::InvalidParam(format!(
+                "verbs: QP {} is not new",
+                qp.0
+            )));
+        }
+        self.cm.accept(req, slot, qp, param)
+    }
+
+    fn reject(&mut self, req: ConnReqId, private_data: &[u8]) -> Result<()> {
+        self.cm.reject(req, private_data)
+    }
+
+    fn disconnect(&mut self, qp: QpId) -> Result<()> {
+        let slot = self
+            .qps
+            .get_mut(&qp)
+            .ok_or_else(|| Error::InvalidParam(format!("verbs: no QP {}", qp.0)))?;
+        self.cm.disconnect(qp);
+        qpstate::to_err(&slot.qp)?;
+        slot.state = QpState::Error;
+        Ok(())
+    }
+
+    fn poll_cm(&mut self) -> Option<CmEvent> {
+        self.cm.poll(&mut self.qps)
+    }
+
+    fn poll_async(&mut self) -> Option<AsyncEvent> {
+        let mut r = self.dev.router.lock();
+        r.drain(&self.dev.ctx, self.dev.port);
+        r.pop(self.token)
+    }
+
+    unsafe fn post_send(&mut self, qp: QpId, wr: &SendWr<'_>) -> Result<()> {
+        let slot = self.slot(qp)?;
+        // SAFETY: the caller keeps the gather memory valid until completion
+        // (or the send goes inline).
+        unsafe { wr::post_send(&slot.qp, wr) }
+    }
+
+    unsafe fn post_recv(&mut self, qp: QpId, wr: &RecvWr<'_>) -> Result<()> {
+        let slot = self.slot(qp)?;
+        // SAFETY: the caller keeps the scatter memory valid until
+        // completion or the queue pair's destruction.
+        unsafe { wr::post_recv(&slot.qp, wr) }
+    }
+
+    fn poll_cq(&mut self, cq: CqId, out: &mut [Wc]) -> usize {
+        let Some(slot) = self.cqs.get_mut(&cq) else {
+            return 0;
+        };
+        let mut raw = [RawWc::EMPTY; POLL_BATCH];
+        let mut n = 0;
+        while n < out.len() {
+            let k = if let Some(w) = slot.stash.pop_front() {
+                raw[0] = w;
+                1
+            } else {
+                poll_raw(&slot.cq, &mut raw[..(out.len() - n).min(POLL_BATCH)])
+            };
+            if k == 0 {
+                break;
+            }
+            for w in &raw[..k] {
+                out[n] = w.to_wc(self.by_num.get(&w.qp_num).copied());
+                n += 1;
+            }
+        }
+        n
+    }
+
+    /// Nothing to drive: the device moves data by itself.
+    fn progress(&mut self) -> usize {
+        0
+    }
+
+    fn event_fd(&self) -> Option<RawFd> {
+        Some(self.waker.fd())
+    }
+
+    /// Requests a notification on every completion queue not armed yet,
+    /// then looks once more: a completion, connection event or
+    /// asynchronous event already waiting makes it [`Armed::Busy`].
+    fn arm(&mut self) -> Result<Armed> {
+        self.drain_channel();
+        let mut busy = false;
+        for slot in self.cqs.values_mut() {
+            if !slot.armed {
+                // SAFETY: the queue is live; notify on any completion.
+                let rc = unsafe { sys::ibv_req_notify_cq(slot.cq.as_raw(), 0) };
+                if rc != 0 {
+                    return Err(rc_err("ibv_req_notify_cq", rc));
+                }
+                slot.armed = true;
+            }
+            // A completion that arrived before the request raises no
+            // event: look for one (kept for poll_cq).
+            if slot.stash.is_empty() {
+                let mut one = [RawWc::EMPTY];
+                if poll_raw(&slot.cq, &mut one) == 1 {
+                    slot.stash.push_back(one[0]);
+                }
+            }
+            busy |= !slot.stash.is_empty();
+        }
+        let mut router = self.dev.router.lock();
+        // Route what waits on the device's fd, which would wake us at once.
+        router.drain(&self.dev.ctx, self.dev.port);
+        busy |= self.cm.has_events() || router.has_events(self.token);
+        Ok(if busy { Armed::Busy } else { Armed::Sleep })
+    }
+}

@@ -1,0 +1,339 @@
+//! Which atomics memory takes (`RUCX_ATOMIC_MODE`), and atomics executed
+//! by a device.
+//!
+//! # The rule
+//!
+//! A word must never see device atomics and CPU atomics mixed: a NIC's
+//! fetch-and-add and a CPU's `lock xadd` on the same word are not atomic
+//! with respect to each other. So the choice is made per memory map, by
+//! the process that owns the memory, when it maps it, and every
+//! initiator follows it:
+//!
+//! * **cpu** memory is registered with the protocol layer for atomics and
+//!   with no memory domain for them: every atomic on it is executed by
+//!   its owner's CPU (emulated over active messages, or on a shared
+//!   segment mapped by a peer of the same host). A device atomic on it is
+//!   refused by the target's device (its registration lacks the right).
+//! * **device** memory is registered for atomics with every memory domain
+//!   whose device executes them ([`MemoryDomain::atomic_caps`]) and
+//!   *not* with the protocol layer: an emulated atomic on it is refused
+//!   by the target. Initiators post atomics on it to a lane whose iface
+//!   does that operation in hardware ([`AtomicOps`]) and whose key grants
+//!   the right; an operation no lane of the endpoint does in hardware
+//!   fails with [`Error::Unsupported`], it is never emulated.
+//!
+//! The packed key says which (see `mem.rs`). `RUCX_ATOMIC_MODE` chooses,
+//! as UCX's `UCX_ATOMIC_MODE` does, but for memory rather than per
+//! process:
+//!
+//! * `cpu`: memory this context maps is cpu memory;
+//! * `device`: it is device memory;
+//! * `guess` (the default): device memory if every memory domain of the
+//!   context, so every transport through which a peer can reach it, has a
+//!   device that executes every atomic operation of both widths; cpu
+//!   memory otherwise. UCX's guess picks device atomics if any transport
+//!   has them and then requires the whole operation set of that device;
+//!   rucx asks the same of every transport at once, since a peer that
+//!   reaches the memory over another one (shared memory on the same host)
+//!   would otherwise emulate. No transport of rucx offers the whole set
+//!   today (verbs have 64-bit fetch-and-add and compare-and-swap only), so
+//!   `guess` means cpu: device atomics are used with `device`.
+//!
+//! On the initiator the setting is checked too: `device` refuses to
+//! emulate an atomic on cpu memory, `cpu` refuses to post one on device
+//! memory (both [`Error::Unsupported`], naming the mismatch).
+//!
+//! [`MemoryDomain::atomic_caps`]: crate::uct::MemoryDomain::atomic_caps
+#![allow(unsafe_code)]
+
+use super::atomic::{AtomicOp, AtomicValue};
+use super::rkey::Rkey;
+use super::RmaSink;
+use crate::proto::core::Core;
+use crate::proto::lanes::Lanes;
+use crate::proto::lazy_lanes::LAZY;
+use crate::request::buf::ResultWord;
+use crate::request::{Kind, Request};
+use crate::ucs::slab::SlabId;
+use crate::uct::{self, Access, AtomicCaps, AtomicOps, EpId, RemoteKey, Token};
+use crate::{Ep, Error, Op, Posted, Result, Worker};
+
+crate::ucs::config_enum! {
+    /// Which atomics memory mapped by this context takes (like
+    /// `UCX_ATOMIC_MODE`; see the `rma` module's documentation).
+    pub enum AtomicMode {
+        /// Atomics executed by the owner's CPU (emulated over active
+        /// messages, or on a mapped shared segment).
+        Cpu = "cpu",
+        /// Atomics executed by the devices (RDMA atomics) only.
+        Device = "device",
+        /// Device if every memory domain's device executes every atomic
+        /// operation, cpu otherwise.
+        Guess = "guess",
+    }
+}
+
+/// Whether memory mapped under `mode` is device memory, given the atomic
+/// operations of each memory domain of the context.
+pub(crate) fn device_memory(mode: AtomicMode, mds: impl IntoIterator<Item = AtomicCaps>) -> bool {
+    match mode {
+        AtomicMode::Cpu => false,
+        AtomicMode::Device => true,
+        AtomicMode::Guess => {
+            let mut any = false;
+            for c in mds {
+                if c != AtomicCaps::FULL {
+                    return false;
+                }
+                any = true;
+            }
+            any
+        }
+    }
+}
+
+/// The uct operand of a protocol-layer value.
+fn word(v: AtomicValue) -> uct::AtomicWord {
+    match v {
+        AtomicValue::U32(x) => uct::AtomicWord::U32(x),
+        AtomicValue::U64(x) => uct::AtomicWord::U64(x),
+    }
+}
+
+fn uct_op(op: AtomicOp) -> uct::AtomicOp {
+    match op {
+        AtomicOp::Add => uct::AtomicOp::Add,
+        AtomicOp::And => uct::AtomicOp::And,
+        AtomicOp::Or => uct::AtomicOp::Or,
+        AtomicOp::Xor => uct::AtomicOp::Xor,
+        AtomicOp::Swap => uct::AtomicOp::Swap,
+        AtomicOp::Cswap => uct::AtomicOp::Cswap,
+    }
+}
+
+/// A lane that executes an atomic in hardware: (iface, transport
+/// endpoint, the key of the lane's memory domain).
+pub(crate) type DeviceLane = (usize, EpId, RemoteKey);
+
+/// One atomic to execute: the operation, its form, operands and word.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Amo {
+    pub(crate) op: AtomicOp,
+    pub(crate) fetch: bool,
+    pub(crate) value: AtomicValue,
+    pub(crate) compare: u64,
+    pub(crate) remote: u64,
+}
+
+impl Amo {
+    fn name(&self) -> String {
+        let w = word(self.value);
+        format!("{}{}", uct_op(self.op).name(self.fetch), w.width() * 8)
+    }
+}
+
+impl Worker {
+    /// Where atomic `a` on the memory of `rkey` goes: `None` to the
+    /// owner's CPU (emulation, or a mapped segment), or a lane that does
+    /// it in hardware; an error where the memory's mode and this context's
+    /// `RUCX_ATOMIC_MODE`, or the lanes, leave no way.
+    pub(crate) fn amo_route(&mut self, ep: Ep, a: &Amo, rkey: &Rkey) -> Result<Option<DeviceLane>> {
+        let mode = self.core.ctx.config().atomic_mode;
+        match (rkey.amo_device, mode) {
+            (false, AtomicMode::Device) => Err(Error::Unsupported(format!(
+                "{}: RUCX_ATOMIC_MODE=device, but the target's memory takes CPU atomics \
+                 (its owner mapped it in cpu mode)",
+                a.name()
+            ))),
+            (false, _) => Ok(None),
+            (true, AtomicMode::Cpu) => Err(Error::Unsupported(format!(
+                "{}: RUCX_ATOMIC_MODE=cpu, but the target's memory takes device atomics only \
+                 (its owner mapped it in device mode)",
+                a.name()
+            ))),
+            (true, _) => {
+                let width = a.value.width();
+                if a.remote % width as u64 != 0 {
+                    return Err(Error::InvalidParam(format!(
+                        "atomic on {:#x}: not aligned to {width} bytes",
+                        a.remote
+                    )));
+                }
+                rkey.check(ep, a.remote, width, Access::REMOTE_ATOMIC)?;
+                self.ep_usable(ep)?;
+                self.device_lane(ep, a, rkey).map(Some)
+            }
+        }
+    }
+
+    fn device_lane(&mut self, ep: Ep, a: &Amo, rkey: &Rkey) -> Result<DeviceLane> {
+        let st = self.core.eps.get(ep.0).ok_or(Error::InvalidHandle)?;
+        let (op, w) = (uct_op(a.op), word(a.value));
+        for (li, &(iface, uct_ep)) in st.lanes.iter().enumerate() {
+            let Some(Some(key)) = rkey.lanes.get(li) else {
+                continue;
+            };
+            if uct_ep == LAZY || !key.access.contains(Access::REMOTE_ATOMIC) {
+                continue;
+            }
+            let offers = self.ifaces[iface]
+                .atomic()
+                .is_some_and(|o| o.atomic_caps().offers(op, a.fetch, w));
+            if offers {
+                return Ok((iface, uct_ep, key.clone()));
+            }
+        }
+        Err(Error::Unsupported(format!(
+            "{}: the target's memory takes device atomics only (RUCX_ATOMIC_MODE), and no lane \
+             of this endpoint does this operation in hardware with a key granting atomics",
+            a.name()
+        )))
+    }
+
+    /// Starts atomic `a` on `lane`; a fetching one's old value goes to
+    /// `result`. Where the lane has no room, the atomic waits for it like
+    /// a zero-copy step (`resume_rma`).
+    pub(crate) fn atomic_device_start(
+        &mut self,
+        ep: Ep,
+        lane: DeviceLane,
+        a: Amo,
+        result: Option<ResultWord>,
+        o: Op,
+    ) -> Result<Posted<()>> {
+        let (iface, uct_ep, key) = lane;
+        let width = a.value.width();
+        let sink = match result {
+            Some(word) => RmaSink::DeviceFetch {
+                word,
+                width,
+                slot: Box::new([0; 8]),
+            },
+            None => RmaSink::None,
+        };
+        let id = self.rma_request(ep, width, sink, o);
+        if let Some(Request {
+            kind: Kind::Rma(s), ..
+        }) = self.core.reqs.get_mut(id)
+        {
+            s.amo = Some(Box::new(AmoPlan {
+                iface,
+                uct_ep,
+                key,
+                amo: a,
+            }));
+        }
+        self.core.push_rma_amo(&mut self.ifaces, id);
+        self.rma_posted(id)
+    }
+}
+
+/// An atomic for a device, waiting to be posted.
+#[derive(Debug)]
+pub(crate) struct AmoPlan {
+    iface: usize,
+    uct_ep: EpId,
+    key: RemoteKey,
+    amo: Amo,
+}
+
+impl Core {
+    /// Posts the device atomic of RMA request `id`, if it still has one,
+    /// unless the lane has no room (then it waits for room: `resume_rma`).
+    pub(crate) fn push_rma_amo(&mut self, tx: &mut dyn Lanes, id: SlabId) {
+        let token = Token(id.to_u64());
+        let Some(req) = self.reqs.get_mut(id) else {
+            return;
+        };
+        if req.result.is_some() {
+            return;
+        }
+        let Kind::Rma(s) = &mut req.kind else { return };
+        let Some(plan) = s.amo.as_deref() else {
+            return;
+        };
+        let slot = match &mut s.sink {
+            RmaSink::DeviceFetch { slot, .. } => slot.as_mut_ptr(),
+            _ => std::ptr::null_mut(),
+        };
+        let a = plan.amo;
+        let r = match tx.atomic(plan.iface) {
+            None => Err(crate::ucs::Error::op_unsupported("this iface", "atomics")),
+            Some(ops) => post(ops, plan.uct_ep, &a, slot, &plan.key, token),
+        };
+        match r {
+            Ok(uct::Posted::InFlight) => {
+                s.amo = None;
+                s.pending += 1;
+                s.zcopy_inflight += 1;
+            }
+            Ok(uct::Posted::Done) => {
+                // Executed at once: the old value (if any) is in the slot.
+                s.amo = None;
+                s.pending += 1;
+                s.zcopy_inflight += 1;
+                self.rma_zcopy_done(id, Ok(()));
+            }
+            Ok(uct::Posted::NoResource) => {
+                let (ep, iface, uct_ep) = (s.ep, plan.iface, plan.uct_ep);
+                self.await_room(ep, iface, uct_ep);
+                self.rma_parked += 1;
+            }
+            Err(e) => {
+                s.amo = None;
+                s.error.get_or_insert(super::transport_error(e));
+                if !s.posting && s.pending == 0 {
+                    s.pending = 1;
+                    self.rma_step_done(id, Ok(()));
+                }
+            }
+        }
+    }
+}
+
+/// The transport call of one device atomic.
+fn post(
+    ops: &mut dyn AtomicOps,
+    ep: EpId,
+    a: &Amo,
+    slot: *mut u8,
+    key: &RemoteKey,
+    token: Token,
+) -> crate::ucs::Result<uct::Posted> {
+    let (op, w) = (uct_op(a.op), word(a.value));
+    if !a.fetch {
+        return ops.atomic_post(ep, op, w, a.remote, key, token);
+    }
+    if slot.is_null() {
+        return Err(crate::ucs::Error::InvalidParam(
+            "fetching atomic without a result".into(),
+        ));
+    }
+    // SAFETY: `slot` is the 8-byte box of the request's sink, which lives
+    // in the request until the transport reports this token (the request
+    // waits for it even when it fails: `zcopy_inflight`).
+    unsafe { ops.atomic_fetch(ep, op, w, a.compare, slot, a.remote, key, token) }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn guess_asks_every_domain_for_every_operation() {
+        let rc = AtomicCaps::ADD64 | AtomicCaps::FADD64 | AtomicCaps::CSWAP64;
+        let full = AtomicCaps::FULL;
+        let none = AtomicCaps::empty();
+        for (mode, mds, want) in [
+            (AtomicMode::Cpu, vec![full], false),
+            (AtomicMode::Device, vec![none], true),
+            (AtomicMode::Device, vec![], true),
+            (AtomicMode::Guess, vec![full, full], true),
+            (AtomicMode::Guess, vec![full, none], false),
+            (AtomicMode::Guess, vec![rc], false),
+            (AtomicMode::Guess, vec![], false),
+        ] {
+            assert_eq!(device_memory(mode, mds.clone()), want, "{mode:?} {mds:?}");
+        }
+    }
+}
