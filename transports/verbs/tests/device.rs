@@ -8,6 +8,7 @@
 
 #![cfg(feature = "sys")]
 
+use std::collections::VecDeque;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -73,6 +74,8 @@ struct Side {
     ctx: Box<dyn Verbs>,
     cq: CqId,
     qp: QpId,
+    /// Connection events polled while waiting for the other side's.
+    cm_events: VecDeque<CmEvent>,
 }
 
 impl Side {
@@ -94,7 +97,12 @@ impl Side {
             })
             .unwrap();
         assert_eq!(ctx.qp_state(qp), Some(QpState::Init));
-        Side { ctx, cq, qp }
+        Side {
+            ctx,
+            cq,
+            qp,
+            cm_events: VecDeque::new(),
+        }
     }
 
     fn wc(&mut self) -> Wc {
@@ -120,21 +128,39 @@ impl Side {
     }
 }
 
-/// Progresses both sides until `f` finds what it waits for.
-fn wait_cm(side: &mut Side) -> CmEvent {
+/// Waits for `side`'s next connection event, polling `other` meanwhile
+/// (each side's connection manager moves only when polled: the initiator
+/// resolves the address and route, and sends its request, in `poll_cm`).
+/// Events of `other` found meanwhile are kept for it.
+fn wait_cm(side: &mut Side, other: &mut Side) -> CmEvent {
     let start = Instant::now();
     loop {
+        if let Some(e) = side.cm_events.pop_front() {
+            return e;
+        }
         if let Some(e) = side.ctx.poll_cm() {
             return e;
         }
-        assert!(start.elapsed() < DEADLINE, "no connection event");
+        if let Some(e) = other.ctx.poll_cm() {
+            other.cm_events.push_back(e);
+        }
+        assert!(
+            start.elapsed() < DEADLINE,
+            "no connection event (the other side got {:?})",
+            other.cm_events
+        );
         std::thread::sleep(Duration::from_millis(1));
     }
 }
 
 /// A connected pair: `a` connected to `b`'s listener.
 fn connect(dev: &dyn Device, pd: PdId) -> (Side, Side) {
-    let (mut a, mut b) = (Side::new(dev, pd), Side::new(dev, pd));
+    let (a, b) = (Side::new(dev, pd), Side::new(dev, pd));
+    connect_sides(dev, a, b)
+}
+
+/// Connects `a` to `b`'s listener.
+fn connect_sides(dev: &dyn Device, mut a: Side, mut b: Side) -> (Side, Side) {
     let at = b
         .ctx
         .listen(std::net::SocketAddr::new(dev.attr().addr, 0))
@@ -145,7 +171,7 @@ fn connect(dev: &dyn Device, pd: PdId) -> (Side, Side) {
         ird: 1,
     };
     a.ctx.connect(a.qp, at, &req).unwrap();
-    let CmEvent::ConnectRequest { req: id, param, .. } = wait_cm(&mut b) else {
+    let CmEvent::ConnectRequest { req: id, param, .. } = wait_cm(&mut b, &mut a) else {
         panic!("expected a connection request");
     };
     assert_eq!(&param.private_data[..5], b"hello");
@@ -155,12 +181,16 @@ fn connect(dev: &dyn Device, pd: PdId) -> (Side, Side) {
         ird: 1,
     };
     b.ctx.accept(id, b.qp, &rep).unwrap();
-    let CmEvent::Established { param, .. } = wait_cm(&mut a) else {
+    let CmEvent::Established { param, .. } = wait_cm(&mut a, &mut b) else {
         panic!("expected the initiator to be established");
     };
     assert_eq!(&param.private_data[..7], b"welcome");
-    assert!(matches!(wait_cm(&mut b), CmEvent::Established { .. }));
+    assert!(matches!(
+        wait_cm(&mut b, &mut a),
+        CmEvent::Established { .. }
+    ));
     assert_eq!(a.ctx.qp_state(a.qp), Some(QpState::Rts));
+    assert_eq!(b.ctx.qp_state(b.qp), Some(QpState::Rts));
     (a, b)
 }
 
@@ -314,16 +344,19 @@ fn reject_and_disconnect_are_reported() {
         .listen(std::net::SocketAddr::new(dev.attr().addr, 0))
         .unwrap();
     a.ctx.connect(a.qp, at, &ConnParam::default()).unwrap();
-    let CmEvent::ConnectRequest { req, .. } = wait_cm(&mut b) else {
+    let CmEvent::ConnectRequest { req, .. } = wait_cm(&mut b, &mut a) else {
         panic!("expected a connection request");
     };
     b.ctx.reject(req, b"no").unwrap();
-    match wait_cm(&mut a) {
+    match wait_cm(&mut a, &mut b) {
         CmEvent::Rejected { private_data, .. } => assert_eq!(&private_data[..2], b"no"),
         other => panic!("expected a reject, got {other:?}"),
     }
     let (mut a, mut b) = connect(&*dev, pd);
     a.ctx.disconnect(a.qp).unwrap();
-    assert!(matches!(wait_cm(&mut b), CmEvent::Disconnected { .. }));
+    assert!(matches!(
+        wait_cm(&mut b, &mut a),
+        CmEvent::Disconnected { .. }
+    ));
     assert_eq!(b.ctx.qp_state(b.qp), Some(QpState::Error));
 }
