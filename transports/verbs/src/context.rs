@@ -16,6 +16,7 @@ use uct::ucs::{Error, Result};
 use uct::Armed;
 
 use crate::cm::{Cm, QpSlot};
+use crate::deferred::Deferred;
 use crate::device::DevShared;
 use crate::events::{eventfd, Waker};
 use crate::ffi::rc_err;
@@ -53,6 +54,8 @@ pub struct VerbsContext {
     /// Signalled when the device's router queues an event for us.
     _notify: OwnedFd,
     dev: Arc<DevShared>,
+    /// Queue pairs with sends waiting for their connection.
+    waiting: Vec<QpId>,
     /// This context's token in the device's async event router.
     token: u64,
     next_id: u32,
@@ -80,6 +83,7 @@ impl VerbsContext {
             waker,
             _notify: notify,
             dev: dev.clone(),
+            waiting: Vec::new(),
             token,
             next_id: 0,
         })
@@ -121,6 +125,45 @@ impl VerbsContext {
                 s.armed = false;
             }
         }
+    }
+}
+
+impl VerbsContext {
+    /// Posts the kept sends of queue pairs now in RTS, and completes those
+    /// of queue pairs that failed first with a flush.
+    fn release_deferred(&mut self) {
+        let mut waiting = std::mem::take(&mut self.waiting);
+        waiting.retain(|qp| {
+            let Some(slot) = self.qps.get_mut(qp) else {
+                return false;
+            };
+            match (slot.state, slot.ready) {
+                (QpState::Error, _) => {}
+                (QpState::Rts, _) | (QpState::Connecting, true) => {
+                    while let Some(d) = slot.deferred.front() {
+                        // SAFETY: the memory of a kept send stays valid
+                        // under the original post's contract.
+                        if let Err(e) = unsafe { d.post(&slot.qp) } {
+                            // The queue pair broke between RTS and now:
+                            // the rest complete flushed, as it would.
+                            tracing::debug!(qp = qp.0, error = %e, "verbs: kept send not posted");
+                            break;
+                        }
+                        slot.deferred.pop_front();
+                    }
+                }
+                _ => return true,
+            }
+            let num = slot.qp.num();
+            if let Some(cq) = self.cqs.get_mut(&slot.send_cq) {
+                cq.stash
+                    .extend(slot.deferred.drain(..).map(|d| d.flushed(num)));
+            }
+            slot.deferred.clear();
+            false
+        });
+        waiting.append(&mut self.waiting);
+        self.waiting = waiting;
     }
 }
 
@@ -218,6 +261,9 @@ impl Verbs for VerbsContext {
                 qp,
                 state: QpState::Init,
                 srq: init.srq.is_some(),
+                ready: false,
+                send_cq: init.send_cq,
+                deferred: VecDeque::new(),
             },
         );
         Ok(id)
@@ -229,6 +275,7 @@ impl Verbs for VerbsContext {
             .remove(&qp)
             .ok_or_else(|| Error::InvalidParam(format!("verbs: no QP {}", qp.0)))?;
         self.cm.forget(qp);
+        self.waiting.retain(|&q| q != qp);
         let num = slot.qp.num();
         self.by_num.remove(&num);
         self.dev.router.lock().remove_qp(num);
@@ -314,13 +361,20 @@ impl Verbs for VerbsContext {
             .get_mut(&qp)
             .ok_or_else(|| Error::InvalidParam(format!("verbs: no QP {}", qp.0)))?;
         self.cm.disconnect(qp);
-        qpstate::to_err(&slot.qp)?;
+        let moved = qpstate::to_err(&slot.qp);
         slot.state = QpState::Error;
-        Ok(())
+        if !self.waiting.is_empty() {
+            self.release_deferred();
+        }
+        moved
     }
 
     fn poll_cm(&mut self) -> Option<CmEvent> {
-        self.cm.poll(&mut self.qps)
+        let ev = self.cm.poll(&mut self.qps);
+        if !self.waiting.is_empty() {
+            self.release_deferred();
+        }
+        ev
     }
 
     fn poll_async(&mut self) -> Option<AsyncEvent> {
@@ -329,15 +383,44 @@ impl Verbs for VerbsContext {
         r.pop(self.token)
     }
 
+    /// A send posted before the queue pair is in RTS is kept and posted
+    /// when it gets there (or completed flushed if it fails first).
     unsafe fn post_send(&mut self, qp: QpId, wr: &SendWr<'_>) -> Result<()> {
-        let slot = self.slot(qp)?;
-        // SAFETY: the caller keeps the gather memory valid until completion
-        // (or the send goes inline).
-        unsafe { wr::post_send(&slot.qp, wr) }
+        let slot = self
+            .qps
+            .get_mut(&qp)
+            .ok_or_else(|| Error::InvalidParam(format!("verbs: no QP {}", qp.0)))?;
+        let early = matches!(slot.state, QpState::Init | QpState::Connecting) && !slot.ready;
+        if !early {
+            // SAFETY: the caller keeps the gather memory valid until
+            // completion (or the send goes inline).
+            return unsafe { wr::post_send(&slot.qp, wr) };
+        }
+        // Refuse now what the device would refuse later.
+        wr::check(wr, &slot.qp.cap)?;
+        if slot.deferred.len() >= slot.qp.cap.max_send_wr as usize {
+            return Err(Error::NoMemory(format!(
+                "verbs: send queue of QP {} full",
+                qp.0
+            )));
+        }
+        if slot.deferred.is_empty() {
+            self.waiting.push(qp);
+        }
+        // SAFETY: the caller's contract for post_send, which `Deferred`
+        // keeps (inline data is copied now).
+        slot.deferred.push_back(unsafe { Deferred::of(wr) });
+        Ok(())
     }
 
     unsafe fn post_recv(&mut self, qp: QpId, wr: &RecvWr<'_>) -> Result<()> {
         let slot = self.slot(qp)?;
+        if slot.srq {
+            return Err(Error::InvalidParam(format!(
+                "verbs: QP {} takes its receives from a shared receive queue",
+                qp.0
+            )));
+        }
         // SAFETY: the caller keeps the scatter memory valid until
         // completion or the queue pair's destruction.
         unsafe { wr::post_recv(&slot.qp, wr) }

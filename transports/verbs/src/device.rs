@@ -217,6 +217,12 @@ impl Device for VerbsDevice {
         // drops the registration.
         let reg = unsafe { MrReg::register(&pdh, addr, len, ibv_access(access))? };
         let (lkey, rkey) = reg.keys();
+        // The trait's keys are never 0, but rxe gives a region without
+        // remote rights the rkey 0. Such a region is named by its lkey
+        // instead, which the device refuses as a remote key (it compares
+        // the key with the region's rkey), so peers still get a remote
+        // access error.
+        let rkey = if rkey == 0 { lkey } else { rkey };
         let mr = Mr {
             addr: addr as u64,
             len: len as u64,
@@ -231,8 +237,14 @@ impl Device for VerbsDevice {
 
     fn dereg_mr(&self, mr: &Mr) -> Result<()> {
         let mut mrs = self.shared.mrs.lock();
+        // The region's identity, not the rights it was asked for (a caller
+        // may have asked for fewer than were granted, as the RC memory
+        // domain adds local write to remote write).
+        let same = |live: &Mr| {
+            (live.addr, live.len, live.pd, live.rkey) == (mr.addr, mr.len, mr.pd, mr.rkey)
+        };
         match mrs.get(&mr.lkey) {
-            Some((_, live)) if live == mr => {
+            Some((_, live)) if same(live) => {
                 mrs.remove(&mr.lkey);
                 Ok(())
             }

@@ -76,7 +76,8 @@
 //! * `device`: [`VerbsDevice`], protection domains and regions by id;
 //! * `provider`: [`VerbsProvider`];
 //! * `context`: [`VerbsContext`], the `Verbs` implementation;
-//! * `wr`, `wc`: work requests and completions;
+//! * `wr`, `wc`: work requests and completions; `deferred`: sends
+//!   posted before their connection is up;
 //! * `cm`: connections (librdmacm) and their events; `qpstate`: queue
 //!   pair state changes; `addr`: socket addresses;
 //! * `events`: asynchronous events and the context's wake-up fd.
@@ -87,6 +88,8 @@ mod addr;
 mod cm;
 #[cfg(feature = "sys")]
 mod context;
+#[cfg(feature = "sys")]
+mod deferred;
 #[cfg(feature = "sys")]
 mod device;
 #[cfg(feature = "sys")]

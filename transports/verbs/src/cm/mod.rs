@@ -12,12 +12,13 @@ use std::net::{IpAddr, SocketAddr};
 use std::ptr::{self, NonNull};
 
 use rdma_sys as sys;
-use rucx_rdma::{CmEvent, ConnParam, ConnReqId, QpId, QpState};
+use rucx_rdma::{CmEvent, ConnParam, ConnReqId, CqId, QpId, QpState};
 use uct::ucs::{Error, Result};
 
 mod event;
 
 use crate::addr;
+use crate::deferred::Deferred;
 use crate::ffi::{os_err, set_nonblocking};
 use crate::qpstate::{self, Depths};
 use crate::res::{zeroed, Qp};
@@ -64,6 +65,13 @@ pub(crate) struct QpSlot {
     pub(crate) state: QpState,
     /// It takes receives from a shared receive queue.
     pub(crate) srq: bool,
+    /// The device has it in RTS (an accepting side gets there before its
+    /// connection is established): sends go straight to the device.
+    pub(crate) ready: bool,
+    /// Where its send completions go.
+    pub(crate) send_cq: CqId,
+    /// Sends posted before it was ready, oldest first.
+    pub(crate) deferred: VecDeque<Deferred>,
 }
 
 /// One context's connection manager state.
@@ -250,6 +258,7 @@ impl Cm {
             return Err(e);
         }
         slot.state = QpState::Connecting;
+        slot.ready = true;
         self.accepted.insert(qp, param.clone());
         self.by_qp.insert(qp, id);
         Ok(())
