@@ -99,6 +99,13 @@ fn rc_iwarp_flush_close_delivers_then_resets() {
 }
 
 #[test]
+fn rc_verbs_flush_close_delivers_then_resets() {
+    if let Some(tls) = rc_verbs() {
+        flush_close_delivers_then_resets(tls);
+    }
+}
+
+#[test]
 fn force_close_cancels_what_is_queued_at_once() {
     let (mut a, _b, ab, _seen) = pair("tcp");
     let mut ids = Vec::new();

@@ -147,6 +147,23 @@ pub(crate) fn skip_or_fail(why: &str) {
     println!("skipped: {why}");
 }
 
+/// `rc_verbs`, when this build has it (the `verbs` feature) and an RDMA
+/// device is usable (soft-RoCE in `tests/verbs_guest/run.sh --net dummy`,
+/// or a NIC); otherwise `None`, after [`skip_or_fail`].
+pub(crate) fn rc_verbs() -> Option<&'static str> {
+    #[cfg(feature = "verbs")]
+    {
+        use rucx_rdma::Provider;
+        if rucx_verbs::PROVIDER.devices().is_ok_and(|d| !d.is_empty()) {
+            return Some("rc_verbs");
+        }
+        skip_or_fail("no RDMA device");
+    }
+    #[cfg(not(feature = "verbs"))]
+    skip_or_fail("rc_verbs: built without the verbs feature");
+    None
+}
+
 /// A context configured only by `vars` (full `RUCX_*` names); everything
 /// else takes its default, whatever the environment says.
 pub(crate) fn context_vars(vars: &[(&str, &str)]) -> Context {
