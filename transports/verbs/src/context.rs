@@ -34,6 +34,13 @@ struct CqSlot {
     cq: Arc<Cq>,
     /// Notification requested and not yet delivered.
     armed: bool,
+    /// Armed while the queue was empty: the next completion raises an
+    /// event.
+    quiet_armed: bool,
+    /// A completion was polled since `quiet_armed`: its event is on its
+    /// way to the channel (rxe writes it from a tasklet, after the
+    /// completion is visible), and would wake a sleeper for nothing.
+    event_due: bool,
     /// Completions `arm` polled to learn that some were pending; handed
     /// out first by `poll_cq`.
     stash: VecDeque<RawWc>,
@@ -123,6 +130,8 @@ impl VerbsContext {
             unsafe { sys::ibv_ack_cq_events(cq, 1) };
             if let Some(s) = self.cqs.values_mut().find(|s| s.cq.as_raw() == cq) {
                 s.armed = false;
+                s.quiet_armed = false;
+                s.event_due = false;
             }
         }
     }
@@ -203,6 +212,8 @@ impl Verbs for VerbsContext {
         let slot = CqSlot {
             cq,
             armed: false,
+            quiet_armed: false,
+            event_due: false,
             stash: VecDeque::with_capacity(1),
         };
         self.cqs.insert(id, slot);
@@ -437,7 +448,9 @@ impl Verbs for VerbsContext {
                 raw[0] = w;
                 1
             } else {
-                poll_raw(&slot.cq, &mut raw[..(out.len() - n).min(POLL_BATCH)])
+                let k = poll_raw(&slot.cq, &mut raw[..(out.len() - n).min(POLL_BATCH)]);
+                slot.event_due |= k > 0 && slot.quiet_armed;
+                k
             };
             if k == 0 {
                 break;
@@ -482,8 +495,18 @@ impl Verbs for VerbsContext {
                     slot.stash.push_back(one[0]);
                 }
             }
-            busy |= !slot.stash.is_empty();
+            slot.quiet_armed = slot.stash.is_empty();
+            // An event still to come would make the fd readable: not yet
+            // time to sleep (the caller progresses and arms again).
+            busy |= !slot.stash.is_empty() || slot.event_due;
         }
+        // Read what waits on the connection manager's channel, which would
+        // wake us at once (an event may come after the last `poll_cm`).
+        self.cm.pump(&mut self.qps);
+        if !self.waiting.is_empty() {
+            self.release_deferred();
+        }
+        busy |= self.cqs.values().any(|s| !s.stash.is_empty());
         let mut router = self.dev.router.lock();
         // Route what waits on the device's fd, which would wake us at once.
         router.drain(&self.dev.ctx, self.dev.port);

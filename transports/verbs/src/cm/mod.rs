@@ -300,21 +300,32 @@ impl Cm {
 
     /// The next event, reading the channel as needed.
     pub(crate) fn poll(&mut self, qps: &mut HashMap<QpId, QpSlot>) -> Option<CmEvent> {
-        while self.out.is_empty() {
-            let mut ev = ptr::null_mut();
-            // SAFETY: the channel is live and non-blocking; `ev` is an
-            // out-pointer.
-            if unsafe { sys::rdma_get_cm_event(self.channel.as_ptr(), &mut ev) } != 0 {
-                break;
-            }
-            // SAFETY: a delivered event, valid until acknowledged; copied
-            // before that.
-            let copied = unsafe { event::Copied::of(ev) };
-            // SAFETY: acknowledged once, after copying.
-            unsafe { sys::rdma_ack_cm_event(ev) };
-            self.handle(copied, qps);
-        }
+        while self.out.is_empty() && self.read_one(qps) {}
         self.out.pop_front()
+    }
+
+    /// Reads and handles every event waiting on the channel, so that its
+    /// fd is not readable afterwards (what `arm` needs before it says
+    /// "sleep"); the events for the caller are queued for `poll`.
+    pub(crate) fn pump(&mut self, qps: &mut HashMap<QpId, QpSlot>) {
+        while self.read_one(qps) {}
+    }
+
+    /// Reads and handles one event from the channel; false if none waits.
+    fn read_one(&mut self, qps: &mut HashMap<QpId, QpSlot>) -> bool {
+        let mut ev = ptr::null_mut();
+        // SAFETY: the channel is live and non-blocking; `ev` is an
+        // out-pointer.
+        if unsafe { sys::rdma_get_cm_event(self.channel.as_ptr(), &mut ev) } != 0 {
+            return false;
+        }
+        // SAFETY: a delivered event, valid until acknowledged; copied
+        // before that.
+        let copied = unsafe { event::Copied::of(ev) };
+        // SAFETY: acknowledged once, after copying.
+        unsafe { sys::rdma_ack_cm_event(ev) };
+        self.handle(copied, qps);
+        true
     }
 }
 
