@@ -103,7 +103,10 @@ fi
 bin() {
     local p
     p=$(awk -v n="$1" '$1 == n { print $2 }' "$bins" | tail -n 1)
-    [ -n "$p" ] && [ -x "$p" ] || { echo "suite.sh: error: no test executable '$1' in $bins" >&2; exit 1; }
+    if [ -z "$p" ] || [ ! -x "$p" ]; then
+        echo "suite.sh: error: no test executable '$1' in $bins" >&2
+        exit 1 # ends the script: set -e sees the failed substitution
+    fi
     printf '%s' "$p"
 }
 
@@ -119,7 +122,10 @@ for t in "${root_tests[@]}"; do
 done
 info=$target/release/rucx-info
 perf=$target/release/rucx-perftest
-[ -x "$perf" ] && [ -x "$info" ] || { echo "suite.sh: error: no $perf or $info" >&2; exit 1; }
+if [ ! -x "$perf" ] || [ ! -x "$info" ]; then
+    echo "suite.sh: error: no $perf or $info" >&2
+    exit 1
+fi
 # shellcheck disable=SC2016 # $RXE_D expands in the guest
 cmds+=("RUCX_TLS=rc_verbs $info -d | tee /tmp/info; grep -q \"Device: \$RXE_D:1\" /tmp/info")
 # Small counts: the guest emulates its CPUs (soft-RoCE moves 10-30 MB/s).
