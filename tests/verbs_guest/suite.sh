@@ -22,7 +22,8 @@ then boots one guest (tests/verbs_guest/run.sh --net dummy: rxed on a
 dummy interface) and runs there, each with RUCX_REQUIRE_ALL=1 so that a
 missing device fails instead of skipping:
   - rucx-verbs' unit tests, tests/device.rs and tests/device_queues.rs;
-  - the uct conformance suite on rc_verbs (tests/rc_conformance.rs);
+  - the uct conformance suite on rc_verbs (tests/rc_conformance.rs) and
+    40 peers bursting into one hub iface (tests/rc_star.rs);
   - the rc_verbs tests of in_process, active_messages, datatypes, rma and
     ep_close_modes;
   - rucx-info -d listing rc_verbs on rxed:1;
@@ -116,6 +117,7 @@ cmds=(
     "$req $(bin device) --test-threads=1"
     "$req $(bin device_queues) --test-threads=1"
     "$req $(bin rc_conformance) --test-threads=1"
+    "$req $(bin rc_star) --test-threads=1"
 )
 for t in "${root_tests[@]}"; do
     cmds+=("$req $(bin "$t") --test-threads=1 rc_verbs")
