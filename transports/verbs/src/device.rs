@@ -264,6 +264,44 @@ impl Device for VerbsDevice {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::discover::DeviceCaps;
+
+    /// libibverbs' `max_qp_rd_atom` is the responder's depth (IRD) and
+    /// `max_qp_init_rd_atom` the initiator's (ORD); the trait's fields of
+    /// the same names carry the opposite meanings (its docs say ORD and
+    /// IRD), so they are filled crosswise.
+    #[test]
+    fn read_depths_cross_to_the_traits_names() {
+        let caps = DeviceCaps {
+            max_qp: 1,
+            max_qp_wr: 1,
+            max_sge: 4,
+            max_sge_rd: 2,
+            max_cqe: 1,
+            max_srq: 1,
+            max_srq_wr: 1,
+            max_srq_sge: 1,
+            max_mr_size: 1,
+            atomic_cap: AtomicCap::None,
+            max_qp_init_rd_atom: 3,
+            max_qp_rd_atom: 5,
+        };
+        let vi = VerbsDeviceInfo {
+            name: "rxe0".into(),
+            transport: TransportKind::Roce,
+            caps,
+            ports: Vec::new(),
+        };
+        let info = DeviceInfo {
+            name: "rxe0:1".into(),
+            netdev: "d0".into(),
+            addr: "10.78.0.1".parse().unwrap(),
+        };
+        let a = attr_of(&info, &vi, 1 << 30, 256);
+        assert_eq!(a.max_qp_rd_atom, 3, "the trait's ORD");
+        assert_eq!(a.max_qp_init_rd_atom, 5, "the trait's IRD");
+        assert_eq!((a.max_sge_rd, a.max_inline, a.atomics), (2, 256, false));
+    }
 
     #[test]
     fn access_maps_to_ibv_bits() {
