@@ -63,6 +63,12 @@ pub struct VerbsContext {
     dev: Arc<DevShared>,
     /// Queue pairs with sends waiting for their connection.
     waiting: Vec<QpId>,
+    /// Accepted queue pairs whose connection is not established yet.
+    accepting: Vec<QpId>,
+    /// Accepted queue pairs that completed work before their connection
+    /// was established: the connection manager's `Established` is on its
+    /// way (the initiator sends its RTU before any data).
+    est_due: Vec<QpId>,
     /// This context's token in the device's async event router.
     token: u64,
     next_id: u32,
@@ -91,6 +97,8 @@ impl VerbsContext {
             _notify: notify,
             dev: dev.clone(),
             waiting: Vec::new(),
+            accepting: Vec::new(),
+            est_due: Vec::new(),
             token,
             next_id: 0,
         })
@@ -173,6 +181,32 @@ impl VerbsContext {
         });
         waiting.append(&mut self.waiting);
         self.waiting = waiting;
+    }
+}
+
+impl VerbsContext {
+    /// Completions on accepted queue pairs whose connection is not yet
+    /// established: the initiator's RTU went before its data, and only
+    /// the connection manager's pace holds `Established` back. Tells it
+    /// (`rdma_notify` with COMM_EST, as the kernel does for queue pairs
+    /// the connection manager created), and remembers that its event is
+    /// due, so that `arm` does not let a caller sleep just before it.
+    fn traffic_before_established(&mut self, wcs: &[Wc]) {
+        for w in wcs {
+            let Some(qp) = w.qp else { continue };
+            let Some(i) = self.accepting.iter().position(|&q| q == qp) else {
+                continue;
+            };
+            self.accepting.swap_remove(i);
+            if self
+                .qps
+                .get(&qp)
+                .is_some_and(|s| s.state == QpState::Connecting)
+            {
+                self.cm.notify_established(qp);
+                self.est_due.push(qp);
+            }
+        }
     }
 }
 
@@ -359,7 +393,9 @@ impl Verbs for VerbsContext {
                 qp.0
             )));
         }
-        self.cm.accept(req, slot, qp, param)
+        self.cm.accept(req, slot, qp, param)?;
+        self.accepting.push(qp);
+        Ok(())
     }
 
     fn reject(&mut self, req: ConnReqId, private_data: &[u8]) -> Result<()> {
@@ -460,6 +496,9 @@ impl Verbs for VerbsContext {
                 n += 1;
             }
         }
+        if !self.accepting.is_empty() {
+            self.traffic_before_established(&out[..n]);
+        }
         n
     }
 
@@ -479,6 +518,9 @@ impl Verbs for VerbsContext {
         self.drain_channel();
         let mut busy = false;
         for slot in self.cqs.values_mut() {
+            // Armed while empty, event not read yet: any completion found
+            // now raises that event.
+            let was_quiet = slot.armed && slot.quiet_armed;
             if !slot.armed {
                 // SAFETY: the queue is live; notify on any completion.
                 let rc = unsafe { sys::ibv_req_notify_cq(slot.cq.as_raw(), 0) };
@@ -493,9 +535,10 @@ impl Verbs for VerbsContext {
                 let mut one = [RawWc::EMPTY];
                 if poll_raw(&slot.cq, &mut one) == 1 {
                     slot.stash.push_back(one[0]);
+                    slot.event_due |= was_quiet;
                 }
             }
-            slot.quiet_armed = slot.stash.is_empty();
+            slot.quiet_armed = was_quiet || slot.stash.is_empty();
             // An event still to come would make the fd readable: not yet
             // time to sleep (the caller progresses and arms again).
             busy |= !slot.stash.is_empty() || slot.event_due;
@@ -507,6 +550,12 @@ impl Verbs for VerbsContext {
             self.release_deferred();
         }
         busy |= self.cqs.values().any(|s| !s.stash.is_empty());
+        // Connections whose `Established` is due (still connecting).
+        let qps = &self.qps;
+        let connecting = |q: &QpId| qps.get(q).is_some_and(|s| s.state == QpState::Connecting);
+        self.accepting.retain(connecting);
+        self.est_due.retain(connecting);
+        busy |= !self.est_due.is_empty();
         let mut router = self.dev.router.lock();
         // Route what waits on the device's fd, which would wake us at once.
         router.drain(&self.dev.ctx, self.dev.port);

@@ -288,6 +288,20 @@ impl Cm {
         }
     }
 
+    /// Tells the connection manager that `qp`, accepted, has traffic:
+    /// the connection is established (`rdma_notify` with COMM_EST), and
+    /// its `Established` event follows.
+    pub(crate) fn notify_established(&mut self, qp: QpId) {
+        if let Some(id) = self.by_qp.get(&qp) {
+            // SAFETY: live id of an accepted connection.
+            let rc = unsafe { sys::rdma_notify(id.raw(), sys::ibv_event_type::IBV_EVENT_COMM_EST) };
+            if rc != 0 {
+                let e = std::io::Error::last_os_error();
+                tracing::debug!(qp = qp.0, error = %e, "verbs: rdma_notify");
+            }
+        }
+    }
+
     /// Forgets `qp`'s connection (destroys its id), when it is destroyed.
     pub(crate) fn forget(&mut self, qp: QpId) {
         if let Some(id) = self.by_qp.remove(&qp) {
