@@ -81,7 +81,8 @@
 //!   queues, shared receive queues, queue pairs, each holding its parents;
 //! * `device`: [`VerbsDevice`], protection domains and regions by id;
 //! * `provider`: [`VerbsProvider`];
-//! * `context`: [`VerbsContext`], the `Verbs` implementation;
+//! * `context`: [`VerbsContext`], the `Verbs` implementation (`context::wait`:
+//!   arming, completion notifications, kept sends);
 //! * `wr`, `wc`: work requests and completions; `deferred`: sends
 //!   posted before their connection is up;
 //! * `cm`: connections (librdmacm) and their events; `qpstate`: queue
