@@ -335,6 +335,14 @@ fn rc_iwarp_rndv_every_size() {
     rndv_every_size("rc_iwarp");
 }
 
+#[cfg(feature = "verbs")]
+#[test]
+fn rc_verbs_rndv_every_size() {
+    if let Some(tls) = rc_verbs() {
+        rndv_every_size(tls);
+    }
+}
+
 #[test]
 fn a_kept_rndv_message_is_fetched_later_into_the_programs_buffer() {
     let (mut a, mut b, ep) = pair("tcp");

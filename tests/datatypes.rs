@@ -7,6 +7,8 @@
 mod common;
 mod dt_layouts;
 
+#[cfg(feature = "verbs")]
+use common::rc_verbs;
 use common::{context_vars, pattern, until};
 use dt_layouts::{recv_value, send_value, Layout, Posting, Strided, LAYOUTS};
 use rucx::dt::{Iov, Pack, Unpack};
@@ -76,9 +78,19 @@ const SCHEMES: [&[(&str, &str)]; 5] = [
 ];
 
 fn tag_every_scheme(tls: &str) {
-    tag_matrix(tls, SCHEMES[0], &SIZES);
+    tag_every_scheme_with(tls, &[]);
+}
+
+/// [`tag_every_scheme`] with `base` added to every scheme's variables.
+fn tag_every_scheme_with(tls: &str, base: &[(&str, &str)]) {
+    let with = |extra: &[(&'static str, &'static str)]| {
+        let mut v = base.to_vec();
+        v.extend_from_slice(extra);
+        v
+    };
+    tag_matrix(tls, &with(SCHEMES[0]), &SIZES);
     for extra in &SCHEMES[1..] {
-        tag_matrix(tls, extra, &[100, 65_539, 300_000]);
+        tag_matrix(tls, &with(extra), &[100, 65_539, 300_000]);
     }
 }
 
@@ -100,6 +112,18 @@ fn tcp_tag_layouts() {
 #[test]
 fn rc_iwarp_tag_layouts() {
     tag_every_scheme("rc_iwarp");
+}
+
+#[cfg(feature = "verbs")]
+#[test]
+fn rc_verbs_tag_layouts() {
+    // A device pins what it registers, so `auto` keeps rendezvous
+    // registrations in the cache, which does not watch `free`: this test
+    // frees its buffers without `rcache_invalidate`, and a later buffer
+    // at the same address would be read through the stale pages.
+    if let Some(tls) = rc_verbs() {
+        tag_every_scheme_with(tls, &[("RUCX_RCACHE_ENABLE", "no")]);
+    }
 }
 
 /// Streams: sends of random sizes in every layout, received whole into

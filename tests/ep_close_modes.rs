@@ -98,6 +98,14 @@ fn rc_iwarp_flush_close_delivers_then_resets() {
     flush_close_delivers_then_resets("rc_iwarp");
 }
 
+#[cfg(feature = "verbs")]
+#[test]
+fn rc_verbs_flush_close_delivers_then_resets() {
+    if let Some(tls) = rc_verbs() {
+        flush_close_delivers_then_resets(tls);
+    }
+}
+
 #[test]
 fn force_close_cancels_what_is_queued_at_once() {
     let (mut a, _b, ab, _seen) = pair("tcp");

@@ -79,6 +79,14 @@ fn rc_iwarp_sizes() {
     sizes_round_trip("rc_iwarp");
 }
 
+#[cfg(feature = "verbs")]
+#[test]
+fn rc_verbs_sizes() {
+    if let Some(tls) = rc_verbs() {
+        sizes_round_trip(tls);
+    }
+}
+
 fn unexpected_then_posted(tls: &str) {
     let (mut a, mut b, ab, _) = pair(tls);
     // Messages arrive before any receive is posted.

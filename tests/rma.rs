@@ -144,6 +144,14 @@ fn put_get_every_size() {
     }
 }
 
+#[cfg(feature = "verbs")]
+#[test]
+fn rc_verbs_put_get_every_size() {
+    if let Some(tls) = rc_verbs() {
+        put_get_sizes(tls);
+    }
+}
+
 #[test]
 fn iov_put_and_get() {
     use rucx::ucp::uct::Iov;
@@ -185,62 +193,75 @@ fn iov_put_and_get() {
     }
 }
 
+/// Every atomic operation and width, fetching and posting, over `tls`.
+fn atomics_on(tls: &str) {
+    let mut p = pair(tls);
+    let (m, k) = p.map(64, ALL);
+    for op in AtomicOp::ALL {
+        for wide in [false, true] {
+            let (init, v, cmp) = (0xf0f0u64, 0x0ff0u64, 0xf0f0u64);
+            m.write(8, &init.to_le_bytes()).unwrap();
+            let val = if wide {
+                AtomicValue::U64(v)
+            } else {
+                AtomicValue::U32(v as u32)
+            };
+            let old = p.fetch(op, val, cmp, m.addr() + 8, &k).expect("atomic");
+            assert_eq!(old, init, "{tls} {op:?} old value");
+            let want = match op {
+                AtomicOp::Add => init + v,
+                AtomicOp::And => init & v,
+                AtomicOp::Or => init | v,
+                AtomicOp::Xor => init ^ v,
+                AtomicOp::Swap | AtomicOp::Cswap => v,
+            };
+            assert_eq!(m.load_u64(8).unwrap(), want, "{tls} {op:?} wide={wide}");
+        }
+    }
+    // Posting forms, then a fence: all of them applied.
+    m.write(0, &0u64.to_le_bytes()).unwrap();
+    for _ in 0..100 {
+        let r = p.a.atomic_post(
+            p.ab,
+            AtomicOp::Add,
+            AtomicValue::U64(3),
+            m.addr(),
+            &k,
+            Op::new(),
+        );
+        if let Posted::InFlight(id) = r.expect("post") {
+            p.a.request_release(id);
+        }
+    }
+    while m.load_u64(0).unwrap() != 300 {
+        p.a.progress();
+        p.b.progress();
+    }
+    assert!(p
+        .a
+        .atomic_post(
+            p.ab,
+            AtomicOp::Cswap,
+            AtomicValue::U64(1),
+            m.addr(),
+            &k,
+            Op::new()
+        )
+        .is_err());
+}
+
 #[test]
 fn atomics_every_op_and_width() {
     for tls in TLS {
-        let mut p = pair(tls);
-        let (m, k) = p.map(64, ALL);
-        for op in AtomicOp::ALL {
-            for wide in [false, true] {
-                let (init, v, cmp) = (0xf0f0u64, 0x0ff0u64, 0xf0f0u64);
-                m.write(8, &init.to_le_bytes()).unwrap();
-                let val = if wide {
-                    AtomicValue::U64(v)
-                } else {
-                    AtomicValue::U32(v as u32)
-                };
-                let old = p.fetch(op, val, cmp, m.addr() + 8, &k).expect("atomic");
-                assert_eq!(old, init, "{tls} {op:?} old value");
-                let want = match op {
-                    AtomicOp::Add => init + v,
-                    AtomicOp::And => init & v,
-                    AtomicOp::Or => init | v,
-                    AtomicOp::Xor => init ^ v,
-                    AtomicOp::Swap | AtomicOp::Cswap => v,
-                };
-                assert_eq!(m.load_u64(8).unwrap(), want, "{tls} {op:?} wide={wide}");
-            }
-        }
-        // Posting forms, then a fence: all of them applied.
-        m.write(0, &0u64.to_le_bytes()).unwrap();
-        for _ in 0..100 {
-            let r = p.a.atomic_post(
-                p.ab,
-                AtomicOp::Add,
-                AtomicValue::U64(3),
-                m.addr(),
-                &k,
-                Op::new(),
-            );
-            if let Posted::InFlight(id) = r.expect("post") {
-                p.a.request_release(id);
-            }
-        }
-        while m.load_u64(0).unwrap() != 300 {
-            p.a.progress();
-            p.b.progress();
-        }
-        assert!(p
-            .a
-            .atomic_post(
-                p.ab,
-                AtomicOp::Cswap,
-                AtomicValue::U64(1),
-                m.addr(),
-                &k,
-                Op::new()
-            )
-            .is_err());
+        atomics_on(tls);
+    }
+}
+
+#[cfg(feature = "verbs")]
+#[test]
+fn rc_verbs_atomics() {
+    if let Some(tls) = rc_verbs() {
+        atomics_on(tls);
     }
 }
 
@@ -268,42 +289,55 @@ fn outside<T>(r: rucx::Result<T>) -> bool {
     )
 }
 
+/// What the key of a read-only region does not allow, refused over `tls`.
+fn refusals_on(tls: &str) {
+    let mut p = pair(tls);
+    let (m, k) = p.map(4096, Access::REMOTE_READ);
+    m.write(0, &[9; 16]).unwrap();
+    assert!(
+        no_right(p.put(&[1; 8], m.addr(), &k)),
+        "{tls}: put without write rights"
+    );
+    let mut buf = [0u8; 8];
+    assert!(
+        outside(p.get(&mut buf, m.addr() + 4090, &k)),
+        "{tls}: get past the end"
+    );
+    assert!(
+        outside(p.get(&mut buf, m.addr() - 1, &k)),
+        "{tls}: get before the start"
+    );
+    assert!(
+        no_right(p.fetch(AtomicOp::Add, AtomicValue::U64(1), 0, m.addr(), &k)),
+        "{tls}: atomic without rights"
+    );
+    let (_m2, k2) = p.map(64, ALL);
+    assert!(
+        matches!(
+            p.fetch(AtomicOp::Add, AtomicValue::U64(1), 0, k2.addr() + 4, &k2),
+            Err(Error::InvalidParam(_))
+        ),
+        "misaligned"
+    );
+    let mut seen = [0u8; 16];
+    m.read(0, &mut seen).unwrap();
+    assert_eq!(seen, [9; 16], "{tls}: memory untouched");
+    let bad = b"not a key";
+    assert!(p.a.rkey_unpack(p.ab, bad).is_err());
+}
+
 #[test]
 fn initiator_refuses_what_the_key_does_not_allow() {
     for tls in TLS {
-        let mut p = pair(tls);
-        let (m, k) = p.map(4096, Access::REMOTE_READ);
-        m.write(0, &[9; 16]).unwrap();
-        assert!(
-            no_right(p.put(&[1; 8], m.addr(), &k)),
-            "{tls}: put without write rights"
-        );
-        let mut buf = [0u8; 8];
-        assert!(
-            outside(p.get(&mut buf, m.addr() + 4090, &k)),
-            "{tls}: get past the end"
-        );
-        assert!(
-            outside(p.get(&mut buf, m.addr() - 1, &k)),
-            "{tls}: get before the start"
-        );
-        assert!(
-            no_right(p.fetch(AtomicOp::Add, AtomicValue::U64(1), 0, m.addr(), &k)),
-            "{tls}: atomic without rights"
-        );
-        let (_m2, k2) = p.map(64, ALL);
-        assert!(
-            matches!(
-                p.fetch(AtomicOp::Add, AtomicValue::U64(1), 0, k2.addr() + 4, &k2),
-                Err(Error::InvalidParam(_))
-            ),
-            "misaligned"
-        );
-        let mut seen = [0u8; 16];
-        m.read(0, &mut seen).unwrap();
-        assert_eq!(seen, [9; 16], "{tls}: memory untouched");
-        let bad = b"not a key";
-        assert!(p.a.rkey_unpack(p.ab, bad).is_err());
+        refusals_on(tls);
+    }
+}
+
+#[cfg(feature = "verbs")]
+#[test]
+fn rc_verbs_initiator_refuses() {
+    if let Some(tls) = rc_verbs() {
+        refusals_on(tls);
     }
 }
 

@@ -147,6 +147,21 @@ pub(crate) fn skip_or_fail(why: &str) {
     println!("skipped: {why}");
 }
 
+/// `rc_verbs`, when this build has it (the `verbs` feature) and an RDMA
+/// device is usable (soft-RoCE in `tests/verbs_guest/run.sh --net dummy`,
+/// or a NIC); otherwise `None`, after [`skip_or_fail`].
+/// The tests that use it exist only in builds with the feature, so that a
+/// default build under `RUCX_REQUIRE_ALL=1` does not fail for want of it.
+#[cfg(feature = "verbs")]
+pub(crate) fn rc_verbs() -> Option<&'static str> {
+    use rucx_rdma::Provider;
+    if rucx_verbs::PROVIDER.devices().is_ok_and(|d| !d.is_empty()) {
+        return Some("rc_verbs");
+    }
+    skip_or_fail("no RDMA device");
+    None
+}
+
 /// A context configured only by `vars` (full `RUCX_*` names); everything
 /// else takes its default, whatever the environment says.
 pub(crate) fn context_vars(vars: &[(&str, &str)]) -> Context {

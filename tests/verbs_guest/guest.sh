@@ -8,7 +8,7 @@ set -uo pipefail
 OUT=${1:?usage: guest.sh OUTDIR}
 export OUT
 # Defaults, replaced by job.sh.
-has_lo=0 has_veth=0 has_netns=0 capture='' cmd_timeout=300
+has_lo=0 has_dummy=0 has_veth=0 has_netns=0 capture='' cmd_timeout=300
 cmds=()
 # shellcheck disable=SC1091
 . "$OUT/job.sh"
@@ -31,13 +31,20 @@ step() {
     fi
 }
 
-export RXE_LO=rxe0 RXE_A=rxea RXE_B=rxeb ADDR_A=10.77.0.1 ADDR_B=10.77.0.2
+export RXE_LO=rxe0 RXE_D=rxed ADDR_D=10.78.0.1 RXE_A=rxea RXE_B=rxeb ADDR_A=10.77.0.1 ADDR_B=10.77.0.2
 
 t_setup=$EPOCHREALTIME
 step modprobe rdma_rxe
 step ip link set lo up
 if [ "$has_lo" -eq 1 ]; then
     step rdma link add rxe0 type rxe netdev lo
+fi
+if [ "$has_dummy" -eq 1 ]; then
+    step modprobe dummy
+    step ip link add d0 type dummy
+    step ip addr add "$ADDR_D/24" dev d0
+    step ip link set d0 up
+    step rdma link add rxed type rxe netdev d0
 fi
 if [ "$has_veth" -eq 1 ] || [ "$has_netns" -eq 1 ]; then
     step ip link add va type veth peer name vb

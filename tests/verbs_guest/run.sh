@@ -17,7 +17,13 @@ prints each command's status, time and output. Exits 1 if the guest does
 not boot, the setup fails or any command fails.
 
 Networks (--net, comma-separated; default: lo):
-  lo     rxe0 on the loopback device.
+  lo     rxe0 on the loopback device. Data moves, but the kernel's RDMA
+         connection manager cannot resolve a route on lo (rdma_resolve_route
+         fails with ENODEV on Linux 6.1), so librdmacm users (rucx's verbs
+         provider, ib_write_bw -R) need dummy or veth.
+  dummy  a dummy interface d0 (10.78.0.1/24) with rxed on it: one device
+         whose own address the connection manager resolves, for processes
+         or contexts that connect to each other on one device.
   veth   a veth pair va (10.77.0.1/24) <-> vb (10.77.0.2/24), both in the root
          namespace, rxea on va and rxeb on vb. Policy routing sends traffic
          between the two addresses across the pair (not through lo), so it
@@ -34,8 +40,8 @@ Command prefixes (may be combined, as bg:b:CMD):
   b:     with --net netns, run in namespace b; otherwise no effect.
 
 Inside the guest each command sees: OUT (a directory shared with the host,
-writable), RXE_LO=rxe0, RXE_A=rxea, RXE_B=rxeb, ADDR_A=10.77.0.1,
-ADDR_B=10.77.0.2.
+writable), RXE_LO=rxe0, RXE_D=rxed, ADDR_D=10.78.0.1, RXE_A=rxea,
+RXE_B=rxeb, ADDR_A=10.77.0.1, ADDR_B=10.77.0.2.
 
 Options:
   --net LIST          networks to set up (see above); default lo
@@ -122,15 +128,16 @@ done
 cmds=("$@")
 
 # Validate the options before looking for the tools.
-has_lo=0 has_veth=0 has_netns=0
+has_lo=0 has_dummy=0 has_veth=0 has_netns=0
 IFS=, read -r -a nets <<<"$net"
 [ ${#nets[@]} -gt 0 ] || die "--net is empty"
 for n in "${nets[@]}"; do
     case $n in
     lo) has_lo=1 ;;
+    dummy) has_dummy=1 ;;
     veth) has_veth=1 ;;
     netns) has_netns=1 ;;
-    *) die "unknown network '$n' in --net (lo, veth, netns)" ;;
+    *) die "unknown network '$n' in --net (lo, dummy, veth, netns)" ;;
     esac
 done
 [ $((has_veth + has_netns)) -le 1 ] || die "--net veth and netns exclude each other"
@@ -196,7 +203,7 @@ fi
 
 {
     printf '# written by run.sh, read by guest.sh\n'
-    declare -p has_lo has_veth has_netns capture cmd_timeout
+    declare -p has_lo has_dummy has_veth has_netns capture cmd_timeout
     declare -p cmds
 } >"$out/job.sh"
 

@@ -8,6 +8,11 @@
 
 mod star;
 
+/// The RC transport over userspace iWARP on `lo`.
+fn fixture() -> uct::testing::ComponentFixture {
+    uct::testing::ComponentFixture::new(&rucx_iwarp::COMPONENT, "iwarp_lo")
+}
+
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
 
@@ -49,7 +54,7 @@ fn live() -> i64 {
 fn heap_bytes_per_connection() {
     let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     const N: usize = 200;
-    let f = star::fixture();
+    let f = fixture();
     drop(f.open(0));
     let mut s = star::Star::open(&f, N);
     s.progress();
@@ -109,7 +114,7 @@ impl uct::AmSink for CountSink {
 #[test]
 fn one_connection_allocates_nothing_per_message() {
     let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
-    let f = star::fixture();
+    let f = fixture();
     let mut s = star::Star::open(&f, 1);
     let ep = s.exchange(1)[0];
     let back = s.hub_ep(0).unwrap();

@@ -8,13 +8,18 @@
 
 mod star;
 
+/// The RC transport over userspace iWARP on `lo`.
+fn fixture() -> uct::testing::ComponentFixture {
+    uct::testing::ComponentFixture::new(&rucx_iwarp::COMPONENT, "iwarp_lo")
+}
+
 #[test]
 fn resident_memory_per_connection() {
     let n: usize = std::env::var("RUCX_TEST_RC_CONNS")
         .ok()
         .and_then(|v| v.parse().ok())
         .unwrap_or(500);
-    let f = star::fixture();
+    let f = fixture();
     // Opens the memory domain (and whatever it sets up once) first.
     drop(f.open(0));
     let before = star::rss_kib();

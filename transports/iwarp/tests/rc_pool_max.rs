@@ -4,6 +4,11 @@
 
 mod star;
 
+/// The RC transport over userspace iWARP on `lo`.
+fn fixture() -> uct::testing::ComponentFixture {
+    uct::testing::ComponentFixture::new(&rucx_iwarp::COMPONENT, "iwarp_lo")
+}
+
 use uct::testing::Event;
 
 #[test]
@@ -11,7 +16,7 @@ fn pool_grows_to_its_maximum_then_refuses_connections() {
     // Two chunks of 64 receives of 8 KiB; a connection commits 2 + 1.
     std::env::set_var("RUCX_RC_RX_POOL_MAX", "1m");
     const FIT: usize = 128 / 3;
-    let f = star::fixture();
+    let f = fixture();
     let mut s = star::Star::open(&f, FIT + 2);
     let eps: Vec<_> = (0..=FIT).map(|i| s.peer_ep(i).unwrap()).collect();
     for (i, &ep) in eps.iter().enumerate() {

@@ -6,6 +6,11 @@
 mod common;
 mod star;
 
+/// The RC transport over userspace iWARP on `lo`.
+fn fixture() -> uct::testing::ComponentFixture {
+    uct::testing::ComponentFixture::new(&rucx_iwarp::COMPONENT, "iwarp_lo")
+}
+
 use common::{device, established, listen, Node};
 use rucx_rdma::rc::wire::{header, ConnReq, GRANT};
 use rucx_rdma::{Access, CmEvent, ConnParam, RecvWr, SendFlags, SendOp, SendWr, Sge};
@@ -90,7 +95,7 @@ fn am(field: u16) -> Vec<u8> {
 /// Sends `msgs` from a fresh rogue; the hub must end that connection
 /// while its connection to the good peer keeps working.
 fn fails_alone(what: &str, msgs: &[Vec<u8>]) {
-    let f = star::fixture();
+    let f = fixture();
     let mut s = star::Star::open(&f, 1);
     let ep = s.exchange(1)[0];
     let (mut r, _rx) = rogue(&mut s);
@@ -147,7 +152,7 @@ fn malformed_messages_fail_that_connection() {
 /// two more), and the connection stays.
 #[test]
 fn a_peer_within_its_window_stays_connected() {
-    let f = star::fixture();
+    let f = fixture();
     let mut s = star::Star::open(&f, 1);
     s.exchange(1);
     let (mut r, _rx) = rogue(&mut s);

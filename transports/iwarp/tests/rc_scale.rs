@@ -4,11 +4,16 @@
 
 mod star;
 
+/// The RC transport over userspace iWARP on `lo`.
+fn fixture() -> uct::testing::ComponentFixture {
+    uct::testing::ComponentFixture::new(&rucx_iwarp::COMPONENT, "iwarp_lo")
+}
+
 use std::collections::HashSet;
 
 #[test]
 fn three_hundred_connections_exchange_messages() {
-    let f = star::fixture();
+    let f = fixture();
     let mut s = star::Star::open(&f, 300);
     s.exchange(1);
     let mut seen: HashSet<u64> = s.hub_sink.ams.iter().map(|a| header(&a.data)).collect();
@@ -29,7 +34,7 @@ fn three_hundred_connections_exchange_messages() {
 fn a_burst_from_many_senders_finds_receives() {
     const PEERS: usize = 150;
     const EACH: usize = 40;
-    let f = star::fixture();
+    let f = fixture();
     let mut s = star::Star::open(&f, PEERS);
     s.exchange(EACH);
     assert_eq!(s.hub_sink.ams.len(), PEERS * EACH);
@@ -53,7 +58,7 @@ fn header(data: &[u8]) -> u64 {
 /// of it (what is not returned stays below half), where it started with 2.
 #[test]
 fn a_streaming_connection_grows_its_window() {
-    let f = star::fixture();
+    let f = fixture();
     let mut s = star::Star::open(&f, 1);
     let ep = s.exchange(1)[0];
     for j in 0..2000 {

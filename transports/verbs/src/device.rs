@@ -217,6 +217,12 @@ impl Device for VerbsDevice {
         // drops the registration.
         let reg = unsafe { MrReg::register(&pdh, addr, len, ibv_access(access))? };
         let (lkey, rkey) = reg.keys();
+        // The trait's keys are never 0, but rxe gives a region without
+        // remote rights the rkey 0. Such a region is named by its lkey
+        // instead, which the device refuses as a remote key (it compares
+        // the key with the region's rkey), so peers still get a remote
+        // access error.
+        let rkey = if rkey == 0 { lkey } else { rkey };
         let mr = Mr {
             addr: addr as u64,
             len: len as u64,
@@ -231,8 +237,14 @@ impl Device for VerbsDevice {
 
     fn dereg_mr(&self, mr: &Mr) -> Result<()> {
         let mut mrs = self.shared.mrs.lock();
+        // The region's identity, not the rights it was asked for (a caller
+        // may have asked for fewer than were granted, as the RC memory
+        // domain adds local write to remote write).
+        let same = |live: &Mr| {
+            (live.addr, live.len, live.pd, live.rkey) == (mr.addr, mr.len, mr.pd, mr.rkey)
+        };
         match mrs.get(&mr.lkey) {
-            Some((_, live)) if live == mr => {
+            Some((_, live)) if same(live) => {
                 mrs.remove(&mr.lkey);
                 Ok(())
             }
@@ -252,6 +264,44 @@ impl Device for VerbsDevice {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::discover::DeviceCaps;
+
+    /// libibverbs' `max_qp_rd_atom` is the responder's depth (IRD) and
+    /// `max_qp_init_rd_atom` the initiator's (ORD); the trait's fields of
+    /// the same names carry the opposite meanings (its docs say ORD and
+    /// IRD), so they are filled crosswise.
+    #[test]
+    fn read_depths_cross_to_the_traits_names() {
+        let caps = DeviceCaps {
+            max_qp: 1,
+            max_qp_wr: 1,
+            max_sge: 4,
+            max_sge_rd: 2,
+            max_cqe: 1,
+            max_srq: 1,
+            max_srq_wr: 1,
+            max_srq_sge: 1,
+            max_mr_size: 1,
+            atomic_cap: AtomicCap::None,
+            max_qp_init_rd_atom: 3,
+            max_qp_rd_atom: 5,
+        };
+        let vi = VerbsDeviceInfo {
+            name: "rxe0".into(),
+            transport: TransportKind::Roce,
+            caps,
+            ports: Vec::new(),
+        };
+        let info = DeviceInfo {
+            name: "rxe0:1".into(),
+            netdev: "d0".into(),
+            addr: "10.78.0.1".parse().unwrap(),
+        };
+        let a = attr_of(&info, &vi, 1 << 30, 256);
+        assert_eq!(a.max_qp_rd_atom, 3, "the trait's ORD");
+        assert_eq!(a.max_qp_init_rd_atom, 5, "the trait's IRD");
+        assert_eq!((a.max_sge_rd, a.max_inline, a.atomics), (2, 256, false));
+    }
 
     #[test]
     fn access_maps_to_ibv_bits() {

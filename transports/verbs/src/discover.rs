@@ -351,7 +351,12 @@ pub(crate) fn port_dev_name(dev: &str, port: u8) -> String {
 
 /// The ports the RC transport can use: active, with a network interface
 /// that has an address of a family in `prio` (the connection manager
-/// resolves routes by IP address).
+/// resolves routes by IP address) and is not a loopback interface.
+///
+/// A RoCE device on the loopback interface (soft-RoCE's `rxe0` on `lo`)
+/// moves data, but the kernel's connection manager cannot route on it:
+/// `rdma_resolve_route` fails with ENODEV (Linux 6.1, perftest's
+/// `ib_write_bw -R` alike), so no connection could ever be made.
 pub(crate) fn usable_ports(devs: &[VerbsDeviceInfo], prio: &AfPrio) -> Vec<DeviceInfo> {
     let mut out = Vec::new();
     for d in devs {
@@ -362,7 +367,11 @@ pub(crate) fn usable_ports(devs: &[VerbsDeviceInfo], prio: &AfPrio) -> Vec<Devic
             let Some(netdev) = port_netdev(&d.name, p) else {
                 continue;
             };
-            let Some(addr) = netif::find(&netdev).ok().and_then(|n| n.addr(prio)) else {
+            let Some(addr) = netif::find(&netdev)
+                .ok()
+                .filter(|n| !n.loopback)
+                .and_then(|n| n.addr(prio))
+            else {
                 continue;
             };
             out.push(DeviceInfo {
@@ -425,8 +434,8 @@ pub(crate) fn details(d: &VerbsDeviceInfo, port: u8) -> Vec<(&'static str, Strin
 mod tests {
     use super::*;
 
-    #[test]
-    fn details_show_the_port_and_its_gids() {
+    /// A RoCE device `rxe0` with one active port on `netdev`.
+    fn fake(netdev: &str) -> VerbsDeviceInfo {
         let caps = DeviceCaps {
             max_qp: 10,
             max_qp_wr: 1,
@@ -445,7 +454,7 @@ mod tests {
         gid[10] = 0xff;
         gid[11] = 0xff;
         gid[12..].copy_from_slice(&[10, 0, 0, 1]);
-        let d = VerbsDeviceInfo {
+        VerbsDeviceInfo {
             name: "rxe0".into(),
             transport: TransportKind::Roce,
             caps,
@@ -460,10 +469,25 @@ mod tests {
                     index: 1,
                     gid,
                     kind: GidKind::RoceV2,
-                    netdev: Some("va".into()),
+                    netdev: Some(netdev.into()),
                 }],
             }],
-        };
+        }
+    }
+
+    /// The connection manager cannot route on a loopback interface, so a
+    /// device there (with 127.0.0.1, which `lo` has everywhere) is not
+    /// offered; nor is one whose interface does not exist.
+    #[test]
+    fn ports_on_loopback_are_not_usable() {
+        let prio = AfPrio(vec![netif::AddrFamily::Inet, netif::AddrFamily::Inet6]);
+        assert_eq!(usable_ports(&[fake("lo")], &prio), Vec::new());
+        assert_eq!(usable_ports(&[fake("no-such-if0")], &prio), Vec::new());
+    }
+
+    #[test]
+    fn details_show_the_port_and_its_gids() {
+        let d = fake("va");
         let info = details(&d, 1);
         let get = |k: &str| info.iter().find(|(l, _)| *l == k).map(|(_, v)| v.clone());
         assert_eq!(get("Link layer").as_deref(), Some("Ethernet"));

@@ -24,8 +24,9 @@
 //!   machine without RDMA lists no `rc_verbs` resource and pays one look
 //!   at sysfs.
 //! * The provider offers one device per active port whose network
-//!   interface has an IP address (IPv4 first), named `<device>:<port>`
-//!   (`rxe0:1`, `mlx5_0:1`): the connection manager needs that address.
+//!   interface has an IP address (IPv4 first) and is not a loopback
+//!   interface, named `<device>:<port>` (`rxed:1`, `mlx5_0:1`): the
+//!   connection manager needs that address.
 //! * A device ([`VerbsDevice`]) holds protection domains and memory
 //!   regions (access rights mapped to IBV_ACCESS_*) for all its contexts;
 //!   its largest inline send is probed with a throw-away queue pair.
@@ -46,7 +47,8 @@
 //!   they are not the connection manager's: the connection carries their
 //!   number, and the provider moves them to INIT at creation, to RTR and
 //!   RTS with the attributes `rdma_init_qp_attr` gives, to ERR when the
-//!   connection ends.
+//!   connection ends. Sends posted before RTS wait in the provider
+//!   (`deferred`) and go out once it is reached.
 //! * One fd to sleep on per context: an epoll set of the completion
 //!   channel, the connection manager's channel, the device's async fd
 //!   and an eventfd for asynchronous events routed to this context.
@@ -56,10 +58,14 @@
 //!
 //! # What it does not do
 //!
-//! Nothing has run on a device yet: the machines this is built on have no
-//! RDMA hardware and no kernel RDMA, so every path that needs a device is
-//! tested only inside a guest with soft-RoCE (`tests/device.rs`, which
-//! says `skipped: no RDMA device` elsewhere). iWARP NICs are listed but
+//! Nothing has run on a NIC: the machines this is built on have no RDMA
+//! hardware and no kernel RDMA, so every path that needs a device is
+//! tested only inside a guest with soft-RoCE (`tests/device.rs`,
+//! `tests/device_queues.rs`, `tests/rc_conformance.rs`, run by
+//! `tests/verbs_guest/suite.sh`; they say `skipped: no RDMA device`
+//! elsewhere). No port on a loopback interface is offered: the kernel's
+//! connection manager cannot resolve a route there (soft-RoCE's `rxe0` on
+//! `lo`). iWARP NICs are listed but
 //! untested: their connection manager may want queue pairs it owns. No
 //! UD, XRC, memory windows, on-demand paging, immediate data or
 //! solicited-only notification; at most 32 scatter/gather entries per
@@ -75,8 +81,10 @@
 //!   queues, shared receive queues, queue pairs, each holding its parents;
 //! * `device`: [`VerbsDevice`], protection domains and regions by id;
 //! * `provider`: [`VerbsProvider`];
-//! * `context`: [`VerbsContext`], the `Verbs` implementation;
-//! * `wr`, `wc`: work requests and completions;
+//! * `context`: [`VerbsContext`], the `Verbs` implementation (`context::wait`:
+//!   arming, completion notifications, kept sends);
+//! * `wr`, `wc`: work requests and completions; `deferred`: sends
+//!   posted before their connection is up;
 //! * `cm`: connections (librdmacm) and their events; `qpstate`: queue
 //!   pair state changes; `addr`: socket addresses;
 //! * `events`: asynchronous events and the context's wake-up fd.
@@ -87,6 +95,8 @@ mod addr;
 mod cm;
 #[cfg(feature = "sys")]
 mod context;
+#[cfg(feature = "sys")]
+mod deferred;
 #[cfg(feature = "sys")]
 mod device;
 #[cfg(feature = "sys")]

@@ -9,7 +9,7 @@ use rucx_rdma::{RecvWr, SendFlags, SendOp, SendWr, Sge};
 use uct::ucs::{Error, Result};
 
 use crate::ffi::rc_err;
-use crate::res::{zeroed, Qp, Srq};
+use crate::res::{zeroed, Qp, QpCap, Srq};
 
 /// Most scatter/gather entries one work request takes here (devices
 /// offer up to about 30).
@@ -73,6 +73,20 @@ pub(crate) fn effective_flags(wr: &SendWr<'_>, max_inline: u32) -> Result<SendFl
         flags |= SendFlags::INLINE;
     }
     Ok(flags)
+}
+
+/// What the device would refuse of `wr` on a queue pair of `cap`: more
+/// gather entries than it has, or an INLINE send that does not fit.
+pub(crate) fn check(wr: &SendWr<'_>, cap: &QpCap) -> Result<()> {
+    let max = (cap.max_send_sge as usize).min(MAX_SGE);
+    if wr.sges.len() > max {
+        return Err(Error::Limit {
+            op: "verbs send gather list",
+            len: wr.sges.len(),
+            max,
+        });
+    }
+    effective_flags(wr, cap.max_inline).map(|_| ())
 }
 
 /// Posts `wr` on `qp` (`ibv_post_send`).

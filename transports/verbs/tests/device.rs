@@ -8,161 +8,13 @@
 
 #![cfg(feature = "sys")]
 
-use std::sync::Arc;
-use std::time::{Duration, Instant};
+mod common;
 
-use rucx_rdma::{
-    Access, CmEvent, ConnParam, CqId, Device, Mr, PdId, Provider, QpId, QpInit, QpState, RecvWr,
-    SendFlags, SendOp, SendWr, Sge, Verbs, Wc, WcOpcode, WcStatus,
-};
+use common::{connect, device, wait_cm, Buf, Side, DEADLINE};
+use rucx_rdma::{CmEvent, ConnParam, QpState, RecvWr, SendOp, WcOpcode, WcStatus};
 use rucx_verbs::discover::{discover, GidKind, PortState};
-use rucx_verbs::PROVIDER;
+use std::time::Instant;
 use uct::Armed;
-
-const DEADLINE: Duration = Duration::from_secs(20);
-
-fn skip_or_fail(why: &str) {
-    if std::env::var("RUCX_REQUIRE_ALL").is_ok_and(|v| v == "1") {
-        panic!("required but unavailable: {why}");
-    }
-    println!("skipped: {why}");
-}
-
-/// The first usable device, or `None` after saying why.
-fn device() -> Option<Arc<dyn Device>> {
-    let Some(info) = PROVIDER.devices().unwrap().into_iter().next() else {
-        skip_or_fail("no RDMA device");
-        return None;
-    };
-    Some(
-        PROVIDER
-            .open_device(&info.name)
-            .expect("open the device found"),
-    )
-}
-
-/// Registered memory of a test (kept alive until the test ends).
-struct Buf {
-    data: Vec<u8>,
-    mr: Mr,
-}
-
-impl Buf {
-    fn new(dev: &dyn Device, pd: PdId, len: usize, fill: u8) -> Buf {
-        let mut data = vec![fill; len];
-        let access = Access::LOCAL_WRITE
-            | Access::REMOTE_READ
-            | Access::REMOTE_WRITE
-            | Access::REMOTE_ATOMIC;
-        // SAFETY: the Vec lives in the Buf, dropped after the contexts.
-        let mr = unsafe { dev.reg_mr(pd, data.as_mut_ptr(), len, access) }.unwrap();
-        Buf { data, mr }
-    }
-
-    fn sge(&self, off: usize, len: usize) -> Sge {
-        Sge {
-            addr: self.data.as_ptr() as u64 + off as u64,
-            len: len as u32,
-            lkey: self.mr.lkey,
-        }
-    }
-}
-
-/// One side of a connection.
-struct Side {
-    ctx: Box<dyn Verbs>,
-    cq: CqId,
-    qp: QpId,
-}
-
-impl Side {
-    fn new(dev: &dyn Device, pd: PdId) -> Side {
-        let mut ctx = dev.open_context().unwrap();
-        let cq = ctx.create_cq(256).unwrap();
-        let qp = ctx
-            .create_qp(&QpInit {
-                pd,
-                send_cq: cq,
-                recv_cq: cq,
-                max_send_wr: 64,
-                max_recv_wr: 64,
-                max_send_sge: 2,
-                max_recv_sge: 2,
-                max_inline: 64,
-                sq_sig_all: true,
-                srq: None,
-            })
-            .unwrap();
-        assert_eq!(ctx.qp_state(qp), Some(QpState::Init));
-        Side { ctx, cq, qp }
-    }
-
-    fn wc(&mut self) -> Wc {
-        let start = Instant::now();
-        let mut out = [Wc::default(); 1];
-        loop {
-            if self.ctx.poll_cq(self.cq, &mut out) == 1 {
-                return out[0];
-            }
-            assert!(start.elapsed() < DEADLINE, "no completion");
-        }
-    }
-
-    fn send(&mut self, wr_id: u64, op: SendOp, sges: &[Sge]) {
-        let wr = SendWr {
-            wr_id,
-            op,
-            sges,
-            flags: SendFlags::SIGNALED,
-        };
-        // SAFETY: the buffers live until the end of the test.
-        unsafe { self.ctx.post_send(self.qp, &wr) }.unwrap();
-    }
-}
-
-/// Progresses both sides until `f` finds what it waits for.
-fn wait_cm(side: &mut Side) -> CmEvent {
-    let start = Instant::now();
-    loop {
-        if let Some(e) = side.ctx.poll_cm() {
-            return e;
-        }
-        assert!(start.elapsed() < DEADLINE, "no connection event");
-        std::thread::sleep(Duration::from_millis(1));
-    }
-}
-
-/// A connected pair: `a` connected to `b`'s listener.
-fn connect(dev: &dyn Device, pd: PdId) -> (Side, Side) {
-    let (mut a, mut b) = (Side::new(dev, pd), Side::new(dev, pd));
-    let at = b
-        .ctx
-        .listen(std::net::SocketAddr::new(dev.attr().addr, 0))
-        .unwrap();
-    let req = ConnParam {
-        private_data: b"hello".to_vec(),
-        ord: 1,
-        ird: 1,
-    };
-    a.ctx.connect(a.qp, at, &req).unwrap();
-    let CmEvent::ConnectRequest { req: id, param, .. } = wait_cm(&mut b) else {
-        panic!("expected a connection request");
-    };
-    assert_eq!(&param.private_data[..5], b"hello");
-    let rep = ConnParam {
-        private_data: b"welcome".to_vec(),
-        ord: 1,
-        ird: 1,
-    };
-    b.ctx.accept(id, b.qp, &rep).unwrap();
-    let CmEvent::Established { param, .. } = wait_cm(&mut a) else {
-        panic!("expected the initiator to be established");
-    };
-    assert_eq!(&param.private_data[..7], b"welcome");
-    assert!(matches!(wait_cm(&mut b), CmEvent::Established { .. }));
-    assert_eq!(a.ctx.qp_state(a.qp), Some(QpState::Rts));
-    (a, b)
-}
 
 #[test]
 fn discovery_reads_ports_and_gids() {
@@ -314,16 +166,19 @@ fn reject_and_disconnect_are_reported() {
         .listen(std::net::SocketAddr::new(dev.attr().addr, 0))
         .unwrap();
     a.ctx.connect(a.qp, at, &ConnParam::default()).unwrap();
-    let CmEvent::ConnectRequest { req, .. } = wait_cm(&mut b) else {
+    let CmEvent::ConnectRequest { req, .. } = wait_cm(&mut b, &mut a) else {
         panic!("expected a connection request");
     };
     b.ctx.reject(req, b"no").unwrap();
-    match wait_cm(&mut a) {
+    match wait_cm(&mut a, &mut b) {
         CmEvent::Rejected { private_data, .. } => assert_eq!(&private_data[..2], b"no"),
         other => panic!("expected a reject, got {other:?}"),
     }
     let (mut a, mut b) = connect(&*dev, pd);
     a.ctx.disconnect(a.qp).unwrap();
-    assert!(matches!(wait_cm(&mut b), CmEvent::Disconnected { .. }));
+    assert!(matches!(
+        wait_cm(&mut b, &mut a),
+        CmEvent::Disconnected { .. }
+    ));
     assert_eq!(b.ctx.qp_state(b.qp), Some(QpState::Error));
 }

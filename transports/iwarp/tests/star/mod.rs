@@ -1,6 +1,7 @@
-//! A hub RC iface and many peer ifaces on the loopback device, all in
-//! this process and progressed in turn by one thread: one connection
-//! between the hub and each peer.
+//! A hub RC iface and many peer ifaces of one fixture, all in this
+//! process and progressed in turn by one thread: one connection between
+//! the hub and each peer. Each test binary names its fixture (rucx-verbs'
+//! `tests/rc_star.rs` includes this file for rc_verbs).
 
 #![allow(dead_code)]
 
@@ -18,11 +19,6 @@ pub(crate) struct Star {
     pub(crate) hub_sink: TestSink,
     pub(crate) peers: Vec<Box<dyn Iface>>,
     pub(crate) sinks: Vec<TestSink>,
-}
-
-/// The RC transport over userspace iWARP on `lo`.
-pub(crate) fn fixture() -> ComponentFixture {
-    ComponentFixture::new(&rucx_iwarp::COMPONENT, "iwarp_lo")
 }
 
 impl Star {

@@ -521,59 +521,85 @@ impl PutOps for RcIface {
         if total == 0 {
             return Ok(Posted::Done);
         }
-        let Some(qp) = self.send_slot(ep, false, 2)? else {
+        // Without a device-wide local key each entry is registered for this
+        // put and held by its own WRITE: one WRITE per entry.
+        let entries = iov.iter().filter(|v| v.len > 0);
+        let writes = if self.local_lkey.is_some() {
+            1
+        } else {
+            entries.clone().count() as u32
+        };
+        let Some(qp) = self.send_slot(ep, false, writes + 1)? else {
             return Ok(Posted::NoResource);
         };
+        // The WRITEs, then a zero-length READ that completes only once the
+        // WRITEs were placed (or fails when the target refused one): the
+        // put completes with the READ, so a completed put is in the
+        // target's memory and a refused one fails, as the uct contract
+        // says.
+        let group = self.new_group(token, writes + 1);
+        let mut posted = 0;
+        let mut at = remote_addr;
         let mut sges = [Sge::default(); MAX_SGES];
         let mut n = 0;
-        let mut mr = None;
-        for v in iov.iter().filter(|v| v.len > 0) {
-            let (sge, m) = self.local_sge(v.ptr, v.len, Access::empty())?;
-            if m.is_some() && mr.is_some() {
-                return Err(Error::Unsupported(
-                    "rc: put_zcopy of several entries without a local key".into(),
-                ));
-            }
-            mr = mr.or(m);
+        let mut entries = entries.peekable();
+        while let Some(v) = entries.next() {
+            let step = self.local_sge(v.ptr, v.len, Access::empty());
+            let (sge, m) = match step {
+                Ok(x) => x,
+                Err(e) => return Err(self.put_failed(group, posted, e)),
+            };
             sges[n] = sge;
             n += 1;
-        }
-        // The WRITE, then a zero-length READ that completes only once the
-        // WRITE was placed (or fails when the target refused it): the put
-        // completes with the READ, so a completed put is in the target's
-        // memory and a refused one fails, as the uct contract says.
-        let group = self.new_group(token, 2);
-        let wr = SendWr {
-            wr_id: 0,
-            op: SendOp::Write {
-                remote_addr,
-                rkey: stag,
-            },
-            sges: &sges[..n],
-            flags: SendFlags::SIGNALED,
-        };
-        let op = Op {
-            qp,
-            ep: Some(ep),
-            switch: false,
-            buf: None,
-            mr,
-            group: Some(group),
-            amo: None,
-        };
-        // SAFETY: the iov stays valid until completion (caller's contract).
-        if let Err(e) = unsafe { self.post_op(qp, wr, op, false) } {
-            self.groups.remove(group);
-            return Err(e);
+            if writes > 1 || entries.peek().is_none() {
+                let wr = SendWr {
+                    wr_id: 0,
+                    op: SendOp::Write {
+                        remote_addr: at,
+                        rkey: stag,
+                    },
+                    sges: &sges[..n],
+                    flags: SendFlags::SIGNALED,
+                };
+                let op = Op {
+                    qp,
+                    ep: Some(ep),
+                    switch: false,
+                    buf: None,
+                    // Set only where each entry has its own WRITE.
+                    mr: m,
+                    group: Some(group),
+                    amo: None,
+                };
+                // SAFETY: the iov stays valid until completion (caller's
+                // contract).
+                if let Err(e) = unsafe { self.post_op(qp, wr, op, false) } {
+                    return Err(self.put_failed(group, posted, e));
+                }
+                posted += 1;
+                at += sges[..n].iter().map(|s| u64::from(s.len)).sum::<u64>();
+                n = 0;
+            }
         }
         if let Err(e) = self.post_flush_read(qp, Some(ep), Some(group), false) {
-            if let Some(g) = self.groups.get_mut(group) {
-                g.left = 1;
-                g.silent = true;
-            }
-            return Err(e);
+            return Err(self.put_failed(group, posted, e));
         }
         Ok(Posted::InFlight)
+    }
+}
+
+impl RcIface {
+    /// A put failed after `posted` of its WRITEs: those complete into a
+    /// group whose caller is told of the failure now, so nobody is told
+    /// again. Returns `e`.
+    fn put_failed(&mut self, group: u32, posted: u32, e: Error) -> Error {
+        if posted == 0 {
+            self.groups.remove(group);
+        } else if let Some(g) = self.groups.get_mut(group) {
+            g.left = posted;
+            g.silent = true;
+        }
+        e
     }
 }
 

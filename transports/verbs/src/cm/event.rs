@@ -180,6 +180,7 @@ impl Cm {
                 match r {
                     Ok(()) => {
                         slot.state = QpState::Rts;
+                        slot.ready = true;
                         self.out.push_back(CmEvent::Established {
                             qp,
                             param: ev.param,

@@ -12,12 +12,13 @@ use std::net::{IpAddr, SocketAddr};
 use std::ptr::{self, NonNull};
 
 use rdma_sys as sys;
-use rucx_rdma::{CmEvent, ConnParam, ConnReqId, QpId, QpState};
+use rucx_rdma::{CmEvent, ConnParam, ConnReqId, CqId, QpId, QpState};
 use uct::ucs::{Error, Result};
 
 mod event;
 
 use crate::addr;
+use crate::deferred::Deferred;
 use crate::ffi::{os_err, set_nonblocking};
 use crate::qpstate::{self, Depths};
 use crate::res::{zeroed, Qp};
@@ -64,6 +65,13 @@ pub(crate) struct QpSlot {
     pub(crate) state: QpState,
     /// It takes receives from a shared receive queue.
     pub(crate) srq: bool,
+    /// The device has it in RTS (an accepting side gets there before its
+    /// connection is established): sends go straight to the device.
+    pub(crate) ready: bool,
+    /// Where its send completions go.
+    pub(crate) send_cq: CqId,
+    /// Sends posted before it was ready, oldest first.
+    pub(crate) deferred: VecDeque<Deferred>,
 }
 
 /// One context's connection manager state.
@@ -250,6 +258,7 @@ impl Cm {
             return Err(e);
         }
         slot.state = QpState::Connecting;
+        slot.ready = true;
         self.accepted.insert(qp, param.clone());
         self.by_qp.insert(qp, id);
         Ok(())
@@ -279,6 +288,20 @@ impl Cm {
         }
     }
 
+    /// Tells the connection manager that `qp`, accepted, has traffic:
+    /// the connection is established (`rdma_notify` with COMM_EST), and
+    /// its `Established` event follows.
+    pub(crate) fn notify_established(&mut self, qp: QpId) {
+        if let Some(id) = self.by_qp.get(&qp) {
+            // SAFETY: live id of an accepted connection.
+            let rc = unsafe { sys::rdma_notify(id.raw(), sys::ibv_event_type::IBV_EVENT_COMM_EST) };
+            if rc != 0 {
+                let e = std::io::Error::last_os_error();
+                tracing::debug!(qp = qp.0, error = %e, "verbs: rdma_notify");
+            }
+        }
+    }
+
     /// Forgets `qp`'s connection (destroys its id), when it is destroyed.
     pub(crate) fn forget(&mut self, qp: QpId) {
         if let Some(id) = self.by_qp.remove(&qp) {
@@ -291,21 +314,32 @@ impl Cm {
 
     /// The next event, reading the channel as needed.
     pub(crate) fn poll(&mut self, qps: &mut HashMap<QpId, QpSlot>) -> Option<CmEvent> {
-        while self.out.is_empty() {
-            let mut ev = ptr::null_mut();
-            // SAFETY: the channel is live and non-blocking; `ev` is an
-            // out-pointer.
-            if unsafe { sys::rdma_get_cm_event(self.channel.as_ptr(), &mut ev) } != 0 {
-                break;
-            }
-            // SAFETY: a delivered event, valid until acknowledged; copied
-            // before that.
-            let copied = unsafe { event::Copied::of(ev) };
-            // SAFETY: acknowledged once, after copying.
-            unsafe { sys::rdma_ack_cm_event(ev) };
-            self.handle(copied, qps);
-        }
+        while self.out.is_empty() && self.read_one(qps) {}
         self.out.pop_front()
+    }
+
+    /// Reads and handles every event waiting on the channel, so that its
+    /// fd is not readable afterwards (what `arm` needs before it says
+    /// "sleep"); the events for the caller are queued for `poll`.
+    pub(crate) fn pump(&mut self, qps: &mut HashMap<QpId, QpSlot>) {
+        while self.read_one(qps) {}
+    }
+
+    /// Reads and handles one event from the channel; false if none waits.
+    fn read_one(&mut self, qps: &mut HashMap<QpId, QpSlot>) -> bool {
+        let mut ev = ptr::null_mut();
+        // SAFETY: the channel is live and non-blocking; `ev` is an
+        // out-pointer.
+        if unsafe { sys::rdma_get_cm_event(self.channel.as_ptr(), &mut ev) } != 0 {
+            return false;
+        }
+        // SAFETY: a delivered event, valid until acknowledged; copied
+        // before that.
+        let copied = unsafe { event::Copied::of(ev) };
+        // SAFETY: acknowledged once, after copying.
+        unsafe { sys::rdma_ack_cm_event(ev) };
+        self.handle(copied, qps);
+        true
     }
 }
 

@@ -2,12 +2,10 @@
 //! queues, queue pairs and connections on a device.
 
 use std::collections::{HashMap, VecDeque};
-use std::mem::MaybeUninit;
 use std::net::SocketAddr;
 use std::os::fd::{AsRawFd, OwnedFd, RawFd};
 use std::sync::Arc;
 
-use rdma_sys as sys;
 use rucx_rdma::{
     AsyncEvent, CmEvent, ConnParam, ConnReqId, CqId, DeviceAttr, QpId, QpInit, QpState, RecvWr,
     SendWr, SrqId, SrqInit, Verbs, Wc,
@@ -16,13 +14,16 @@ use uct::ucs::{Error, Result};
 use uct::Armed;
 
 use crate::cm::{Cm, QpSlot};
+use crate::deferred::Deferred;
 use crate::device::DevShared;
 use crate::events::{eventfd, Waker};
-use crate::ffi::rc_err;
 use crate::qpstate;
 use crate::res::{Channel, Cq, Qp, QpCap, QpSpec, Srq};
 use crate::wc::RawWc;
 use crate::wr;
+
+mod wait;
+use wait::poll_raw;
 
 /// Completions read from the device per `ibv_poll_cq` call.
 const POLL_BATCH: usize = 16;
@@ -33,6 +34,13 @@ struct CqSlot {
     cq: Arc<Cq>,
     /// Notification requested and not yet delivered.
     armed: bool,
+    /// Armed while the queue was empty: the next completion raises an
+    /// event.
+    quiet_armed: bool,
+    /// A completion was polled since `quiet_armed`: its event is on its
+    /// way to the channel (rxe writes it from a tasklet, after the
+    /// completion is visible), and would wake a sleeper for nothing.
+    event_due: bool,
     /// Completions `arm` polled to learn that some were pending; handed
     /// out first by `poll_cq`.
     stash: VecDeque<RawWc>,
@@ -53,6 +61,14 @@ pub struct VerbsContext {
     /// Signalled when the device's router queues an event for us.
     _notify: OwnedFd,
     dev: Arc<DevShared>,
+    /// Queue pairs with sends waiting for their connection.
+    waiting: Vec<QpId>,
+    /// Accepted queue pairs whose connection is not established yet.
+    accepting: Vec<QpId>,
+    /// Accepted queue pairs that completed work before their connection
+    /// was established: the connection manager's `Established` is on its
+    /// way (the initiator sends its RTU before any data).
+    est_due: Vec<QpId>,
     /// This context's token in the device's async event router.
     token: u64,
     next_id: u32,
@@ -80,6 +96,9 @@ impl VerbsContext {
             waker,
             _notify: notify,
             dev: dev.clone(),
+            waiting: Vec::new(),
+            accepting: Vec::new(),
+            est_due: Vec::new(),
             token,
             next_id: 0,
         })
@@ -102,51 +121,12 @@ impl VerbsContext {
             .map(|s| &s.cq)
             .ok_or_else(|| Error::InvalidParam(format!("verbs: no CQ {}", cq.0)))
     }
-
-    /// Reads every notification waiting on the completion channel; the
-    /// queues they name must be armed again.
-    fn drain_channel(&mut self) {
-        loop {
-            let mut cq = std::ptr::null_mut();
-            let mut cq_ctx = std::ptr::null_mut();
-            // SAFETY: the channel is live and non-blocking; the out-
-            // pointers are written on success.
-            if unsafe { sys::ibv_get_cq_event(self.channel.as_raw(), &mut cq, &mut cq_ctx) } != 0 {
-                return;
-            }
-            // SAFETY: `cq` is one of this channel's queues, live (a queue
-            // is destroyed only through this context); one event to ack.
-            unsafe { sys::ibv_ack_cq_events(cq, 1) };
-            if let Some(s) = self.cqs.values_mut().find(|s| s.cq.as_raw() == cq) {
-                s.armed = false;
-            }
-        }
-    }
 }
 
 impl Drop for VerbsContext {
     fn drop(&mut self) {
         self.dev.router.lock().drop_context(self.token);
     }
-}
-
-/// Polls up to `out.len()` completions of `cq` from the device.
-fn poll_raw(cq: &Cq, out: &mut [RawWc]) -> usize {
-    let mut wcs = [const { MaybeUninit::<sys::ibv_wc>::uninit() }; POLL_BATCH];
-    let want = out.len().min(POLL_BATCH);
-    // SAFETY: the queue is live; `wcs` has room for `want` entries, of
-    // which the call writes the first `n`.
-    let n = unsafe { sys::ibv_poll_cq(cq.as_raw(), want as i32, wcs.as_mut_ptr().cast()) };
-    if n < 0 {
-        tracing::debug!(rc = n, "verbs: ibv_poll_cq failed");
-        return 0;
-    }
-    let n = (n as usize).min(want);
-    for (o, w) in out.iter_mut().zip(&wcs[..n]) {
-        // SAFETY: one of the `n` entries the device wrote.
-        *o = RawWc::of(unsafe { w.assume_init_ref() });
-    }
-    n
 }
 
 impl Verbs for VerbsContext {
@@ -160,6 +140,8 @@ impl Verbs for VerbsContext {
         let slot = CqSlot {
             cq,
             armed: false,
+            quiet_armed: false,
+            event_due: false,
             stash: VecDeque::with_capacity(1),
         };
         self.cqs.insert(id, slot);
@@ -218,6 +200,9 @@ impl Verbs for VerbsContext {
                 qp,
                 state: QpState::Init,
                 srq: init.srq.is_some(),
+                ready: false,
+                send_cq: init.send_cq,
+                deferred: VecDeque::new(),
             },
         );
         Ok(id)
@@ -229,6 +214,7 @@ impl Verbs for VerbsContext {
             .remove(&qp)
             .ok_or_else(|| Error::InvalidParam(format!("verbs: no QP {}", qp.0)))?;
         self.cm.forget(qp);
+        self.waiting.retain(|&q| q != qp);
         let num = slot.qp.num();
         self.by_num.remove(&num);
         self.dev.router.lock().remove_qp(num);
@@ -301,7 +287,9 @@ impl Verbs for VerbsContext {
                 qp.0
             )));
         }
-        self.cm.accept(req, slot, qp, param)
+        self.cm.accept(req, slot, qp, param)?;
+        self.accepting.push(qp);
+        Ok(())
     }
 
     fn reject(&mut self, req: ConnReqId, private_data: &[u8]) -> Result<()> {
@@ -314,13 +302,20 @@ impl Verbs for VerbsContext {
             .get_mut(&qp)
             .ok_or_else(|| Error::InvalidParam(format!("verbs: no QP {}", qp.0)))?;
         self.cm.disconnect(qp);
-        qpstate::to_err(&slot.qp)?;
+        let moved = qpstate::to_err(&slot.qp);
         slot.state = QpState::Error;
-        Ok(())
+        if !self.waiting.is_empty() {
+            self.release_deferred();
+        }
+        moved
     }
 
     fn poll_cm(&mut self) -> Option<CmEvent> {
-        self.cm.poll(&mut self.qps)
+        let ev = self.cm.poll(&mut self.qps);
+        if !self.waiting.is_empty() {
+            self.release_deferred();
+        }
+        ev
     }
 
     fn poll_async(&mut self) -> Option<AsyncEvent> {
@@ -329,15 +324,44 @@ impl Verbs for VerbsContext {
         r.pop(self.token)
     }
 
+    /// A send posted before the queue pair is in RTS is kept and posted
+    /// when it gets there (or completed flushed if it fails first).
     unsafe fn post_send(&mut self, qp: QpId, wr: &SendWr<'_>) -> Result<()> {
-        let slot = self.slot(qp)?;
-        // SAFETY: the caller keeps the gather memory valid until completion
-        // (or the send goes inline).
-        unsafe { wr::post_send(&slot.qp, wr) }
+        let slot = self
+            .qps
+            .get_mut(&qp)
+            .ok_or_else(|| Error::InvalidParam(format!("verbs: no QP {}", qp.0)))?;
+        let early = matches!(slot.state, QpState::Init | QpState::Connecting) && !slot.ready;
+        if !early {
+            // SAFETY: the caller keeps the gather memory valid until
+            // completion (or the send goes inline).
+            return unsafe { wr::post_send(&slot.qp, wr) };
+        }
+        // Refuse now what the device would refuse later.
+        wr::check(wr, &slot.qp.cap)?;
+        if slot.deferred.len() >= slot.qp.cap.max_send_wr as usize {
+            return Err(Error::NoMemory(format!(
+                "verbs: send queue of QP {} full",
+                qp.0
+            )));
+        }
+        if slot.deferred.is_empty() {
+            self.waiting.push(qp);
+        }
+        // SAFETY: the caller's contract for post_send, which `Deferred`
+        // keeps (inline data is copied now).
+        slot.deferred.push_back(unsafe { Deferred::of(wr) });
+        Ok(())
     }
 
     unsafe fn post_recv(&mut self, qp: QpId, wr: &RecvWr<'_>) -> Result<()> {
         let slot = self.slot(qp)?;
+        if slot.srq {
+            return Err(Error::InvalidParam(format!(
+                "verbs: QP {} takes its receives from a shared receive queue",
+                qp.0
+            )));
+        }
         // SAFETY: the caller keeps the scatter memory valid until
         // completion or the queue pair's destruction.
         unsafe { wr::post_recv(&slot.qp, wr) }
@@ -354,7 +378,9 @@ impl Verbs for VerbsContext {
                 raw[0] = w;
                 1
             } else {
-                poll_raw(&slot.cq, &mut raw[..(out.len() - n).min(POLL_BATCH)])
+                let k = poll_raw(&slot.cq, &mut raw[..(out.len() - n).min(POLL_BATCH)]);
+                slot.event_due |= k > 0 && slot.quiet_armed;
+                k
             };
             if k == 0 {
                 break;
@@ -363,6 +389,9 @@ impl Verbs for VerbsContext {
                 out[n] = w.to_wc(self.by_num.get(&w.qp_num).copied());
                 n += 1;
             }
+        }
+        if !self.accepting.is_empty() {
+            self.traffic_before_established(&out[..n]);
         }
         n
     }
@@ -380,31 +409,6 @@ impl Verbs for VerbsContext {
     /// then looks once more: a completion, connection event or
     /// asynchronous event already waiting makes it [`Armed::Busy`].
     fn arm(&mut self) -> Result<Armed> {
-        self.drain_channel();
-        let mut busy = false;
-        for slot in self.cqs.values_mut() {
-            if !slot.armed {
-                // SAFETY: the queue is live; notify on any completion.
-                let rc = unsafe { sys::ibv_req_notify_cq(slot.cq.as_raw(), 0) };
-                if rc != 0 {
-                    return Err(rc_err("ibv_req_notify_cq", rc));
-                }
-                slot.armed = true;
-            }
-            // A completion that arrived before the request raises no
-            // event: look for one (kept for poll_cq).
-            if slot.stash.is_empty() {
-                let mut one = [RawWc::EMPTY];
-                if poll_raw(&slot.cq, &mut one) == 1 {
-                    slot.stash.push_back(one[0]);
-                }
-            }
-            busy |= !slot.stash.is_empty();
-        }
-        let mut router = self.dev.router.lock();
-        // Route what waits on the device's fd, which would wake us at once.
-        router.drain(&self.dev.ctx, self.dev.port);
-        busy |= self.cm.has_events() || router.has_events(self.token);
-        Ok(if busy { Armed::Busy } else { Armed::Sleep })
+        self.arm_all()
     }
 }

@@ -1,0 +1,144 @@
+#!/usr/bin/env bash
+# Builds the verbs provider's tests, the rc_verbs tests of the root package
+# and rucx-perftest, then runs them all in ONE soft-RoCE guest (run.sh
+# --net lo,dummy): the provider's unit and device tests, the uct conformance
+# suite on rc_verbs, the protocol-layer tests' rc_verbs variants, and
+# two-process rucx-perftest runs over rc_verbs with every byte checked.
+# See usage().
+set -euo pipefail
+
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+root=$(cd "$here/../.." && pwd)
+
+usage() {
+    cat <<'EOF'
+Usage: tests/verbs_guest/suite.sh [--no-build] [RUN.SH OPTIONS]
+
+Builds (unless --no-build) with cargo, in $CARGO_TARGET_DIR or target/:
+  cargo test -p rucx-verbs --features sys --no-run
+  cargo test --features verbs --no-run --test in_process --test rma ...
+  cargo build --release --features verbs --bin rucx-perftest --bin rucx-info
+then boots one guest (tests/verbs_guest/run.sh --net lo,dummy: rxe0 on lo,
+which the provider does not offer, and rxed on a dummy interface, which
+the tests use) and runs there, each with RUCX_REQUIRE_ALL=1 so that a
+missing device fails instead of skipping:
+  - rucx-verbs' unit tests, tests/device.rs and tests/device_queues.rs;
+  - the uct conformance suite on rc_verbs (tests/rc_conformance.rs) and
+    40 peers bursting into one hub iface (tests/rc_star.rs);
+  - the rc_verbs tests of in_process, active_messages, datatypes, rma and
+    ep_close_modes;
+  - rucx-info -d listing rc_verbs on rxed:1;
+  - rucx-perftest --pair (server and client processes) with
+    RUCX_TLS=rc_verbs and -V for tag_lat, tag_bw, ucp_put_bw, ucp_get.
+
+Other options go to run.sh (--out DIR, --quiet, --timeout SECS, ...).
+Without qemu-system-x86_64, vng, busybox, rdma, a kernel image or
+rdma-core's headers, prints "skipped: <why>" and exits 0, or exits 1 if
+RUCX_REQUIRE_ALL=1.
+EOF
+}
+
+skip() {
+    if [ "${RUCX_REQUIRE_ALL:-}" = 1 ]; then
+        echo "suite.sh: error: $* (RUCX_REQUIRE_ALL=1)" >&2
+        exit 1
+    fi
+    echo "skipped: $*"
+    exit 0
+}
+
+build=1
+run_opts=()
+while [ $# -gt 0 ]; do
+    case $1 in
+    -h | --help) usage; exit 0 ;;
+    --no-build) build=0; shift ;;
+    *) run_opts+=("$1"); shift ;;
+    esac
+done
+
+# What the guest needs, checked before a long build (run.sh checks again).
+for t in qemu-system-x86_64 vng busybox rdma; do
+    command -v "$t" >/dev/null || skip "$t not found (see tests/verbs_guest/run.sh --help)"
+done
+[ -n "$(find /boot -maxdepth 1 -name 'vmlinuz-*' -readable 2>/dev/null | head -n 1)" ] ||
+    skip "no readable kernel image /boot/vmlinuz-* (apt-get install linux-image-amd64)"
+pkg-config --exists libibverbs librdmacm 2>/dev/null ||
+    skip "rdma-core headers not found (apt-get install libibverbs-dev librdmacm-dev libclang-dev)"
+command -v python3 >/dev/null || skip "python3 not found (reads cargo's JSON messages)"
+
+target=${CARGO_TARGET_DIR:-$root/target}
+case $target in /*) ;; *) target=$root/$target ;; esac
+bins=$target/verbs-guest-bins.txt
+
+# Prints "name path" for each test executable of cargo's JSON messages.
+executables() {
+    python3 -c '
+import json, sys
+for line in sys.stdin:
+    try:
+        m = json.loads(line)
+    except ValueError:
+        continue
+    if m.get("reason") == "compiler-artifact" and m.get("executable") and m["profile"]["test"]:
+        kind = m["target"]["kind"][0]
+        name = "unit" if kind == "lib" else m["target"]["name"]
+        print(name, m["executable"])
+'
+}
+
+root_tests=(in_process active_messages datatypes rma ep_close_modes)
+if [ "$build" -eq 1 ]; then
+    cd "$root"
+    t0=$EPOCHREALTIME
+    {
+        cargo test -q -p rucx-verbs --features sys --no-run --message-format=json
+        cargo test -q --features verbs --no-run --message-format=json \
+            "${root_tests[@]/#/--test=}"
+    } | executables >"$bins.new"
+    cargo build -q --release --features verbs --bin rucx-perftest --bin rucx-info
+    mv "$bins.new" "$bins"
+    printf 'build: %ss\n' "$(awk -v a="$t0" -v b="$EPOCHREALTIME" 'BEGIN { printf "%.1f", b - a }')"
+fi
+[ -f "$bins" ] || { echo "suite.sh: error: no $bins (run without --no-build first)" >&2; exit 1; }
+
+bin() {
+    local p
+    p=$(awk -v n="$1" '$1 == n { print $2 }' "$bins" | tail -n 1)
+    if [ -z "$p" ] || [ ! -x "$p" ]; then
+        echo "suite.sh: error: no test executable '$1' in $bins" >&2
+        exit 1 # ends the script: set -e sees the failed substitution
+    fi
+    printf '%s' "$p"
+}
+
+req='RUCX_REQUIRE_ALL=1'
+cmds=(
+    "$req $(bin unit) --test-threads=1"
+    "$req $(bin device) --test-threads=1"
+    "$req $(bin device_queues) --test-threads=1"
+    "$req $(bin rc_conformance) --test-threads=1"
+    "$req $(bin rc_star) --test-threads=1"
+)
+for t in "${root_tests[@]}"; do
+    cmds+=("$req $(bin "$t") --test-threads=1 rc_verbs")
+done
+info=$target/release/rucx-info
+perf=$target/release/rucx-perftest
+if [ ! -x "$perf" ] || [ ! -x "$info" ]; then
+    echo "suite.sh: error: no $perf or $info" >&2
+    exit 1
+fi
+# rucx-info -d lists rc_verbs on rxed:1, and not on rxe0 (on lo, where the
+# connection manager resolves no route). $3 and $RXE_* expand in the guest.
+# shellcheck disable=SC2016
+cmds+=("$info -d | awk '/# *Transport:/ { t = \$3 } /# *Device:/ { print t, \$3 }' | sort -u >/tmp/tls; cat /tmp/tls; grep -qx \"rc_verbs \$RXE_D:1\" /tmp/tls && ! grep -q \"^rc_verbs \$RXE_LO\" /tmp/tls")
+# Small counts: the guest emulates its CPUs (soft-RoCE moves 10-30 MB/s).
+pt="RUCX_TLS=rc_verbs $perf --pair -V"
+cmds+=(
+    "$pt -t tag_lat -s 8 -n 2000"
+    "$pt -t tag_bw -s 1000000 -n 100"
+    "$pt -t ucp_put_bw -s 65536 -n 500"
+    "$pt -t ucp_get -s 65536 -n 500"
+)
+exec "$here/run.sh" --net lo,dummy --timeout 480 "${run_opts[@]}" -- "${cmds[@]}"
