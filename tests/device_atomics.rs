@@ -4,7 +4,8 @@
 //! double of a provider (`device_atomics/double.rs`: the iWARP provider
 //! plus 64-bit atomics executed in this process). With the `verbs`
 //! feature the device tests also run over `rc_verbs` when a device with
-//! atomics exists, and say `skipped: no RDMA device` otherwise.
+//! atomics exists, and say `skipped: no RDMA device` otherwise (fail with
+//! `RUCX_REQUIRE_ALL=1`).
 //!
 //! Checked: fetch-add and compare-and-swap results, posted add, atomics
 //! from two endpoints at once, `cpu` and `guess` emulating, `device`

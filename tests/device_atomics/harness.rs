@@ -56,11 +56,13 @@ pub(crate) fn fabrics() -> Vec<Fabric> {
                 counted: false,
             });
         } else {
+            assert!(
+                std::env::var("RUCX_REQUIRE_ALL").as_deref() != Ok("1"),
+                "rc_verbs: no RDMA device with atomics (RUCX_REQUIRE_ALL=1)"
+            );
             eprintln!("rc_verbs: skipped: no RDMA device");
         }
     }
-    #[cfg(not(feature = "verbs"))]
-    eprintln!("rc_verbs: skipped: no RDMA device (built without the verbs feature)");
     v
 }
 

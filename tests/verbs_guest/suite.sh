@@ -26,7 +26,8 @@ missing device fails instead of skipping:
   - the uct conformance suite on rc_verbs (tests/rc_conformance.rs) and
     40 peers bursting into one hub iface (tests/rc_star.rs);
   - the rc_verbs tests of in_process, active_messages, datatypes, rma and
-    ep_close_modes;
+    ep_close_modes, and tests/device_atomics.rs (fetch-and-add and
+    compare-and-swap executed by the device);
   - rucx-info -d listing rc_verbs on rxed:1;
   - rucx-perftest --pair (server and client processes) with
     RUCX_TLS=rc_verbs and -V for tag_lat, tag_bw, ucp_put_bw, ucp_get.
@@ -94,7 +95,7 @@ if [ "$build" -eq 1 ]; then
     {
         cargo test -q -p rucx-verbs --features sys --no-run --message-format=json
         cargo test -q --features verbs --no-run --message-format=json \
-            "${root_tests[@]/#/--test=}"
+            "${root_tests[@]/#/--test=}" --test=device_atomics
     } | executables >"$bins.new"
     cargo build -q --release --features verbs --bin rucx-perftest --bin rucx-info
     mv "$bins.new" "$bins"
@@ -123,6 +124,8 @@ cmds=(
 for t in "${root_tests[@]}"; do
     cmds+=("$req $(bin "$t") --test-threads=1 rc_verbs")
 done
+# Device atomics: each test runs over the test double and over rc_verbs.
+cmds+=("$req $(bin device_atomics) --test-threads=1")
 info=$target/release/rucx-info
 perf=$target/release/rucx-perftest
 if [ ! -x "$perf" ] || [ ! -x "$info" ]; then
