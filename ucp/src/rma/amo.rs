@@ -100,17 +100,6 @@ fn word(v: AtomicValue) -> uct::AtomicWord {
     }
 }
 
-fn uct_op(op: AtomicOp) -> uct::AtomicOp {
-    match op {
-        AtomicOp::Add => uct::AtomicOp::Add,
-        AtomicOp::And => uct::AtomicOp::And,
-        AtomicOp::Or => uct::AtomicOp::Or,
-        AtomicOp::Xor => uct::AtomicOp::Xor,
-        AtomicOp::Swap => uct::AtomicOp::Swap,
-        AtomicOp::Cswap => uct::AtomicOp::Cswap,
-    }
-}
-
 /// A lane that executes an atomic in hardware: (iface, transport
 /// endpoint, the key of the lane's memory domain).
 pub(crate) type DeviceLane = (usize, EpId, RemoteKey);
@@ -128,7 +117,7 @@ pub(crate) struct Amo {
 impl Amo {
     fn name(&self) -> String {
         let w = word(self.value);
-        format!("{}{}", uct_op(self.op).name(self.fetch), w.width() * 8)
+        format!("{}{}", self.op.name(self.fetch), w.width() * 8)
     }
 }
 
@@ -168,7 +157,7 @@ impl Worker {
 
     fn device_lane(&mut self, ep: Ep, a: &Amo, rkey: &Rkey) -> Result<DeviceLane> {
         let st = self.core.eps.get(ep.0).ok_or(Error::InvalidHandle)?;
-        let (op, w) = (uct_op(a.op), word(a.value));
+        let (op, w) = (a.op, word(a.value));
         for (li, &(iface, uct_ep)) in st.lanes.iter().enumerate() {
             let Some(Some(key)) = rkey.lanes.get(li) else {
                 continue;
@@ -300,7 +289,7 @@ fn post(
     key: &RemoteKey,
     token: Token,
 ) -> crate::ucs::Result<uct::Posted> {
-    let (op, w) = (uct_op(a.op), word(a.value));
+    let (op, w) = (a.op, word(a.value));
     if !a.fetch {
         return ops.atomic_post(ep, op, w, a.remote, key, token);
     }

@@ -3,41 +3,19 @@
 
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 
-/// An atomic operation on remote memory (UCX's `ucp_atomic_op_t`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum AtomicOp {
-    /// `*p += value`.
-    Add,
-    /// `*p &= value`.
-    And,
-    /// `*p |= value`.
-    Or,
-    /// `*p ^= value`.
-    Xor,
-    /// `*p = value` (fetching gives the old value).
-    Swap,
-    /// `if *p == compare { *p = value }` (fetching gives the old value).
-    Cswap,
+/// An atomic operation on remote memory (UCX's `ucp_atomic_op_t`): the
+/// transport layer's type, so that device atomics need no translation.
+pub use crate::uct::AtomicOp;
+
+/// The operation's code in an `RMA_ATOMIC` message: its place in
+/// [`AtomicOp::ALL`].
+pub(crate) fn op_code(op: AtomicOp) -> u8 {
+    op as u8
 }
 
-impl AtomicOp {
-    /// All operations, in wire order.
-    pub const ALL: [AtomicOp; 6] = [
-        AtomicOp::Add,
-        AtomicOp::And,
-        AtomicOp::Or,
-        AtomicOp::Xor,
-        AtomicOp::Swap,
-        AtomicOp::Cswap,
-    ];
-
-    pub(crate) fn code(self) -> u8 {
-        self as u8
-    }
-
-    pub(crate) fn from_code(c: u8) -> Option<AtomicOp> {
-        AtomicOp::ALL.get(usize::from(c)).copied()
-    }
+/// The operation of a code, if any.
+pub(crate) fn op_of_code(c: u8) -> Option<AtomicOp> {
+    AtomicOp::ALL.get(usize::from(c)).copied()
 }
 
 /// An operand (and result) of an atomic operation: its width is the width
@@ -181,8 +159,8 @@ mod tests {
     #[test]
     fn codes_round_trip() {
         for op in AtomicOp::ALL {
-            assert_eq!(AtomicOp::from_code(op.code()), Some(op));
+            assert_eq!(op_of_code(op_code(op)), Some(op));
         }
-        assert_eq!(AtomicOp::from_code(6), None);
+        assert_eq!(op_of_code(6), None);
     }
 }

@@ -23,7 +23,7 @@
 //! header, an unknown operation or width, non-zero padding is a
 //! [`PeerMisbehaved`], never a panic.
 
-use crate::rma::atomic::{AtomicOp, AtomicValue};
+use crate::rma::atomic::{op_code, op_of_code, AtomicOp, AtomicValue};
 use crate::ucs::PeerMisbehaved;
 use crate::uct::AmId;
 
@@ -200,7 +200,7 @@ impl AtomicReq {
         v.extend_from_slice(&self.req.to_le_bytes());
         self.key.put(&mut v);
         v.extend_from_slice(&self.addr.to_le_bytes());
-        v.push(self.op.code());
+        v.push(op_code(self.op));
         v.push(self.value.width() as u8);
         v.extend_from_slice(&[0; 6]);
         v.extend_from_slice(&self.value.as_u64().to_le_bytes());
@@ -215,7 +215,7 @@ impl AtomicReq {
         }
         let k = 8 + KEY_REF_LEN;
         let bad = |what, detail: String| PeerMisbehaved::Invalid { what, detail };
-        let op = AtomicOp::from_code(b[k + 8])
+        let op = op_of_code(b[k + 8])
             .ok_or_else(|| bad("RMA atomic operation", format!("{}", b[k + 8])))?;
         let width = usize::from(b[k + 9]);
         if b[k + 10..k + 16].iter().any(|&x| x != 0) {
