@@ -45,6 +45,9 @@ impl Core {
                 reason: "closed by the peer".into(),
             };
             self.fail_ep(ep, Error::endpoint(e));
+            if let Some(st) = self.eps.get_mut(ep) {
+                st.closed_by_peer = true;
+            }
         }
         Ok(())
     }

@@ -69,6 +69,9 @@ pub(crate) struct EpState {
     /// Set once the endpoint failed; every later operation fails with it.
     /// (Boxed: rare, and large next to the other fields.)
     pub(crate) failed: Option<Box<Error>>,
+    /// It failed because the peer closed its end (`EP_CLOSE`), not
+    /// because the peer or the path broke.
+    pub(crate) closed_by_peer: bool,
     /// Peer error mode: its failure is reported (`Reports::ep_failures`),
     /// to this handler if it has one.
     pub(crate) report_failure: bool,
@@ -235,6 +238,7 @@ impl Core {
             queue: Default::default(),
             awaiting: 0,
             failed: None,
+            closed_by_peer: false,
             report_failure: false,
             on_error: None,
             remote_uuid,
