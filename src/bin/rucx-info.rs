@@ -96,18 +96,7 @@ type IfaceFacts<'a> = (&'a IfaceAttr, usize, usize, AtomicCaps);
 /// one per operation the device executes, with its widths.
 fn atomic_lines(atomics: AtomicCaps) -> Vec<(String, String)> {
     let mut v = Vec::new();
-    for (op, fetch) in [
-        (AtomicOp::Add, false),
-        (AtomicOp::And, false),
-        (AtomicOp::Or, false),
-        (AtomicOp::Xor, false),
-        (AtomicOp::Add, true),
-        (AtomicOp::And, true),
-        (AtomicOp::Or, true),
-        (AtomicOp::Xor, true),
-        (AtomicOp::Swap, true),
-        (AtomicOp::Cswap, true),
-    ] {
+    for (op, fetch) in AtomicOp::FORMS {
         let widths: Vec<&str> = [(4, "32"), (8, "64")]
             .into_iter()
             .filter(|&(w, _)| atomics.contains(AtomicCaps::of(op, fetch, w)))

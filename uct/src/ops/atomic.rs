@@ -40,6 +40,22 @@ impl AtomicOp {
         AtomicOp::Cswap,
     ];
 
+    /// Every (operation, fetching) form UCX has, in UCX's order: the
+    /// posted `add`, `and`, `or`, `xor`, then the fetching `fadd`, `fand`,
+    /// `for`, `fxor`, `swap`, `cswap`.
+    pub const FORMS: [(AtomicOp, bool); 10] = [
+        (AtomicOp::Add, false),
+        (AtomicOp::And, false),
+        (AtomicOp::Or, false),
+        (AtomicOp::Xor, false),
+        (AtomicOp::Add, true),
+        (AtomicOp::And, true),
+        (AtomicOp::Or, true),
+        (AtomicOp::Xor, true),
+        (AtomicOp::Swap, true),
+        (AtomicOp::Cswap, true),
+    ];
+
     /// Name as UCX prints it, posted form (`add`) or fetching (`fadd`).
     pub fn name(self, fetch: bool) -> &'static str {
         match (self, fetch) {
@@ -166,18 +182,7 @@ impl AtomicCaps {
     pub fn names(self) -> String {
         let mut v = Vec::new();
         for width in [32usize, 64] {
-            for (op, fetch) in [
-                (AtomicOp::Add, false),
-                (AtomicOp::And, false),
-                (AtomicOp::Or, false),
-                (AtomicOp::Xor, false),
-                (AtomicOp::Add, true),
-                (AtomicOp::And, true),
-                (AtomicOp::Or, true),
-                (AtomicOp::Xor, true),
-                (AtomicOp::Swap, true),
-                (AtomicOp::Cswap, true),
-            ] {
+            for (op, fetch) in AtomicOp::FORMS {
                 if self.contains(AtomicCaps::of(op, fetch, width / 8)) {
                     v.push(format!("{}{width}", op.name(fetch)));
                 }
