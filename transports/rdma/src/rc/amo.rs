@@ -14,21 +14,7 @@ use uct::{Access, AtomicCaps, AtomicOp, AtomicOps, AtomicWord, EpId, Posted, Rem
 
 use super::bufs::Owner;
 use super::iface::{Op, RcIface};
-use super::md::key_stag;
-
-/// What an RC iface executes on a device with atomics.
-pub(crate) const RC_ATOMICS: AtomicCaps = AtomicCaps::ADD64
-    .union(AtomicCaps::FADD64)
-    .union(AtomicCaps::CSWAP64);
-
-/// The atomics of a device: [`RC_ATOMICS`] if it has any, else none.
-pub(crate) fn device_atomics(atomics: bool) -> AtomicCaps {
-    if atomics {
-        RC_ATOMICS
-    } else {
-        AtomicCaps::empty()
-    }
-}
+use super::md::{device_atomics, key_stag};
 
 /// The operation and form as a name, for errors.
 fn name(op: AtomicOp, fetch: bool, value: AtomicWord) -> String {

@@ -203,7 +203,7 @@ impl MemoryDomain for RcMd {
     }
 
     fn atomic_caps(&self) -> uct::AtomicCaps {
-        super::amo::device_atomics(self.device.attr().atomics)
+        device_atomics(self.device.attr().atomics)
     }
 
     fn reg_cost(&self) -> RegCost {
@@ -254,6 +254,21 @@ pub(crate) fn tables(provider: &'static dyn Provider) -> Vec<&'static ConfigTabl
     let mut t = vec![&super::config::RC_TABLE];
     t.extend(provider.config_tables());
     t
+}
+
+/// What an RC iface executes on a device with atomics (its memory
+/// domain reports the same, so it lives here).
+pub(crate) const RC_ATOMICS: uct::AtomicCaps = uct::AtomicCaps::ADD64
+    .union(uct::AtomicCaps::FADD64)
+    .union(uct::AtomicCaps::CSWAP64);
+
+/// The atomics of a device: [`RC_ATOMICS`] if it has any, else none.
+pub(crate) fn device_atomics(atomics: bool) -> uct::AtomicCaps {
+    if atomics {
+        RC_ATOMICS
+    } else {
+        uct::AtomicCaps::empty()
+    }
 }
 
 #[cfg(test)]
