@@ -18,7 +18,8 @@
 #
 # Usage: capi/install.sh PREFIX
 # Environment: CARGO (default cargo), CARGO_TARGET_DIR (default target/ of
-# the repository), CC (default cc).
+# the repository), CC (default cc), CAPI_FEATURES (cargo features of
+# rucx-capi, e.g. "verbs" for RDMA NICs through libibverbs; default none).
 set -euo pipefail
 
 usage() {
@@ -50,8 +51,12 @@ case "$target_dir" in
     *) target_dir="$repo_dir/$target_dir" ;;
 esac
 
-echo "== building libucp (cargo build --release -p rucx-capi)"
-(cd "$repo_dir" && "$cargo" build --release -p rucx-capi)
+features=()
+if [ -n "${CAPI_FEATURES:-}" ]; then
+    features=(--features "$CAPI_FEATURES")
+fi
+echo "== building libucp (cargo build --release -p rucx-capi ${features[*]})"
+(cd "$repo_dir" && "$cargo" build --release -p rucx-capi "${features[@]}")
 built="$target_dir/release/libucp.so"
 if [ ! -f "$built" ]; then
     echo "error: $built was not built" >&2
