@@ -146,11 +146,22 @@ pub trait Verbs: Send + std::fmt::Debug {
     /// error, outstanding requests are flushed.
     fn disconnect(&mut self, qp: QpId) -> Result<()>;
 
-    /// Next connection-manager event, if any.
+    /// Next connection-manager event, if any. Called on every progress;
+    /// a provider whose events cost a system call to look for may look
+    /// only every few calls while no connection is being set up, as long
+    /// as `arm` looks before it says that the context may sleep.
     fn poll_cm(&mut self) -> Option<CmEvent>;
 
-    /// Next asynchronous event, if any.
+    /// Next asynchronous event, if any. Called on every progress, so, as
+    /// with [`Verbs::poll_cm`], a provider may look for new ones only every
+    /// few calls.
     fn poll_async(&mut self) -> Option<AsyncEvent>;
+
+    /// Next asynchronous event, looking for new ones now: called when an
+    /// error completion or a disconnection needs the event that says why.
+    fn poll_async_now(&mut self) -> Option<AsyncEvent> {
+        self.poll_async()
+    }
 
     /// Posts a send work request (`ibv_post_send`). Errors are immediate
     /// refusals (queue full, bad request); everything else completes

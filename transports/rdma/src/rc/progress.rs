@@ -31,9 +31,22 @@ impl RcIface {
     /// that ended a queue pair names the cause better than the error
     /// completions and the disconnection that follow it, and so does a
     /// fatal event that says why the connection broke (kept for them).
-    fn drain_async(&mut self) -> usize {
+    ///
+    /// `now`: look for new events now ([`Verbs::poll_async_now`]), where a
+    /// failure needs its cause; otherwise as the provider sees fit.
+    ///
+    /// [`Verbs::poll_async_now`]: crate::Verbs::poll_async_now
+    fn drain_async(&mut self, now: bool) -> usize {
         let mut n = 0;
-        while let Some(ev) = self.verbs.poll_async() {
+        loop {
+            let ev = if now {
+                self.verbs.poll_async_now()
+            } else {
+                self.verbs.poll_async()
+            };
+            let Some(ev) = ev else {
+                break;
+            };
             n += 1;
             tracing::debug!(qp = ev.qp.0, kind = ?ev.kind, detail = %ev.detail, "rc: async event");
             if let Some(t) = ev.terminate {
@@ -71,7 +84,7 @@ impl RcIface {
         // Connections that failed before this call: their filled receives
         // are in the completion queue, drained below.
         let due = std::mem::take(&mut self.releasing);
-        let mut n = self.drain_async();
+        let mut n = self.drain_async(false);
         loop {
             let mut wcs = std::mem::take(&mut self.wcs);
             let k = self.verbs.poll_cq(self.cq, &mut wcs);
@@ -193,7 +206,7 @@ impl RcIface {
             if let (Some(f), true) = (failed, wc.status == WcStatus::WrFlushErr) {
                 err = Some(f);
             } else if wc.status != WcStatus::WrFlushErr {
-                self.drain_async();
+                self.drain_async(true);
                 let e = self.conn_failure(op.qp, Some(wc.status));
                 let e = e.unwrap_or(Error::Canceled);
                 err = Some(e.duplicate());
@@ -215,7 +228,7 @@ impl RcIface {
                 self.repost(buf);
                 if let Some(qp) = other {
                     if wc.status != WcStatus::WrFlushErr {
-                        self.drain_async();
+                        self.drain_async(true);
                         let e = self.conn_failure(qp, Some(wc.status));
                         self.fail_conn(qp, e.unwrap_or(Error::Canceled));
                     }
@@ -393,7 +406,7 @@ impl RcIface {
             CmEvent::Disconnected { qp } => {
                 // The fatal event that says why may have come since the
                 // last drain (the provider progresses as it is polled).
-                self.drain_async();
+                self.drain_async(true);
                 let e = self
                     .conn_failure(qp, None)
                     .unwrap_or(Error::ConnectionLost {

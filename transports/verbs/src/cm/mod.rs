@@ -132,6 +132,13 @@ impl Cm {
         !self.out.is_empty()
     }
 
+    /// Whether events are queued, or connections wait for their route or
+    /// their establishment after an accept: then the channel is worth
+    /// reading on every poll.
+    pub(crate) fn settling(&self) -> bool {
+        !self.out.is_empty() || !self.connecting.is_empty() || !self.accepted.is_empty()
+    }
+
     fn create_id(&mut self, owner: Owner) -> Result<CmId> {
         let mut id = ptr::null_mut();
         // SAFETY: the channel is live; `id` is an out-pointer; no context

@@ -72,7 +72,18 @@ pub struct VerbsContext {
     /// This context's token in the device's async event router.
     token: u64,
     next_id: u32,
+    /// Calls of `poll_cm` and of `poll_async` while nothing was being
+    /// connected: each reads its channel on every [`LOOK_EVERY`]th.
+    quiet: [u32; 2],
 }
+
+/// How often a progressing context reads its connection manager channel
+/// and the device's async fd while nothing is being connected: each read
+/// is a system call, which would otherwise come with every progress call
+/// (and cost a small message's latency a fraction of a microsecond each).
+/// Events wait at most this many calls; `arm` reads both before it lets
+/// the context sleep, and failures read the async fd at once.
+const LOOK_EVERY: u32 = 32;
 
 impl VerbsContext {
     pub(crate) fn open(dev: &Arc<DevShared>) -> Result<VerbsContext> {
@@ -101,7 +112,16 @@ impl VerbsContext {
             est_due: Vec::new(),
             token,
             next_id: 0,
+            quiet: [0; 2],
         })
+    }
+
+    /// Whether this call of `poll_cm` (`which` 0) or `poll_async` (1)
+    /// reads its channel: one in [`LOOK_EVERY`].
+    fn look(&mut self, which: usize) -> bool {
+        let q = &mut self.quiet[which];
+        *q = q.wrapping_add(1);
+        *q % LOOK_EVERY == 0
     }
 
     fn new_id(&mut self) -> u32 {
@@ -311,6 +331,10 @@ impl Verbs for VerbsContext {
     }
 
     fn poll_cm(&mut self) -> Option<CmEvent> {
+        let settling = self.cm.settling() || !self.accepting.is_empty() || !self.waiting.is_empty();
+        if !settling && !self.look(0) {
+            return None;
+        }
         let ev = self.cm.poll(&mut self.qps);
         if !self.waiting.is_empty() {
             self.release_deferred();
@@ -319,6 +343,15 @@ impl Verbs for VerbsContext {
     }
 
     fn poll_async(&mut self) -> Option<AsyncEvent> {
+        let look = self.look(1);
+        let mut r = self.dev.router.lock();
+        if look {
+            r.drain(&self.dev.ctx, self.dev.port);
+        }
+        r.pop(self.token)
+    }
+
+    fn poll_async_now(&mut self) -> Option<AsyncEvent> {
         let mut r = self.dev.router.lock();
         r.drain(&self.dev.ctx, self.dev.port);
         r.pop(self.token)
