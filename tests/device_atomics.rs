@@ -8,8 +8,9 @@
 //! `RUCX_REQUIRE_ALL=1`).
 //!
 //! Checked: fetch-add and compare-and-swap results, posted add, atomics
-//! from two endpoints at once, `cpu` and `guess` emulating, `device`
-//! refusing every atomic over `rc_iwarp` (whose device
+//! from two endpoints at once, `cpu` emulating, `guess` taking device
+//! atomics where every domain has them and emulating next to shared memory
+//! and TCP, `device` refusing every atomic over `rc_iwarp` (whose device
 //! has none), the initiator refusing a mode mismatch, a forged key refused
 //! by the target's device, a key lying about the memory's mode refused by
 //! the target or finding no lane, and a property test against a model.
@@ -121,20 +122,48 @@ fn cpu_mode_emulates() {
 }
 
 #[test]
-fn guess_emulates_when_the_devices_lack_operations() {
+fn guess_takes_device_atomics_when_every_domain_has_them() {
     let _g = serial();
-    let mut p = pair(&double_fabric(), "guess");
+    for f in fabrics() {
+        let mut p = pair(&f, "guess");
+        let (_b, m, k) = p.map();
+        assert!(
+            k.atomics_by_device(),
+            "{}: rc offers fadd64 and cswap64: guess takes device atomics",
+            f.tls
+        );
+        let before = executed();
+        let u = AtomicValue::U64;
+        assert_eq!(p.fetch(AtomicOp::Xor, u(6), 0, k.addr(), &k).unwrap(), 0);
+        assert_eq!(p.fetch(AtomicOp::Add, u(1), 0, k.addr(), &k).unwrap(), 6);
+        assert_eq!(m.load_u64(0).unwrap(), 7, "{}", f.tls);
+        if f.counted {
+            assert!(executed() - before >= 2, "the device executed them");
+        }
+        drop(m);
+    }
+}
+
+#[test]
+fn guess_stays_cpu_next_to_a_transport_without_device_atomics() {
+    let _g = serial();
+    let f = Fabric {
+        registry: rucx::registry().with(&double::COMPONENT),
+        tls: "rc_amo,posix,tcp",
+        counted: true,
+    };
+    let mut p = pair(&f, "guess");
     let (_b, m, k) = p.map();
     assert!(
         !k.atomics_by_device(),
-        "rc offers fadd64 and cswap64 only: guess takes cpu atomics"
+        "a peer reaching the memory over shared memory or TCP has no device lane"
     );
     let before = executed();
     let u = AtomicValue::U64;
     assert_eq!(p.fetch(AtomicOp::Xor, u(6), 0, k.addr(), &k).unwrap(), 0);
     assert_eq!(p.fetch(AtomicOp::Add, u(1), 0, k.addr(), &k).unwrap(), 6);
     assert_eq!(m.load_u64(0).unwrap(), 7);
-    assert_eq!(executed(), before);
+    assert_eq!(executed(), before, "emulated by the target");
 }
 
 #[test]

@@ -35,15 +35,25 @@
 //! * `cpu`: memory this context maps is cpu memory;
 //! * `device`: it is device memory;
 //! * `guess` (the default): device memory if every memory domain of the
-//!   context, so every transport through which a peer can reach it, has a
-//!   device that executes every atomic operation of both widths; cpu
-//!   memory otherwise. UCX's guess picks device atomics if any transport
-//!   has them and then requires the whole operation set of that device;
-//!   rucx asks the same of every transport at once, since a peer that
-//!   reaches the memory over another one (shared memory on the same host)
-//!   would otherwise emulate. No transport of rucx offers the whole set
-//!   today (verbs have 64-bit fetch-and-add and compare-and-swap only), so
-//!   `guess` means cpu: device atomics are used with `device`.
+//!   context has a device that executes 64-bit fetch-and-add and
+//!   compare-and-swap ([`BASE`], what every other atomic is built from);
+//!   cpu memory otherwise, and so always in a context that also has a
+//!   transport without device atomics (shared memory, TCP, `self`, CMA
+//!   next to `rc_verbs`). With `RUCX_TLS=rc_verbs` on a NIC with atomics,
+//!   `guess` means device atomics.
+//!
+//!   UCX's guess picks device atomics as soon as one transport has them
+//!   and then sends every atomic, to peers on the same host too, over a
+//!   lane of such a transport (its atomic lane, chosen apart from the
+//!   message lanes). rucx has no such lane: an endpoint has its
+//!   active-message lane and rendezvous data lanes on that lane's memory
+//!   domain (`worker/connect.rs`, connected lazily: `lazy_lanes.rs`), so
+//!   an endpoint to a peer of the same host whose message lane is shared
+//!   memory has no RC lane at all. Device memory in such a context would
+//!   leave that peer with no way to its atomics (or, if it emulated, mix
+//!   CPU and device atomics on one word), so `guess` stays cpu there. An
+//!   atomic lane per endpoint (a lazy RC lane to peers that have one) is
+//!   what `guess` would need to follow UCX in mixed contexts.
 //!
 //! On the initiator the setting is checked too: `device` refuses to
 //! emulate an atomic on cpu memory, `cpu` refuses to post one on device
@@ -74,11 +84,16 @@ crate::ucs::config_enum! {
         Cpu = "cpu",
         /// Atomics executed by the devices (RDMA atomics) only.
         Device = "device",
-        /// Device if every memory domain's device executes every atomic
-        /// operation, cpu otherwise.
+        /// Device if every memory domain's device executes 64-bit
+        /// fetch-and-add and compare-and-swap, cpu otherwise.
         Guess = "guess",
     }
 }
+
+/// What a device must execute for `guess` to choose device memory: 64-bit
+/// fetch-and-add and compare-and-swap, from which every other atomic is
+/// built (`amo_built.rs`).
+pub(crate) const BASE: AtomicCaps = AtomicCaps::FADD64.union(AtomicCaps::CSWAP64);
 
 /// Whether memory mapped under `mode` is device memory, given the atomic
 /// operations of each memory domain of the context.
@@ -89,7 +104,7 @@ pub(crate) fn device_memory(mode: AtomicMode, mds: impl IntoIterator<Item = Atom
         AtomicMode::Guess => {
             let mut any = false;
             for c in mds {
-                if c != AtomicCaps::FULL {
+                if !c.contains(BASE) {
                     return false;
                 }
                 any = true;
@@ -364,7 +379,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn guess_asks_every_domain_for_every_operation() {
+    fn guess_asks_every_domain_for_fetch_add_and_compare_swap() {
         let rc = AtomicCaps::ADD64 | AtomicCaps::FADD64 | AtomicCaps::CSWAP64;
         let full = AtomicCaps::FULL;
         let none = AtomicCaps::empty();
@@ -373,8 +388,15 @@ mod tests {
             (AtomicMode::Device, vec![none], true),
             (AtomicMode::Device, vec![], true),
             (AtomicMode::Guess, vec![full, full], true),
+            (AtomicMode::Guess, vec![rc], true),
+            (AtomicMode::Guess, vec![rc, full], true),
+            (AtomicMode::Guess, vec![BASE], true),
+            // A domain without device atomics (shared memory, TCP) next
+            // to one with them: its peers could not reach the memory.
+            (AtomicMode::Guess, vec![rc, none], false),
             (AtomicMode::Guess, vec![full, none], false),
-            (AtomicMode::Guess, vec![rc], false),
+            (AtomicMode::Guess, vec![AtomicCaps::FADD64], false),
+            (AtomicMode::Guess, vec![AtomicCaps::CSWAP64], false),
             (AtomicMode::Guess, vec![], false),
         ] {
             assert_eq!(device_memory(mode, mds.clone()), want, "{mode:?} {mds:?}");
