@@ -73,6 +73,8 @@
 
 mod amo;
 mod amo_built;
+#[cfg(test)]
+mod amo_steps;
 mod atomic;
 mod info;
 mod mem;
