@@ -8,13 +8,19 @@
 //! `RUCX_REQUIRE_ALL=1`).
 //!
 //! Checked: fetch-add and compare-and-swap results, posted add, atomics
-//! from two endpoints at once, `cpu` and `guess` emulating, `device`
-//! refusing what no lane does in hardware (and every atomic over
-//! `rc_iwarp`, whose device has none), the initiator refusing a mode
-//! mismatch, a forged key refused by the target's device, a key lying
-//! about the memory's mode refused by the target or finding no lane, and a
-//! property test against a model.
+//! from two endpoints at once, `cpu` emulating, `guess` taking device
+//! atomics where every domain has them and emulating next to shared memory
+//! and TCP, `device` refusing every atomic over `rc_iwarp` (whose device
+//! has none), the initiator refusing a mode mismatch, a forged key refused
+//! by the target's device, a key lying about the memory's mode refused by
+//! the target or finding no lane, and a property test against a model.
+//! `built.rs`: every other operation and width built from the device's
+//! fetch-add and compare-and-swap (every form against a model without the
+//! target progressing, concurrent loops from two initiators, 32-bit words
+//! whose 8-byte word leaves the key, the connection breaking mid-loop).
 
+#[path = "device_atomics/built.rs"]
+mod built;
 #[path = "device_atomics/double.rs"]
 mod double;
 #[path = "device_atomics/harness.rs"]
@@ -116,43 +122,48 @@ fn cpu_mode_emulates() {
 }
 
 #[test]
-fn guess_emulates_when_the_devices_lack_operations() {
+fn guess_takes_device_atomics_when_every_domain_has_them() {
     let _g = serial();
-    let mut p = pair(&double_fabric(), "guess");
+    for f in fabrics() {
+        let mut p = pair(&f, "guess");
+        let (_b, m, k) = p.map();
+        assert!(
+            k.atomics_by_device(),
+            "{}: rc offers fadd64 and cswap64: guess takes device atomics",
+            f.tls
+        );
+        let before = executed();
+        let u = AtomicValue::U64;
+        assert_eq!(p.fetch(AtomicOp::Xor, u(6), 0, k.addr(), &k).unwrap(), 0);
+        assert_eq!(p.fetch(AtomicOp::Add, u(1), 0, k.addr(), &k).unwrap(), 6);
+        assert_eq!(m.load_u64(0).unwrap(), 7, "{}", f.tls);
+        if f.counted {
+            assert!(executed() - before >= 2, "the device executed them");
+        }
+        drop(m);
+    }
+}
+
+#[test]
+fn guess_stays_cpu_next_to_a_transport_without_device_atomics() {
+    let _g = serial();
+    let f = Fabric {
+        registry: rucx::registry().with(&double::COMPONENT),
+        tls: "rc_amo,posix,tcp",
+        counted: true,
+    };
+    let mut p = pair(&f, "guess");
     let (_b, m, k) = p.map();
     assert!(
         !k.atomics_by_device(),
-        "rc offers fadd64 and cswap64 only: guess takes cpu atomics"
+        "a peer reaching the memory over shared memory or TCP has no device lane"
     );
     let before = executed();
     let u = AtomicValue::U64;
     assert_eq!(p.fetch(AtomicOp::Xor, u(6), 0, k.addr(), &k).unwrap(), 0);
     assert_eq!(p.fetch(AtomicOp::Add, u(1), 0, k.addr(), &k).unwrap(), 6);
     assert_eq!(m.load_u64(0).unwrap(), 7);
-    assert_eq!(executed(), before);
-}
-
-#[test]
-fn device_mode_refuses_what_no_lane_does() {
-    let _g = serial();
-    for f in fabrics() {
-        let mut p = pair(&f, "device");
-        let (_b, m, k) = p.map();
-        let a = k.addr();
-        let msg = unsupported(p.fetch(AtomicOp::Or, AtomicValue::U64(1), 0, a, &k));
-        assert!(msg.contains("for64"), "{msg}");
-        unsupported(p.fetch(AtomicOp::Swap, AtomicValue::U64(1), 0, a, &k));
-        unsupported(p.fetch(AtomicOp::Add, AtomicValue::U32(1), 0, a, &k));
-        unsupported(p.post(AtomicOp::Xor, AtomicValue::U64(1), a, &k));
-        assert_eq!(m.load_u64(0).unwrap(), 0, "{}: nothing executed", f.tls);
-        // What the device does still works on the same endpoint.
-        assert_eq!(
-            p.fetch(AtomicOp::Add, AtomicValue::U64(2), 0, a, &k)
-                .unwrap(),
-            0
-        );
-        assert_eq!(m.load_u64(0).unwrap(), 2);
-    }
+    assert_eq!(executed(), before, "emulated by the target");
 }
 
 #[test]
@@ -313,7 +324,7 @@ fn a_key_lying_about_the_mode_changes_nothing() {
     // Device memory whose key claims CPU atomics: the initiator emulates,
     // and the target refuses (its protocol-layer registration has no
     // atomic rights).
-    let mut p = pair(&f, "guess");
+    let mut p = pair_modes(&f, "guess", "cpu");
     let tctx = context(&f, "device");
     let (_b, m, _) = map(&tctx, &p.a, p.at);
     let mut packed = m.rkey_pack().unwrap();

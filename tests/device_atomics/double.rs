@@ -14,7 +14,8 @@
 //! found in the table; that is what makes it a double, good for checking
 //! the RC transport's atomic path and the protocol layer's choices
 //! without a NIC, and for nothing else (no ordering against RDMA WRITEs in
-//! flight, no target-side queue pair state).
+//! flight, no target-side queue pair state). [`BREAK_AT`] makes one
+//! atomic fail as a broken connection would, for the failure paths.
 
 use rucx::cause::WcStatus;
 use rucx::ucp::uct::{Access, Armed, Result};
@@ -37,6 +38,11 @@ pub(crate) static COMPONENT: RcComponent = RcComponent::new(&PROVIDER);
 /// Atomics the double executed successfully, process-wide: how tests
 /// tell a device atomic from an emulated one.
 pub(crate) static EXECUTED: AtomicUsize = AtomicUsize::new(0);
+
+/// When [`EXECUTED`] reaches this count, the next atomic the double is
+/// given is not executed and completes with `FatalErr` (the connection
+/// broke), once; `usize::MAX`: never.
+pub(crate) static BREAK_AT: AtomicUsize = AtomicUsize::new(usize::MAX);
 
 /// A region registered through the double: (address, length, rights).
 type Region = (u64, u64, Access);
@@ -229,7 +235,20 @@ impl Verbs for AmoVerbs {
                 ))
             }
         };
-        let status = match execute(wr.op) {
+        let broken = BREAK_AT
+            .compare_exchange(
+                EXECUTED.load(Ordering::SeqCst),
+                usize::MAX,
+                Ordering::SeqCst,
+                Ordering::SeqCst,
+            )
+            .is_ok();
+        let result = if broken {
+            Err(WcStatus::FatalErr)
+        } else {
+            execute(wr.op)
+        };
+        let status = match result {
             Ok(old) => {
                 // SAFETY: the sink's 8 bytes stay valid until this
                 // request's completion is polled (post_send's contract).

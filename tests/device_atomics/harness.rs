@@ -88,6 +88,9 @@ pub(crate) struct Pair {
     pub(crate) t: Worker,
     pub(crate) at: Ep,
     pub(crate) tctx: Context,
+    /// Whether `wait` progresses the target too (device atomics must not
+    /// need it once the connection is up).
+    pub(crate) target_progress: bool,
 }
 
 pub(crate) fn pair_modes(f: &Fabric, a_mode: &str, t_mode: &str) -> Pair {
@@ -97,7 +100,13 @@ pub(crate) fn pair_modes(f: &Fabric, a_mode: &str, t_mode: &str) -> Pair {
     let mut t = tctx.create_worker().expect("worker t");
     let at = a.connect(&t.address()).expect("a->t");
     let _ta = t.connect(&a.address()).expect("t->a");
-    Pair { a, t, at, tctx }
+    Pair {
+        a,
+        t,
+        at,
+        tctx,
+        target_progress: true,
+    }
 }
 
 pub(crate) fn pair(f: &Fabric, mode: &str) -> Pair {
@@ -106,12 +115,29 @@ pub(crate) fn pair(f: &Fabric, mode: &str) -> Pair {
 
 /// 64 bytes of the test's memory, mapped by `tctx`, and its key on `ep`.
 pub(crate) fn map(tctx: &Context, w: &Worker, ep: Ep) -> (Box<[u64; 8]>, MemMap, Rkey) {
+    map_at(tctx, w, ep, 0, 64)
+}
+
+/// 64 bytes of the test's memory of which `len` bytes from byte `off`
+/// are mapped by `tctx`, and its key on `ep`.
+pub(crate) fn map_at(
+    tctx: &Context,
+    w: &Worker,
+    ep: Ep,
+    off: usize,
+    len: usize,
+) -> (Box<[u64; 8]>, MemMap, Rkey) {
+    assert!(off + len <= 64);
     let mut backing = Box::new([0u64; 8]);
     // SAFETY: the map is dropped before the backing (tuple order at the
     // callers' `let`s is backing first, and they drop the map explicitly
     // or at the end of scope in reverse order); while mapped the memory is
     // read only through the map.
-    let m = unsafe { tctx.mem_map(backing.as_mut_ptr().cast(), 64, ALL) }.expect("mem_map");
+    let m = unsafe {
+        let p = backing.as_mut_ptr().cast::<u8>().add(off);
+        tctx.mem_map(p, len, ALL)
+    }
+    .expect("mem_map");
     let k = w
         .rkey_unpack(ep, &m.rkey_pack().expect("pack"))
         .expect("unpack");
@@ -135,7 +161,9 @@ impl Pair {
             }
             assert!(Instant::now() < deadline, "timed out");
             self.a.progress();
-            self.t.progress();
+            if self.target_progress {
+                self.t.progress();
+            }
         }
     }
 

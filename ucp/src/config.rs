@@ -62,10 +62,12 @@ crate::ucs::config_table! {
         KEEPALIVE_MISSES keepalive_misses: usize = "3",
         /// Which atomics memory this context maps takes: `cpu` (executed
         /// by the owner's CPU, emulated over active messages), `device`
-        /// (executed by RDMA devices only; an operation no lane does in
-        /// hardware fails as unsupported) or `guess` (device if every
-        /// transport's device does every atomic operation, else cpu). A
-        /// word never sees both kinds. As UCX_ATOMIC_MODE.
+        /// (executed by RDMA devices only; what the device lacks is built
+        /// by the initiator from its 64-bit fetch-add and compare-and-swap)
+        /// or `guess` (device if every transport's device does 64-bit
+        /// fetch-add and compare-and-swap, else cpu: a context that also
+        /// has shared memory, TCP or self stays cpu). A word never sees
+        /// both kinds. As UCX_ATOMIC_MODE.
         ATOMIC_MODE atomic_mode: crate::rma::AtomicMode = "guess",
         /// Most bytes of unexpected eager tag messages a worker lets its
         /// peers send: each endpoint sends eagerly only what the receiver

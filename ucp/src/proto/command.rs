@@ -87,4 +87,7 @@ pub(crate) enum Command {
     /// Every write of put send `id` completed: tell the receiver (`ATP`),
     /// then complete.
     SendAtp(SlabId),
+    /// Post the next step of RMA request `id`, an atomic built from a
+    /// device's operations (`rma/amo_built.rs`).
+    AmoStep(SlabId),
 }

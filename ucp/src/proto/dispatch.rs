@@ -61,6 +61,7 @@ impl Core {
             Command::OfferBuffer { to, rreq } => self.answer_put(tx, to, SlabId::from_u64(rreq)),
             Command::StartPut(offer) => self.start_put(tx, offer),
             Command::SendAtp(id) => self.send_atp(tx, id),
+            Command::AmoStep(id) => self.push_rma_amo(tx, id),
         }
     }
 }

@@ -19,8 +19,14 @@
 //!   *not* with the protocol layer: an emulated atomic on it is refused
 //!   by the target. Initiators post atomics on it to a lane whose iface
 //!   does that operation in hardware ([`AtomicOps`]) and whose key grants
-//!   the right; an operation no lane of the endpoint does in hardware
-//!   fails with [`Error::Unsupported`], it is never emulated.
+//!   the right. An operation the device lacks is built at the initiator
+//!   from the device's own 64-bit fetch-and-add and compare-and-swap
+//!   (`amo_built.rs`: a compare-and-swap loop on the aligned 8-byte word,
+//!   for 32-bit words too), so the word still sees device atomics only.
+//!   Only where no lane of the endpoint does the operation or 64-bit
+//!   compare-and-swap (or a 32-bit word's 8-byte word leaves the key's
+//!   range) does it fail with [`Error::Unsupported`]; it is never
+//!   emulated by the target.
 //!
 //! The packed key says which (see `mem.rs`). `RUCX_ATOMIC_MODE` chooses,
 //! as UCX's `UCX_ATOMIC_MODE` does, but for memory rather than per
@@ -29,15 +35,25 @@
 //! * `cpu`: memory this context maps is cpu memory;
 //! * `device`: it is device memory;
 //! * `guess` (the default): device memory if every memory domain of the
-//!   context, so every transport through which a peer can reach it, has a
-//!   device that executes every atomic operation of both widths; cpu
-//!   memory otherwise. UCX's guess picks device atomics if any transport
-//!   has them and then requires the whole operation set of that device;
-//!   rucx asks the same of every transport at once, since a peer that
-//!   reaches the memory over another one (shared memory on the same host)
-//!   would otherwise emulate. No transport of rucx offers the whole set
-//!   today (verbs have 64-bit fetch-and-add and compare-and-swap only), so
-//!   `guess` means cpu: device atomics are used with `device`.
+//!   context has a device that executes 64-bit fetch-and-add and
+//!   compare-and-swap ([`BASE`], what every other atomic is built from);
+//!   cpu memory otherwise, and so always in a context that also has a
+//!   transport without device atomics (shared memory, TCP, `self`, CMA
+//!   next to `rc_verbs`). With `RUCX_TLS=rc_verbs` on a NIC with atomics,
+//!   `guess` means device atomics.
+//!
+//!   UCX's guess picks device atomics as soon as one transport has them
+//!   and then sends every atomic, to peers on the same host too, over a
+//!   lane of such a transport (its atomic lane, chosen apart from the
+//!   message lanes). rucx has no such lane: an endpoint has its
+//!   active-message lane and rendezvous data lanes on that lane's memory
+//!   domain (`worker/connect.rs`, connected lazily: `lazy_lanes.rs`), so
+//!   an endpoint to a peer of the same host whose message lane is shared
+//!   memory has no RC lane at all. Device memory in such a context would
+//!   leave that peer with no way to its atomics (or, if it emulated, mix
+//!   CPU and device atomics on one word), so `guess` stays cpu there. An
+//!   atomic lane per endpoint (a lazy RC lane to peers that have one) is
+//!   what `guess` would need to follow UCX in mixed contexts.
 //!
 //! On the initiator the setting is checked too: `device` refuses to
 //! emulate an atomic on cpu memory, `cpu` refuses to post one on device
@@ -46,6 +62,7 @@
 //! [`MemoryDomain::atomic_caps`]: crate::uct::MemoryDomain::atomic_caps
 #![allow(unsafe_code)]
 
+use super::amo_built::{Built, BuiltState};
 use super::atomic::{AtomicOp, AtomicValue};
 use super::rkey::Rkey;
 use super::RmaSink;
@@ -67,11 +84,16 @@ crate::ucs::config_enum! {
         Cpu = "cpu",
         /// Atomics executed by the devices (RDMA atomics) only.
         Device = "device",
-        /// Device if every memory domain's device executes every atomic
-        /// operation, cpu otherwise.
+        /// Device if every memory domain's device executes 64-bit
+        /// fetch-and-add and compare-and-swap, cpu otherwise.
         Guess = "guess",
     }
 }
+
+/// What a device must execute for `guess` to choose device memory: 64-bit
+/// fetch-and-add and compare-and-swap, from which every other atomic is
+/// built (`amo_built.rs`).
+pub(crate) const BASE: AtomicCaps = AtomicCaps::FADD64.union(AtomicCaps::CSWAP64);
 
 /// Whether memory mapped under `mode` is device memory, given the atomic
 /// operations of each memory domain of the context.
@@ -82,7 +104,7 @@ pub(crate) fn device_memory(mode: AtomicMode, mds: impl IntoIterator<Item = Atom
         AtomicMode::Guess => {
             let mut any = false;
             for c in mds {
-                if c != AtomicCaps::FULL {
+                if !c.contains(BASE) {
                     return false;
                 }
                 any = true;
@@ -124,9 +146,15 @@ impl Amo {
 impl Worker {
     /// Where atomic `a` on the memory of `rkey` goes: `None` to the
     /// owner's CPU (emulation, or a mapped segment), or a lane that does
-    /// it in hardware; an error where the memory's mode and this context's
+    /// it in hardware, or builds it from the device's operations
+    /// (`amo_built.rs`); an error where the memory's mode and this context's
     /// `RUCX_ATOMIC_MODE`, or the lanes, leave no way.
-    pub(crate) fn amo_route(&mut self, ep: Ep, a: &Amo, rkey: &Rkey) -> Result<Option<DeviceLane>> {
+    pub(crate) fn amo_route(
+        &mut self,
+        ep: Ep,
+        a: &Amo,
+        rkey: &Rkey,
+    ) -> Result<Option<DeviceRoute>> {
         let mode = self.core.ctx.config().atomic_mode;
         match (rkey.amo_device, mode) {
             (false, AtomicMode::Device) => Err(Error::Unsupported(format!(
@@ -155,66 +183,96 @@ impl Worker {
         }
     }
 
-    fn device_lane(&mut self, ep: Ep, a: &Amo, rkey: &Rkey) -> Result<DeviceLane> {
+    fn device_lane(&mut self, ep: Ep, a: &Amo, rkey: &Rkey) -> Result<DeviceRoute> {
         let st = self.core.eps.get(ep.0).ok_or(Error::InvalidHandle)?;
         let (op, w) = (a.op, word(a.value));
-        for (li, &(iface, uct_ep)) in st.lanes.iter().enumerate() {
-            let Some(Some(key)) = rkey.lanes.get(li) else {
-                continue;
-            };
-            if uct_ep == LAZY || !key.access.contains(Access::REMOTE_ATOMIC) {
-                continue;
-            }
-            let offers = self.ifaces[iface]
-                .atomic()
-                .is_some_and(|o| o.atomic_caps().offers(op, a.fetch, w));
-            if offers {
-                return Ok((iface, uct_ep, key.clone()));
+        // In hardware where a lane does the operation itself, else built
+        // from what a lane does.
+        for build in [false, true] {
+            for (li, &(iface, uct_ep)) in st.lanes.iter().enumerate() {
+                let Some(Some(key)) = rkey.lanes.get(li) else {
+                    continue;
+                };
+                if uct_ep == LAZY || !key.access.contains(Access::REMOTE_ATOMIC) {
+                    continue;
+                }
+                let Some(caps) = self.ifaces[iface].atomic().map(|o| o.atomic_caps()) else {
+                    continue;
+                };
+                if !build && caps.offers(op, a.fetch, w) {
+                    return Ok(DeviceRoute::Direct((iface, uct_ep, key.clone())));
+                }
+                if !build {
+                    continue;
+                }
+                if let Some(b) = Built::plan(a, caps, key)? {
+                    return Ok(DeviceRoute::Built((iface, uct_ep, key.clone()), b));
+                }
             }
         }
         Err(Error::Unsupported(format!(
             "{}: the target's memory takes device atomics only (RUCX_ATOMIC_MODE), and no lane \
-             of this endpoint does this operation in hardware with a key granting atomics",
+             of this endpoint with a key granting atomics does this operation in hardware or \
+             64-bit compare-and-swap to build it from",
             a.name()
         )))
     }
 
-    /// Starts atomic `a` on `lane`; a fetching one's old value goes to
-    /// `result`. Where the lane has no room, the atomic waits for it like
-    /// a zero-copy step (`resume_rma`).
+    /// Starts atomic `a` on the lane of `route`; a fetching one's old
+    /// value goes to `result`. Where the lane has no room, the atomic (or
+    /// its next step) waits for it like a zero-copy step (`resume_rma`).
     pub(crate) fn atomic_device_start(
         &mut self,
         ep: Ep,
-        lane: DeviceLane,
+        route: DeviceRoute,
         a: Amo,
         result: Option<ResultWord>,
         o: Op,
     ) -> Result<Posted<()>> {
-        let (iface, uct_ep, key) = lane;
         let width = a.value.width();
-        let sink = match result {
-            Some(word) => RmaSink::DeviceFetch {
-                word,
-                width,
-                slot: Box::new([0; 8]),
-            },
-            None => RmaSink::None,
+        let (plan, sink) = match route {
+            DeviceRoute::Direct((iface, uct_ep, key)) => {
+                let sink = match result {
+                    Some(word) => RmaSink::DeviceFetch {
+                        word,
+                        width,
+                        slot: Box::new([0; 8]),
+                    },
+                    None => RmaSink::None,
+                };
+                (AmoPlan::new(iface, uct_ep, key, a), sink)
+            }
+            DeviceRoute::Built(lane, built) => {
+                let (iface, uct_ep, key) = lane.clone();
+                let plan = AmoPlan::new(iface, uct_ep, key, built.step());
+                let state = BuiltState {
+                    lane,
+                    built,
+                    result,
+                    slot: [0; 8],
+                };
+                (plan, RmaSink::DeviceBuilt(Box::new(state)))
+            }
         };
         let id = self.rma_request(ep, width, sink, o);
         if let Some(Request {
             kind: Kind::Rma(s), ..
         }) = self.core.reqs.get_mut(id)
         {
-            s.amo = Some(Box::new(AmoPlan {
-                iface,
-                uct_ep,
-                key,
-                amo: a,
-            }));
+            s.amo = Some(Box::new(plan));
         }
         self.core.push_rma_amo(&mut self.ifaces, id);
         self.rma_posted(id)
     }
+}
+
+/// How an atomic on device memory is executed.
+#[derive(Debug)]
+pub(crate) enum DeviceRoute {
+    /// By a lane that does it in hardware.
+    Direct(DeviceLane),
+    /// Built from the operations of a lane's device (`amo_built.rs`).
+    Built(DeviceLane, Built),
 }
 
 /// An atomic for a device, waiting to be posted.
@@ -224,6 +282,17 @@ pub(crate) struct AmoPlan {
     uct_ep: EpId,
     key: RemoteKey,
     amo: Amo,
+}
+
+impl AmoPlan {
+    pub(crate) fn new(iface: usize, uct_ep: EpId, key: RemoteKey, amo: Amo) -> AmoPlan {
+        AmoPlan {
+            iface,
+            uct_ep,
+            key,
+            amo,
+        }
+    }
 }
 
 impl Core {
@@ -243,6 +312,7 @@ impl Core {
         };
         let slot = match &mut s.sink {
             RmaSink::DeviceFetch { slot, .. } => slot.as_mut_ptr(),
+            RmaSink::DeviceBuilt(b) => b.slot.as_mut_ptr(),
             _ => std::ptr::null_mut(),
         };
         let a = plan.amo;
@@ -298,7 +368,7 @@ fn post(
             "fetching atomic without a result".into(),
         ));
     }
-    // SAFETY: `slot` is the 8-byte box of the request's sink, which lives
+    // SAFETY: `slot` is the 8 bytes boxed in the request's sink, which live
     // in the request until the transport reports this token (the request
     // waits for it even when it fails: `zcopy_inflight`).
     unsafe { ops.atomic_fetch(ep, op, w, a.compare, slot, a.remote, key, token) }
@@ -309,7 +379,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn guess_asks_every_domain_for_every_operation() {
+    fn guess_asks_every_domain_for_fetch_add_and_compare_swap() {
         let rc = AtomicCaps::ADD64 | AtomicCaps::FADD64 | AtomicCaps::CSWAP64;
         let full = AtomicCaps::FULL;
         let none = AtomicCaps::empty();
@@ -318,8 +388,15 @@ mod tests {
             (AtomicMode::Device, vec![none], true),
             (AtomicMode::Device, vec![], true),
             (AtomicMode::Guess, vec![full, full], true),
+            (AtomicMode::Guess, vec![rc], true),
+            (AtomicMode::Guess, vec![rc, full], true),
+            (AtomicMode::Guess, vec![BASE], true),
+            // A domain without device atomics (shared memory, TCP) next
+            // to one with them: its peers could not reach the memory.
+            (AtomicMode::Guess, vec![rc, none], false),
             (AtomicMode::Guess, vec![full, none], false),
-            (AtomicMode::Guess, vec![rc], false),
+            (AtomicMode::Guess, vec![AtomicCaps::FADD64], false),
+            (AtomicMode::Guess, vec![AtomicCaps::CSWAP64], false),
             (AtomicMode::Guess, vec![], false),
         ] {
             assert_eq!(device_memory(mode, mds.clone()), want, "{mode:?} {mds:?}");

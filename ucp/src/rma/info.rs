@@ -63,9 +63,10 @@ impl Worker {
         });
         let (protocol, lane) = match (self.core.ctx.config().atomic_mode, device) {
             (AtomicMode::Cpu, _) => (emulated, am_lane),
-            (AtomicMode::Device, Some(lane)) => {
-                ("device (the ops it offers; others unsupported)", lane)
-            }
+            (AtomicMode::Device, Some(lane)) => (
+                "device (others built from fetch-add and compare-and-swap)",
+                lane,
+            ),
             (AtomicMode::Device, None) => ("unsupported (device mode, no device lane)", am_lane),
             (AtomicMode::Guess, Some(lane)) => {
                 ("device or emulated, as the target's memory says", lane)

@@ -29,11 +29,14 @@
 //!   are atomic against each other from any number of peers and against
 //!   the owner's own atomic accesses ([`MemMap::load_u64`]). On memory
 //!   mapped in device mode they are executed by the devices (RDMA
-//!   atomics over RC) and only by them; an operation no lane of the
-//!   endpoint does in hardware fails as unsupported. A word never sees
-//!   both kinds: `amo.rs` has the rule and [`AtomicMode`] the setting.
+//!   atomics over RC) and only by them: an operation the device lacks is
+//!   built by the initiator from the device's 64-bit fetch-and-add and
+//!   compare-and-swap (`amo_built.rs`), and fails as unsupported only
+//!   where no lane of the endpoint has those. A word never sees both
+//!   kinds: `amo.rs` has the rule and [`AtomicMode`] the setting.
 //!
-//! Emulated operations need the target to call `progress`.
+//! Emulated operations need the target to call `progress`; device
+//! atomics, built ones included, do not.
 //!
 //! # Completion and ordering
 //!
@@ -69,6 +72,9 @@
 //! allocated by `mem_alloc`) is never mapped into peers.
 
 mod amo;
+mod amo_built;
+#[cfg(test)]
+mod amo_steps;
 mod atomic;
 mod info;
 mod mem;
@@ -108,6 +114,10 @@ pub(crate) enum RmaSink {
         width: usize,
         slot: Box<[u8; 8]>,
     },
+    /// An atomic built from a device's operations, step by step
+    /// (`amo_built.rs`): its state, result word and the 8 bytes each step's
+    /// old value goes to.
+    DeviceBuilt(Box<amo_built::BuiltState>),
 }
 
 /// State of a one-sided operation.

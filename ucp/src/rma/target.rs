@@ -168,7 +168,7 @@ impl Core {
         } else {
             match &s.sink {
                 RmaSink::None => Ok(()),
-                RmaSink::DeviceFetch { .. } => Err(super::refused(
+                RmaSink::DeviceFetch { .. } | RmaSink::DeviceBuilt(_) => Err(super::refused(
                     "the target answered an atomic that a device executes".into(),
                 )),
                 RmaSink::Get { segs } => {
@@ -289,6 +289,11 @@ impl Core {
                     let e = super::refused(format!("a device atomic of {width} bytes"));
                     s.error.get_or_insert(e);
                 }
+            }
+            if result.is_ok() && matches!(s.sink, RmaSink::DeviceBuilt(_)) {
+                // Done, or its next step queued (before this step counts
+                // as finished, so the request waits for it).
+                self.built_step_done(id);
             }
         } else if let Some(Request {
             kind: Kind::Rma(s), ..

@@ -5,9 +5,11 @@
 //! UCX's set: posted `add`, `and`, `or`, `xor` and fetching `fadd`,
 //! `fand`, `for`, `fxor`, `swap`, `cswap`, on 32- and 64-bit words. A
 //! transport offers the family only for operations that the hardware
-//! executes at the target without the target's CPU (RDMA atomics); the
-//! protocol layer emulates the others with active messages and decides
-//! which memory takes which (a word must never see both).
+//! executes at the target without the target's CPU (RDMA atomics). The
+//! protocol layer decides which memory takes device atomics (a word must
+//! never see both kinds); on such memory it builds the operations a
+//! device lacks from its 64-bit fetch-add and compare-and-swap, on other
+//! memory the target's CPU executes every atomic.
 
 use crate::iface::{EpId, Posted, Token};
 use crate::{RemoteKey, Result};
@@ -142,9 +144,7 @@ bitflags::bitflags! {
 }
 
 impl AtomicCaps {
-    /// Every operation of both widths: what a device must execute for
-    /// memory to take device atomics only (see the protocol layer's
-    /// `RUCX_ATOMIC_MODE=guess`).
+    /// Every operation of both widths.
     pub const FULL: AtomicCaps = AtomicCaps::all();
 
     /// The bit of `op` in the given form on words of `width` bytes

@@ -86,6 +86,7 @@ impl Node {
             fail: None,
             inflight: Vec::new(),
             room_for: None,
+            atomics: false,
         };
         let info = core.lane_info("rec/0".into(), &attr, 0);
         let ep = core

@@ -4,7 +4,9 @@
 use crate::proto::lanes::{no_iface, Lanes};
 use crate::request::buf::{Lent, LentMut};
 use crate::ucs;
-use crate::uct::{AmId, EpId, IfaceAttr, Posted, RemoteKey, Token};
+use crate::uct::{
+    AmId, AtomicCaps, AtomicOp, AtomicOps, AtomicWord, EpId, IfaceAttr, Posted, RemoteKey, Token,
+};
 
 /// One operation a core posted.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -34,6 +36,16 @@ pub(crate) enum Sent {
     /// A request to be told when `ep` has room (what the executor asks
     /// of the transport for a `Command::AwaitRoom`).
     Pending { ep: EpId },
+    /// A device atomic on the 8-byte word at `remote`: a fetch-and-add of
+    /// `value`, or a compare-and-swap of `compare` for `value`.
+    Amo {
+        ep: EpId,
+        cswap: bool,
+        remote: u64,
+        value: u64,
+        compare: u64,
+        token: Token,
+    },
 }
 
 /// A recording [`Lanes`] with one iface (index 0).
@@ -50,6 +62,10 @@ pub(crate) struct Rec {
     pub(crate) inflight: Vec<Token>,
     /// If set, how many more operations the lane takes before it is full.
     pub(crate) room_for: Option<usize>,
+    /// The lane's device executes 64-bit fetch-and-add and
+    /// compare-and-swap (on the word at the remote address, in this
+    /// process), in flight until completed like a zero-copy operation.
+    pub(crate) atomics: bool,
 }
 
 impl Rec {
@@ -147,9 +163,125 @@ impl Rec {
     }
 }
 
+impl Rec {
+    /// Records and executes a device atomic (which `check` let through);
+    /// the old value goes to `result`, if any, at once.
+    #[allow(clippy::too_many_arguments)]
+    fn amo(
+        &mut self,
+        ep: EpId,
+        (op, value, compare): (AtomicOp, AtomicWord, u64),
+        result: Option<*mut u8>,
+        remote: u64,
+        rkey: &RemoteKey,
+        token: Token,
+    ) -> ucs::Result<Posted> {
+        let AtomicWord::U64(v) = value else {
+            return Err(ucs::Error::op_unsupported("rec", "32-bit atomics"));
+        };
+        let cswap = match op {
+            AtomicOp::Add => false,
+            AtomicOp::Cswap => true,
+            _ => return Err(ucs::Error::op_unsupported("rec", "this atomic")),
+        };
+        assert!(
+            rkey.covers(remote, 8) && remote % 8 == 0,
+            "a device atomic outside its key's range or misaligned"
+        );
+        // SAFETY: both nodes of a test live in this process: the key's
+        // range is a word the test keeps alive and accesses atomically.
+        let w = unsafe { std::sync::atomic::AtomicU64::from_ptr(remote as *mut u64) };
+        let o = std::sync::atomic::Ordering::SeqCst;
+        let old = if cswap {
+            w.compare_exchange(compare, v, o, o).unwrap_or_else(|x| x)
+        } else {
+            w.fetch_add(v, o)
+        };
+        if let Some(r) = result {
+            // SAFETY: `atomic_fetch`'s caller keeps the 8 bytes writable
+            // until the completion.
+            unsafe { r.cast::<[u8; 8]>().write_unaligned(old.to_ne_bytes()) };
+        }
+        self.rma(token, |token| Sent::Amo {
+            ep,
+            cswap,
+            remote,
+            value: v,
+            compare,
+            token,
+        })
+    }
+
+    /// The device atomics posted so far, as (compare-and-swap, remote
+    /// address, value, compare, token).
+    pub(crate) fn amos(&self) -> Vec<(bool, u64, u64, u64, Token)> {
+        self.sent
+            .iter()
+            .filter_map(|s| match *s {
+                Sent::Amo {
+                    cswap,
+                    remote,
+                    value,
+                    compare,
+                    token,
+                    ..
+                } => Some((cswap, remote, value, compare, token)),
+                _ => None,
+            })
+            .collect()
+    }
+}
+
+impl AtomicOps for Rec {
+    fn atomic_caps(&self) -> AtomicCaps {
+        if self.atomics {
+            AtomicCaps::ADD64 | AtomicCaps::FADD64 | AtomicCaps::CSWAP64
+        } else {
+            AtomicCaps::empty()
+        }
+    }
+
+    fn atomic_post(
+        &mut self,
+        ep: EpId,
+        op: AtomicOp,
+        value: AtomicWord,
+        remote_addr: u64,
+        rkey: &RemoteKey,
+        token: Token,
+    ) -> ucs::Result<Posted> {
+        if let Some(p) = self.check(0)? {
+            return Ok(p);
+        }
+        self.amo(ep, (op, value, 0), None, remote_addr, rkey, token)
+    }
+
+    unsafe fn atomic_fetch(
+        &mut self,
+        ep: EpId,
+        op: AtomicOp,
+        value: AtomicWord,
+        compare: u64,
+        result: *mut u8,
+        remote_addr: u64,
+        rkey: &RemoteKey,
+        token: Token,
+    ) -> ucs::Result<Posted> {
+        if let Some(p) = self.check(0)? {
+            return Ok(p);
+        }
+        let what = (op, value, compare);
+        self.amo(ep, what, Some(result), remote_addr, rkey, token)
+    }
+}
+
 impl Lanes for Rec {
     fn attr(&self, iface: usize) -> Option<&IfaceAttr> {
         (iface == 0).then_some(&self.attr)
+    }
+
+    fn atomic(&mut self, iface: usize) -> Option<&mut dyn AtomicOps> {
+        (iface == 0 && self.atomics).then_some(self as &mut dyn AtomicOps)
     }
 
     fn ep_create(&mut self, iface: usize, _dev: &[u8], _addr: &[u8]) -> ucs::Result<EpId> {
