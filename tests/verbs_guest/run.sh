@@ -26,18 +26,27 @@ Networks (--net, comma-separated; default: lo):
          or contexts that connect to each other on one device.
   rails  dummy's d0 and rxed, and a second dummy interface d1
          (10.79.0.1/24) with rxed1: two devices that every process sees,
-         for rendezvous split over two lanes (multi-rail). rxe delivers
-         traffic between two devices of one namespace only through the
-         pair below, so lanes join a device to itself: rxed to rxed and
-         rxed1 to rxed1.
+         for rendezvous split over two lanes (multi-rail). Between two
+         processes that both use both, the lanes join rxed to rxed and
+         rxed1 to rxed1 (the ifaces pair up in discovery order).
   veth   a veth pair va (10.77.0.1/24) <-> vb (10.77.0.2/24), both in the root
          namespace, rxea on va and rxeb on vb. Policy routing sends traffic
          between the two addresses across the pair (not through lo), so it
          can be captured on va.
   netns  the same pair with vb (and its address) in namespace b, rxeb
          created inside b. The kernel's rxe must support network namespaces
-         for traffic to flow (Linux 6.1's does not: its UDP socket and route
-         lookups live in the root namespace); use veth there.
+         for traffic to flow, and Linux 6.1's (Debian 12) does not, so use
+         veth there. Seen in this guest (rdma system: netns shared): rxe's
+         UDP socket on port 4791 exists in the root namespace only (ss -uan
+         in b lists none); a rucx client on rxea sent its CM ConnectRequest
+         across the pair, b counted it as UdpNoPorts and answered ICMP port
+         unreachable, and the client gave up with a CM reject (timeout);
+         nothing rxeb sent (the server's connection back) appeared on the
+         pair: rxe looks its routes up in the root namespace too
+         (rxe_net.c: ip_route_output_key(&init_net, ...), which rxe's
+         namespace patches later make dev_net(ndev)), where 10.77.0.1 is
+         local. ib_write_bw without librdmacm alike: its WRITEs cross, no
+         ACK comes back.
   veth and netns exclude each other.
 
 Command prefixes (may be combined, as bg:b:CMD):
