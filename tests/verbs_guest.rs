@@ -1,10 +1,12 @@
 //! The soft-RoCE guest suite, `tests/verbs_guest/suite.sh`: builds the
 //! verbs provider's tests, the protocol layer's rc_verbs tests and
 //! `rucx-perftest` with the `verbs` feature, boots one QEMU guest
-//! (virtme-ng, no KVM) with `rxed` on a dummy interface, and runs them all
-//! there: device tests, the uct conformance suite on rc_verbs, the
-//! rc_verbs variants of the in-process tests, and two-process
-//! `rucx-perftest` runs with every byte checked.
+//! (virtme-ng, no KVM) with `rxed` and `rxed1` on dummy interfaces and
+//! `rxea`/`rxeb` on a veth pair, and runs them all there: device tests,
+//! the uct conformance suite on rc_verbs, the rc_verbs variants of the
+//! in-process tests, two-process `rucx-perftest` runs with every byte
+//! checked, the same across the veth pair with the RoCEv2 capture checked
+//! by tshark afterwards, and rendezvous split over `rxed` and `rxed1`.
 //!
 //! Needs qemu-system-x86_64, vng (PyPI `virtme-ng`), busybox, iproute2's
 //! `rdma`, a kernel image under /boot with `rdma_rxe`, rdma-core's headers

@@ -8,7 +8,7 @@ set -uo pipefail
 OUT=${1:?usage: guest.sh OUTDIR}
 export OUT
 # Defaults, replaced by job.sh.
-has_lo=0 has_dummy=0 has_veth=0 has_netns=0 capture='' cmd_timeout=300
+has_lo=0 has_dummy=0 has_rails=0 has_veth=0 has_netns=0 capture='' cmd_timeout=300
 cmds=()
 # shellcheck disable=SC1091
 . "$OUT/job.sh"
@@ -31,7 +31,7 @@ step() {
     fi
 }
 
-export RXE_LO=rxe0 RXE_D=rxed ADDR_D=10.78.0.1 RXE_A=rxea RXE_B=rxeb ADDR_A=10.77.0.1 ADDR_B=10.77.0.2
+export RXE_LO=rxe0 RXE_D=rxed ADDR_D=10.78.0.1 RXE_D1=rxed1 ADDR_D1=10.79.0.1 RXE_A=rxea RXE_B=rxeb ADDR_A=10.77.0.1 ADDR_B=10.77.0.2
 
 t_setup=$EPOCHREALTIME
 step modprobe rdma_rxe
@@ -39,12 +39,18 @@ step ip link set lo up
 if [ "$has_lo" -eq 1 ]; then
     step rdma link add rxe0 type rxe netdev lo
 fi
-if [ "$has_dummy" -eq 1 ]; then
+if [ "$has_dummy" -eq 1 ] || [ "$has_rails" -eq 1 ]; then
     step modprobe dummy
     step ip link add d0 type dummy
     step ip addr add "$ADDR_D/24" dev d0
     step ip link set d0 up
     step rdma link add rxed type rxe netdev d0
+fi
+if [ "$has_rails" -eq 1 ]; then
+    step ip link add d1 type dummy
+    step ip addr add "$ADDR_D1/24" dev d1
+    step ip link set d1 up
+    step rdma link add rxed1 type rxe netdev d1
 fi
 if [ "$has_veth" -eq 1 ] || [ "$has_netns" -eq 1 ]; then
     step ip link add va type veth peer name vb
@@ -54,9 +60,11 @@ fi
 if [ "$has_veth" -eq 1 ]; then
     # Both ends in one namespace: without help the kernel would deliver
     # traffic between the two local addresses through lo. Look up the local
-    # table only for packets arriving on the pair, send everything addressed
-    # to the other end out of the pair, and accept packets whose source is
-    # a local address.
+    # table only for packets arriving on the pair, send what one end's
+    # address sends to the other's out of the pair, and accept packets
+    # whose source is a local address. Only traffic between the two
+    # addresses: an end talking to itself, or another address talking to
+    # an end, still goes through lo.
     step ip addr add "$ADDR_B/24" dev vb
     step ip link set vb up
     step sysctl -qw net.ipv4.conf.all.rp_filter=0 net.ipv4.conf.va.rp_filter=0 \
@@ -68,8 +76,8 @@ if [ "$has_veth" -eq 1 ]; then
     step ip rule add pref 11 iif vb lookup local
     step ip route add "$ADDR_B" dev va src "$ADDR_A" table 100
     step ip route add "$ADDR_A" dev vb src "$ADDR_B" table 101
-    step ip rule add pref 20 to "$ADDR_B" lookup 100
-    step ip rule add pref 21 to "$ADDR_A" lookup 101
+    step ip rule add pref 20 from "$ADDR_A" to "$ADDR_B" lookup 100
+    step ip rule add pref 21 from "$ADDR_B" to "$ADDR_A" lookup 101
     step rdma link add rxea type rxe netdev va
     step rdma link add rxeb type rxe netdev vb
 fi

@@ -24,14 +24,29 @@ Networks (--net, comma-separated; default: lo):
   dummy  a dummy interface d0 (10.78.0.1/24) with rxed on it: one device
          whose own address the connection manager resolves, for processes
          or contexts that connect to each other on one device.
+  rails  dummy's d0 and rxed, and a second dummy interface d1
+         (10.79.0.1/24) with rxed1: two devices that every process sees,
+         for rendezvous split over two lanes (multi-rail). Between two
+         processes that both use both, the lanes join rxed to rxed and
+         rxed1 to rxed1 (the ifaces pair up in discovery order).
   veth   a veth pair va (10.77.0.1/24) <-> vb (10.77.0.2/24), both in the root
          namespace, rxea on va and rxeb on vb. Policy routing sends traffic
          between the two addresses across the pair (not through lo), so it
          can be captured on va.
   netns  the same pair with vb (and its address) in namespace b, rxeb
          created inside b. The kernel's rxe must support network namespaces
-         for traffic to flow (Linux 6.1's does not: its UDP socket and route
-         lookups live in the root namespace); use veth there.
+         for traffic to flow, and Linux 6.1's (Debian 12) does not, so use
+         veth there. Seen in this guest (rdma system: netns shared): rxe's
+         UDP socket on port 4791 exists in the root namespace only (ss -uan
+         in b lists none); a rucx client on rxea sent its CM ConnectRequest
+         across the pair, b counted it as UdpNoPorts and answered ICMP port
+         unreachable, and the client gave up with a CM reject (timeout);
+         nothing rxeb sent (the server's connection back) appeared on the
+         pair: rxe looks its routes up in the root namespace too
+         (rxe_net.c: ip_route_output_key(&init_net, ...), which rxe's
+         namespace patches later make dev_net(ndev)), where 10.77.0.1 is
+         local. ib_write_bw without librdmacm alike: its WRITEs cross, no
+         ACK comes back.
   veth and netns exclude each other.
 
 Command prefixes (may be combined, as bg:b:CMD):
@@ -40,15 +55,22 @@ Command prefixes (may be combined, as bg:b:CMD):
   b:     with --net netns, run in namespace b; otherwise no effect.
 
 Inside the guest each command sees: OUT (a directory shared with the host,
-writable), RXE_LO=rxe0, RXE_D=rxed, ADDR_D=10.78.0.1, RXE_A=rxea,
-RXE_B=rxeb, ADDR_A=10.77.0.1, ADDR_B=10.77.0.2.
+writable), RXE_LO=rxe0, RXE_D=rxed, ADDR_D=10.78.0.1, RXE_D1=rxed1,
+ADDR_D1=10.79.0.1, RXE_A=rxea, RXE_B=rxeb, ADDR_A=10.77.0.1,
+ADDR_B=10.77.0.2.
 
 Options:
   --net LIST          networks to set up (see above); default lo
   --capture IFACE     capture UDP port 4791 (RoCEv2) on IFACE in the guest
-                      while the commands run; afterwards summarize it on the
-                      host with tshark and fail unless it holds RoCEv2 frames
-                      and no malformed frame. Saved as OUT/roce.pcapng.
+                      while the commands run; afterwards check it on the
+                      host with roce_check.sh (tshark): fail unless it holds
+                      RoCEv2 frames, all well-formed, and every response
+                      and ACK comes after its request. Saved as
+                      OUT/roce.pcapng.
+  --capture-expect LIST
+                      with --capture, also require each opcode family of
+                      LIST (send, write, read, atomic, ack; see
+                      roce_check.sh --help)
   --out DIR           keep logs, results and the capture in DIR (created;
                       kept). Default: a temporary directory, removed after a
                       successful run and kept after a failure.
@@ -87,6 +109,7 @@ skip() {
 
 net=lo
 capture=
+capture_expect=
 out=
 keep=0
 kernel=
@@ -108,6 +131,7 @@ while [ $# -gt 0 ]; do
         ;;
     --net) need_arg "$@"; net=$2; shift 2 ;;
     --capture) need_arg "$@"; capture=$2; shift 2 ;;
+    --capture-expect) need_arg "$@"; capture_expect=$2; shift 2 ;;
     --out) need_arg "$@"; out=$2; keep=1; shift 2 ;;
     --kernel) need_arg "$@"; kernel=$2; shift 2 ;;
     --timeout) need_arg "$@"; timeout_s=$2; shift 2 ;;
@@ -128,16 +152,17 @@ done
 cmds=("$@")
 
 # Validate the options before looking for the tools.
-has_lo=0 has_dummy=0 has_veth=0 has_netns=0
+has_lo=0 has_dummy=0 has_rails=0 has_veth=0 has_netns=0
 IFS=, read -r -a nets <<<"$net"
 [ ${#nets[@]} -gt 0 ] || die "--net is empty"
 for n in "${nets[@]}"; do
     case $n in
     lo) has_lo=1 ;;
     dummy) has_dummy=1 ;;
+    rails) has_rails=1 ;;
     veth) has_veth=1 ;;
     netns) has_netns=1 ;;
-    *) die "unknown network '$n' in --net (lo, dummy, veth, netns)" ;;
+    *) die "unknown network '$n' in --net (lo, dummy, rails, veth, netns)" ;;
     esac
 done
 [ $((has_veth + has_netns)) -le 1 ] || die "--net veth and netns exclude each other"
@@ -155,6 +180,7 @@ for c in "${cmds[@]}"; do
     done
     [ -n "${rest//[[:space:]]/}" ] || die "empty command in '$c'"
 done
+[ -z "$capture_expect" ] || [ -n "$capture" ] || die "--capture-expect needs --capture"
 if [ -n "$capture" ]; then
     case $capture in
     va | vb) [ $((has_veth + has_netns)) -eq 1 ] || die "--capture $capture needs --net veth or netns" ;;
@@ -203,7 +229,7 @@ fi
 
 {
     printf '# written by run.sh, read by guest.sh\n'
-    declare -p has_lo has_dummy has_veth has_netns capture cmd_timeout
+    declare -p has_lo has_dummy has_rails has_veth has_netns capture cmd_timeout
     declare -p cmds
 } >"$out/job.sh"
 
@@ -287,18 +313,12 @@ done
 if [ -n "$capture" ]; then
     pcap=$out/roce.pcapng
     if [ -s "$pcap" ]; then
-        frames=$(tshark -r "$pcap" 2>/dev/null | wc -l)
-        roce=$(tshark -r "$pcap" -Y infiniband 2>/dev/null | wc -l)
-        malformed=$(tshark -r "$pcap" -Y _ws.malformed 2>/dev/null | wc -l)
-        printf 'capture on %s: %s frames, %s RoCEv2, %s malformed\n' "$capture" "$frames" "$roce" "$malformed"
+        echo "capture on $capture:"
         grep -h 'dropped' "$out/capture.log" 2>/dev/null | sed 's/^/  dumpcap: /' || true
-        # Per-opcode counts, from the Info column ("RC RDMA Write First QP=0x...").
-        tshark -r "$pcap" -Y infiniband -T fields -e _ws.col.Info 2>/dev/null |
-            sed -e 's/ QP=.*//' | sort | uniq -c | sort -rn | sed 's/^/  /'
-        if [ "$roce" -eq 0 ] || [ "$malformed" -ne 0 ]; then
-            echo "FAIL: the capture must hold RoCEv2 frames and no malformed frame"
-            failed=1
-        fi
+        # Well-formed RoCEv2 frames, per-opcode counts, and with
+        # --capture-expect the opcode families and their order.
+        "$here/roce_check.sh" ${capture_expect:+--expect "$capture_expect"} "$pcap" |
+            sed 's/^/  /' || failed=1
     else
         echo "FAIL: no capture was written ($pcap)"
         [ -f "$out/capture.log" ] && sed 's/^/  | /' "$out/capture.log"

@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
 # Builds the verbs provider's tests, the rc_verbs tests of the root package
 # and rucx-perftest, then runs them all in ONE soft-RoCE guest (run.sh
-# --net lo,dummy): the provider's unit and device tests, the uct conformance
-# suite on rc_verbs, the protocol-layer tests' rc_verbs variants, and
-# two-process rucx-perftest runs over rc_verbs with every byte checked.
+# --net lo,dummy,rails,veth --capture va): the provider's unit and device
+# tests, the uct conformance suite on rc_verbs, the protocol-layer tests'
+# rc_verbs variants, two-process rucx-perftest runs over rc_verbs with
+# every byte checked, RoCEv2 across a veth pair checked with tshark, and
+# rendezvous split over two devices.
 # See usage().
 set -euo pipefail
 
@@ -17,11 +19,13 @@ Usage: tests/verbs_guest/suite.sh [--no-build] [RUN.SH OPTIONS]
 Builds (unless --no-build) with cargo, in $CARGO_TARGET_DIR or target/:
   cargo test -p rucx-verbs --features sys --no-run
   cargo test --features verbs --no-run --test in_process --test rma ...
+  cargo test --features verbs --no-run --test verbs_rails
   cargo build --release --features verbs --bin rucx-perftest --bin rucx-info
-then boots one guest (tests/verbs_guest/run.sh --net lo,dummy: rxe0 on lo,
-which the provider does not offer, and rxed on a dummy interface, which
-the tests use) and runs there, each with RUCX_REQUIRE_ALL=1 so that a
-missing device fails instead of skipping:
+then boots one guest (tests/verbs_guest/run.sh --net lo,dummy,rails,veth
+--capture va: rxe0 on lo, which the provider does not offer; rxed and
+rxed1 on two dummy interfaces; rxea and rxeb on the two ends of a veth
+pair, whose RoCEv2 traffic is captured on va) and runs there, each with
+RUCX_REQUIRE_ALL=1 so that a missing device fails instead of skipping:
   - rucx-verbs' unit tests, tests/device.rs and tests/device_queues.rs;
   - the uct conformance suite on rc_verbs (tests/rc_conformance.rs) and
     40 peers bursting into one hub iface (tests/rc_star.rs);
@@ -30,7 +34,19 @@ missing device fails instead of skipping:
     compare-and-swap executed by the device);
   - rucx-info -d listing rc_verbs on rxed:1;
   - rucx-perftest --pair (server and client processes) with
-    RUCX_TLS=rc_verbs and -V for tag_lat, tag_bw, ucp_put_bw, ucp_get.
+    RUCX_TLS=rc_verbs and -V for tag_lat, tag_bw, ucp_put_bw, ucp_get;
+  - rucx-perftest with a server on rxeb and a client on rxea (pair.sh), so
+    that the traffic crosses the veth pair: tag_lat (SENDs), tag_bw of
+    1 MB (rendezvous by RDMA READ), ucp_put_bw (WRITEs), ucp_get (READs),
+    ucp_fadd and ucp_cswap with RUCX_ATOMIC_MODE=device (fetch-and-add and
+    compare-and-swap executed by rxeb); afterwards run.sh checks the
+    capture with roce_check.sh: every frame well-formed for tshark's
+    InfiniBand dissector, SEND, WRITE, READ, atomic and ACK frames present,
+    responses after their requests;
+  - multi-rail on rxed and rxed1: tests/verbs_rails.rs (4 MiB rendezvous
+    split over two lanes on the two devices, several sizes intact) and
+    rucx-perftest tag_bw of 4 MiB between two processes over both, whose
+    protocol table (RUCX_PROTO_INFO) must show the split.
 
 Other options go to run.sh (--out DIR, --quiet, --timeout SECS, ...).
 Without qemu-system-x86_64, vng, busybox, rdma, a kernel image or
@@ -96,6 +112,7 @@ if [ "$build" -eq 1 ]; then
         cargo test -q -p rucx-verbs --features sys --no-run --message-format=json
         cargo test -q --features verbs --no-run --message-format=json \
             "${root_tests[@]/#/--test=}" --test=device_atomics
+        cargo test -q --features verbs --no-run --message-format=json --test=verbs_rails
     } | executables >"$bins.new"
     cargo build -q --release --features verbs --bin rucx-perftest --bin rucx-info
     mv "$bins.new" "$bins"
@@ -144,4 +161,22 @@ cmds+=(
     "$pt -t ucp_put_bw -s 65536 -n 500"
     "$pt -t ucp_get -s 65536 -n 500"
 )
-exec "$here/run.sh" --net lo,dummy --timeout 480 "${run_opts[@]}" -- "${cmds[@]}"
+
+# RoCEv2 across a real interface: a server on rxeb and a client on rxea
+# (the veth pair; captured on va and checked after the guest), and
+# multi-rail over rxed and rxed1. $ADDR_* expand in the guest.
+pair="$here/pair.sh $perf"
+tv='RUCX_TLS=rc_verbs'
+veth="$pair rxeb:1 rxea:1 \$ADDR_B"
+cmds+=(
+    "$tv $veth 13401 -t tag_lat -s 8 -n 100 -V"
+    "$tv $veth 13402 -t tag_bw -s 1000000 -n 10 -V"
+    "$tv $veth 13403 -t ucp_put_bw -s 65536 -n 50 -V"
+    "$tv $veth 13404 -t ucp_get -s 65536 -n 50 -V"
+    "$tv RUCX_ATOMIC_MODE=device $veth 13405 -t ucp_fadd -n 100 -V"
+    "$tv RUCX_ATOMIC_MODE=device $veth 13406 -t ucp_cswap -n 100 -V"
+    "$req RUCX_NET_DEVICES=rxed:1,rxed1:1 $(bin verbs_rails) --test-threads=1 --nocapture"
+)
+cmds+=("$tv RUCX_MAX_RNDV_LANES=2 RUCX_PROTO_INFO=y $pair rxed:1,rxed1:1 rxed:1,rxed1:1 \$ADDR_D 13407 -t tag_bw -s 4194304 -n 5 -V >/tmp/rails.log 2>&1; rc=\$?; cat /tmp/rails.log; [ \$rc -eq 0 ] && grep -q 'rendezvous.*% on rc_verbs/rxed:1 and .*% on rc_verbs/rxed1:1' /tmp/rails.log")
+exec "$here/run.sh" --net lo,dummy,rails,veth --capture va \
+    --capture-expect send,write,read,atomic,ack --timeout 540 "${run_opts[@]}" -- "${cmds[@]}"

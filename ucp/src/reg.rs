@@ -79,6 +79,10 @@ pub(crate) struct BufReg {
     pub(crate) memh: MemHandle,
     /// The cache and region, if cached.
     cached: Option<(usize, RegionRef)>,
+    /// The same buffer registered with other domains, for lanes on other
+    /// devices (a rendezvous by get over several RDMA devices); released
+    /// with this one.
+    pub(crate) more: Vec<BufReg>,
 }
 
 /// The caches of a context, one per (domain, right), made on first use;
@@ -145,6 +149,7 @@ impl RegCaches {
             md,
             memh,
             cached: Some((ci, region)),
+            more: Vec::new(),
         })
     }
 
@@ -212,12 +217,16 @@ impl Context {
             md,
             memh,
             cached: None,
+            more: Vec::new(),
         })
     }
 
     /// Ends a transfer's use of a registration from
     /// [`Context::register_buffer`].
     pub(crate) fn release_buffer(&self, r: BufReg) {
+        for m in r.more {
+            self.release_buffer(m);
+        }
         match r.cached {
             Some((ci, region)) => self.regs().put(ci, region),
             None => {

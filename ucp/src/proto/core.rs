@@ -52,6 +52,9 @@ pub(crate) struct GetPlan {
     /// The endpoint back to the sender, whose lanes read.
     pub(crate) ep: SlabId,
     pub(crate) rb: RemoteBuf,
+    /// Per lane of `ep`: the key it reads with instead of `rb.rkey` (a
+    /// lane on another device; see `Core::lane_keys`).
+    pub(crate) keys: Vec<Option<crate::uct::RemoteKey>>,
     /// Per data lane: next offset to read and end of its share.
     pub(crate) segs: Vec<(usize, usize, usize)>,
 }

@@ -17,6 +17,9 @@ pub(crate) struct AckTo {
 pub(crate) struct RemoteBuf {
     pub(crate) addr: u64,
     pub(crate) rkey: crate::uct::RemoteKey,
+    /// Keys of further domains of the sender (name, packed), for lanes on
+    /// other devices; unpacked by the lanes that read.
+    pub(crate) more: Vec<(String, Vec<u8>)>,
 }
 
 /// Which part of a message a receiver's offer covers.

@@ -38,7 +38,7 @@ use crate::proto::select::ProtocolId;
 use crate::request::{AtsTo, GetPhase, Kind, RecvPhase, Request, RndvPhase, RndvRecv};
 use crate::ucs::slab::SlabId;
 use crate::ucs::{self, PeerMisbehaved};
-use crate::uct::{Caps, DeviceType, SrcId, Token};
+use crate::uct::{Caps, DeviceType, RemoteKey, SrcId, Token};
 use crate::Error;
 
 /// Where a split rendezvous divides a message: a page boundary.
@@ -57,7 +57,7 @@ impl Core {
         let mut a = [0u8; 8];
         a.copy_from_slice(&data[24..RTS_GET_HDR]);
         let addr = u64::from_le_bytes(a);
-        let packed = &data[RTS_GET_HDR..];
+        let (packed, more) = wire::decode_rts_keys(&data[RTS_GET_HDR..])?;
         let total =
             usize::try_from(total).map_err(|_| invalid("rendezvous length", format!("{total}")))?;
         let md = self
@@ -73,7 +73,11 @@ impl Core {
             src,
             sreq,
         };
-        let rb = RemoteBuf { addr, rkey };
+        let more = more
+            .into_iter()
+            .map(|(name, key)| (name.to_string(), key.to_vec()))
+            .collect();
+        let rb = RemoteBuf { addr, rkey, more };
         self.rts_arrived(tag, total, to, Rts::Get(rb));
         Ok(())
     }
@@ -117,12 +121,16 @@ impl Core {
             return;
         };
         // The lanes selection chose for this size, among those of the
-        // domain that unpacked the key.
+        // domain that unpacked the key and those the sender sent a key of
+        // their remote domain for.
         let md = self.iface_md.get(to.iface).copied();
+        let keys = self.lane_keys(ep, md, &rb);
         let lanes = data_lanes(&st.tables[0], want, ProtocolId::RndvGetZcopy, |l| {
-            st.lanes
-                .get(l)
-                .is_some_and(|&(i, e)| e != LAZY && self.iface_md.get(i).copied() == md)
+            st.lanes.get(l).is_some_and(|&(i, e)| {
+                e != LAZY
+                    && (self.iface_md.get(i).copied() == md
+                        || keys.get(l).is_some_and(Option::is_some))
+            })
         });
         let (from, end) = self.split_tail(tx, ep, to, req, &lanes);
         let segs = split(end - from, &lanes)
@@ -139,7 +147,7 @@ impl Core {
                 *ats_to = Some(AtsTo { ep, sreq: to.sreq });
             }
         }
-        self.get_plans.insert(req, GetPlan { ep, rb, segs });
+        self.get_plans.insert(req, GetPlan { ep, rb, keys, segs });
         self.push_get(tx, req);
     }
 
@@ -311,6 +319,7 @@ impl Core {
         let remote = Remote {
             addr: plan.rb.addr,
             rkey: &plan.rb.rkey,
+            lane_keys: &plan.keys,
         };
         // The segments lie in the receive's buffer (they split at most its
         // capacity); it completes only after these reads did (the phase
@@ -460,13 +469,29 @@ impl Core {
         else {
             return Step::Failed;
         };
-        let (ep, tag, buf) = (s.ep, s.tag, s.buf);
+        let (ep, tag, buf, sync) = (s.ep, s.tag, s.buf, s.sync.is_sync());
         let have = s.memh.as_ref().map(|r| r.memh.clone());
         let Some(st) = self.eps.get(ep) else {
             self.fail_send(id, Error::InvalidHandle);
             return Step::Failed;
         };
         let (ifi, uct_ep) = (st.iface, st.uct_ep);
+        // The other domains of the lanes selection reads this size over.
+        let mut other_mds: Vec<usize> = Vec::new();
+        let lanes = data_lanes(
+            &st.tables[usize::from(sync)],
+            buf.len(),
+            ProtocolId::RndvGetZcopy,
+            |_| true,
+        );
+        for (l, _) in lanes {
+            let m = st.lanes.get(l).and_then(|&(i, _)| self.iface_md.get(i));
+            if let Some(&m) = m {
+                if Some(m) != self.iface_md.get(ifi).copied() && !other_mds.contains(&m) {
+                    other_mds.push(m);
+                }
+            }
+        }
         let Some(mdi) = self.iface_md.get(ifi).copied() else {
             self.fail_send(id, Error::InvalidHandle);
             return Step::Failed;
@@ -481,7 +506,18 @@ impl Core {
                 // Kept in the request, whose completion releases it.
                 let r = buf.register_for_reads(&self.ctx, mdi);
                 match r {
-                    Ok(r) => {
+                    Ok(mut r) => {
+                        // A domain that cannot register leaves its lanes
+                        // out: the receiver reads over those it has keys
+                        // for.
+                        for &m in &other_mds {
+                            match buf.register_for_reads(&self.ctx, m) {
+                                Ok(more) => r.more.push(more),
+                                Err(e) => tracing::debug!(
+                                    "rendezvous by get: no registration with domain {m}: {e}"
+                                ),
+                            }
+                        }
                         let m = r.memh.clone();
                         if let Some(Request {
                             kind: Kind::Send(s),
@@ -507,6 +543,12 @@ impl Core {
                 return Step::Failed;
             }
         };
+        let more = self.more_read_keys(id);
+        let Some(packed) = wire::encode_rts_keys(&packed, &more) else {
+            let e = Error::Unsupported("rendezvous keys too long to send".into());
+            self.fail_send(id, e);
+            return Step::Failed;
+        };
         // The buffer's own address: a cached registration may start
         // before it.
         let (t, r, l, a) = (
@@ -518,5 +560,66 @@ impl Core {
         let parts: [&[u8]; 5] = [&t, &r, &l, &a, &packed];
         let next = RndvPhase::Get(GetPhase::AwaitAts);
         self.send_rts(tx, id, (ifi, uct_ep), AM_RNDV_RTS_GET, &parts, next)
+    }
+
+    /// The keys of send `id`'s registrations with further domains (for
+    /// lanes on other devices): (domain name, packed key).
+    fn more_read_keys(&self, id: SlabId) -> Vec<(&str, Vec<u8>)> {
+        let Some(Request {
+            kind: Kind::Send(s),
+            ..
+        }) = self.reqs.get(id)
+        else {
+            return Vec::new();
+        };
+        let Some(reg) = s.memh.as_deref() else {
+            return Vec::new();
+        };
+        reg.more
+            .iter()
+            .filter_map(|r| {
+                let md = self.ctx.md(r.md)?;
+                match md.mkey_pack(&r.memh) {
+                    Ok(k) => Some((md.name(), k)),
+                    Err(e) => {
+                        tracing::debug!("rendezvous by get: no key of {}: {e}", md.name());
+                        None
+                    }
+                }
+            })
+            .collect()
+    }
+
+    /// Per lane of endpoint `ep`, the key to read `rb` with when the lane's
+    /// domain is not `md` (the one that unpacked `rb.rkey`): the sender's
+    /// key of the lane's remote domain, unpacked by the lane's own; `None`
+    /// where there is none (the lane reads with `rb.rkey` if of `md`, else
+    /// not at all).
+    fn lane_keys(&self, ep: SlabId, md: Option<usize>, rb: &RemoteBuf) -> Vec<Option<RemoteKey>> {
+        let Some(st) = self.eps.get(ep) else {
+            return Vec::new();
+        };
+        if rb.more.is_empty() {
+            return Vec::new();
+        }
+        st.lanes
+            .iter()
+            .zip(&st.remote_mds)
+            .map(|(&(i, _), remote_md)| {
+                let m = self.iface_md.get(i).copied();
+                if m == md {
+                    return None;
+                }
+                let local = self.ctx.md(m?)?;
+                let (_, key) = rb.more.iter().find(|(n, _)| **n == **remote_md)?;
+                match local.rkey_unpack(key) {
+                    Ok(k) => Some(k),
+                    Err(e) => {
+                        tracing::debug!("rendezvous key of {remote_md}: {e}");
+                        None
+                    }
+                }
+            })
+            .collect()
     }
 }

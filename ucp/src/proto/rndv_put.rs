@@ -342,6 +342,7 @@ impl Core {
         let remote = Remote {
             addr: pt.addr,
             rkey,
+            lane_keys: &[],
         };
         // The segments lie in the send buffer (they split at most its
         // length less `base`); it completes only after every write did

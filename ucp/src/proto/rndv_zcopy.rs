@@ -96,6 +96,9 @@ pub(crate) struct Posting {
 pub(crate) struct Remote<'a> {
     pub(crate) addr: u64,
     pub(crate) rkey: &'a RemoteKey,
+    /// Per lane, a key that replaces `rkey` on it (a lane on another
+    /// device, whose domain has a key of its own).
+    pub(crate) lane_keys: &'a [Option<RemoteKey>],
 }
 
 /// Posts fragments of the segments `(lane, next, end)` (advancing `next`),
@@ -143,14 +146,18 @@ pub(crate) fn post_segments(
                 f => f.min(limit),
             });
             let at = remote.addr.wrapping_add(next as u64);
+            let rkey = match remote.lane_keys.get(lane) {
+                Some(Some(k)) => k,
+                _ => remote.rkey,
+            };
             let posted = match local {
                 Local::Send(buf, base) => {
                     let src = buf.lend(base + next, len);
-                    tx.put_zcopy(ifi, uct_ep, src, at, remote.rkey, token)
+                    tx.put_zcopy(ifi, uct_ep, src, at, rkey, token)
                 }
                 Local::Recv(buf) => {
                     let dst = buf.lend(next, len);
-                    tx.get_zcopy(ifi, uct_ep, dst, at, remote.rkey, token)
+                    tx.get_zcopy(ifi, uct_ep, dst, at, rkey, token)
                 }
             };
             match posted {

@@ -15,7 +15,7 @@
 //! | 8 | `RNDV_RTS` | tag, sender request, total length: u64 each | — |
 //! | 9 | `RNDV_RTR` | sender request, receiver request: u64 each | — |
 //! | 10 | `RNDV_DATA` | receiver request, offset: u64 each | a fragment |
-//! | 11 | `RNDV_RTS_GET` | tag, sender request, total length, address: u64 each | the sender's packed memory key |
+//! | 11 | `RNDV_RTS_GET` | tag, sender request, total length, address: u64 each | the sender's packed memory keys (below) |
 //! | 12 | `RNDV_ATS` | sender request: u64 | — |
 //! | 13 | `RNDV_RTS_PUT` | tag, sender request, total length: u64 each | — |
 //! | 14 | `RNDV_RTR_PUT` | sender request, receiver request, address, length: u64 each | the receiver's packed memory key |
@@ -28,7 +28,11 @@
 //! Rendezvous by get: the request to send carries the address and packed
 //! key of the sender's registered buffer; the receiver that matched it
 //! reads the data with `get_zcopy` and answers `RNDV_ATS`, after which the
-//! sender releases the buffer.
+//! sender releases the buffer. The keys: the key of the domain of the lane
+//! the request travels on (length: u16, then the key), then one entry per
+//! further domain the buffer is registered with, for lanes on other
+//! devices (name length: u8, the domain's name, key length: u16, the key;
+//! at most [`RTS_GET_MAX_MORE`]).
 //!
 //! Rendezvous by put: the request to send (`RNDV_RTS_PUT`) is matched like
 //! `RNDV_RTS`; the receiver registers its buffer for remote writes and
@@ -144,6 +148,61 @@ pub fn decode_atp(data: &[u8]) -> Result<(u64, u64), PeerMisbehaved> {
 
 /// Size of the `RNDV_RTS_GET` header before the key.
 pub const RTS_GET_HDR: usize = 32;
+
+/// Most further domains' keys in one `RNDV_RTS_GET`.
+pub const RTS_GET_MAX_MORE: usize = 8;
+
+/// The keys of an `RNDV_RTS_GET` (after its header): `first`, then each
+/// of `more` (domain name, key). `None` if a key or name is too long to
+/// encode, or there are more than [`RTS_GET_MAX_MORE`].
+pub fn encode_rts_keys(first: &[u8], more: &[(&str, Vec<u8>)]) -> Option<Vec<u8>> {
+    if more.len() > RTS_GET_MAX_MORE {
+        return None;
+    }
+    let mut out = Vec::with_capacity(2 + first.len() + more.len() * (first.len() + 16));
+    out.extend_from_slice(&u16::try_from(first.len()).ok()?.to_le_bytes());
+    out.extend_from_slice(first);
+    for (name, key) in more {
+        out.push(u8::try_from(name.len()).ok()?);
+        out.extend_from_slice(name.as_bytes());
+        out.extend_from_slice(&u16::try_from(key.len()).ok()?.to_le_bytes());
+        out.extend_from_slice(key);
+    }
+    Some(out)
+}
+
+/// Decodes the keys of an `RNDV_RTS_GET` (after its header): the first
+/// key and the further (domain name, key) entries.
+#[allow(clippy::type_complexity)]
+pub fn decode_rts_keys(data: &[u8]) -> Result<(&[u8], Vec<(&str, &[u8])>), PeerMisbehaved> {
+    const WHAT: &str = "rendezvous keys";
+    let bad = |detail: String| PeerMisbehaved::Invalid { what: WHAT, detail };
+    // A u16 length, then as many bytes; the rest after them.
+    let sized = |b: &'_ [u8]| -> Result<(usize, usize), PeerMisbehaved> {
+        need(WHAT, b, 2)?;
+        let n = usize::from(u16::from_le_bytes([b[0], b[1]]));
+        need(WHAT, b, 2 + n)?;
+        Ok((2, 2 + n))
+    };
+    let (a, b) = sized(data)?;
+    let first = &data[a..b];
+    let mut rest = &data[b..];
+    let mut more = Vec::new();
+    while !rest.is_empty() {
+        if more.len() == RTS_GET_MAX_MORE {
+            return Err(bad(format!("more than {RTS_GET_MAX_MORE} further keys")));
+        }
+        let n = usize::from(rest[0]);
+        need(WHAT, rest, 1 + n)?;
+        let name = std::str::from_utf8(&rest[1..1 + n])
+            .map_err(|_| bad("a domain name that is not UTF-8".into()))?;
+        let tail = &rest[1 + n..];
+        let (a, b) = sized(tail)?;
+        more.push((name, &tail[a..b]));
+        rest = &tail[b..];
+    }
+    Ok((first, more))
+}
 
 /// Size of the `RNDV_DATA` header.
 pub const RNDV_DATA_HDR: usize = 16;
@@ -303,6 +362,34 @@ impl MiddleHdr {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn rts_keys_round_trip_and_refusals() {
+        let more = vec![("rxed1", vec![7u8; 32]), ("mlx5_1", vec![9u8; 3])];
+        let enc = encode_rts_keys(&[1, 2, 3], &more).unwrap();
+        let (first, got) = decode_rts_keys(&enc).unwrap();
+        assert_eq!(first, &[1, 2, 3]);
+        assert_eq!(got, vec![("rxed1", &[7u8; 32][..]), ("mlx5_1", &[9u8; 3][..])]);
+        let one = encode_rts_keys(&[5; 32], &[]).unwrap();
+        assert_eq!(one.len(), 34);
+        assert_eq!(decode_rts_keys(&one).unwrap(), (&[5u8; 32][..], vec![]));
+        // Every truncation of a valid encoding is refused but those that
+        // end after a whole entry: the first key (2 + 3 bytes), and the
+        // first further key (1 + 5 + 2 + 32 more).
+        for cut in 0..enc.len() {
+            let r = decode_rts_keys(&enc[..cut]);
+            assert_eq!(r.is_ok(), cut == 5 || cut == 45, "cut at {cut}: {r:?}");
+        }
+        let mut bad_name = enc.clone();
+        bad_name[6] = 0xff;
+        assert!(decode_rts_keys(&bad_name).is_err());
+        let many: Vec<(&str, Vec<u8>)> = (0..=RTS_GET_MAX_MORE).map(|_| ("d", vec![1])).collect();
+        assert!(encode_rts_keys(&[1], &many).is_none());
+        let mut too_many = encode_rts_keys(&[1], &many[1..]).unwrap();
+        too_many.extend_from_slice(&[1, b'd', 1, 0, 1]);
+        assert!(decode_rts_keys(&too_many).is_err());
+        assert!(encode_rts_keys(&vec![0; 70_000], &[]).is_none());
+    }
 
     #[test]
     fn round_trips() {

@@ -141,10 +141,12 @@ impl Core {
     }
 
     /// Further lanes for rendezvous data to `addr`: (local iface, remote
-    /// iface) pairs on other local ifaces of the active message lane's
-    /// memory domain (so one key serves them all) with zero-copy put or
-    /// get, each remote iface used once, up to `RUCX_MAX_RNDV_LANES` lanes
-    /// in all. Also between processes of one host over its loopback path
+    /// iface) pairs with zero-copy put or get on other local ifaces of the
+    /// active message lane's memory domain (so one key serves them all),
+    /// or of its transport on another device whose domain registers
+    /// memory (RDMA devices, one domain each: a rendezvous by get offers a
+    /// key of each domain, one by put keeps to the first lane's), each
+    /// remote iface used once, up to `RUCX_MAX_RNDV_LANES` lanes in all. Also between processes of one host over its loopback path
     /// (`Iface::loops_back`): measured on two cores, a second TCP socket
     /// there costs 256 KiB messages about 12 % and gains 1 MiB ones about
     /// 30 %, so the lanes stay (as before `loops_back` was known).
@@ -164,16 +166,20 @@ impl Core {
         {
             return Vec::new();
         }
+        let am_tl = ifaces[am_iface].tl_name();
+        let registers = |m: Option<usize>| {
+            m.and_then(|m| self.ctx.md(m))
+                .is_some_and(|m| m.can_register())
+        };
         let mut used = vec![am_remote];
         let mut out = Vec::new();
         for (li, local) in ifaces.iter().enumerate() {
             if out.len() + 1 >= max {
                 break;
             }
-            if li == am_iface
-                || self.iface_md.get(li).copied() != md
-                || !local.attr().caps.intersects(rma)
-            {
+            let lmd = self.iface_md.get(li).copied();
+            let keyed = lmd == md || (local.tl_name() == am_tl && registers(lmd));
+            if li == am_iface || !keyed || !local.attr().caps.intersects(rma) {
                 continue;
             }
             let found = addr.ifaces.iter().enumerate().find(|(ri, r)| {
