@@ -12,6 +12,8 @@ use std::collections::{HashMap, VecDeque};
 use std::mem::MaybeUninit;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 use std::ptr;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
 
 use rdma_sys as sys;
 use rucx_rdma::{AsyncEvent, AsyncEventKind, QpId};
@@ -26,22 +28,30 @@ pub(crate) struct AsyncRouter {
     owners: HashMap<u32, (u64, QpId)>,
     /// Events waiting for each context, and the eventfd that says so.
     queues: HashMap<u64, (VecDeque<AsyncEvent>, RawFd)>,
+    /// Per context: whether its queue holds events, readable without the
+    /// router's lock (see [`AsyncRouter::new_context`]).
+    flags: HashMap<u64, Arc<AtomicBool>>,
     next_token: u64,
 }
 
 impl AsyncRouter {
     /// A token for a new context, which `notify` (an eventfd the context
-    /// keeps open until [`AsyncRouter::drop_context`]) tells of events.
-    pub(crate) fn new_context(&mut self, notify: RawFd) -> u64 {
+    /// keeps open until [`AsyncRouter::drop_context`]) tells of events,
+    /// and a flag that is set while events wait for it: a context whose
+    /// flag is clear and that reads no fd itself need not take the lock.
+    pub(crate) fn new_context(&mut self, notify: RawFd) -> (u64, Arc<AtomicBool>) {
         self.next_token += 1;
         self.queues
             .insert(self.next_token, (VecDeque::new(), notify));
-        self.next_token
+        let flag = Arc::new(AtomicBool::new(false));
+        self.flags.insert(self.next_token, flag.clone());
+        (self.next_token, flag)
     }
 
     /// Forgets a context and its queue pairs.
     pub(crate) fn drop_context(&mut self, token: u64) {
         self.queues.remove(&token);
+        self.flags.remove(&token);
         self.owners.retain(|_, (t, _)| *t != token);
     }
 
@@ -61,6 +71,9 @@ impl AsyncRouter {
         let (q, fd) = self.queues.get_mut(&token)?;
         let ev = q.pop_front();
         if ev.is_some() && q.is_empty() {
+            if let Some(f) = self.flags.get(&token) {
+                f.store(false, Ordering::Relaxed);
+            }
             let mut v = 0u64;
             // SAFETY: the context keeps its non-blocking eventfd open while
             // registered; reading 8 bytes into `v` resets it.
@@ -83,6 +96,9 @@ impl AsyncRouter {
                     detail,
                     terminate: None,
                 });
+                if let Some(f) = self.flags.get(&token) {
+                    f.store(true, Ordering::Relaxed);
+                }
                 let one = 1u64;
                 // SAFETY: as in `pop`; adding 1 makes the eventfd readable.
                 unsafe { libc::write(*fd, (&one as *const u64).cast(), 8) };
@@ -210,12 +226,20 @@ mod tests {
     fn events_reach_the_context_that_owns_the_qp() {
         let mut r = AsyncRouter::default();
         let (fa, fb) = (eventfd().unwrap(), eventfd().unwrap());
-        let (a, b) = (r.new_context(fa.as_raw_fd()), r.new_context(fb.as_raw_fd()));
+        let ((a, flag_a), (b, flag_b)) =
+            (r.new_context(fa.as_raw_fd()), r.new_context(fb.as_raw_fd()));
         let wb = Waker::new(&[fb.as_raw_fd()]).unwrap();
         r.add_qp(100, a, QpId(1));
         r.add_qp(200, b, QpId(1));
         r.push_qp(200, AsyncEventKind::QpAccessErr, "x".into());
         assert!(r.pop(a).is_none());
+        let flags = || {
+            (
+                flag_a.load(Ordering::Relaxed),
+                flag_b.load(Ordering::Relaxed),
+            )
+        };
+        assert_eq!(flags(), (false, true), "b's flag says an event waits");
         let mut e = libc::epoll_event { events: 0, u64: 0 };
         // SAFETY: valid epoll fd and buffer of one event.
         assert_eq!(
@@ -230,6 +254,7 @@ mod tests {
             0,
             "and reset"
         );
+        assert_eq!(flags(), (false, false), "so is b's flag");
         assert_eq!((ev.qp, ev.kind), (QpId(1), AsyncEventKind::QpAccessErr));
         // A port going down is fatal for every queue pair.
         r.route(10, ptr::null_mut(), 1, 1);

@@ -4,6 +4,7 @@
 use std::collections::{HashMap, VecDeque};
 use std::net::SocketAddr;
 use std::os::fd::{AsRawFd, OwnedFd, RawFd};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
 use rucx_rdma::{
@@ -71,6 +72,8 @@ pub struct VerbsContext {
     est_due: Vec<QpId>,
     /// This context's token in the device's async event router.
     token: u64,
+    /// Set by the router while events wait for this context.
+    routed: Arc<AtomicBool>,
     next_id: u32,
     /// Calls of `poll_cm` and of `poll_async` while nothing was being
     /// connected: each reads its channel on every [`LOOK_EVERY`]th.
@@ -99,7 +102,7 @@ impl VerbsContext {
             notify.as_raw_fd(),
             dev.ctx.async_fd(),
         ])?;
-        let token = dev.router.lock().new_context(notify.as_raw_fd());
+        let (token, routed) = dev.router.lock().new_context(notify.as_raw_fd());
         Ok(VerbsContext {
             cm,
             qps: HashMap::new(),
@@ -114,6 +117,7 @@ impl VerbsContext {
             accepting: Vec::new(),
             est_due: Vec::new(),
             token,
+            routed,
             next_id: 0,
             quiet: [0; 2],
         })
@@ -347,6 +351,11 @@ impl Verbs for VerbsContext {
 
     fn poll_async(&mut self) -> Option<AsyncEvent> {
         let look = self.look(1);
+        // Relaxed: the flag is set under the router's lock, which the pop
+        // below takes; seen late, the event waits for the next call.
+        if !look && !self.routed.load(Ordering::Relaxed) {
+            return None;
+        }
         let mut r = self.dev.router.lock();
         if look {
             r.drain(&self.dev.ctx, self.dev.port);
@@ -407,23 +416,23 @@ impl Verbs for VerbsContext {
         let Some(slot) = self.cqs.get_mut(&cq) else {
             return 0;
         };
-        let mut raw = [RawWc::EMPTY; POLL_BATCH];
+        let by_num = &self.by_num;
         let mut n = 0;
         while n < out.len() {
-            let k = if let Some(w) = slot.stash.pop_front() {
-                raw[0] = w;
-                1
-            } else {
-                let k = poll_raw(&slot.cq, &mut raw[..(out.len() - n).min(POLL_BATCH)]);
-                slot.event_due |= k > 0 && slot.quiet_armed;
-                k
-            };
+            if let Some(w) = slot.stash.pop_front() {
+                out[n] = w.to_wc(by_num.get(&w.qp_num).copied());
+                n += 1;
+                continue;
+            }
+            let mut i = n;
+            let k = poll_raw(&slot.cq, out.len() - n, |w| {
+                out[i] = w.to_wc(by_num.get(&w.qp_num).copied());
+                i += 1;
+            });
+            slot.event_due |= k > 0 && slot.quiet_armed;
+            n = i;
             if k == 0 {
                 break;
-            }
-            for w in &raw[..k] {
-                out[n] = w.to_wc(self.by_num.get(&w.qp_num).copied());
-                n += 1;
             }
         }
         if !self.accepting.is_empty() {

@@ -15,10 +15,12 @@ use crate::ffi::rc_err;
 use crate::res::Cq;
 use crate::wc::RawWc;
 
-/// Polls up to `out.len()` completions of `cq` from the device.
-pub(super) fn poll_raw(cq: &Cq, out: &mut [RawWc]) -> usize {
+/// Polls up to `want` (at most [`POLL_BATCH`]) completions of `cq` from
+/// the device and hands each to `each`; returns how many. Nothing is
+/// initialized ahead (this runs on every progress call).
+pub(super) fn poll_raw(cq: &Cq, want: usize, mut each: impl FnMut(RawWc)) -> usize {
     let mut wcs = [const { MaybeUninit::<sys::ibv_wc>::uninit() }; POLL_BATCH];
-    let want = out.len().min(POLL_BATCH);
+    let want = want.min(POLL_BATCH);
     // SAFETY: the queue is live; `wcs` has room for `want` entries, of
     // which the call writes the first `n`.
     let n = unsafe { sys::ibv_poll_cq(cq.as_raw(), want as i32, wcs.as_mut_ptr().cast()) };
@@ -27,9 +29,9 @@ pub(super) fn poll_raw(cq: &Cq, out: &mut [RawWc]) -> usize {
         return 0;
     }
     let n = (n as usize).min(want);
-    for (o, w) in out.iter_mut().zip(&wcs[..n]) {
+    for w in &wcs[..n] {
         // SAFETY: one of the `n` entries the device wrote.
-        *o = RawWc::of(unsafe { w.assume_init_ref() });
+        each(RawWc::of(unsafe { w.assume_init_ref() }));
     }
     n
 }
@@ -79,9 +81,8 @@ impl VerbsContext {
             // A completion that arrived before the request raises no
             // event: look for one (kept for poll_cq).
             if slot.stash.is_empty() {
-                let mut one = [RawWc::EMPTY];
-                if poll_raw(&slot.cq, &mut one) == 1 {
-                    slot.stash.push_back(one[0]);
+                let stash = &mut slot.stash;
+                if poll_raw(&slot.cq, 1, |w| stash.push_back(w)) == 1 {
                     slot.event_due |= was_quiet;
                 }
             }
