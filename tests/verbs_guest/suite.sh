@@ -95,7 +95,7 @@ if [ "$build" -eq 1 ]; then
     {
         cargo test -q -p rucx-verbs --features sys --no-run --message-format=json
         cargo test -q --features verbs --no-run --message-format=json \
-            "${root_tests[@]/#/--test=}" --test=device_atomics
+            "${root_tests[@]/#/--test=}" --test=device_atomics --test=verbs_processes
     } | executables >"$bins.new"
     cargo build -q --release --features verbs --bin rucx-perftest --bin rucx-info
     mv "$bins.new" "$bins"
@@ -143,5 +143,18 @@ cmds+=(
     "$pt -t tag_bw -s 1000000 -n 100"
     "$pt -t ucp_put_bw -s 65536 -n 500"
     "$pt -t ucp_get -s 65536 -n 500"
+)
+# Between processes (tests/verbs_processes.rs): a peer killed mid get, put
+# and tag rendezvous; forged and stale keys refused by the target's device;
+# puts, gets and device atomics from three processes while the target does
+# not progress. Then device fetch-and-add and compare-and-swap streams of
+# rucx-perftest (-V: every fetched value and the final word checked).
+vp=$(bin verbs_processes)
+cmds+=(
+    "$req $vp --test-threads=1 peer_death::"
+    "$req $vp --test-threads=1 keys::"
+    "$req $vp --test-threads=1 one_sided::"
+    "RUCX_ATOMIC_MODE=device $pt -t ucp_fadd -s 8 -n 2000"
+    "RUCX_ATOMIC_MODE=device $pt -t ucp_cswap -s 8 -n 2000"
 )
 exec "$here/run.sh" --net lo,dummy --timeout 480 "${run_opts[@]}" -- "${cmds[@]}"
