@@ -2,9 +2,9 @@
 //! process's memory, for another.
 //!
 //! * `peer_death`: a peer killed (`kill -9`) in the middle of a get, a put
-//!   and a tag rendezvous; the survivor's request ends with an error, no
-//!   hang, nothing is written into its buffers afterwards, and its
-//!   endpoint to another worker still works.
+//!   and a tag rendezvous (either way); the survivor's request ends with
+//!   an error, no hang, nothing is written into its buffers afterwards,
+//!   and its endpoint to another worker still works.
 //! * `keys`: forged keys (rights and range widened, another key byte,
 //!   another region index) and a stale key (the region unmapped) get a
 //!   remote access error from the target's device; the target finds its

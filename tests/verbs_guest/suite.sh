@@ -144,16 +144,17 @@ cmds+=(
     "$pt -t ucp_put_bw -s 65536 -n 500"
     "$pt -t ucp_get -s 65536 -n 500"
 )
-# Between processes (tests/verbs_processes.rs): a peer killed mid get, put
-# and tag rendezvous; forged and stale keys refused by the target's device;
-# puts, gets and device atomics from three processes while the target does
-# not progress. Then device fetch-and-add and compare-and-swap streams of
-# rucx-perftest (-V: every fetched value and the final word checked).
+# Between processes (tests/verbs_processes.rs): a peer killed mid get,
+# put and tag rendezvous (either way); forged and stale keys refused by the
+# target's device; puts, gets and device atomics from three processes
+# while the target does not progress. Then device fetch-and-add and
+# compare-and-swap streams of rucx-perftest (-V: every fetched value and
+# the final word checked).
 vp=$(bin verbs_processes)
 cmds+=(
-    "$req $vp --test-threads=1 peer_death::"
-    "$req $vp --test-threads=1 keys::"
-    "$req $vp --test-threads=1 one_sided::"
+    "$req $vp --test-threads=1 --nocapture peer_death::"
+    "$req $vp --test-threads=1 --nocapture keys::"
+    "$req $vp --test-threads=1 --nocapture one_sided::"
     "RUCX_ATOMIC_MODE=device $pt -t ucp_fadd -s 8 -n 2000"
     "RUCX_ATOMIC_MODE=device $pt -t ucp_cswap -s 8 -n 2000"
 )

@@ -1,8 +1,8 @@
 //! A peer killed (`kill -9`) in the middle of a transfer over `rc_verbs`:
-//! a get from its memory, a put into it, and a tag rendezvous from it.
-//! The kill comes once the first bytes have landed (in the survivor's
-//! buffer, or for the put in the victim's, which says so), while the rest
-//! are on their way. The survivor's request ends with an error within
+//! a get from its memory, a put into it, and a tag rendezvous either way
+//! (the receiver reads the message by RDMA READ). The kill comes once the
+//! first bytes have landed (in the survivor's buffer, or for a put or a
+//! send in the victim's, which says so), while the rest are on their way. The survivor's request ends with an error within
 //! seconds, nothing writes into its buffer afterwards, later operations
 //! on the endpoint fail, and its endpoint to another worker works on.
 
@@ -29,9 +29,10 @@ fn peek(p: *const u8, len: usize) -> Vec<u8> {
 }
 
 /// The victim: maps a window of [`VICTIM`] bytes, connects to the parent,
-/// says how to reach the window; in mode `rndv` sends the window as one
-/// tagged message; in mode `put` says when the parent's put starts to
-/// land. Progresses until killed.
+/// says how to reach the window; in mode `rndv_recv` sends the window as
+/// one tagged message, in mode `rndv_send` receives one into it; in modes
+/// `put` and `rndv_send` says when the parent's bytes start to land.
+/// Progresses until killed.
 #[test]
 fn victim() {
     if !is_child() {
@@ -50,11 +51,19 @@ fn victim() {
         "info",
         &format!("{} {} {}", hex(&w.address()), hex(&key), m.addr()),
     );
-    if mode == "rndv" {
-        // SAFETY: the window is never freed nor written by this process.
-        let p = unsafe { w.tag_send_raw(ep, window, BIG, TAG, Op::new()) }.expect("send");
-        assert!(matches!(p, Posted::InFlight(_)), "a rendezvous send");
+    // SAFETY: the window is never freed; this process does not write it.
+    let p = unsafe {
+        match mode.as_str() {
+            "rndv_recv" => Some(w.tag_send_raw(ep, window, BIG, TAG, Op::new())),
+            "rndv_send" => Some(w.tag_recv_raw(window, BIG, TAG, TAG_MASK_ALL, Op::new())),
+            _ => None,
+        }
+    };
+    if let Some(p) = p {
+        assert!(matches!(p, Ok(Posted::InFlight(_))), "{mode}: {p:?}");
     }
+    // Whether the parent's bytes land in the window (it waits to hear so).
+    let written = mode == "put" || mode == "rndv_send";
     let first = peek(window, 8);
     let mut told = false;
     let ppid = std::os::unix::process::parent_id();
@@ -62,7 +71,7 @@ fn victim() {
         for _ in 0..100 {
             w.progress();
         }
-        if mode == "put" && !told && peek(window, 8) != first {
+        if written && !told && peek(window, 8) != first {
             say("landing", "");
             told = true;
         }
@@ -171,9 +180,10 @@ fn killed_mid(mode: &str) {
     let ep = w.connect(&unhex(f[0])).expect("connect to the victim");
     let rkey = w.rkey_unpack(ep, &unhex(f[1])).expect("rkey");
     let raddr: u64 = f[2].parse().expect("address");
-    // What the buffer holds before: the put's data, or bytes the
-    // victim's window does not hold.
-    let fill = vec![if mode == "put" { 0x33 } else { 0xaa }; BIG];
+    // What the buffer holds before: the data of a put or send, or bytes
+    // the victim's window does not hold.
+    let writes = mode == "put" || mode == "rndv_send";
+    let fill = vec![if writes { 0x33 } else { 0xaa }; BIG];
     let mut buf = fill.clone();
     let bp = buf.as_mut_ptr();
     // SAFETY: `buf` is not touched but through `bp` until the request
@@ -182,6 +192,7 @@ fn killed_mid(mode: &str) {
         match mode {
             "get" => w.get_raw(ep, bp, BIG, raddr, &rkey, Op::new()),
             "put" => w.put_raw(ep, bp, BIG, raddr, &rkey, Op::new()),
+            "rndv_send" => w.tag_send_raw(ep, bp, BIG, TAG, Op::new()),
             _ => w.tag_recv_raw(bp, BIG, TAG, TAG_MASK_ALL, Op::new()),
         }
     }
@@ -196,9 +207,10 @@ fn killed_mid(mode: &str) {
             w.request_is_active(id),
             "{mode}: {BIG} bytes moved before the kill could come"
         );
-        let landed = match mode {
-            "put" => v.poll("landing").is_some(),
-            _ => peek(bp, 64) != fill[..64],
+        let landed = if writes {
+            v.poll("landing").is_some()
+        } else {
+            peek(bp, 64) != fill[..64]
         };
         if landed {
             break;
@@ -240,8 +252,8 @@ fn killed_mid(mode: &str) {
         buf == now,
         "{mode}: the buffer was written after the failure"
     );
-    if mode == "put" {
-        assert!(now == fill, "put: its source was written");
+    if writes {
+        assert!(now == fill, "{mode}: its source was written");
     }
     // The endpoint failed: later operations on it fail.
     let deadline = Instant::now() + Duration::from_secs(10);
@@ -289,9 +301,17 @@ fn rc_verbs_peer_killed_mid_put() {
 }
 
 #[test]
-fn rc_verbs_peer_killed_mid_rendezvous() {
+fn rc_verbs_peer_killed_mid_rendezvous_receive() {
     if is_child() || rc_verbs().is_none() {
         return;
     }
-    killed_mid("rndv");
+    killed_mid("rndv_recv");
+}
+
+#[test]
+fn rc_verbs_peer_killed_mid_rendezvous_send() {
+    if is_child() || rc_verbs().is_none() {
+        return;
+    }
+    killed_mid("rndv_send");
 }
