@@ -11,8 +11,9 @@ use crate::ctl::*;
 use rucx::{Access, Ep, MemMap, Op, Posted, Rkey, Worker, TAG_MASK_ALL};
 use std::time::{Duration, Instant};
 
-/// Large enough that the transfer takes a while after its first bytes.
-const BIG: usize = 16 << 20;
+/// Large enough that the transfer takes a while after its first bytes
+/// (soft-RoCE in the guest moves tens of MB/s).
+const BIG: usize = 32 << 20;
 const TAG: u64 = 5;
 /// The bytes of the victim's window.
 const VICTIM: u8 = 0x5a;
