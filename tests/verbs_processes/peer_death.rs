@@ -283,6 +283,7 @@ fn killed_mid(mode: &str) {
         }
     }
     other.works(&mut w, 2);
+    assert_eq!(w.requests_outstanding(), 0, "{mode}: requests left behind");
 }
 
 #[test]
