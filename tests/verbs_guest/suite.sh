@@ -111,7 +111,7 @@ if [ "$build" -eq 1 ]; then
     {
         cargo test -q -p rucx-verbs --features sys --no-run --message-format=json
         cargo test -q --features verbs --no-run --message-format=json \
-            "${root_tests[@]/#/--test=}" --test=device_atomics
+            "${root_tests[@]/#/--test=}" --test=device_atomics --test=verbs_processes
         cargo test -q --features verbs --no-run --message-format=json --test=verbs_rails
     } | executables >"$bins.new"
     cargo build -q --release --features verbs --bin rucx-perftest --bin rucx-info
@@ -161,6 +161,20 @@ cmds+=(
     "$pt -t ucp_put_bw -s 65536 -n 500"
     "$pt -t ucp_get -s 65536 -n 500"
 )
+# Between processes (tests/verbs_processes.rs): a peer killed mid get,
+# put and tag rendezvous (either way); forged and stale keys refused by the
+# target's device; puts, gets and device atomics from three processes
+# while the target does not progress. Then device fetch-and-add and
+# compare-and-swap streams of rucx-perftest (-V: every fetched value and
+# the final word checked).
+vp=$(bin verbs_processes)
+cmds+=(
+    "$req $vp --test-threads=1 --nocapture peer_death::"
+    "$req $vp --test-threads=1 --nocapture keys::"
+    "$req $vp --test-threads=1 --nocapture one_sided::"
+    "RUCX_ATOMIC_MODE=device $pt -t ucp_fadd -s 8 -n 2000"
+    "RUCX_ATOMIC_MODE=device $pt -t ucp_cswap -s 8 -n 2000"
+)
 
 # RoCEv2 across a real interface: a server on rxeb and a client on rxea
 # (the veth pair; captured on va and checked after the guest), and
@@ -179,4 +193,4 @@ cmds+=(
 )
 cmds+=("$tv RUCX_MAX_RNDV_LANES=2 RUCX_PROTO_INFO=y $pair rxed:1,rxed1:1 rxed:1,rxed1:1 \$ADDR_D 13407 -t tag_bw -s 4194304 -n 5 -V >/tmp/rails.log 2>&1; rc=\$?; cat /tmp/rails.log; [ \$rc -eq 0 ] && grep -q 'rendezvous.*% on rc_verbs/rxed:1 and .*% on rc_verbs/rxed1:1' /tmp/rails.log")
 exec "$here/run.sh" --net lo,dummy,rails,veth --capture va \
-    --capture-expect send,write,read,atomic,ack --timeout 540 "${run_opts[@]}" -- "${cmds[@]}"
+    --capture-expect send,write,read,atomic,ack --timeout 600 "${run_opts[@]}" -- "${cmds[@]}"

@@ -62,9 +62,10 @@
 //! compare-and-swap), no closing of idle connections (nor of the connection that lost
 //! a simultaneous connect), no shrinking of a window that grew, nor of
 //! the receive pool (a receive posted on a shared queue cannot be taken
-//! back), no threads: a peer's
-//! WRITE or READ into this process's memory is served when this iface's
-//! `progress` runs.
+//! back), no threads: over the userspace iWARP engine a peer's WRITE or
+//! READ into this process's memory is served when this iface's `progress`
+//! runs (a NIC, or the kernel's soft-RoCE, serves them and device atomics
+//! on its own: only accepting a connection takes `progress`).
 
 mod amo;
 mod bufs;
