@@ -23,6 +23,7 @@ pub mod copy;
 pub mod error;
 pub mod hash;
 pub mod internal;
+pub mod local;
 pub mod log;
 pub mod netif;
 pub mod progress;

@@ -260,7 +260,7 @@ impl TcpIface {
                 family: AddrFamily::of(ip),
             },
             own_key: wire::key(listen),
-            local_key: crate::local::LocalKey::register(wire::key(listen)),
+            local_key: crate::local::register(wire::key(listen)),
             hello: wire::hello(listen),
             limits,
             opts,

@@ -1,47 +1,23 @@
 //! The ifaces of this process, by key: a connection to one of them ends
 //! with this process whatever happens, so sends on it may be buffered
-//! before the connection opens.
+//! before the connection opens (see [`uct::ucs::local`]).
 
-use std::sync::Mutex;
+use uct::ucs::local::{LocalKey as Entry, LocalKeys};
 
 use crate::wire::Key;
 
-/// Keys of this process's open ifaces (a few; looked up only on the
-/// slow path of a connection that is not open yet).
-static KEYS: Mutex<Vec<Key>> = Mutex::new(Vec::new());
-
-fn keys() -> std::sync::MutexGuard<'static, Vec<Key>> {
-    KEYS.lock().unwrap_or_else(|e| e.into_inner())
-}
+/// Keys of this process's open ifaces.
+static KEYS: LocalKeys<Key> = LocalKeys::new();
 
 /// Whether `key` is an iface of this process.
 pub(crate) fn is_local(key: Key) -> bool {
-    keys().contains(&key)
+    KEYS.contains(&key)
 }
 
 /// An iface's entry in the table, removed when dropped.
-#[derive(Debug)]
-pub(crate) struct LocalKey(Key);
+pub(crate) type LocalKey = Entry<Key>;
 
-impl LocalKey {
-    pub(crate) fn register(key: Key) -> LocalKey {
-        keys().push(key);
-        LocalKey(key)
-    }
-
-    /// Takes the entry out early, as if the iface were in another
-    /// process (tests).
-    #[cfg(test)]
-    pub(crate) fn forget(&self) {
-        keys().retain(|k| *k != self.0);
-    }
-}
-
-impl Drop for LocalKey {
-    fn drop(&mut self) {
-        let mut keys = keys();
-        if let Some(i) = keys.iter().position(|k| *k == self.0) {
-            keys.swap_remove(i);
-        }
-    }
+/// Adds an iface's key to the table.
+pub(crate) fn register(key: Key) -> LocalKey {
+    KEYS.register(key)
 }
