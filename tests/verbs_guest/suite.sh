@@ -35,6 +35,12 @@ RUCX_REQUIRE_ALL=1 so that a missing device fails instead of skipping:
   - rucx-info -d listing rc_verbs on rxed:1;
   - rucx-perftest --pair (server and client processes) with
     RUCX_TLS=rc_verbs and -V for tag_lat, tag_bw, ucp_put_bw, ucp_get;
+  - between processes (tests/verbs_processes.rs): a peer killed mid get,
+    put and tag rendezvous; forged and stale keys refused by the target's
+    device, its memory untouched; puts, gets and device atomics from three
+    processes while the target does not progress; a message sent right
+    before its sender exits (tests/send_then_exit.rs); device fetch-and-add
+    and compare-and-swap streams of rucx-perftest;
   - rucx-perftest with a server on rxeb and a client on rxea (pair.sh), so
     that the traffic crosses the veth pair: tag_lat (SENDs), tag_bw of
     1 MB (rendezvous by RDMA READ), ucp_put_bw (WRITEs), ucp_get (READs),
@@ -111,7 +117,7 @@ if [ "$build" -eq 1 ]; then
     {
         cargo test -q -p rucx-verbs --features sys --no-run --message-format=json
         cargo test -q --features verbs --no-run --message-format=json \
-            "${root_tests[@]/#/--test=}" --test=device_atomics --test=verbs_processes
+            "${root_tests[@]/#/--test=}" --test=device_atomics --test=verbs_processes --test=send_then_exit
         cargo test -q --features verbs --no-run --message-format=json --test=verbs_rails
     } | executables >"$bins.new"
     cargo build -q --release --features verbs --bin rucx-perftest --bin rucx-info
@@ -172,6 +178,7 @@ cmds+=(
     "$req $vp --test-threads=1 --nocapture peer_death::"
     "$req $vp --test-threads=1 --nocapture keys::"
     "$req $vp --test-threads=1 --nocapture one_sided::"
+    "$req $(bin send_then_exit) --test-threads=1 rc_verbs"
     "RUCX_ATOMIC_MODE=device $pt -t ucp_fadd -s 8 -n 2000"
     "RUCX_ATOMIC_MODE=device $pt -t ucp_cswap -s 8 -n 2000"
 )

@@ -60,6 +60,7 @@ impl RcIface {
         Conn {
             peer,
             initiated,
+            held: initiated && !super::iface::LOCAL.contains(&peer),
             failed: false,
             fatal: None,
             cr,
