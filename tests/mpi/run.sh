@@ -7,7 +7,7 @@
 # its own turned off, so that local ranks talk through UCX too).
 #
 # Usage: tests/mpi/run.sh [--impl openmpi|mpich] [--ucx-lib DIR] [--np N]
-#                         [--tls shm|tcp]
+#                         [--tls shm|tcp|rc_verbs]
 #
 #   --impl     which MPI (default openmpi); Debian's names are used
 #              explicitly: mpicc.openmpi + mpirun.openmpi, or
@@ -17,7 +17,8 @@
 #              lib/ of capi/install.sh PREFIX; default: the system's UCX
 #   --np       number of ranks (default 2; they are oversubscribed)
 #   --tls      UCX_TLS for the ranks: shm = sm,self (default),
-#              tcp = tcp,self
+#              tcp = tcp,self, rc_verbs = rc_verbs,self (an RDMA device;
+#              rucx's libucp built with CAPI_FEATURES=verbs)
 #
 # Prints "ok NAME" or "FAILED NAME (exit N)" per program (with the tail of
 # its output after a failure), then "N passed, N failed", and exits 1 if
@@ -32,7 +33,7 @@
 set -euo pipefail
 
 usage() {
-    sed -n '9,22p' "$0" | sed 's/^# \{0,1\}//' >&2
+    sed -n '9,23p' "$0" | sed 's/^# \{0,1\}//' >&2
     exit 2
 }
 
@@ -67,7 +68,8 @@ fi
 case "$tls" in
     shm) ucx_tls=sm,self ;;
     tcp) ucx_tls=tcp,self ;;
-    *) echo "error: --tls is shm or tcp, got '$tls'" >&2; exit 2 ;;
+    rc_verbs) ucx_tls=rc_verbs,self ;;
+    *) echo "error: --tls is shm, tcp or rc_verbs, got '$tls'" >&2; exit 2 ;;
 esac
 
 if [ -n "$ucx_lib" ]; then
