@@ -257,11 +257,22 @@ impl Worker {
             .filter(|i| i.attr().caps.contains(Caps::ATOMIC_DEVICE))
             .map(|i| format!("{}/{}", i.tl_name(), i.dev_name()))
             .collect();
-        let lanes_have = self
-            .core
-            .eps
-            .get(ep.0)
-            .is_some_and(|st| st.lanes.iter().any(on_lane));
+        let lanes = self.core.eps.get(ep.0).map(|st| &st.lanes[..]);
+        let lanes_have = lanes.is_some_and(|l| l.iter().any(on_lane));
+        // Every device lane was left unconnected for good (its connection
+        // failed: `connect_lane`).
+        let given_up = lanes.is_some_and(|l| {
+            l.iter()
+                .enumerate()
+                .all(|(li, x)| !on_lane(x) || (x.1 == LAZY && !self.core.lane_is_lazy(ep.0, li)))
+        });
+        if lanes_have && given_up {
+            return Error::Unsupported(format!(
+                "{}: the target's memory takes device atomics only (RUCX_ATOMIC_MODE), and \
+                 this endpoint's atomic lane could not be connected (see the info log)",
+                a.name()
+            ));
+        }
         if !ours.is_empty() && !lanes_have {
             return Error::Unsupported(format!(
                 "{}: the target's memory takes device atomics only (RUCX_ATOMIC_MODE), and \
