@@ -9,8 +9,7 @@
 //!
 //! Checked: fetch-add and compare-and-swap results, posted add, atomics
 //! from two endpoints at once, `cpu` emulating, `guess` taking device
-//! atomics where every domain has them and emulating next to shared memory
-//! and TCP, `device` refusing every atomic over `rc_iwarp` (whose device
+//! atomics, `device` refusing every atomic over `rc_iwarp` (whose device
 //! has none), the initiator refusing a mode mismatch, a forged key refused
 //! by the target's device, a key lying about the memory's mode refused by
 //! the target or finding no lane, and a property test against a model.
@@ -18,6 +17,11 @@
 //! fetch-add and compare-and-swap (every form against a model without the
 //! target progressing, concurrent loops from two initiators, 32-bit words
 //! whose 8-byte word leaves the key, the connection breaking mid-loop).
+//! `lane.rs`: next to shared memory and TCP (`rc_amo,posix`,
+//! `rc_amo,tcp`), `guess` maps device memory and an endpoint whose message
+//! lane is shared memory or TCP reaches it over its atomic lane, connected
+//! by the first atomic (every form, the target not progressing after);
+//! a peer without the device's transport is unsupported.
 
 #[path = "device_atomics/built.rs"]
 mod built;
@@ -25,6 +29,8 @@ mod built;
 mod double;
 #[path = "device_atomics/harness.rs"]
 mod harness;
+#[path = "device_atomics/lane.rs"]
+mod lane;
 
 use harness::*;
 use proptest::prelude::*;
@@ -122,7 +128,7 @@ fn cpu_mode_emulates() {
 }
 
 #[test]
-fn guess_takes_device_atomics_when_every_domain_has_them() {
+fn guess_takes_device_atomics_over_rc() {
     let _g = serial();
     for f in fabrics() {
         let mut p = pair(&f, "guess");
@@ -142,28 +148,6 @@ fn guess_takes_device_atomics_when_every_domain_has_them() {
         }
         drop(m);
     }
-}
-
-#[test]
-fn guess_stays_cpu_next_to_a_transport_without_device_atomics() {
-    let _g = serial();
-    let f = Fabric {
-        registry: rucx::registry().with(&double::COMPONENT),
-        tls: "rc_amo,posix,tcp",
-        counted: true,
-    };
-    let mut p = pair(&f, "guess");
-    let (_b, m, k) = p.map();
-    assert!(
-        !k.atomics_by_device(),
-        "a peer reaching the memory over shared memory or TCP has no device lane"
-    );
-    let before = executed();
-    let u = AtomicValue::U64;
-    assert_eq!(p.fetch(AtomicOp::Xor, u(6), 0, k.addr(), &k).unwrap(), 0);
-    assert_eq!(p.fetch(AtomicOp::Add, u(1), 0, k.addr(), &k).unwrap(), 6);
-    assert_eq!(m.load_u64(0).unwrap(), 7);
-    assert_eq!(executed(), before, "emulated by the target");
 }
 
 #[test]

@@ -3,7 +3,7 @@
 
 use super::double;
 use super::harness::*;
-use rucx::{AtomicOp, AtomicValue, Ep, Error, Op, Posted, Rkey, Worker};
+use rucx::{AtomicOp, AtomicValue, Ep, Error, MemMap, Op, Posted, Rkey, Worker};
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
@@ -76,48 +76,56 @@ fn every_form_of_both_widths_on_device_memory() {
         };
         p.wait(put).unwrap();
         p.target_progress = false;
-        let mut mem = [0u8; 64];
-        let mut gen = Gen(0x9e37_79b9_7f4a_7c15);
-        let mut n = 0;
-        for (at, width) in [(0usize, 8usize), (8, 8), (16, 4), (20, 4), (28, 4)] {
-            for (op, fetch) in AtomicOp::FORMS {
-                for round in 0..3 {
-                    let v = gen.next();
-                    let old = read(&mem, at, width);
-                    // cswap: against the current value every other round.
-                    let cmp = if round % 2 == 0 { old } else { gen.next() };
-                    let value = if width == 4 {
-                        AtomicValue::U32(v as u32)
-                    } else {
-                        AtomicValue::U64(v)
-                    };
-                    let addr = k.addr() + at as u64;
-                    let before = executed();
-                    let what = format!("{} {}{} at {at}", f.tls, op.name(fetch), width * 8);
-                    if fetch {
-                        let got = p.fetch(op, value, cmp, addr, &k).expect(&what);
-                        assert_eq!(got, old, "{what}: old value");
-                    } else {
-                        p.post(op, value, addr, &k).expect(&what);
-                    }
-                    write(&mut mem, at, width, model(op, old, v, cmp, width));
-                    for w in 0..8 {
-                        assert_eq!(
-                            m.load_u64(w * 8).unwrap(),
-                            read(&mem, w * 8, 8),
-                            "{what}: word {w} after"
-                        );
-                    }
-                    if f.counted {
-                        assert!(executed() > before, "{what}: done by the device");
-                    }
-                    n += 1;
-                }
-            }
-        }
-        assert_eq!(n, 5 * 10 * 3);
+        every_form(&mut p, &f, &m, &k);
         drop(m);
     }
+}
+
+/// Every form of every operation, 64-bit and 32-bit, three rounds each, on
+/// the memory of `m` (all zero) through `k`: each old value and the memory
+/// after each against a model, and (where counted) each done by the
+/// device.
+pub(crate) fn every_form(p: &mut Pair, f: &Fabric, m: &MemMap, k: &Rkey) {
+    let mut mem = [0u8; 64];
+    let mut gen = Gen(0x9e37_79b9_7f4a_7c15);
+    let mut n = 0;
+    for (at, width) in [(0usize, 8usize), (8, 8), (16, 4), (20, 4), (28, 4)] {
+        for (op, fetch) in AtomicOp::FORMS {
+            for round in 0..3 {
+                let v = gen.next();
+                let old = read(&mem, at, width);
+                // cswap: against the current value every other round.
+                let cmp = if round % 2 == 0 { old } else { gen.next() };
+                let value = if width == 4 {
+                    AtomicValue::U32(v as u32)
+                } else {
+                    AtomicValue::U64(v)
+                };
+                let addr = k.addr() + at as u64;
+                let before = executed();
+                let what = format!("{} {}{} at {at}", f.tls, op.name(fetch), width * 8);
+                if fetch {
+                    let got = p.fetch(op, value, cmp, addr, k).expect(&what);
+                    assert_eq!(got, old, "{what}: old value");
+                } else {
+                    p.post(op, value, addr, k).expect(&what);
+                }
+                write(&mut mem, at, width, model(op, old, v, cmp, width));
+                for w in 0..8 {
+                    assert_eq!(
+                        m.load_u64(w * 8).unwrap(),
+                        read(&mem, w * 8, 8),
+                        "{what}: word {w} after"
+                    );
+                }
+                if f.counted {
+                    assert!(executed() > before, "{what}: done by the device");
+                }
+                n += 1;
+            }
+        }
+    }
+    assert_eq!(n, 5 * 10 * 3);
 }
 
 /// Waits for `p` on `w` alone.

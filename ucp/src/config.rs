@@ -64,10 +64,11 @@ crate::ucs::config_table! {
         /// by the owner's CPU, emulated over active messages), `device`
         /// (executed by RDMA devices only; what the device lacks is built
         /// by the initiator from its 64-bit fetch-add and compare-and-swap)
-        /// or `guess` (device if every transport's device does 64-bit
-        /// fetch-add and compare-and-swap, else cpu: a context that also
-        /// has shared memory, TCP or self stays cpu). A word never sees
-        /// both kinds. As UCX_ATOMIC_MODE.
+        /// or `guess` (device if some transport's device does 64-bit
+        /// fetch-add and compare-and-swap, else cpu; an endpoint whose
+        /// message lane is shared memory, TCP or self then reaches device
+        /// memory over an atomic lane of such a transport, connected when
+        /// first used). A word never sees both kinds. As UCX_ATOMIC_MODE.
         ATOMIC_MODE atomic_mode: crate::rma::AtomicMode = "guess",
         /// Most bytes of unexpected eager tag messages a worker lets its
         /// peers send: each endpoint sends eagerly only what the receiver

@@ -54,7 +54,9 @@ pub(crate) struct EpState {
     pub(crate) uct_ep: EpId,
     /// Every lane as (iface, transport endpoint), in the order of the
     /// selection's lane indexes; the first is `(iface, uct_ep)`, which
-    /// carries active messages. Further lanes only move rendezvous data.
+    /// carries active messages. Further lanes move rendezvous data, and
+    /// the last may be the atomic lane (`worker/atomic_lane.rs`), which
+    /// selection does not see.
     pub(crate) lanes: LaneEps,
     /// Per lane, in the order of `lanes`: the name of the memory domain
     /// that owns the lane's remote iface (from the peer's address), under

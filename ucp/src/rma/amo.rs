@@ -34,26 +34,32 @@
 //!
 //! * `cpu`: memory this context maps is cpu memory;
 //! * `device`: it is device memory;
-//! * `guess` (the default): device memory if every memory domain of the
+//! * `guess` (the default): device memory if some memory domain of the
 //!   context has a device that executes 64-bit fetch-and-add and
-//!   compare-and-swap ([`BASE`], what every other atomic is built from);
-//!   cpu memory otherwise, and so always in a context that also has a
-//!   transport without device atomics (shared memory, TCP, `self`, CMA
-//!   next to `rc_verbs`). With `RUCX_TLS=rc_verbs` on a NIC with atomics,
-//!   `guess` means device atomics.
+//!   compare-and-swap ([`BASE`], what every other atomic is built from),
+//!   as UCX's guess picks device atomics as soon as one transport has
+//!   them; cpu memory otherwise. So `rc_verbs` next to shared memory, TCP,
+//!   `self` or CMA means device atomics, on a NIC with atomics.
 //!
-//!   UCX's guess picks device atomics as soon as one transport has them
-//!   and then sends every atomic, to peers on the same host too, over a
-//!   lane of such a transport (its atomic lane, chosen apart from the
-//!   message lanes). rucx has no such lane: an endpoint has its
-//!   active-message lane and rendezvous data lanes on that lane's memory
-//!   domain (`worker/connect.rs`, connected lazily: `lazy_lanes.rs`), so
-//!   an endpoint to a peer of the same host whose message lane is shared
-//!   memory has no RC lane at all. Device memory in such a context would
-//!   leave that peer with no way to its atomics (or, if it emulated, mix
-//!   CPU and device atomics on one word), so `guess` stays cpu there. An
-//!   atomic lane per endpoint (a lazy RC lane to peers that have one) is
-//!   what `guess` would need to follow UCX in mixed contexts.
+//! Such a context has endpoints whose lanes have no device: the
+//! active-message lane of a peer of the same host is shared memory (or
+//! TCP), and the rendezvous data lanes are on that lane's memory domain
+//! (`worker/connect.rs`). As UCX gives every endpoint an atomic lane apart
+//! from its message lanes, such an endpoint gets one more lane
+//! (`worker/atomic_lane.rs`): a local iface with device atomics to the
+//! peer's iface of the same transport (RC loops back through the NIC to a
+//! peer of the same host). It is declared when the endpoint is made, so
+//! every key unpacked on the endpoint has its domain's key for it
+//! (`rkey.rs`; device memory is registered with every domain, with atomic
+//! rights where the device has atomics), and connected by the first
+//! atomic that picks it (`proto/lazy_lanes.rs`): that atomic waits for the
+//! connection in the transport (held, or refused with `NoResource` until
+//! there is room: `push_rma_amo`), it is never emulated. Connected lanes
+//! are preferred. Where the peer's address has no such iface (it has no
+//! transport with device atomics that this context reaches), there is no
+//! atomic lane and atomics on device memory fail with
+//! [`Error::Unsupported`], saying so. A context in `cpu` mode makes no
+//! atomic lane; one in `device` mode makes it too.
 //!
 //! On the initiator the setting is checked too: `device` refuses to
 //! emulate an atomic on cpu memory, `cpu` refuses to post one on device
@@ -72,7 +78,7 @@ use crate::proto::lazy_lanes::LAZY;
 use crate::request::buf::ResultWord;
 use crate::request::{Kind, Request};
 use crate::ucs::slab::SlabId;
-use crate::uct::{self, Access, AtomicCaps, AtomicOps, EpId, RemoteKey, Token};
+use crate::uct::{self, Access, AtomicCaps, AtomicOps, Caps, EpId, RemoteKey, Token};
 use crate::{Ep, Error, Op, Posted, Result, Worker};
 
 crate::ucs::config_enum! {
@@ -84,13 +90,14 @@ crate::ucs::config_enum! {
         Cpu = "cpu",
         /// Atomics executed by the devices (RDMA atomics) only.
         Device = "device",
-        /// Device if every memory domain's device executes 64-bit
+        /// Device if some memory domain's device executes 64-bit
         /// fetch-and-add and compare-and-swap, cpu otherwise.
         Guess = "guess",
     }
 }
 
-/// What a device must execute for `guess` to choose device memory: 64-bit
+/// What a device must execute for `guess` to choose device memory (and
+/// for an iface to carry an endpoint's atomic lane): 64-bit
 /// fetch-and-add and compare-and-swap, from which every other atomic is
 /// built (`amo_built.rs`).
 pub(crate) const BASE: AtomicCaps = AtomicCaps::FADD64.union(AtomicCaps::CSWAP64);
@@ -101,16 +108,7 @@ pub(crate) fn device_memory(mode: AtomicMode, mds: impl IntoIterator<Item = Atom
     match mode {
         AtomicMode::Cpu => false,
         AtomicMode::Device => true,
-        AtomicMode::Guess => {
-            let mut any = false;
-            for c in mds {
-                if !c.contains(BASE) {
-                    return false;
-                }
-                any = true;
-            }
-            any
-        }
+        AtomicMode::Guess => mds.into_iter().any(|c| c.contains(BASE)),
     }
 }
 
@@ -186,36 +184,110 @@ impl Worker {
     fn device_lane(&mut self, ep: Ep, a: &Amo, rkey: &Rkey) -> Result<DeviceRoute> {
         let st = self.core.eps.get(ep.0).ok_or(Error::InvalidHandle)?;
         let (op, w) = (a.op, word(a.value));
-        // In hardware where a lane does the operation itself, else built
-        // from what a lane does.
-        for build in [false, true] {
-            for (li, &(iface, uct_ep)) in st.lanes.iter().enumerate() {
-                let Some(Some(key)) = rkey.lanes.get(li) else {
-                    continue;
-                };
-                if uct_ep == LAZY || !key.access.contains(Access::REMOTE_ATOMIC) {
-                    continue;
-                }
-                let Some(caps) = self.ifaces[iface].atomic().map(|o| o.atomic_caps()) else {
-                    continue;
-                };
-                if !build && caps.offers(op, a.fetch, w) {
-                    return Ok(DeviceRoute::Direct((iface, uct_ep, key.clone())));
-                }
-                if !build {
-                    continue;
-                }
-                if let Some(b) = Built::plan(a, caps, key)? {
-                    return Ok(DeviceRoute::Built((iface, uct_ep, key.clone()), b));
+        // Connected lanes first, then one that waits to be (the atomic
+        // lane, `worker/atomic_lane.rs`); on each, in hardware where a
+        // lane does the operation itself, else built from what it does.
+        let mut found = None;
+        'search: for lazy in [false, true] {
+            for build in [false, true] {
+                for (li, &(iface, uct_ep)) in st.lanes.iter().enumerate() {
+                    let Some(Some(key)) = rkey.lanes.get(li) else {
+                        continue;
+                    };
+                    if (uct_ep == LAZY) != lazy
+                        || (lazy && !self.core.lane_is_lazy(ep.0, li))
+                        || !key.access.contains(Access::REMOTE_ATOMIC)
+                    {
+                        continue;
+                    }
+                    let Some(caps) = self.ifaces[iface].atomic().map(|o| o.atomic_caps()) else {
+                        continue;
+                    };
+                    if !build && caps.offers(op, a.fetch, w) {
+                        found = Some((li, iface, key.clone(), None));
+                        break 'search;
+                    }
+                    if !build {
+                        continue;
+                    }
+                    if let Some(b) = Built::plan(a, caps, key)? {
+                        found = Some((li, iface, key.clone(), Some(b)));
+                        break 'search;
+                    }
                 }
             }
         }
-        Err(Error::Unsupported(format!(
+        let Some((li, iface, key, built)) = found else {
+            return Err(self.no_device_lane(ep, a));
+        };
+        let lane_ep = st.lanes[li].1;
+        let uct_ep = match lane_ep {
+            // The atomic waits for the connection (the transport holds
+            // it, or refuses it until then: `push_rma_amo`).
+            LAZY => self
+                .core
+                .connect_lane(&mut self.ifaces, ep.0, li)
+                .ok_or_else(|| {
+                    let i = &self.ifaces[iface];
+                    Error::Unsupported(format!(
+                        "{}: the target's memory takes device atomics only \
+                         (RUCX_ATOMIC_MODE), and this endpoint's atomic lane {}/{} could \
+                         not be connected",
+                        a.name(),
+                        i.tl_name(),
+                        i.dev_name()
+                    ))
+                })?,
+            e => e,
+        };
+        Ok(match built {
+            None => DeviceRoute::Direct((iface, uct_ep, key)),
+            Some(b) => DeviceRoute::Built((iface, uct_ep, key), b),
+        })
+    }
+
+    /// Why endpoint `ep` has no lane for atomic `a` on device memory.
+    #[cold]
+    fn no_device_lane(&self, ep: Ep, a: &Amo) -> Error {
+        let on_lane =
+            |&(i, _): &(usize, EpId)| self.ifaces[i].attr().caps.contains(Caps::ATOMIC_DEVICE);
+        let ours: Vec<String> = self
+            .ifaces
+            .iter()
+            .filter(|i| i.attr().caps.contains(Caps::ATOMIC_DEVICE))
+            .map(|i| format!("{}/{}", i.tl_name(), i.dev_name()))
+            .collect();
+        let lanes = self.core.eps.get(ep.0).map(|st| &st.lanes[..]);
+        let lanes_have = lanes.is_some_and(|l| l.iter().any(on_lane));
+        // Every device lane was left unconnected for good (its connection
+        // failed: `connect_lane`).
+        let given_up = lanes.is_some_and(|l| {
+            l.iter()
+                .enumerate()
+                .all(|(li, x)| !on_lane(x) || (x.1 == LAZY && !self.core.lane_is_lazy(ep.0, li)))
+        });
+        if lanes_have && given_up {
+            return Error::Unsupported(format!(
+                "{}: the target's memory takes device atomics only (RUCX_ATOMIC_MODE), and \
+                 this endpoint's atomic lane could not be connected (see the info log)",
+                a.name()
+            ));
+        }
+        if !ours.is_empty() && !lanes_have {
+            return Error::Unsupported(format!(
+                "{}: the target's memory takes device atomics only (RUCX_ATOMIC_MODE), and \
+                 the peer's worker address has no iface that this context's transports with \
+                 device atomics ({}) reach, so the endpoint has no lane to post them on",
+                a.name(),
+                ours.join(", ")
+            ));
+        }
+        Error::Unsupported(format!(
             "{}: the target's memory takes device atomics only (RUCX_ATOMIC_MODE), and no lane \
              of this endpoint with a key granting atomics does this operation in hardware or \
              64-bit compare-and-swap to build it from",
             a.name()
-        )))
+        ))
     }
 
     /// Starts atomic `a` on the lane of `route`; a fetching one's old
@@ -379,7 +451,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn guess_asks_every_domain_for_fetch_add_and_compare_swap() {
+    fn guess_asks_some_domain_for_fetch_add_and_compare_swap() {
         let rc = AtomicCaps::ADD64 | AtomicCaps::FADD64 | AtomicCaps::CSWAP64;
         let full = AtomicCaps::FULL;
         let none = AtomicCaps::empty();
@@ -392,9 +464,12 @@ mod tests {
             (AtomicMode::Guess, vec![rc, full], true),
             (AtomicMode::Guess, vec![BASE], true),
             // A domain without device atomics (shared memory, TCP) next
-            // to one with them: its peers could not reach the memory.
-            (AtomicMode::Guess, vec![rc, none], false),
-            (AtomicMode::Guess, vec![full, none], false),
+            // to one with them: peers reach the memory over an atomic
+            // lane of the latter.
+            (AtomicMode::Guess, vec![rc, none], true),
+            (AtomicMode::Guess, vec![none, full], true),
+            (AtomicMode::Guess, vec![none, none], false),
+            (AtomicMode::Guess, vec![AtomicCaps::FADD64, none], false),
             (AtomicMode::Guess, vec![AtomicCaps::FADD64], false),
             (AtomicMode::Guess, vec![AtomicCaps::CSWAP64], false),
             (AtomicMode::Guess, vec![], false),

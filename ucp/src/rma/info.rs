@@ -71,7 +71,10 @@ impl Worker {
             (AtomicMode::Guess, Some(lane)) => {
                 ("device or emulated, as the target's memory says", lane)
             }
-            (AtomicMode::Guess, None) => (emulated, am_lane),
+            (AtomicMode::Guess, None) => (
+                "emulated (target executes; unsupported on device memory: no device lane)",
+                am_lane,
+            ),
         };
         v.push(RmaProtocol {
             op: "atomic",

@@ -84,6 +84,7 @@ mod target;
 crate::ucs::internal_mod!(wire);
 
 pub use amo::AtomicMode;
+pub(crate) use amo::BASE as AMO_BASE;
 pub use atomic::{AtomicOp, AtomicValue};
 pub use info::RmaProtocol;
 pub use mem::MemMap;

@@ -119,6 +119,19 @@ impl Core {
             remote_mds.push(self.intern_md(&r.md_name));
             infos.push(self.iface_lane_info(ifaces, li));
         }
+        // The atomic lane, where no lane posts device atomics; after the
+        // lanes selection sees, connected by the first atomic that needs
+        // it (`atomic_lane.rs`).
+        if let Some((li, ri)) = self.atomic_lane(ifaces, addr, &lanes) {
+            let r = &addr.ifaces[ri];
+            lazy.push(LazyLane {
+                lane: lanes.len(),
+                dev_addr: r.dev_addr.clone(),
+                iface_addr: r.iface_addr.clone(),
+            });
+            lanes.push((li, LAZY));
+            remote_mds.push(self.intern_md(&r.md_name));
+        }
         match self.add_ep(lanes, remote_mds, infos, cfg, addr.uuid) {
             Ok(id) => {
                 if let Some(st) = self.eps.get_mut(id) {

@@ -2,6 +2,7 @@
 
 mod am;
 mod am_send;
+mod atomic_lane;
 mod close;
 mod connect;
 mod ep_errors;
