@@ -44,6 +44,12 @@ impl<K: PartialEq + Copy + 'static> LocalKeys<K> {
     }
 }
 
+impl<K: PartialEq + Copy + 'static> Default for LocalKeys<K> {
+    fn default() -> LocalKeys<K> {
+        LocalKeys::new()
+    }
+}
+
 /// An iface's entry in a [`LocalKeys`], removed when dropped.
 #[derive(Debug)]
 pub struct LocalKey<K: PartialEq + Copy + 'static> {
