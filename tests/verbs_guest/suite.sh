@@ -21,6 +21,7 @@ Builds (unless --no-build) with cargo, in $CARGO_TARGET_DIR or target/:
   cargo test --features verbs --no-run --test in_process --test rma ...
   cargo test --features verbs --no-run --test verbs_rails
   cargo build --release --features verbs --bin rucx-perftest --bin rucx-info
+  CAPI_FEATURES=verbs capi/install.sh $CARGO_TARGET_DIR/verbs-capi
 then boots one guest (tests/verbs_guest/run.sh --net lo,dummy,rails,veth
 --capture va: rxe0 on lo, which the provider does not offer; rxed and
 rxed1 on two dummy interfaces; rxea and rxeb on the two ends of a veth
@@ -41,6 +42,8 @@ RUCX_REQUIRE_ALL=1 so that a missing device fails instead of skipping:
     processes while the target does not progress; a message sent right
     before its sender exits (tests/send_then_exit.rs); device fetch-and-add
     and compare-and-swap streams of rucx-perftest;
+  - Open MPI and MPICH running tests/mpi's programs on two ranks over
+    rucx's libucp (built with CAPI_FEATURES=verbs) with UCX_TLS=rc_verbs;
   - rucx-perftest with a server on rxeb and a client on rxea (pair.sh), so
     that the traffic crosses the veth pair: tag_lat (SENDs), tag_bw of
     1 MB (rendezvous by RDMA READ), ucp_put_bw (WRITEs), ucp_get (READs),
@@ -121,6 +124,8 @@ if [ "$build" -eq 1 ]; then
         cargo test -q --features verbs --no-run --message-format=json --test=verbs_rails
     } | executables >"$bins.new"
     cargo build -q --release --features verbs --bin rucx-perftest --bin rucx-info
+    # rucx's libucp with rc_verbs, for Open MPI and MPICH in the guest.
+    CAPI_FEATURES=verbs bash "$root/capi/install.sh" "$target/verbs-capi" >/dev/null
     mv "$bins.new" "$bins"
     printf 'build: %ss\n' "$(awk -v a="$t0" -v b="$EPOCHREALTIME" 'BEGIN { printf "%.1f", b - a }')"
 fi
@@ -182,6 +187,18 @@ cmds+=(
     "RUCX_ATOMIC_MODE=device $pt -t ucp_fadd -s 8 -n 2000"
     "RUCX_ATOMIC_MODE=device $pt -t ucp_cswap -s 8 -n 2000"
 )
+# Open MPI (pml ucx, osc ucx) and MPICH (ch4:ucx) on rucx's libucp over
+# rc_verbs: the five programs of tests/mpi, two ranks, few iterations.
+mpi="RUCX_REQUIRE_ALL=1 RUCX_MPI_TIMEOUT=240 RUCX_MPI_PROGRAM_ARGS=200 $root/tests/mpi/run.sh"
+mpi_lib=$target/verbs-capi/lib
+if [ ! -e "$mpi_lib/libucp.so.0" ]; then
+    echo "suite.sh: error: no $mpi_lib/libucp.so.0 (run without --no-build first)" >&2
+    exit 1
+fi
+cmds+=(
+    "$mpi --impl openmpi --ucx-lib $mpi_lib --np 2 --tls rc_verbs"
+    "$mpi --impl mpich --ucx-lib $mpi_lib --np 2 --tls rc_verbs"
+)
 
 # RoCEv2 across a real interface: a server on rxeb and a client on rxea
 # (the veth pair; captured on va and checked after the guest), and
@@ -200,4 +217,4 @@ cmds+=(
 )
 cmds+=("$tv RUCX_MAX_RNDV_LANES=2 RUCX_PROTO_INFO=y $pair rxed:1,rxed1:1 rxed:1,rxed1:1 \$ADDR_D 13407 -t tag_bw -s 4194304 -n 5 -V >/tmp/rails.log 2>&1; rc=\$?; cat /tmp/rails.log; [ \$rc -eq 0 ] && grep -q 'rendezvous.*% on rc_verbs/rxed:1 and .*% on rc_verbs/rxed1:1' /tmp/rails.log")
 exec "$here/run.sh" --net lo,dummy,rails,veth --capture va \
-    --capture-expect send,write,read,atomic,ack --timeout 600 "${run_opts[@]}" -- "${cmds[@]}"
+    --capture-expect send,write,read,atomic,ack --timeout 900 "${run_opts[@]}" -- "${cmds[@]}"
