@@ -106,30 +106,27 @@ impl Core {
         let mut remote_mds = vec![self.intern_md(&addr.ifaces[lane.remote].md_name)];
         let mut infos = vec![self.iface_lane_info(ifaces, lane.iface)];
         // Data lanes connect when a rendezvous first uses them
-        // (`proto/lazy_lanes.rs`).
-        let mut lazy = Vec::new();
-        for (li, ri) in self.data_lanes(ifaces, addr, lane.iface, lane.remote) {
-            let r = &addr.ifaces[ri];
-            lazy.push(LazyLane {
-                lane: lanes.len(),
-                dev_addr: r.dev_addr.clone(),
-                iface_addr: r.iface_addr.clone(),
-            });
+        // (`proto/lazy_lanes.rs`); selection sees them.
+        let data = self.data_lanes(ifaces, addr, lane.iface, lane.remote);
+        for &(li, _) in &data {
             lanes.push((li, LAZY));
-            remote_mds.push(self.intern_md(&r.md_name));
             infos.push(self.iface_lane_info(ifaces, li));
         }
         // The atomic lane, where no lane posts device atomics; after the
         // lanes selection sees, connected by the first atomic that needs
         // it (`atomic_lane.rs`).
-        if let Some((li, ri)) = self.atomic_lane(ifaces, addr, &lanes) {
+        let atomic = self.atomic_lane(ifaces, addr, &lanes);
+        if let Some((li, _)) = atomic {
+            lanes.push((li, LAZY));
+        }
+        let mut lazy = Vec::new();
+        for (k, (_, ri)) in data.into_iter().chain(atomic).enumerate() {
             let r = &addr.ifaces[ri];
             lazy.push(LazyLane {
-                lane: lanes.len(),
+                lane: 1 + k,
                 dev_addr: r.dev_addr.clone(),
                 iface_addr: r.iface_addr.clone(),
             });
-            lanes.push((li, LAZY));
             remote_mds.push(self.intern_md(&r.md_name));
         }
         match self.add_ep(lanes, remote_mds, infos, cfg, addr.uuid) {
