@@ -2,9 +2,9 @@
 //! into the trait's [`CmEvent`]s, moving queue pairs as connections
 //! progress.
 
-use std::collections::HashMap;
 use std::net::{Ipv4Addr, SocketAddr};
 use std::ptr::NonNull;
+use uct::ucs::hash::FxHashMap;
 
 use rdma_sys as sys;
 use rucx_rdma::{CmEvent, ConnParam, ConnReqId, QpId, QpState};
@@ -86,13 +86,13 @@ impl Copied {
 
 impl Cm {
     /// Moves `qp` to error and reports that connecting failed.
-    fn fail(&mut self, qps: &mut HashMap<QpId, QpSlot>, qp: QpId, reason: String) {
+    fn fail(&mut self, qps: &mut FxHashMap<QpId, QpSlot>, qp: QpId, reason: String) {
         self.fail_quietly(qps, qp);
         self.out.push_back(CmEvent::ConnectError { qp, reason });
     }
 
     /// Handles one event.
-    pub(super) fn handle(&mut self, ev: Copied, qps: &mut HashMap<QpId, QpSlot>) {
+    pub(super) fn handle(&mut self, ev: Copied, qps: &mut FxHashMap<QpId, QpSlot>) {
         use sys::rdma_cm_event_type as t;
         if ev.kind == t::RDMA_CM_EVENT_CONNECT_REQUEST {
             let Some(id) = NonNull::new(ev.id) else {
@@ -132,7 +132,7 @@ impl Cm {
         }
     }
 
-    fn handle_qp(&mut self, ev: Copied, qp: QpId, qps: &mut HashMap<QpId, QpSlot>) {
+    fn handle_qp(&mut self, ev: Copied, qp: QpId, qps: &mut FxHashMap<QpId, QpSlot>) {
         use sys::rdma_cm_event_type as t;
         let why = |what: &str| format!("{what} (status {})", ev.status);
         match ev.kind {
@@ -231,7 +231,7 @@ impl Cm {
     }
 
     /// Moves `qp` to error without an event of its own.
-    fn fail_quietly(&mut self, qps: &mut HashMap<QpId, QpSlot>, qp: QpId) {
+    fn fail_quietly(&mut self, qps: &mut FxHashMap<QpId, QpSlot>, qp: QpId) {
         self.connecting.remove(&qp);
         self.accepted.remove(&qp);
         if let Some(slot) = qps.get_mut(&qp) {

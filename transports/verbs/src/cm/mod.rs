@@ -13,6 +13,7 @@ use std::ptr::{self, NonNull};
 
 use rdma_sys as sys;
 use rucx_rdma::{CmEvent, ConnParam, ConnReqId, CqId, QpId, QpState};
+use uct::ucs::hash::FxHashMap;
 use uct::ucs::{Error, Result};
 
 mod event;
@@ -320,7 +321,7 @@ impl Cm {
     }
 
     /// The next event, reading the channel as needed.
-    pub(crate) fn poll(&mut self, qps: &mut HashMap<QpId, QpSlot>) -> Option<CmEvent> {
+    pub(crate) fn poll(&mut self, qps: &mut FxHashMap<QpId, QpSlot>) -> Option<CmEvent> {
         while self.out.is_empty() && self.read_one(qps) {}
         self.out.pop_front()
     }
@@ -328,12 +329,12 @@ impl Cm {
     /// Reads and handles every event waiting on the channel, so that its
     /// fd is not readable afterwards (what `arm` needs before it says
     /// "sleep"); the events for the caller are queued for `poll`.
-    pub(crate) fn pump(&mut self, qps: &mut HashMap<QpId, QpSlot>) {
+    pub(crate) fn pump(&mut self, qps: &mut FxHashMap<QpId, QpSlot>) {
         while self.read_one(qps) {}
     }
 
     /// Reads and handles one event from the channel; false if none waits.
-    fn read_one(&mut self, qps: &mut HashMap<QpId, QpSlot>) -> bool {
+    fn read_one(&mut self, qps: &mut FxHashMap<QpId, QpSlot>) -> bool {
         let mut ev = ptr::null_mut();
         // SAFETY: the channel is live and non-blocking; `ev` is an
         // out-pointer.

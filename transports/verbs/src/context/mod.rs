@@ -11,6 +11,7 @@ use rucx_rdma::{
     AsyncEvent, CmEvent, ConnParam, ConnReqId, CqId, DeviceAttr, QpId, QpInit, QpState, RecvWr,
     SendWr, SrqId, SrqInit, Verbs, Wc,
 };
+use uct::ucs::hash::FxHashMap;
 use uct::ucs::{Error, Result};
 use uct::Armed;
 
@@ -53,10 +54,10 @@ pub struct VerbsContext {
     // Field order is drop order: connections and queue pairs before the
     // queues they use, the channel last (each also holds its parents).
     cm: Cm,
-    qps: HashMap<QpId, QpSlot>,
-    by_num: HashMap<u32, QpId>,
+    qps: FxHashMap<QpId, QpSlot>,
+    by_num: FxHashMap<u32, QpId>,
     srqs: HashMap<SrqId, Arc<Srq>>,
-    cqs: HashMap<CqId, CqSlot>,
+    cqs: FxHashMap<CqId, CqSlot>,
     channel: Arc<Channel>,
     waker: Waker,
     /// Signalled when the device's router queues an event for us.
@@ -105,10 +106,10 @@ impl VerbsContext {
         let (token, routed) = dev.router.lock().new_context(notify.as_raw_fd());
         Ok(VerbsContext {
             cm,
-            qps: HashMap::new(),
-            by_num: HashMap::new(),
+            qps: FxHashMap::default(),
+            by_num: FxHashMap::default(),
             srqs: HashMap::new(),
-            cqs: HashMap::new(),
+            cqs: FxHashMap::default(),
             channel,
             waker,
             _notify: notify,
@@ -338,7 +339,10 @@ impl Verbs for VerbsContext {
     }
 
     fn poll_cm(&mut self) -> Option<CmEvent> {
-        let settling = self.cm.settling() || !self.accepting.is_empty() || !self.waiting.is_empty();
+        // Not `accepting`: a connection accepted but never used (the one
+        // given up when both sides connect at once) would stay there, and
+        // the accept's `Established` is covered by `Cm::settling`.
+        let settling = self.cm.settling() || !self.waiting.is_empty();
         if !settling && !self.look(0) {
             return None;
         }
