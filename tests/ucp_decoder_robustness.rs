@@ -4,6 +4,9 @@
 //! flips and length fields set to huge values must give errors, never
 //! panics; what is accepted must mean what it says.
 //!
+//! Rendezvous headers include the key list of a multi-device rendezvous
+//! by get (`decode_rts_keys`).
+//!
 //! The fuzz targets `ucp_eager_headers`, `ucp_worker_address` and
 //! `ucp_eager_rx` check the same properties.
 
@@ -154,6 +157,22 @@ proptest! {
         let g = GetReq { req, key, addr, len: value.as_u64(), offset: 0 }.encode();
         check_rma_headers(&g);
         check_rma_headers(&apply(g, &muts));
+    }
+
+    #[test]
+    fn rts_keys_round_trip_and_survive_mutation(
+        first in prop::collection::vec(any::<u8>(), 0..48),
+        more in prop::collection::vec(("[a-z0-9:_]{0,12}", prop::collection::vec(any::<u8>(), 0..48)), 0..4),
+        muts in mutations(),
+    ) {
+        use rucx_ucp::proto::wire::{decode_rts_keys, encode_rts_keys};
+        let refs: Vec<(&str, Vec<u8>)> = more.iter().map(|(n, k)| (n.as_str(), k.clone())).collect();
+        let e = encode_rts_keys(&first, &refs).expect("within the limits");
+        let (f, got) = decode_rts_keys(&e).expect("valid keys");
+        prop_assert_eq!(f, &first[..]);
+        let want: Vec<(&str, &[u8])> = more.iter().map(|(n, k)| (n.as_str(), &k[..])).collect();
+        prop_assert_eq!(got, want);
+        check_rndv_headers(&apply(e, &muts));
     }
 
     #[test]

@@ -1,6 +1,6 @@
 //! The eager and rendezvous header decoders (`decode_only`,
 //! `FirstHdr::decode`, `MiddleHdr::decode`, `decode_rtr_put`,
-//! `decode_atp`, ...) on arbitrary bytes.
+//! `decode_atp`, `decode_rts_keys`, ...) on arbitrary bytes.
 #![no_main]
 
 #[path = "../../tests/ucp_decoder_robustness/checks.rs"]

@@ -8,8 +8,9 @@
 #![allow(dead_code)]
 
 use rucx_ucp::proto::wire::{
-    decode_ack, decode_atp, decode_only, decode_rtr_put, decode_u64x2, decode_u64x3, FirstHdr,
-    MiddleHdr, FIRST_HDR, MIDDLE_HDR, ONLY_HDR, RTR_PUT_HDR,
+    decode_ack, decode_atp, decode_only, decode_rtr_put, decode_rts_keys, decode_u64x2,
+    decode_u64x3, encode_rts_keys, FirstHdr, MiddleHdr, FIRST_HDR, MIDDLE_HDR, ONLY_HDR,
+    RTR_PUT_HDR,
 };
 use rucx_ucp::uct::Caps;
 use rucx_ucp::wireup::address::{WorkerAddress, MAX_MD_NAME, MAX_TL_NAME};
@@ -82,6 +83,14 @@ pub(crate) fn check_rndv_headers(data: &[u8]) {
     match decode_ack(data) {
         Ok(r) => assert_eq!(r, le64(data, 0)),
         Err(_) => assert!(n < 8),
+    }
+    // The keys of a multi-device rendezvous by get: what decodes is
+    // bounded and encodes back to the same bytes.
+    if let Ok((first, more)) = decode_rts_keys(data) {
+        assert!(more.len() <= rucx_ucp::proto::wire::RTS_GET_MAX_MORE);
+        let owned: Vec<(&str, Vec<u8>)> = more.iter().map(|&(n, k)| (n, k.to_vec())).collect();
+        let again = encode_rts_keys(first, &owned).expect("what decoded encodes");
+        assert_eq!(again, data, "rendezvous keys do not round-trip");
     }
 }
 
