@@ -8,7 +8,7 @@
 //! value is dropped. Verbs have no other atomics, so the iface offers
 //! exactly `add64`, `fadd64` and `cswap64`.
 
-use crate::verbs::{SendFlags, SendOp, SendWr};
+use crate::verbs::SendOp;
 use uct::ucs::{AccessDenied, Error, Result};
 use uct::{Access, AtomicCaps, AtomicOp, AtomicOps, AtomicWord, EpId, Posted, RemoteKey, Token};
 
@@ -97,28 +97,9 @@ impl RcIface {
             return Ok(Posted::NoResource);
         };
         let sge = [self.bufs.sge(buf, 8)];
-        let group = self.new_group(token, 1);
-        let wr = SendWr {
-            wr_id: 0,
-            op: wop,
-            sges: &sge,
-            flags: SendFlags::SIGNALED,
-        };
-        let rec = Op {
-            qp,
-            ep: Some(ep),
-            switch: false,
-            buf: Some(buf),
-            mr: None,
-            group: Some(group),
-            amo: result,
-        };
         // SAFETY: the result lands in the pool's buffer, held by the
         // operation until its completion.
-        if let Err(e) = unsafe { self.post_op(qp, wr, rec, false) } {
-            self.groups.remove(group);
-            return Err(e);
-        }
+        unsafe { self.post_one((qp, ep), wop, &sge, buf, result, token, false) }?;
         Ok(Posted::InFlight)
     }
 

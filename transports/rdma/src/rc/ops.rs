@@ -99,6 +99,50 @@ impl RcIface {
         Ok(())
     }
 
+    /// Posts one signaled work request of `op` with `sges` on `qp` for
+    /// endpoint `ep`, holding copy buffer `buf` (and, for an atomic, where
+    /// its old value goes) until it completes `token`; `credit` as in
+    /// [`RcIface::post_op`]. On an error nothing stays behind but `buf`,
+    /// which `post_op` has given back.
+    ///
+    /// # Safety
+    ///
+    /// As [`crate::Verbs::post_send`].
+    #[allow(clippy::too_many_arguments)]
+    pub(super) unsafe fn post_one(
+        &mut self,
+        (qp, ep): (QpId, EpId),
+        op: SendOp,
+        sges: &[Sge],
+        buf: u32,
+        amo: Option<u64>,
+        token: Token,
+        credit: bool,
+    ) -> Result<()> {
+        let group = self.new_group(token, 1);
+        let wr = SendWr {
+            wr_id: 0,
+            op,
+            sges,
+            flags: SendFlags::SIGNALED,
+        };
+        let rec = Op {
+            qp,
+            ep: Some(ep),
+            switch: false,
+            buf: Some(buf),
+            mr: None,
+            group: Some(group),
+            amo,
+        };
+        // SAFETY: forwarded under the caller's contract.
+        let posted = unsafe { self.post_op(qp, wr, rec, credit) };
+        if posted.is_err() {
+            self.groups.remove(group);
+        }
+        posted
+    }
+
     /// Frees an operation's buffer and registrations.
     pub(crate) fn release_op_resources(&mut self, op: &Op) {
         if let Some(b) = op.buf {
@@ -482,25 +526,10 @@ impl AmZcopyOps for RcIface {
             sges[n] = sge;
             n += 1;
         }
-        let group = self.new_group(token, 1);
-        let wr = SendWr {
-            wr_id: 0,
-            op: SendOp::Send,
-            sges: &sges[..n],
-            flags: SendFlags::SIGNALED,
-        };
-        let op = Op {
-            qp,
-            ep: Some(ep),
-            switch: false,
-            buf: Some(buf),
-            mr: None,
-            group: Some(group),
-            amo: None,
-        };
         // SAFETY: the iov stays valid until completion (caller's contract).
-        if let Err(e) = unsafe { self.post_op(qp, wr, op, true) } {
-            self.groups.remove(group);
+        let posted =
+            unsafe { self.post_one((qp, ep), SendOp::Send, &sges[..n], buf, None, token, true) };
+        if let Err(e) = posted {
             self.unsent_header(qp, &hdr);
             return Err(e);
         }
