@@ -208,16 +208,7 @@ fn two_endpoints_at_once() {
     const N: u64 = 300;
     let _g = serial();
     for f in fabrics() {
-        let tctx = context(&f, "device");
-        let mut t = tctx.create_worker().expect("target");
-        let mut inits = Vec::new();
-        for _ in 0..2 {
-            let ctx = context(&f, "device");
-            let mut w = ctx.create_worker().expect("initiator");
-            let ep = w.connect(&t.address()).expect("connect");
-            t.connect(&w.address()).expect("connect back");
-            inits.push((w, ep));
-        }
+        let (tctx, mut t, inits) = target_and_initiators(&f, 2);
         let (_b, m, _) = map(&tctx, &inits[0].0, inits[0].1);
         let packed = m.rkey_pack().unwrap();
         let done = std::sync::atomic::AtomicUsize::new(0);

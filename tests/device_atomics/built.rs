@@ -179,16 +179,7 @@ fn concurrent_loops_lose_nothing() {
     const N: usize = 100;
     let _g = serial();
     for f in fabrics() {
-        let tctx = context(&f, "device");
-        let mut t = tctx.create_worker().expect("target");
-        let mut inits = Vec::new();
-        for _ in 0..2 {
-            let ctx = context(&f, "device");
-            let mut w = ctx.create_worker().expect("initiator");
-            let ep = w.connect(&t.address()).expect("connect");
-            t.connect(&w.address()).expect("connect back");
-            inits.push((w, ep));
-        }
+        let (tctx, mut t, inits) = target_and_initiators(&f, 2);
         let (_b, m, _) = map(&tctx, &inits[0].0, inits[0].1);
         let packed = m.rkey_pack().unwrap();
         let seeds = [0x1234_5678_9abc_def1u64, 0x0fed_cba9_8765_4321];

@@ -196,6 +196,23 @@ impl Pair {
     }
 }
 
+/// A target worker in device mode and `n` initiator workers, each in a
+/// context of its own, connected both ways: (target's context, target,
+/// initiators with their endpoints to the target).
+pub(crate) fn target_and_initiators(f: &Fabric, n: usize) -> (Context, Worker, Vec<(Worker, Ep)>) {
+    let tctx = context(f, "device");
+    let mut t = tctx.create_worker().expect("target");
+    let mut inits = Vec::new();
+    for _ in 0..n {
+        let ctx = context(f, "device");
+        let mut w = ctx.create_worker().expect("initiator");
+        let ep = w.connect(&t.address()).expect("connect");
+        t.connect(&w.address()).expect("connect back");
+        inits.push((w, ep));
+    }
+    (tctx, t, inits)
+}
+
 pub(crate) fn unsupported<T: std::fmt::Debug>(r: rucx::Result<T>) -> String {
     match r {
         Err(Error::Unsupported(s)) => s,
