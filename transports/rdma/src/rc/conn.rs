@@ -60,7 +60,6 @@ impl RcIface {
         Conn {
             peer,
             initiated,
-            held: initiated && !super::iface::LOCAL.contains(&peer),
             failed: false,
             fatal: None,
             cr,

@@ -8,7 +8,6 @@ use std::sync::Arc;
 use crate::provider::{Device, Verbs};
 use crate::verbs::{CqId, Mr, PdId, QpId, SrqId, SrqInit, Wc};
 use uct::ip_addr::{self, Local};
-use uct::ucs::local::{LocalKey, LocalKeys};
 use uct::ucs::netif;
 use uct::ucs::{Error, Result};
 use uct::{Caps, ConnectMode, EpId, EpTable, IfaceAttr, IfaceParams, PerfModel, SrcId, Token};
@@ -66,12 +65,6 @@ pub(crate) struct Conn {
     pub(crate) peer: SocketAddr,
     /// We connected it (else we accepted it).
     pub(crate) initiated: bool,
-    /// Sends must wait (in the pending queue) until it is established:
-    /// we initiated it, to an iface of another process. The provider
-    /// could hold them, but a send reported done must be on its way
-    /// without this process's progress, which the connection's setup
-    /// needs (the process may exit or block right after).
-    pub(crate) held: bool,
     pub(crate) failed: bool,
     /// What a fatal event of the queue pair that no Terminate explains
     /// said (a broken connection): the failure its error completions and
@@ -88,9 +81,6 @@ pub(crate) struct Conn {
     /// whichever of its connections they take.
     pub(crate) src: SrcId,
 }
-
-/// The listening addresses of this process's RC ifaces.
-pub(crate) static LOCAL: LocalKeys<SocketAddr> = LocalKeys::new();
 
 /// A source: a peer iface whose connections deliver messages.
 #[derive(Debug)]
@@ -200,8 +190,6 @@ pub(crate) struct RcIface {
     pub(crate) next_src: u32,
     /// Where this iface listens.
     pub(crate) listen: SocketAddr,
-    /// `listen` in the process's set of RC ifaces, while the iface lives.
-    pub(crate) _local: LocalKey<SocketAddr>,
     pub(crate) ops: Table<Op>,
     pub(crate) groups: Table<Group>,
     pub(crate) notices: VecDeque<Notice>,
@@ -312,7 +300,6 @@ impl RcIface {
             src_by_peer: HashMap::new(),
             next_src: 0,
             listen: SocketAddr::new(dattr.addr, bound.port()),
-            _local: LOCAL.register(SocketAddr::new(dattr.addr, bound.port())),
             ops: Table::new(),
             groups: Table::new(),
             notices: VecDeque::new(),

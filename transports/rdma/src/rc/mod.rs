@@ -14,12 +14,7 @@
 //!   to the remote iface if there is one (opened by either side), else
 //!   connects with private data naming the buffer size, the windows each
 //!   side committed and may grow to, and the initiator's listening
-//!   address (`wire.rs`). Until a connection it initiated to an iface of
-//!   another process is established, sends on it wait in the pending
-//!   queue (its setup needs this process's progress, and a send reported
-//!   done must be on its way even if the process exits right after); to
-//!   an iface of this process the provider holds them instead, so that
-//!   one thread can drive both ends. When
+//!   address (`wire.rs`). When
 //!   both sides connect at once, both keep the connection opened by the
 //!   smaller address, and an endpoint that already sent on the other one
 //!   moves over after a zero-length READ proves its messages arrived, so

@@ -33,12 +33,11 @@ impl RcIface {
             return Ok(None);
         }
         let qp = e.conn;
-        // While connecting to another process, sends wait in the pending
-        // queue (see `Conn::held`); to an iface of this process the
-        // provider holds them until the connection is up. The peer posts
-        // the receives we count on before it accepts.
+        // While connecting, the provider holds the sends until the
+        // connection is up; the peer posts the receives we count on before
+        // it accepts.
         match self.conn(qp) {
-            Some(c) if c.held || (credit && c.cr.credits == 0) || c.sq_free < sq => Ok(None),
+            Some(c) if (credit && c.cr.credits == 0) || c.sq_free < sq => Ok(None),
             Some(_) => Ok(Some(qp)),
             None => Err(Error::endpoint_failed(
                 self.info.tl_name.clone(),

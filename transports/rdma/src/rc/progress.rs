@@ -136,13 +136,8 @@ impl RcIface {
             } else if e.switch_to.is_some() {
                 0
             } else {
-                self.conn(e.conn).map_or(0, |c| {
-                    if c.held {
-                        0
-                    } else {
-                        c.cr.credits.min(c.sq_free) as usize
-                    }
-                })
+                self.conn(e.conn)
+                    .map_or(0, |c| c.cr.credits.min(c.sq_free) as usize)
             };
             let Some(e) = self.eps.get_mut(ep) else {
                 continue;
@@ -382,7 +377,6 @@ impl RcIface {
                         {
                             if let Some(c) = self.conn_mut(qp) {
                                 c.cr.max_credits = rep.max_window;
-                                c.held = false;
                             }
                         }
                         Ok(rep) => {
