@@ -6,6 +6,11 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 use std::sync::OnceLock;
 
+#[path = "../port_util/mod.rs"]
+mod port_util;
+#[allow(unused_imports)]
+pub(crate) use port_util::free_port;
+
 /// The target directory and cargo profile of this test binary
 /// (`target/<profile>/deps/<test>`).
 fn target_and_profile() -> Option<(PathBuf, String)> {
@@ -189,14 +194,6 @@ pub(crate) fn text(o: &Output) -> String {
         String::from_utf8_lossy(&o.stdout),
         String::from_utf8_lossy(&o.stderr)
     )
-}
-
-/// A free TCP port of this host (bound and released).
-pub(crate) fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .map(|a| a.port())
-        .expect("free port")
 }
 
 /// Whether a socket of this host listens on TCP `port`

@@ -3,10 +3,14 @@
 #![allow(dead_code)]
 
 use std::io::{BufRead, BufReader, Read};
-use std::net::TcpListener;
 use std::process::{Child, Command, ExitStatus, Output, Stdio};
 use std::thread;
 use std::time::{Duration, Instant};
+
+#[path = "../port_util/mod.rs"]
+mod port_util;
+#[allow(unused_imports)]
+pub(crate) use port_util::free_port;
 
 pub(crate) const EXE: &str = env!("CARGO_BIN_EXE_rucx-perftest");
 
@@ -109,13 +113,6 @@ pub(crate) fn check_success(out: &Output, iters: f64) -> Vec<f64> {
     assert_eq!(nums[0], iters, "{stdout}");
     assert!(nums.iter().all(|n| n.is_finite() && *n >= 0.0), "{nums:?}");
     nums
-}
-
-pub(crate) fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .map(|a| a.port())
-        .expect("free port")
 }
 
 /// Starts a server the way `--pair` does and returns it with its port.
