@@ -60,6 +60,10 @@ crate::ucs::config_table! {
         KEEPALIVE_NUM_EPS keepalive_num_eps: usize = "128",
         /// Rounds without an answer after which an endpoint fails.
         KEEPALIVE_MISSES keepalive_misses: usize = "3",
+        /// Whether a shared worker (`SharedWorker`) starts a progress
+        /// thread that drives its transports while the application does
+        /// not; it sleeps on the worker's event fd when nothing happens.
+        ASYNC_PROGRESS async_progress: bool = "n",
         /// Which atomics memory this context maps takes: `cpu` (executed
         /// by the owner's CPU, emulated over active messages), `device`
         /// (executed by RDMA devices only; what the device lacks is built

@@ -109,6 +109,7 @@ pub mod proto;
 mod reg;
 mod request;
 pub mod rma;
+mod shared;
 crate::ucs::internal_mod!(tag);
 crate::ucs::internal_mod!(wireup);
 mod worker;
@@ -120,6 +121,7 @@ pub use error::{Error, Result};
 pub use reg::RcacheMode;
 pub use request::{Callback, Completion, CompletionHook, Info, IoBuf, IoBufMut, Op, Posted, ReqId};
 pub use rma::{AtomicMode, AtomicOp, AtomicValue, MemMap, Rkey};
+pub use shared::{Accepting, Fetched, OpFuture, OpResult, Polling, SharedListener, SharedWorker};
 pub use uct::ucs::AccessDenied;
 pub use uct::Access;
 pub use worker::{

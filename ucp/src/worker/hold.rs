@@ -34,3 +34,14 @@ impl Worker {
         }
     }
 }
+
+impl Worker {
+    /// [`Worker::hold`] for operations posted through a raw entry point:
+    /// `data` back if `p` is done, else moved into its request.
+    pub(crate) fn hold_posted<D: Send + 'static>(&mut self, p: Posted<()>, data: D) -> Posted<D> {
+        match p {
+            Posted::Done(info, ()) => Posted::Done(info, data),
+            Posted::InFlight(id) => self.hold(Started::InFlight(id.0), data, None),
+        }
+    }
+}

@@ -150,23 +150,33 @@ impl Worker {
         if self.arm()? == Armed::Busy {
             return Ok(());
         }
-        let mut timeout = timeout.map_or(MAX_SLEEP, |t| t.min(MAX_SLEEP));
-        if let Some(due) = self.keepalive.until_due() {
-            // Wake for the keepalive round (the next progress runs it).
-            timeout = timeout.min(due);
-        }
-        let timeout = Some(timeout);
+        let timeout = Some(self.sleep_limit(timeout));
         let mut events = std::mem::take(&mut self.wake.events);
         let r = self.wake_set()?.wait(timeout, &mut events);
         self.wake.events = events;
-        // A wake is consumed by the wait it ended.
+        self.after_sleep()?;
+        r.map_err(Error::transport)?;
+        Ok(())
+    }
+
+    /// How long a sleep of at most `timeout` may last: [`MAX_SLEEP`] at
+    /// most, and not past the next keepalive round.
+    pub(crate) fn sleep_limit(&self, timeout: Option<Duration>) -> Duration {
+        let mut t = timeout.map_or(MAX_SLEEP, |t| t.min(MAX_SLEEP));
+        if let Some(due) = self.keepalive.until_due() {
+            t = t.min(due);
+        }
+        t
+    }
+
+    /// What a sleep on the event fd leaves to do once it ended (by an
+    /// event or the time limit): drain the [`Waker`]'s signal, look at
+    /// listeners and every iface on the next progress.
+    pub(crate) fn after_sleep(&mut self) -> Result<()> {
         self.woken()?;
-        // A client may be what woke it.
         self.listen_now = true;
-        // Whichever iface woke us, the next progress polls them all.
         self.heat.iter_mut().for_each(|h| h.warm());
         self.hot_stale = true;
-        r.map_err(Error::transport)?;
         Ok(())
     }
 }

@@ -187,3 +187,28 @@ impl AsFd for EventSet {
         self.fd.as_fd()
     }
 }
+
+/// Sleeps until `fd` is readable or `timeout` passes (rounded up to whole
+/// milliseconds, as [`EventSet::wait`]); `Ok(true)` if it is readable. A
+/// signal ends the sleep like the timeout. For a thread that sleeps on an
+/// event set's fd without holding the set.
+pub fn wait_readable(fd: std::os::fd::RawFd, timeout: Duration) -> Result<bool> {
+    let ms =
+        libc::c_int::try_from(timeout.as_nanos().div_ceil(1_000_000)).unwrap_or(libc::c_int::MAX);
+    let mut p = libc::pollfd {
+        fd,
+        events: libc::POLLIN,
+        revents: 0,
+    };
+    // SAFETY: one valid pollfd, read and written by the kernel during the
+    // call only.
+    let n = unsafe { libc::poll(&mut p, 1, ms) };
+    if n < 0 {
+        let e = io::Error::last_os_error();
+        if e.kind() == io::ErrorKind::Interrupted {
+            return Ok(false);
+        }
+        return Err(Error::io("poll", e));
+    }
+    Ok(n > 0 && p.revents & libc::POLLIN != 0)
+}

@@ -19,7 +19,7 @@ mod epoll;
 mod eventfd;
 mod timer;
 
-pub use epoll::{EventSet, Interest, Readiness};
+pub use epoll::{wait_readable, EventSet, Interest, Readiness};
 pub use eventfd::EventFd;
 pub use timer::{TimerId, TimerQueue};
 

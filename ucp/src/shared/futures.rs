@@ -1,0 +1,341 @@
+//! Futures of a [`SharedWorker`]'s operations, runtime-agnostic: each
+//! `poll` progresses the worker once and leaves its waker to be woken from
+//! the progress that completes it (any thread's, the progress thread's, or
+//! a driver's such as [`crate::tokio::drive`]).
+//!
+//! Cancel safety: an owned buffer is never freed while a transport may
+//! still read or write it. A dropped [`OpFuture`] of a receive cancels the
+//! receive; one of a send, put or get lets it run; either way the buffer
+//! stays with the worker until the transport is done with it.
+
+use super::{Locked, SharedWorker};
+use crate::request::{Info, Posted, ReqId};
+use crate::worker::{ConnRequest, Listener};
+use crate::{Ep, EpParams, OpError, Result, Worker};
+use std::collections::VecDeque;
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::task::{Context as TaskContext, Poll};
+
+/// What an owned operation gives back: its result and the buffer.
+pub type OpResult<B> = std::result::Result<(Info, B), OpError<B>>;
+
+/// An operation posted on a [`SharedWorker`] with an owned buffer: a
+/// [`Future`] of its result and buffer, or [`OpFuture::wait`] to block.
+#[must_use = "dropping an operation's future lets it run (a receive is canceled) without its result"]
+pub struct OpFuture<B: Send + 'static> {
+    w: SharedWorker,
+    st: St<B>,
+}
+
+enum St<B> {
+    Ready(OpResult<B>),
+    InFlight { id: ReqId, cancel: bool },
+    Taken,
+}
+
+impl<B: Send + 'static> std::fmt::Debug for OpFuture<B> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let st = match &self.st {
+            St::Ready(_) => "ready",
+            St::InFlight { .. } => "in flight",
+            St::Taken => "taken",
+        };
+        f.debug_struct("OpFuture").field("state", &st).finish()
+    }
+}
+
+// The future is never pinned structurally: the buffer sits in `St` by value
+// and moves freely (the transport uses its heap memory, not the value).
+impl<B: Send + 'static> Unpin for OpFuture<B> {}
+
+impl<B: Send + 'static> OpFuture<B> {
+    /// The future of what `posted` says; `cancel`: a drop before
+    /// completion cancels the operation (receives).
+    pub(crate) fn new(w: SharedWorker, posted: Posted<B>, cancel: bool) -> OpFuture<B> {
+        let st = match posted {
+            Posted::Done(info, b) => St::Ready(Ok((info, b))),
+            Posted::InFlight(id) => St::InFlight { id, cancel },
+        };
+        OpFuture { w, st }
+    }
+
+    /// Whether the operation completed (without progressing the worker).
+    pub fn is_done(&mut self) -> bool {
+        match self.st {
+            St::InFlight { id, .. } => {
+                let mut g = self.w.lock();
+                let r = g.worker().take::<B>(id);
+                g.unlock(false);
+                match r {
+                    Some(r) => {
+                        self.st = St::Ready(r);
+                        true
+                    }
+                    None => false,
+                }
+            }
+            _ => true,
+        }
+    }
+
+    /// Blocks until the operation completes, progressing the worker while
+    /// no other thread does; gives the result and the buffer.
+    pub fn wait(mut self) -> OpResult<B> {
+        let mut idle = 0u32;
+        loop {
+            if let St::InFlight { .. } = self.st {
+                let seen = self.w.completed_count();
+                while self.w.completed_count() == seen {
+                    if self.w.progress() == 0 {
+                        idle += 1;
+                        if idle % 16 == 0 {
+                            std::thread::yield_now();
+                        } else {
+                            std::hint::spin_loop();
+                        }
+                    }
+                }
+            }
+            if self.is_done() {
+                if let St::Ready(r) = std::mem::replace(&mut self.st, St::Taken) {
+                    return r;
+                }
+            }
+        }
+    }
+}
+
+impl<B: Send + 'static> Future for OpFuture<B> {
+    type Output = OpResult<B>;
+
+    fn poll(self: Pin<&mut Self>, cx: &mut TaskContext<'_>) -> Poll<OpResult<B>> {
+        let this = self.get_mut();
+        let id = match std::mem::replace(&mut this.st, St::Taken) {
+            St::Ready(r) => return Poll::Ready(r),
+            St::Taken => panic!("OpFuture polled after it completed"),
+            St::InFlight { id, cancel } => {
+                this.st = St::InFlight { id, cancel };
+                id
+            }
+        };
+        let mut g = this.w.lock();
+        let mut r = g.worker().take::<B>(id);
+        let mut n = 0;
+        if r.is_none() {
+            n = g.worker().progress();
+            r = g.worker().take::<B>(id);
+        }
+        match r {
+            Some(r) => {
+                g.forget(id);
+                g.unlock(n > 0);
+                this.st = St::Taken;
+                Poll::Ready(r)
+            }
+            None => {
+                g.wait_for(id, cx.waker());
+                g.unlock(n > 0);
+                Poll::Pending
+            }
+        }
+    }
+}
+
+impl<B: Send + 'static> Drop for OpFuture<B> {
+    fn drop(&mut self) {
+        let St::InFlight { id, cancel } = self.st else {
+            return;
+        };
+        let mut g = self.w.lock();
+        g.forget(id);
+        let w = g.worker();
+        let done = w.take::<B>(id);
+        if done.is_none() {
+            if cancel {
+                w.request_cancel(id);
+            }
+            // The worker keeps the buffer until the transport is done.
+            w.request_release(id);
+        }
+        g.unlock(false);
+        drop(done);
+    }
+}
+
+/// One step of an operation that is not a request: `Some` once it ended.
+type Step<T> = Box<dyn FnMut(&mut Worker) -> Option<Result<T>> + Send>;
+
+/// An operation of a [`SharedWorker`] that is not a request (connecting,
+/// flushing, closing): a [`Future`], or [`Polling::wait`] to block.
+#[must_use = "the operation only advances while it is polled or waited for"]
+pub struct Polling<T> {
+    w: SharedWorker,
+    step: Step<T>,
+    done: Option<Result<T>>,
+}
+
+impl<T> std::fmt::Debug for Polling<T> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Polling").finish_non_exhaustive()
+    }
+}
+
+impl<T> Unpin for Polling<T> {}
+
+impl<T> Polling<T> {
+    pub(crate) fn new(w: SharedWorker, step: Step<T>) -> Polling<T> {
+        Polling {
+            w,
+            step,
+            done: None,
+        }
+    }
+
+    /// Already ended with `r` (an error at the start).
+    pub(crate) fn ended(w: SharedWorker, r: Result<T>) -> Polling<T> {
+        Polling {
+            w,
+            step: Box::new(|_| None),
+            done: Some(r),
+        }
+    }
+
+    /// One step and one progress; `Some` once it ended.
+    fn turn(&mut self, waker: Option<&std::task::Waker>) -> Option<Result<T>> {
+        if let Some(r) = self.done.take() {
+            return Some(r);
+        }
+        let mut g: Locked<'_> = self.w.lock();
+        let mut r = (self.step)(g.worker());
+        let mut n = 0;
+        if r.is_none() {
+            n = g.worker().progress();
+            r = (self.step)(g.worker());
+        }
+        if r.is_none() {
+            if let Some(wk) = waker {
+                g.wait_any(wk);
+            }
+        }
+        g.unlock(n > 0);
+        r
+    }
+
+    /// Blocks until the operation ends.
+    pub fn wait(mut self) -> Result<T> {
+        loop {
+            if let Some(r) = self.turn(None) {
+                return r;
+            }
+            std::thread::yield_now();
+        }
+    }
+}
+
+impl<T> Future for Polling<T> {
+    type Output = Result<T>;
+
+    fn poll(self: Pin<&mut Self>, cx: &mut TaskContext<'_>) -> Poll<Result<T>> {
+        match self.get_mut().turn(Some(cx.waker())) {
+            Some(r) => Poll::Ready(r),
+            None => Poll::Pending,
+        }
+    }
+}
+
+/// Connection requests a listener's handler queued.
+pub(crate) type Incoming = Arc<parking_lot::Mutex<VecDeque<ConnRequest>>>;
+
+/// A listener of a [`SharedWorker`]: connection requests queue until
+/// [`SharedListener::accept`] takes them. Closed when dropped.
+#[derive(Debug)]
+pub struct SharedListener {
+    pub(crate) w: SharedWorker,
+    pub(crate) l: Listener,
+    pub(crate) incoming: Incoming,
+}
+
+impl SharedListener {
+    /// The address it listens on.
+    pub fn addr(&self) -> Result<std::net::SocketAddr> {
+        self.w.with(|w| w.listener_addr(self.l))
+    }
+
+    /// The next connection request, accepted into an endpoint with
+    /// `params`.
+    pub fn accept(&self, params: EpParams) -> Accepting<'_> {
+        Accepting {
+            lis: self,
+            params: Some(params),
+        }
+    }
+}
+
+impl Drop for SharedListener {
+    fn drop(&mut self) {
+        let l = self.l;
+        let _ = self.w.with(|w| w.listener_close(l));
+    }
+}
+
+/// The future of [`SharedListener::accept`] (or [`Accepting::wait`]).
+#[must_use = "nothing is accepted unless it is polled or waited for"]
+pub struct Accepting<'a> {
+    lis: &'a SharedListener,
+    params: Option<EpParams>,
+}
+
+impl std::fmt::Debug for Accepting<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Accepting").finish_non_exhaustive()
+    }
+}
+
+impl Accepting<'_> {
+    fn turn(&mut self, waker: Option<&std::task::Waker>) -> Option<Result<Ep>> {
+        let mut g = self.lis.w.lock();
+        let mut req = self.lis.incoming.lock().pop_front();
+        let mut n = 0;
+        if req.is_none() {
+            n = g.worker().progress();
+            req = self.lis.incoming.lock().pop_front();
+        }
+        let r = match req {
+            Some(req) => Some(
+                g.worker()
+                    .accept(req, self.params.take().unwrap_or_default()),
+            ),
+            None => {
+                if let Some(wk) = waker {
+                    g.wait_any(wk);
+                }
+                None
+            }
+        };
+        g.unlock(n > 0);
+        r
+    }
+
+    /// Blocks until a client connects; its endpoint.
+    pub fn wait(mut self) -> Result<Ep> {
+        loop {
+            if let Some(r) = self.turn(None) {
+                return r;
+            }
+            std::thread::sleep(std::time::Duration::from_micros(50));
+        }
+    }
+}
+
+impl Future for Accepting<'_> {
+    type Output = Result<Ep>;
+
+    fn poll(self: Pin<&mut Self>, cx: &mut TaskContext<'_>) -> Poll<Result<Ep>> {
+        match self.get_mut().turn(Some(cx.waker())) {
+            Some(r) => Poll::Ready(r),
+            None => Poll::Pending,
+        }
+    }
+}

@@ -1,0 +1,312 @@
+//! Workers shared by threads, requests as futures, and the progress
+//! thread.
+//!
+//! UCX's three thread modes map onto two types:
+//!
+//! | UCX | rucx |
+//! |---|---|
+//! | `UCS_THREAD_MODE_SINGLE` | [`Worker`], used by the thread that made it |
+//! | `UCS_THREAD_MODE_SERIALIZED` | [`Worker`]: `Send`, one thread at a time (`&mut self`) |
+//! | `UCS_THREAD_MODE_MULTI` | [`SharedWorker`]: `Clone + Send + Sync`, any thread at any time |
+//!
+//! A [`Worker`] takes no lock and pays nothing for threads. A
+//! [`SharedWorker`] wraps one: the protocol state sits behind a lock held
+//! for one post or one progress call, never while user code runs:
+//!
+//! * completions reach their owners outside the lock: a request is a
+//!   future ([`OpFuture`]) whose waker is woken after the lock is
+//!   released, or a blocking [`OpFuture::wait`];
+//! * [`SharedWorker::progress`] only tries the lock: while one thread
+//!   drives the transports, the others go on instead of queueing behind
+//!   it, and a thread that waits for its request looks at the worker only
+//!   once the count of completed requests (an atomic read outside the lock)
+//!   moved;
+//! * an optional progress thread ([`SharedWorker::start_progress_thread`],
+//!   or `RUCX_ASYNC_PROGRESS=y`) drives the transports while the
+//!   application does not, so that one-sided operations, rendezvous
+//!   answers and keepalives are served while the application computes. It
+//!   sleeps on the worker's event fd when nothing happens.
+//!
+//! Several [`Worker`]s of one context, one per thread, share nothing on
+//! their paths but the context's registration caches.
+//!
+//! Not done here: per-endpoint send paths and a matcher split by tag, so
+//! that posts of different threads on different endpoints do not take
+//! the same lock.
+
+mod futures;
+mod ops;
+mod thread;
+
+pub use futures::{Accepting, OpFuture, OpResult, Polling, SharedListener};
+pub use ops::Fetched;
+
+use crate::request::ReqId;
+use crate::Worker;
+use parking_lot::{Mutex, MutexGuard};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Arc;
+use std::task::Waker as TaskWaker;
+
+/// A worker that many threads use at once (UCX's
+/// `UCS_THREAD_MODE_MULTI`); clones are handles to the same worker.
+///
+/// ```
+/// # fn main() -> rucx_ucp::Result<()> {
+/// use rucx_ucp::uct::{self_tl, Registry};
+/// let ctx = rucx_ucp::Context::from_env(&Registry::new().with(&self_tl::COMPONENT))?;
+/// let w = ctx.create_worker()?.into_shared();
+/// let ep = w.connect(&w.address())?;
+/// let recv = {
+///     let w = w.clone();
+///     std::thread::spawn(move || w.tag_recv(vec![0u8; 5], 9, u64::MAX)?.wait().map_err(|e| e.error))
+/// };
+/// w.tag_send(ep, b"hello".to_vec(), 9)?.wait().map_err(|e| e.error)?;
+/// let (info, buf) = recv.join().unwrap()?;
+/// assert_eq!((info.length, &buf[..]), (5, &b"hello"[..]));
+/// # Ok(()) }
+/// ```
+#[derive(Clone)]
+pub struct SharedWorker {
+    inner: Arc<Inner>,
+}
+
+impl std::fmt::Debug for SharedWorker {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SharedWorker")
+            .field("completed", &self.inner.completed.load(Ordering::Relaxed))
+            .finish_non_exhaustive()
+    }
+}
+
+pub(crate) struct Inner {
+    state: Mutex<State>,
+    /// The worker's completed-request count as the last locked section
+    /// left it: waiters read it without the lock.
+    completed: AtomicU64,
+    /// The progress thread sleeps on the event fd (or is about to): a
+    /// post must wake it, since what it posted may need progress.
+    sleeping: AtomicBool,
+    /// Wakes the progress thread's sleep (none if the worker could not
+    /// make one: then there is no progress thread).
+    signal: Option<crate::worker::Waker>,
+    /// Tells the progress thread to end.
+    stop: AtomicBool,
+    thread: Mutex<Option<std::thread::JoinHandle<()>>>,
+}
+
+/// What the lock guards.
+struct State {
+    worker: Worker,
+    /// Futures of requests in flight, by request.
+    waiters: Vec<(ReqId, TaskWaker)>,
+    /// Futures of operations that are not requests (connecting, flushing,
+    /// closing): woken after every progress that did something.
+    others: Vec<TaskWaker>,
+}
+
+impl Worker {
+    /// This worker, to be used by many threads at once.
+    pub fn into_shared(self) -> SharedWorker {
+        SharedWorker::new(self)
+    }
+}
+
+impl SharedWorker {
+    /// Shares `worker`; starts the progress thread if the context's
+    /// `RUCX_ASYNC_PROGRESS` says so (failing that, logs and goes on
+    /// without it).
+    pub fn new(mut worker: Worker) -> SharedWorker {
+        let signal = worker.waker();
+        let start = worker.context().config().async_progress;
+        let completed = worker.completed_count();
+        let signal = signal
+            .map_err(|e| tracing::warn!("no waker for a shared worker: {e}"))
+            .ok();
+        let w = SharedWorker {
+            inner: Arc::new(Inner {
+                state: Mutex::new(State {
+                    worker,
+                    waiters: Vec::new(),
+                    others: Vec::new(),
+                }),
+                completed: AtomicU64::new(completed),
+                sleeping: AtomicBool::new(false),
+                signal,
+                stop: AtomicBool::new(false),
+                thread: Mutex::new(None),
+            }),
+        };
+        if start {
+            if let Err(e) = w.start_progress_thread() {
+                tracing::warn!("RUCX_ASYNC_PROGRESS: no progress thread: {e}");
+            }
+        }
+        w
+    }
+
+    /// Runs `f` on the worker, with the lock held: the way to everything
+    /// of [`Worker`] that has no method here (memory mapping, rkeys, active
+    /// message handlers, queries). `f` must not use this shared worker
+    /// (that would deadlock); callbacks it registers run under the lock.
+    pub fn with<R>(&self, f: impl FnOnce(&mut Worker) -> R) -> R {
+        let mut g = self.lock();
+        let r = f(&mut g.state().worker);
+        g.unlock(false);
+        r
+    }
+
+    /// Drives the transports once, unless another thread does so now
+    /// (then it returns 0 at once). Wakes the futures whose requests
+    /// completed.
+    pub fn progress(&self) -> usize {
+        let Some(st) = self.inner.state.try_lock() else {
+            return 0;
+        };
+        let mut g = Locked {
+            inner: &self.inner,
+            st: Some(st),
+        };
+        let n = g.state().worker.progress();
+        g.unlock(n > 0);
+        n
+    }
+
+    /// This worker's address (see [`Worker::address`]).
+    pub fn address(&self) -> Vec<u8> {
+        self.with(|w| w.address())
+    }
+
+    /// The count of completed requests as last seen (see
+    /// [`Worker::completed_count`]), read without the lock.
+    pub fn completed_count(&self) -> u64 {
+        self.inner.completed.load(Ordering::Acquire)
+    }
+
+    pub(crate) fn lock(&self) -> Locked<'_> {
+        Locked {
+            inner: &self.inner,
+            st: Some(self.inner.state.lock()),
+        }
+    }
+
+    /// Whether two handles name the same worker.
+    pub fn same(&self, other: &SharedWorker) -> bool {
+        Arc::ptr_eq(&self.inner, &other.inner)
+    }
+}
+
+/// The lock, held; [`Locked::unlock`] (or drop) releases it and then
+/// wakes the futures whose requests completed meanwhile.
+pub(crate) struct Locked<'a> {
+    inner: &'a Inner,
+    st: Option<MutexGuard<'a, State>>,
+}
+
+impl Locked<'_> {
+    fn state(&mut self) -> &mut State {
+        match self.st.as_mut() {
+            Some(s) => s,
+            None => unreachable!("the lock is held until unlock"),
+        }
+    }
+
+    pub(crate) fn worker(&mut self) -> &mut Worker {
+        &mut self.state().worker
+    }
+
+    /// Registers `waker` for request `id`'s completion.
+    pub(crate) fn wait_for(&mut self, id: ReqId, waker: &TaskWaker) {
+        let ws = &mut self.state().waiters;
+        match ws.iter_mut().find(|(i, _)| *i == id) {
+            Some((_, w)) => w.clone_from(waker),
+            None => ws.push((id, waker.clone())),
+        }
+    }
+
+    /// Forgets the waker of request `id`.
+    pub(crate) fn forget(&mut self, id: ReqId) {
+        self.state().waiters.retain(|(i, _)| *i != id);
+    }
+
+    /// Registers `waker` to be woken after progress that did something.
+    pub(crate) fn wait_any(&mut self, waker: &TaskWaker) {
+        let ws = &mut self.state().others;
+        if !ws.iter().any(|w| w.will_wake(waker)) {
+            ws.push(waker.clone());
+        }
+    }
+
+    /// Releases the lock, then wakes the waiters of completed requests,
+    /// and those of other operations if `progressed`; and the progress
+    /// thread if it sleeps (what was posted may need it).
+    pub(crate) fn unlock(mut self, progressed: bool) {
+        self.release(progressed, true);
+    }
+
+    /// [`Locked::unlock`] without waking the progress thread: for the
+    /// progress thread itself.
+    pub(crate) fn unlock_quiet(mut self, progressed: bool) {
+        self.release(progressed, false);
+    }
+
+    /// Whether futures of operations other than requests wait.
+    pub(crate) fn others_wait(&mut self) -> bool {
+        !self.state().others.is_empty()
+    }
+
+    fn release(&mut self, progressed: bool, kick: bool) {
+        let Some(mut st) = self.st.take() else {
+            return;
+        };
+        let count = st.worker.completed_count();
+        let mut wake = Vec::new();
+        if count != self.inner.completed.load(Ordering::Relaxed) {
+            self.inner.completed.store(count, Ordering::Release);
+            let State {
+                worker, waiters, ..
+            } = &mut *st;
+            waiters.retain(|(id, w)| {
+                let active = worker.request_is_active(*id);
+                if !active {
+                    wake.push(w.clone());
+                }
+                active
+            });
+        }
+        if (progressed || !wake.is_empty()) && !st.others.is_empty() {
+            wake.append(&mut st.others);
+        }
+        drop(st);
+        if kick && self.inner.sleeping.load(Ordering::SeqCst) {
+            if let Some(s) = &self.inner.signal {
+                let _ = s.wake();
+            }
+        }
+        for w in wake {
+            w.wake();
+        }
+    }
+}
+
+impl Drop for Locked<'_> {
+    fn drop(&mut self) {
+        self.release(false, true);
+    }
+}
+
+impl Drop for Inner {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::SeqCst);
+        if let Some(s) = &self.signal {
+            let _ = s.wake();
+        }
+        if let Some(h) = self.thread.get_mut().take() {
+            // The progress thread holds only a weak handle; if it made the
+            // last strong one and drops it, it cannot join itself.
+            if h.thread().id() != std::thread::current().id() {
+                let _ = h.join();
+            }
+        }
+    }
+}
