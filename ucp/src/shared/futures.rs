@@ -85,22 +85,21 @@ impl<B: Send + 'static> OpFuture<B> {
     pub fn wait(mut self) -> OpResult<B> {
         let mut idle = 0u32;
         loop {
-            if let St::InFlight { .. } = self.st {
-                let seen = self.w.completed_count();
-                while self.w.completed_count() == seen {
-                    if self.w.progress() == 0 {
-                        idle += 1;
-                        if idle % 16 == 0 {
-                            std::thread::yield_now();
-                        } else {
-                            std::hint::spin_loop();
-                        }
-                    }
-                }
-            }
+            // The count first: a completion after this read moves it.
+            let seen = self.w.completed_count();
             if self.is_done() {
                 if let St::Ready(r) = std::mem::replace(&mut self.st, St::Taken) {
                     return r;
+                }
+            }
+            while self.w.completed_count() == seen {
+                if self.w.progress() == 0 {
+                    idle += 1;
+                    if idle % 16 == 0 {
+                        std::thread::yield_now();
+                    } else {
+                        std::hint::spin_loop();
+                    }
                 }
             }
         }

@@ -35,6 +35,7 @@
 //! the same lock.
 
 mod futures;
+mod gate;
 mod ops;
 mod thread;
 
@@ -86,7 +87,7 @@ pub(crate) struct Inner {
     completed: AtomicU64,
     /// The progress thread sleeps on the event fd (or is about to): a
     /// post must wake it, since what it posted may need progress.
-    sleeping: AtomicBool,
+    sleeping: gate::SleepGate,
     /// Wakes the progress thread's sleep (none if the worker could not
     /// make one: then there is no progress thread).
     signal: Option<crate::worker::Waker>,
@@ -131,7 +132,7 @@ impl SharedWorker {
                     others: Vec::new(),
                 }),
                 completed: AtomicU64::new(completed),
-                sleeping: AtomicBool::new(false),
+                sleeping: gate::SleepGate::default(),
                 signal,
                 stop: AtomicBool::new(false),
                 thread: Mutex::new(None),
@@ -278,7 +279,7 @@ impl Locked<'_> {
             wake.append(&mut st.others);
         }
         drop(st);
-        if kick && self.inner.sleeping.load(Ordering::SeqCst) {
+        if kick && self.inner.sleeping.must_signal() {
             if let Some(s) = &self.inner.signal {
                 let _ = s.wake();
             }

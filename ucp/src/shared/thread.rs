@@ -78,7 +78,7 @@ fn run(weak: Weak<Inner>) {
                 let Some(inner) = weak.upgrade() else {
                     return;
                 };
-                inner.sleeping.store(false, Ordering::SeqCst);
+                inner.sleeping.open();
                 let w = SharedWorker { inner };
                 let mut g = w.lock();
                 if let Err(e) = g.worker().after_sleep() {
@@ -108,7 +108,7 @@ fn turn(w: &SharedWorker) -> Next {
     }
     // Set before arming, under the lock: a post after this section sees it
     // and signals the fd.
-    w.inner.sleeping.store(true, Ordering::SeqCst);
+    w.inner.sleeping.closing();
     let armed = g.worker().arm();
     let next = match armed {
         Ok(Armed::Sleep) => {
@@ -129,7 +129,7 @@ fn turn(w: &SharedWorker) -> Next {
         }
     };
     if !matches!(next, Next::Sleep(..)) {
-        w.inner.sleeping.store(false, Ordering::SeqCst);
+        w.inner.sleeping.open();
     }
     g.unlock_quiet(false);
     next
