@@ -25,13 +25,17 @@ pub type OpResult<B> = std::result::Result<(Info, B), OpError<B>>;
 /// [`Future`] of its result and buffer, or [`OpFuture::wait`] to block.
 #[must_use = "dropping an operation's future lets it run (a receive is canceled) without its result"]
 pub struct OpFuture<B: Send + 'static> {
-    w: SharedWorker,
     st: St<B>,
 }
 
 enum St<B> {
+    /// Done at posting: no handle of the worker needed.
     Ready(OpResult<B>),
-    InFlight { id: ReqId, cancel: bool },
+    InFlight {
+        w: SharedWorker,
+        id: ReqId,
+        cancel: bool,
+    },
     Taken,
 }
 
@@ -53,30 +57,35 @@ impl<B: Send + 'static> Unpin for OpFuture<B> {}
 impl<B: Send + 'static> OpFuture<B> {
     /// The future of what `posted` says; `cancel`: a drop before
     /// completion cancels the operation (receives).
-    pub(crate) fn new(w: SharedWorker, posted: Posted<B>, cancel: bool) -> OpFuture<B> {
+    pub(crate) fn new(w: &SharedWorker, posted: Posted<B>, cancel: bool) -> OpFuture<B> {
         let st = match posted {
             Posted::Done(info, b) => St::Ready(Ok((info, b))),
-            Posted::InFlight(id) => St::InFlight { id, cancel },
+            Posted::InFlight(id) => St::InFlight {
+                w: w.clone(),
+                id,
+                cancel,
+            },
         };
-        OpFuture { w, st }
+        OpFuture { st }
     }
 
     /// Whether the operation completed (without progressing the worker).
     pub fn is_done(&mut self) -> bool {
-        match self.st {
-            St::InFlight { id, .. } => {
-                let mut g = self.w.lock();
-                let r = g.worker().take::<B>(id);
-                g.unlock(false);
-                match r {
-                    Some(r) => {
-                        self.st = St::Ready(r);
-                        true
-                    }
-                    None => false,
-                }
+        let St::InFlight { w, id, .. } = &self.st else {
+            return true;
+        };
+        let mut g = w.lock();
+        let r = g.worker().take::<B>(*id);
+        if r.is_some() {
+            g.forget(*id);
+        }
+        g.unlock(false);
+        match r {
+            Some(r) => {
+                self.st = St::Ready(r);
+                true
             }
-            _ => true,
+            None => false,
         }
     }
 
@@ -85,15 +94,22 @@ impl<B: Send + 'static> OpFuture<B> {
     pub fn wait(mut self) -> OpResult<B> {
         let mut idle = 0u32;
         loop {
-            // The count first: a completion after this read moves it.
-            let seen = self.w.completed_count();
-            if self.is_done() {
-                if let St::Ready(r) = std::mem::replace(&mut self.st, St::Taken) {
-                    return r;
+            let w = match &self.st {
+                St::InFlight { w, .. } => w.clone(),
+                _ => {
+                    if let St::Ready(r) = std::mem::replace(&mut self.st, St::Taken) {
+                        return r;
+                    }
+                    unreachable!("a waited future is ready or in flight");
                 }
+            };
+            // The count first: a completion after this read moves it.
+            let seen = w.completed_count();
+            if self.is_done() {
+                continue;
             }
-            while self.w.completed_count() == seen {
-                if self.w.progress() == 0 {
+            while w.completed_count() == seen {
+                if w.progress() == 0 {
                     idle += 1;
                     if idle % 16 == 0 {
                         std::thread::yield_now();
@@ -111,15 +127,15 @@ impl<B: Send + 'static> Future for OpFuture<B> {
 
     fn poll(self: Pin<&mut Self>, cx: &mut TaskContext<'_>) -> Poll<OpResult<B>> {
         let this = self.get_mut();
-        let id = match std::mem::replace(&mut this.st, St::Taken) {
-            St::Ready(r) => return Poll::Ready(r),
+        let (w, id) = match &this.st {
+            St::Ready(_) => match std::mem::replace(&mut this.st, St::Taken) {
+                St::Ready(r) => return Poll::Ready(r),
+                _ => unreachable!("matched ready"),
+            },
             St::Taken => panic!("OpFuture polled after it completed"),
-            St::InFlight { id, cancel } => {
-                this.st = St::InFlight { id, cancel };
-                id
-            }
+            St::InFlight { w, id, .. } => (w, *id),
         };
-        let mut g = this.w.lock();
+        let mut g = w.lock();
         let mut r = g.worker().take::<B>(id);
         let mut n = 0;
         if r.is_none() {
@@ -144,19 +160,20 @@ impl<B: Send + 'static> Future for OpFuture<B> {
 
 impl<B: Send + 'static> Drop for OpFuture<B> {
     fn drop(&mut self) {
-        let St::InFlight { id, cancel } = self.st else {
+        let St::InFlight { w, id, cancel } = &self.st else {
             return;
         };
-        let mut g = self.w.lock();
+        let (id, cancel) = (*id, *cancel);
+        let mut g = w.lock();
         g.forget(id);
-        let w = g.worker();
-        let done = w.take::<B>(id);
+        let wk = g.worker();
+        let done = wk.take::<B>(id);
         if done.is_none() {
             if cancel {
-                w.request_cancel(id);
+                wk.request_cancel(id);
             }
             // The worker keeps the buffer until the transport is done.
-            w.request_release(id);
+            wk.request_release(id);
         }
         g.unlock(false);
         drop(done);

@@ -18,7 +18,7 @@ impl SharedWorker {
         let mut g = self.lock();
         let p = f(g.worker());
         g.unlock(false);
-        Ok(OpFuture::new(self.clone(), p?, cancel))
+        Ok(OpFuture::new(self, p?, cancel))
     }
 
     /// An endpoint to the worker whose address is `remote` (see
