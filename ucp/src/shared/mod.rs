@@ -216,6 +216,14 @@ impl Locked<'_> {
         &mut self.state().worker
     }
 
+    /// Lets a thread that waits for the lock have it for a while (fairly),
+    /// then takes it back: for a long run of progress calls.
+    pub(crate) fn bump(&mut self) {
+        if let Some(st) = self.st.as_mut() {
+            MutexGuard::bump(st);
+        }
+    }
+
     /// Registers `waker` for request `id`'s completion.
     pub(crate) fn wait_for(&mut self, id: ReqId, waker: &TaskWaker) {
         let ws = &mut self.state().waiters;

@@ -95,7 +95,12 @@ fn run(weak: Weak<Inner>) {
 fn turn(w: &SharedWorker) -> Next {
     let mut g = w.lock();
     let mut n = 0;
-    for _ in 0..BURST {
+    for i in 0..BURST {
+        if i > 0 {
+            // Posting threads go first: they wait for the lock while this
+            // thread only looks for more work.
+            g.bump();
+        }
         let k = g.worker().progress();
         n += k;
         if k == 0 {
