@@ -14,20 +14,6 @@ use rucx::{Op, Posted, Worker, TAG_MASK_ALL};
 use std::process::Command;
 use std::sync::atomic::{AtomicBool, Ordering};
 
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        self.0
-    }
-    fn below(&mut self, n: u64) -> u64 {
-        self.next() % n
-    }
-}
-
 const SIZES: [usize; 5] = [0, 24, 9000, 70_000, 300_000];
 
 /// The tag of scoped sends, which nothing else sends or receives.

@@ -24,21 +24,6 @@ const MAX_MSG: usize = 200_000;
 /// Tags of receives that are posted and dropped: never sent.
 const NEVER: u64 = 1 << 63;
 
-/// A small deterministic generator (xorshift).
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        self.0
-    }
-    fn below(&mut self, n: u64) -> u64 {
-        self.next() % n
-    }
-}
-
 #[derive(Clone, Copy)]
 enum Step {
     /// A burst of tag messages to a target.

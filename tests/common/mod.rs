@@ -238,3 +238,21 @@ pub(crate) fn until(
         b.progress();
     }
 }
+
+/// A small deterministic generator (xorshift64), for test workloads.
+pub(crate) struct Rng(pub(crate) u64);
+
+impl Rng {
+    /// The next value.
+    pub(crate) fn next(&mut self) -> u64 {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        self.0
+    }
+
+    /// A value below `n`.
+    pub(crate) fn below(&mut self, n: u64) -> u64 {
+        self.next() % n
+    }
+}
