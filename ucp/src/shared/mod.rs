@@ -37,6 +37,8 @@
 mod futures;
 mod ops;
 mod thread;
+#[cfg(feature = "tokio")]
+pub mod tokio;
 
 pub use futures::{Accepting, OpFuture, OpResult, Polling, SharedListener};
 pub use ops::Fetched;
