@@ -121,6 +121,8 @@ pub use error::{Error, Result};
 pub use reg::RcacheMode;
 pub use request::{Callback, Completion, CompletionHook, Info, IoBuf, IoBufMut, Op, Posted, ReqId};
 pub use rma::{AtomicMode, AtomicOp, AtomicValue, MemMap, Rkey};
+#[cfg(feature = "tokio")]
+pub use shared::tokio;
 pub use shared::{Accepting, Fetched, OpFuture, OpResult, Polling, SharedListener, SharedWorker};
 pub use uct::ucs::AccessDenied;
 pub use uct::Access;

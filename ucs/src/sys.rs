@@ -84,6 +84,16 @@ pub fn host_id_from(boot_id: Option<&[u8]>, netns_inode: Option<u64>, hostname: 
 }
 
 /// The host name (`gethostname`), or `"localhost"` if it cannot be read.
+/// Under Miri, which has no `gethostname`, the kernel's file of it.
+#[cfg(miri)]
+pub fn hostname() -> String {
+    std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .map(|h| h.trim().to_string())
+        .unwrap_or_else(|_| "localhost".to_string())
+}
+
+/// The host name (`gethostname`), or `"localhost"` if it cannot be read.
+#[cfg(not(miri))]
 pub fn hostname() -> String {
     let mut buf = [0u8; 256];
     // SAFETY: `buf` is valid for writes of `buf.len()` bytes; gethostname

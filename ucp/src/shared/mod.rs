@@ -38,6 +38,8 @@ mod futures;
 mod gate;
 mod ops;
 mod thread;
+#[cfg(feature = "tokio")]
+pub mod tokio;
 
 pub use futures::{Accepting, OpFuture, OpResult, Polling, SharedListener};
 pub use ops::Fetched;

@@ -84,7 +84,10 @@ fn run(weak: Weak<Inner>) {
                 if let Err(e) = g.worker().after_sleep() {
                     tracing::warn!("progress thread: {e}");
                 }
-                g.unlock_quiet(false);
+                // Connects, closes and flushes poll sockets of their own
+                // (not in the event set): let them look.
+                let others = g.others_wait();
+                g.unlock_quiet(others);
             }
         }
     }
