@@ -239,3 +239,30 @@ impl Context {
         }
     }
 }
+
+#[cfg(any(fuzzing, feature = "fuzzing"))]
+impl Context {
+    /// Registers `buf` for remote reads as a rendezvous by get would, with
+    /// the first memory domain whose rendezvous registrations are cached,
+    /// and releases the registration again: one registration-cache lookup
+    /// and release, for benches. Not a stable API.
+    ///
+    /// As with every cached registration, the cache keeps `buf`'s pages
+    /// registered after this returns: call [`Context::rcache_invalidate`]
+    /// on `buf` before freeing it.
+    #[doc(hidden)]
+    pub fn bench_rndv_register(&self, buf: &[u8]) -> ucs::Result<()> {
+        let md = (0..self.md_count())
+            .find(|&i| self.md_cached(i))
+            .ok_or_else(|| ucs::Error::Unsupported("no cached memory domain".into()))?;
+        // SAFETY: `buf` is valid for the call, which releases the
+        // registration before returning; the cached region's pages stay
+        // registered until invalidated (the caller's part, above).
+        #[allow(unsafe_code)]
+        let r = unsafe {
+            self.register_buffer(md, buf.as_ptr().cast_mut(), buf.len(), Access::REMOTE_READ)
+        }?;
+        self.release_buffer(r);
+        Ok(())
+    }
+}
