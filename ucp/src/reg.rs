@@ -139,18 +139,16 @@ impl Context {
         if self.md_cached(md) && len > 0 {
             let shared = self.reg_caches();
             let front = front::this_thread(shared);
-            if let Some(f) = &front {
-                if let Some((held, memh)) = f.lookup((md, access), ptr as usize, len) {
-                    return Ok(BufReg {
-                        md,
-                        memh,
-                        cached: Some(Cached {
-                            front: Some(f.clone()),
-                            held,
-                        }),
-                        more: Vec::new(),
-                    });
-                }
+            let found = front
+                .as_ref()
+                .and_then(|f| f.lookup((md, access), ptr as usize, len));
+            if let Some((held, memh)) = found {
+                return Ok(BufReg {
+                    md,
+                    memh,
+                    cached: Some(Cached { front, held }),
+                    more: Vec::new(),
+                });
             }
             // SAFETY: forwarded from this function's contract.
             return unsafe { shared.lock().register(self, front, md, ptr, len, access) };
