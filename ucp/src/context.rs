@@ -33,8 +33,9 @@ struct Inner {
     mds: Vec<Arc<dyn MemoryDomain>>,
     /// Per memory domain: rendezvous registrations go through `regs`.
     cached_mds: Vec<bool>,
-    /// Registration caches of rendezvous buffers, shared by the workers.
-    regs: parking_lot::Mutex<crate::reg::RegCaches>,
+    /// Registration caches of rendezvous buffers, shared by the workers
+    /// (behind each thread's front cache).
+    regs: Arc<parking_lot::Mutex<crate::reg::RegCaches>>,
     /// (memory domain index, resource)
     resources: Vec<(usize, TlResource)>,
 }
@@ -99,7 +100,7 @@ impl Context {
                 crate::ucs::config::ConfigValue::to_text(&config.net_devices),
             )));
         }
-        let regs = parking_lot::Mutex::new(crate::reg::RegCaches::new(&config));
+        let regs = Arc::new(parking_lot::Mutex::new(crate::reg::RegCaches::new(&config)));
         let cached_mds = mds
             .iter()
             .map(|m: &Arc<dyn MemoryDomain>| {
@@ -173,9 +174,9 @@ impl Context {
         self.inner.cached_mds.get(i).copied().unwrap_or(false)
     }
 
-    /// The registration caches.
-    pub(crate) fn regs(&self) -> parking_lot::MutexGuard<'_, crate::reg::RegCaches> {
-        self.inner.regs.lock()
+    /// The registration caches, shared by the threads' front caches.
+    pub(crate) fn reg_caches(&self) -> &Arc<parking_lot::Mutex<crate::reg::RegCaches>> {
+        &self.inner.regs
     }
 
     /// A handle that does not keep the context alive: for process-wide
@@ -191,14 +192,17 @@ impl Context {
     /// memory that took part in a rendezvous when `RUCX_RCACHE_ENABLE` is
     /// on; memory mapped with [`Context::mem_map`] is invalidated when
     /// unmapped.
+    ///
+    /// Every thread's cached entries covering the range are gone when this
+    /// returns.
     pub fn rcache_invalidate(&self, ptr: *const u8, len: usize) {
-        self.regs().invalidate(ptr as usize, len);
+        self.inner.regs.lock().invalidate(ptr as usize, len);
     }
 
     /// Counters of the registration caches (hits, misses, evictions, ...),
     /// summed over domains.
     pub fn rcache_stats(&self) -> crate::ucs::rcache::RcacheStats {
-        self.regs().stats()
+        self.inner.regs.lock().stats()
     }
 }
 

@@ -4,10 +4,14 @@
 //! A rendezvous registers the sender's buffer for remote reads (by get) or
 //! the receiver's for remote writes (by put). Without a cache each transfer
 //! registers and deregisters. With one ([`RcacheMode`]), the context keeps
-//! one [`Rcache`] per memory domain and right, shared by its workers:
-//! registrations cover whole pages, merge with their neighbours and
-//! outlive the transfer, until evicted (`RUCX_RCACHE_MAX_SIZE`,
-//! `RUCX_RCACHE_MAX_REGIONS`) or invalidated.
+//! one [`Rcache`](crate::ucs::rcache::Rcache) per memory domain and
+//! right, shared by its workers: registrations cover whole pages, merge
+//! with their neighbours and outlive the transfer, until evicted
+//! (`RUCX_RCACHE_MAX_SIZE`, `RUCX_RCACHE_MAX_REGIONS`) or invalidated.
+//!
+//! In front of the shared caches each thread keeps a few regions it used
+//! last ([`front`]): workers driven by different threads find their
+//! buffers there without taking the context's lock.
 //!
 //! What a cached registration means for the application: the peer that got
 //! its key can reach the registered pages (the buffer and what shares its
@@ -20,9 +24,17 @@
 //! costly (pinning, as RDMA devices do); this host's domains register in
 //! a table lookup and keep the per-transfer registration.
 
-use crate::ucs::rcache::{Rcache, RcacheConfig, RcacheStats, RegionRef, Registrar};
+mod front;
+mod shared;
+#[cfg(test)]
+mod tests;
+
+pub(crate) use shared::RegCaches;
+
+use crate::ucs::rcache::Registrar;
 use crate::uct::{Access, MemHandle, MemoryDomain};
 use crate::{ucs, Context};
+use front::Front;
 use std::sync::Arc;
 
 crate::ucs::config_enum! {
@@ -77,104 +89,22 @@ pub(crate) struct BufReg {
     pub(crate) md: usize,
     /// The handle to pack keys from (for a cached region, the region's).
     pub(crate) memh: MemHandle,
-    /// The cache and region, if cached.
-    cached: Option<(usize, RegionRef)>,
+    /// The cached region, if cached.
+    cached: Option<Cached>,
     /// The same buffer registered with other domains, for lanes on other
     /// devices (a rendezvous by get over several RDMA devices); released
     /// with this one.
     pub(crate) more: Vec<BufReg>,
 }
 
-/// The caches of a context, one per (domain, right), made on first use;
-/// shared by its workers (under the context's lock, taken once per
-/// rendezvous registration).
+/// A transfer's use of a cached region.
 #[derive(Debug)]
-pub(crate) struct RegCaches {
-    config: RcacheConfig,
-    caches: Vec<((usize, Access), Rcache<MdRegistrar>)>,
-}
-
-impl RegCaches {
-    pub(crate) fn new(cfg: &crate::UcpConfig) -> RegCaches {
-        RegCaches {
-            config: RcacheConfig {
-                max_size: cfg.rcache_max_size.usize_or(usize::MAX),
-                max_regions: cfg.rcache_max_regions.usize_or(usize::MAX),
-                ..RcacheConfig::default()
-            },
-            caches: Vec::new(),
-        }
-    }
-
-    /// Registers `len` bytes at `ptr` with domain `md` for `access`
-    /// through the cache (the caller decided that `md` is cached).
-    ///
-    /// # Safety
-    ///
-    /// As `MemoryDomain::mem_reg`: the memory stays valid until
-    /// [`RegCaches::put`] and until it is invalidated.
-    #[allow(unsafe_code)]
-    unsafe fn register(
-        &mut self,
-        ctx: &Context,
-        md: usize,
-        ptr: *mut u8,
-        len: usize,
-        access: Access,
-    ) -> ucs::Result<BufReg> {
-        let ci = match self.caches.iter().position(|(k, _)| *k == (md, access)) {
-            Some(i) => i,
-            None => {
-                let r = MdRegistrar {
-                    md: ctx
-                        .md_arc(md)
-                        .ok_or_else(|| ucs::Error::InvalidParam("no memory domain".into()))?,
-                    access,
-                };
-                self.caches
-                    .push(((md, access), Rcache::new(r, self.config)));
-                self.caches.len() - 1
-            }
-        };
-        let cache = &mut self.caches[ci].1;
-        let region = cache.get(ptr as usize, len).map_err(|e| match e {
-            ucs::rcache::RcacheError::Register(e) => e,
-            e => ucs::Error::InvalidParam(e.to_string()),
-        })?;
-        let memh = cache
-            .handle(region)
-            .cloned()
-            .ok_or_else(|| ucs::Error::InvalidParam("registration cache: region gone".into()))?;
-        Ok(BufReg {
-            md,
-            memh,
-            cached: Some((ci, region)),
-            more: Vec::new(),
-        })
-    }
-
-    /// Ends a transfer's use of a cached region.
-    fn put(&mut self, ci: usize, region: RegionRef) {
-        if let Some((_, c)) = self.caches.get_mut(ci) {
-            c.put(region);
-        }
-    }
-
-    /// Forgets every cached registration overlapping the range.
-    pub(crate) fn invalidate(&mut self, addr: usize, len: usize) {
-        for (_, c) in &mut self.caches {
-            c.invalidate(addr, len);
-        }
-    }
-
-    /// The counters of all caches, summed.
-    pub(crate) fn stats(&self) -> RcacheStats {
-        let mut s = RcacheStats::default();
-        for (_, c) in &self.caches {
-            s += c.stats();
-        }
-        s
-    }
+struct Cached {
+    /// The front cache whose entry the transfer uses; without one, the
+    /// transfer holds a reference on the shared region itself.
+    front: Option<Arc<Front>>,
+    /// The shared cache and region.
+    held: front::Held,
 }
 
 /// Whether rendezvous registrations with `md` go through the cache under
@@ -189,8 +119,10 @@ pub(crate) fn caches_md(mode: RcacheMode, md: &dyn MemoryDomain) -> bool {
 
 impl Context {
     /// Registers a rendezvous buffer with domain `md`: through the
-    /// context's caches if that domain is cached (taking their lock), else
-    /// straight with the domain (no lock).
+    /// context's caches if that domain is cached, else straight with the
+    /// domain. A cached registration this thread used last is found in
+    /// its front cache, under that front's lock only; other lookups take
+    /// the context's lock.
     ///
     /// # Safety
     ///
@@ -205,8 +137,21 @@ impl Context {
         access: Access,
     ) -> ucs::Result<BufReg> {
         if self.md_cached(md) && len > 0 {
+            let shared = self.reg_caches();
+            let front = front::this_thread(shared);
+            let found = front
+                .as_ref()
+                .and_then(|f| f.lookup((md, access), ptr as usize, len));
+            if let Some((held, memh)) = found {
+                return Ok(BufReg {
+                    md,
+                    memh,
+                    cached: Some(Cached { front, held }),
+                    more: Vec::new(),
+                });
+            }
             // SAFETY: forwarded from this function's contract.
-            return unsafe { self.regs().register(self, md, ptr, len, access) };
+            return unsafe { shared.lock().register(self, front, md, ptr, len, access) };
         }
         let m = self
             .md(md)
@@ -228,7 +173,15 @@ impl Context {
             self.release_buffer(m);
         }
         match r.cached {
-            Some((ci, region)) => self.regs().put(ci, region),
+            Some(Cached { front, held }) => {
+                let done = match front {
+                    Some(f) => f.release(held),
+                    None => Some(held),
+                };
+                if let Some(h) = done {
+                    self.reg_caches().lock().put(h);
+                }
+            }
             None => {
                 if let Some(md) = self.md(r.md) {
                     if let Err(e) = md.mem_dereg(&r.memh) {
@@ -237,5 +190,32 @@ impl Context {
                 }
             }
         }
+    }
+}
+
+#[cfg(any(fuzzing, feature = "fuzzing"))]
+impl Context {
+    /// Registers `buf` for remote reads as a rendezvous by get would, with
+    /// the first memory domain whose rendezvous registrations are cached,
+    /// and releases the registration again: one registration-cache lookup
+    /// and release, for benches. Not a stable API.
+    ///
+    /// As with every cached registration, the cache keeps `buf`'s pages
+    /// registered after this returns: call [`Context::rcache_invalidate`]
+    /// on `buf` before freeing it.
+    #[doc(hidden)]
+    pub fn bench_rndv_register(&self, buf: &[u8]) -> ucs::Result<()> {
+        let md = (0..self.md_count())
+            .find(|&i| self.md_cached(i))
+            .ok_or_else(|| ucs::Error::Unsupported("no cached memory domain".into()))?;
+        // SAFETY: `buf` is valid for the call, which releases the
+        // registration before returning; the cached region's pages stay
+        // registered until invalidated (the caller's part, above).
+        #[allow(unsafe_code)]
+        let r = unsafe {
+            self.register_buffer(md, buf.as_ptr().cast_mut(), buf.len(), Access::REMOTE_READ)
+        }?;
+        self.release_buffer(r);
+        Ok(())
     }
 }

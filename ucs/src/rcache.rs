@@ -38,8 +38,9 @@
 //! and the new region covers it, as in UCX: it leaves the lookup (later gets
 //! find the new region) and is deregistered on its last put.
 //!
-//! Single-threaded: every method takes `&mut self`. A worker owns one cache
-//! per memory domain.
+//! Single-threaded: every method takes `&mut self`. The protocol layer
+//! shares one cache per memory domain and right between the workers of a
+//! context, under a lock, behind each thread's front cache.
 
 mod lru;
 mod types;
@@ -245,6 +246,13 @@ impl<R: Registrar> Rcache<R> {
         }
     }
 
+    /// Whether the live registrations exceed a limit: all unreferenced
+    /// regions were evicted and the referenced ones are too many or too
+    /// large.
+    pub fn over_limits(&self) -> bool {
+        self.bytes > self.config.max_size || self.regions.len() > self.config.max_regions
+    }
+
     /// The configuration.
     pub fn config(&self) -> &RcacheConfig {
         &self.config
@@ -363,7 +371,7 @@ impl<R: Registrar> Rcache<R> {
 
     /// Evicts least recently used unreferenced regions while over a limit.
     fn evict(&mut self) {
-        while self.bytes > self.config.max_size || self.regions.len() > self.config.max_regions {
+        while self.over_limits() {
             let Some(id) = self.lru.pop_front(&mut self.regions) else {
                 break;
             };

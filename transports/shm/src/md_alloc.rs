@@ -17,6 +17,7 @@
 
 use std::collections::HashMap;
 use std::ptr::NonNull;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 
 use uct::ucs::{Error, Result};
@@ -42,9 +43,17 @@ type Allocs = HashMap<u64, AllocEntry>;
 
 static ALLOCS: Mutex<Option<Allocs>> = Mutex::new(None);
 
+/// How many allocations `ALLOCS` holds, stored under its lock: while
+/// there are none, `mkey_pack` (once per rendezvous) does not take the
+/// process-wide lock that every thread's rendezvous would share.
+static LIVE: AtomicUsize = AtomicUsize::new(0);
+
 fn with_allocs<R>(f: impl FnOnce(&mut Allocs) -> R) -> R {
     let mut g = ALLOCS.lock().unwrap_or_else(PoisonError::into_inner);
-    f(g.get_or_insert_with(HashMap::new))
+    let a = g.get_or_insert_with(HashMap::new);
+    let r = f(a);
+    LIVE.store(a.len(), Ordering::Relaxed);
+    r
 }
 
 /// What keeps an allocation: dropping it forgets the allocation, ends the
@@ -94,6 +103,12 @@ pub(crate) fn mem_alloc(len: usize, access: Access, config: &PosixConfig) -> Res
 /// allocated that memory (and this host's identity can be read).
 pub(crate) fn mkey_pack(memh: &MemHandle) -> Result<Vec<u8>> {
     let mut k = md_keys::pack(memh)?;
+    // An allocation's handle reaches its packer after `mem_alloc` counted
+    // it (whatever passed the handle on orders the two), so a count of 0
+    // means that `memh` is no allocation.
+    if LIVE.load(Ordering::Relaxed) == 0 {
+        return Ok(k);
+    }
     let alloc = with_allocs(|a| a.get(&memh.id).copied());
     if let Some(e) = alloc {
         if e.addr == memh.addr && memh.table == REGS.id() {

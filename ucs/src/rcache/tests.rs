@@ -208,11 +208,14 @@ fn referenced_region_stays_with_its_holder_when_merged() {
 fn referenced_regions_are_not_evicted() {
     let (mut c, live) = cache(usize::MAX, 1);
     let a = c.get(0, P).unwrap();
+    assert!(!c.over_limits());
     let b = c.get(4 * P, P).unwrap();
     assert_eq!(c.stats().regions, 2, "over the limit while all are held");
+    assert!(c.over_limits());
     check(&mut c, &live);
     c.put(a);
     assert_eq!(c.region_info(a), None, "evicted once unreferenced");
+    assert!(!c.over_limits());
     c.put(b);
     assert_eq!(c.region_info(b).unwrap().refs, 0, "within the limit: kept");
     assert_eq!(c.stats().evictions, 1);

@@ -14,38 +14,81 @@
 //! the key of one registration cannot name another by guessing its slot. A
 //! wrong secret is refused exactly like a registration that ended, so a
 //! guess does not even tell whether the slot is live. Secrets come from a
-//! counter hashed with SipHash under keys drawn once per process from the
-//! standard library's random source (`RandomState`).
+//! counter (the thread's number and its own count) hashed with SipHash
+//! under keys drawn once per process from the standard library's random
+//! source (`RandomState`).
 //!
 //! Each table also has an id, unique in the process, that its handles
 //! carry ([`MemHandle::table`]): a handle of another table (another memory
 //! domain) is refused, even if a registration with the same slot and
 //! generation is live here.
 //!
-//! One `RwLock` guards the table. Operations hold it for reading while
-//! they copy ([`RegTable::with_range`]), registration and deregistration
-//! take it for writing: deregistration therefore waits for copies in
-//! progress, and no copy starts on a range after its deregistration
-//! returned. The lock is taken once per operation, not per byte or per
-//! iov entry.
+//! The table is split into shards, each a slab under its own `RwLock`; a
+//! registration's index says its shard (the low bits) and its slot there.
+//! Each thread registers into one shard (threads take them in turn), so
+//! threads that register, pack keys and copy at once (the workers of one
+//! context, each driven by its own thread) mostly take different locks.
+//! Operations hold a registration's shard lock for reading while they
+//! copy ([`RegTable::with_range`]), registration and deregistration take
+//! it for writing: deregistration therefore waits for copies in progress,
+//! and no copy starts on a range after its deregistration returned. The
+//! lock is taken once per operation, not per byte or per iov entry.
 
 use crate::ucs::AccessDenied;
 use crate::{Access, Error, MemHandle, Result};
 use parking_lot::RwLock;
+use std::cell::Cell;
 use std::collections::hash_map::RandomState;
 use std::hash::{BuildHasher, Hasher};
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use std::sync::OnceLock;
 
-/// A fresh random secret: a process-wide counter hashed with SipHash under
-/// random keys fixed for the life of the process. Distinct inputs give
-/// unrelated outputs, so seeing some secrets tells nothing of the others.
+/// A fresh random secret: a process-wide unique input (this thread's
+/// number and its own count, so that threads share no counter) hashed with
+/// SipHash under random keys fixed for the life of the process. Distinct
+/// inputs give unrelated outputs, so seeing some secrets tells nothing of
+/// the others.
 fn new_secret() -> u64 {
     static KEYS: OnceLock<RandomState> = OnceLock::new();
-    static COUNT: AtomicU64 = AtomicU64::new(0);
+    /// Threads numbered so far; `u64::MAX` numbers the fallback below.
+    static THREADS: AtomicU64 = AtomicU64::new(0);
+    /// The count of threads whose own one is gone (exiting).
+    static EXITING: AtomicU64 = AtomicU64::new(0);
+    thread_local! {
+        static MINE: Cell<Option<(u64, u64)>> = const { Cell::new(None) };
+    }
+    let (thread, count) = MINE
+        .try_with(|m| {
+            let (t, n) = m
+                .get()
+                .unwrap_or_else(|| (THREADS.fetch_add(1, Ordering::Relaxed), 0));
+            m.set(Some((t, n + 1)));
+            (t, n)
+        })
+        .unwrap_or_else(|_| (u64::MAX, EXITING.fetch_add(1, Ordering::Relaxed)));
     let mut h = KEYS.get_or_init(RandomState::new).build_hasher();
-    h.write_u64(COUNT.fetch_add(1, Ordering::Relaxed));
+    h.write_u64(thread);
+    h.write_u64(count);
     h.finish()
+}
+
+/// Shards of a table (a power of two).
+const SHARDS: u32 = 8;
+
+/// The shard this thread registers into: threads take them in turn.
+fn home_shard() -> u32 {
+    static NEXT: AtomicU32 = AtomicU32::new(0);
+    thread_local! {
+        static HOME: Cell<Option<u32>> = const { Cell::new(None) };
+    }
+    HOME.try_with(|h| {
+        let home = h
+            .get()
+            .unwrap_or_else(|| NEXT.fetch_add(1, Ordering::Relaxed) % SHARDS);
+        h.set(Some(home));
+        home
+    })
+    .unwrap_or(0)
 }
 
 /// A table id not given to any other table of the process (never 0).
@@ -59,7 +102,7 @@ fn new_table_id() -> u64 {
 struct RegPtr(*mut u8);
 
 // SAFETY: the pointer is only an address here; it is dereferenced only by
-// `put_zcopy`/`get_zcopy`, under the table lock, within the registered
+// `put_zcopy`/`get_zcopy`, under its shard's lock, within the registered
 // range, relying on `mem_reg`'s contract that the memory stays valid until
 // `mem_dereg` (which waits for the lock).
 unsafe impl Send for RegPtr {}
@@ -180,7 +223,9 @@ pub struct RegTable {
     /// Process-unique id stamped into handles; 0 until first needed (so
     /// that `new` can be `const`).
     id: AtomicU64,
-    table: RwLock<Table>,
+    /// Slabs of registrations; index `i` of the table is slot
+    /// `i / SHARDS` of shard `i % SHARDS`.
+    shards: [RwLock<Table>; SHARDS as usize],
 }
 
 /// Whether `entry` is the registration `memh` describes.
@@ -194,7 +239,7 @@ impl RegTable {
         RegTable {
             owner,
             id: AtomicU64::new(0),
-            table: parking_lot::const_rwlock(Table::new()),
+            shards: [const { parking_lot::const_rwlock(Table::new()) }; SHARDS as usize],
         }
     }
 
@@ -213,6 +258,11 @@ impl RegTable {
             Ok(_) => fresh,
             Err(set) => set,
         }
+    }
+
+    /// The shard of table-wide index `index`, and the slot there.
+    fn locate(&self, index: u32) -> (&RwLock<Table>, u32) {
+        (&self.shards[(index % SHARDS) as usize], index / SHARDS)
     }
 
     /// The slot and generation of `memh`, if this table issued it.
@@ -257,7 +307,14 @@ impl RegTable {
             secret: new_secret(),
         };
         let table = self.id();
-        let (index, generation) = self.table.write().insert(entry)?;
+        let shard = home_shard();
+        let mut t = self.shards[shard as usize].write();
+        let (slot, generation) = t.insert(entry)?;
+        let Some(index) = slot.checked_mul(SHARDS).and_then(|i| i.checked_add(shard)) else {
+            t.remove(slot, generation);
+            return Err(Error::NoMemory("registration table full".into()));
+        };
+        drop(t);
         Ok(MemHandle {
             addr: ptr.addr(),
             len,
@@ -273,10 +330,11 @@ impl RegTable {
     /// were changed).
     pub fn deregister(&self, memh: &MemHandle) -> Result<()> {
         let (index, generation) = self.own(memh)?;
-        let mut t = self.table.write();
-        match t.live(index, generation) {
+        let (shard, slot) = self.locate(index);
+        let mut t = shard.write();
+        match t.live(slot, generation) {
             Some(e) if matches(e, memh) => {
-                t.remove(index, generation);
+                t.remove(slot, generation);
                 Ok(())
             }
             _ => Err(not_live(self.owner)),
@@ -287,8 +345,9 @@ impl RegTable {
     /// included. `InvalidParam` as for [`RegTable::deregister`].
     pub fn key_fields(&self, memh: &MemHandle) -> Result<KeyFields> {
         let (index, generation) = self.own(memh)?;
-        let t = self.table.read();
-        match t.live(index, generation) {
+        let (shard, slot) = self.locate(index);
+        let t = shard.read();
+        match t.live(slot, generation) {
             Some(e) if matches(e, memh) => Ok(KeyFields {
                 index,
                 generation,
@@ -318,9 +377,10 @@ impl RegTable {
         need: Access,
         op: impl FnOnce(*mut u8) -> R,
     ) -> Result<R> {
-        let t = self.table.read();
+        let (shard, slot) = self.locate(key.index);
+        let t = shard.read();
         let e = t
-            .live(key.index, key.generation)
+            .live(slot, key.generation)
             .filter(|e| e.secret == key.secret)
             .ok_or_else(|| {
                 Error::InvalidParam(format!(

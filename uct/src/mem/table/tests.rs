@@ -249,8 +249,45 @@ fn the_table_stays_locked_during_the_operation() {
         .unwrap();
     let k = TABLE.key_fields(&h).unwrap();
     let locked = TABLE.with_range(&k, h.addr as u64, 8, Access::REMOTE_READ, |_| {
-        TABLE.table.try_write().is_none()
+        TABLE.locate(k.index).0.try_write().is_none()
     });
     assert!(locked.unwrap(), "a deregistration could run mid-copy");
     TABLE.deregister(&h).unwrap();
+}
+
+#[test]
+fn registrations_of_other_threads_are_found_in_their_shards() {
+    let table = std::sync::Arc::new(RegTable::new("shards"));
+    let bufs: Vec<usize> = (0..2 * SHARDS as usize).map(|i| 0x10000 + i * 64).collect();
+    // Each thread registers into its own shard.
+    let handles: Vec<MemHandle> = bufs
+        .iter()
+        .map(|&addr| {
+            let t = table.clone();
+            std::thread::spawn(move || {
+                t.register(
+                    std::ptr::without_provenance_mut(addr),
+                    64,
+                    Access::REMOTE_READ,
+                )
+                .unwrap()
+            })
+            .join()
+            .unwrap()
+        })
+        .collect();
+    let shards: std::collections::HashSet<u32> =
+        handles.iter().map(|h| split_id(h.id).0 % SHARDS).collect();
+    assert!(shards.len() > 1, "all in one shard: {shards:?}");
+    let mut secrets = std::collections::HashSet::new();
+    for h in &handles {
+        let k = table.key_fields(h).unwrap();
+        assert!(secrets.insert(k.secret), "a secret given twice");
+        let found = table.with_range(&k, h.addr as u64, 64, Access::REMOTE_READ, |p| p.addr());
+        assert_eq!(found.unwrap(), h.addr);
+    }
+    for h in &handles {
+        table.deregister(h).unwrap();
+        assert!(table.key_fields(h).is_err());
+    }
 }
