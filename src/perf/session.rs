@@ -17,6 +17,10 @@
 //! A side that fails after step 1 sends an abort frame with the reason, so
 //! that the other side stops at once with that message.
 //!
+//! Runs with threads (`-T`) and the server of `--busy-target` share the
+//! worker once step 2 made the endpoint, and run step 3 in threads
+//! (`session_threads.rs`).
+//!
 //! [`Wireup`]: super::bootstrap::Wireup
 
 use super::bootstrap::{BootWatch, Bootstrap, FrameKind, Listener};
