@@ -101,6 +101,8 @@ fn params() -> impl Strategy<Value = TestParams> {
                     err_handling,
                     sockaddr,
                     iov: (false, false),
+                    threads: 1,
+                    busy_target: false,
                 }
             },
         )

@@ -7,7 +7,7 @@ use super::error::Result;
 use super::options::{self, Options, Parsed, Role};
 use super::pair::{self, CHILD_ACCEPT_TIMEOUT, PORT_LINE_PREFIX};
 use super::session;
-use super::worker::PerfWorker;
+use super::worker::ThreadedWorker;
 use std::ffi::OsString;
 use std::io::{self, Write};
 
@@ -21,7 +21,7 @@ pub const EXIT_USAGE: i32 = 2;
 /// Runs the program with `args` (without the program name), creating
 /// workers with `make_worker`. Results go to standard output; errors and
 /// usage problems to standard error.
-pub fn main<W: PerfWorker>(
+pub fn main<W: ThreadedWorker>(
     program: &str,
     args: impl IntoIterator<Item = OsString>,
     make_worker: impl FnOnce() -> Result<W>,
@@ -55,7 +55,7 @@ pub fn main<W: PerfWorker>(
     }
 }
 
-fn run<W: PerfWorker>(
+fn run<W: ThreadedWorker>(
     opts: &Options,
     make_worker: impl FnOnce() -> Result<W>,
     out: &mut dyn Write,
@@ -70,7 +70,14 @@ fn run<W: PerfWorker>(
             if opts.port == 0 {
                 let _ = writeln!(out, "Listening on port {}", listener.port()?);
             }
-            session::server(&listener, None, opts.err_handling, make_worker, out)
+            session::server(
+                &listener,
+                None,
+                opts.err_handling,
+                opts.busy_target,
+                make_worker,
+                out,
+            )
         }
         Role::PairServer => {
             let listener = Listener::bind(0, true)?;
@@ -80,6 +87,7 @@ fn run<W: PerfWorker>(
                 &listener,
                 Some(CHILD_ACCEPT_TIMEOUT),
                 opts.err_handling,
+                opts.busy_target,
                 make_worker,
                 out,
             )

@@ -222,6 +222,27 @@ impl Meter {
     }
 }
 
+/// The figures of the threads of a run together, as UCX reports them:
+/// iterations, bytes and time of the first thread (each thread runs every
+/// iteration), bandwidth and message rate summed over the threads, the
+/// average of their overall latencies; the other figures are 0 (UCX
+/// leaves them undefined).
+pub fn aggregate(results: &[PerfResult]) -> PerfResult {
+    let Some(first) = results.first() else {
+        return PerfResult::default();
+    };
+    let n = results.len() as f64;
+    PerfResult {
+        iters: first.iters,
+        bytes: first.bytes,
+        elapsed: first.elapsed,
+        lat_total_avg: results.iter().map(|r| r.lat_total_avg).sum::<f64>() / n,
+        bw_total_avg: results.iter().map(|r| r.bw_total_avg).sum(),
+        msgrate_total_avg: results.iter().map(|r| r.msgrate_total_avg).sum(),
+        ..PerfResult::default()
+    }
+}
+
 /// `num / den`, or 0 when `den` is 0 (an empty interval).
 fn ratio(num: f64, den: f64) -> f64 {
     if den > 0.0 {
@@ -253,6 +274,35 @@ mod tests {
         assert!(r.elapsed >= 0.0);
         assert!(r.lat_total_avg >= 0.0 && r.lat_total_avg.is_finite());
         assert!(r.bw_total_avg.is_finite());
+    }
+
+    #[test]
+    fn aggregate_sums_rates_and_averages_latency() {
+        let a = PerfResult {
+            iters: 10,
+            bytes: 80,
+            elapsed: 1.0,
+            lat_percentile: 5.0,
+            lat_total_avg: 2.0,
+            bw_total_avg: 100.0,
+            msgrate_total_avg: 10.0,
+            bw_moment_avg: 7.0,
+            ..PerfResult::default()
+        };
+        let b = PerfResult {
+            iters: 10,
+            lat_total_avg: 4.0,
+            bw_total_avg: 50.0,
+            msgrate_total_avg: 5.0,
+            ..a
+        };
+        let r = aggregate(&[a, b]);
+        assert_eq!((r.iters, r.bytes, r.elapsed), (10, 80, 1.0));
+        assert_eq!(r.lat_total_avg, 3.0);
+        assert_eq!((r.bw_total_avg, r.msgrate_total_avg), (150.0, 15.0));
+        assert_eq!((r.lat_percentile, r.bw_moment_avg), (0.0, 0.0));
+        assert_eq!(aggregate(&[]), PerfResult::default());
+        assert_eq!(aggregate(&[a]).bw_total_avg, a.bw_total_avg);
     }
 
     #[test]

@@ -335,3 +335,13 @@ impl PerfWorker for MockWorker {
         self.rma_atomic(op, width, value, compare, Some(result), offset)
     }
 }
+
+impl crate::perf::worker::ThreadedWorker for MockWorker {
+    type Thread = MockWorker;
+
+    fn into_threads(self, _n: usize, _busy: bool) -> Result<Vec<MockWorker>> {
+        Err(crate::perf::error::PerfError::Unsupported(
+            "threads (-T) in the mock layer".into(),
+        ))
+    }
+}

@@ -38,4 +38,4 @@ mod wireup;
 pub mod worker;
 
 pub use error::{PerfError, Result};
-pub use worker::{AtomicKind, Exposed, PerfWorker, Started};
+pub use worker::{AtomicKind, Exposed, PerfWorker, Started, ThreadedWorker};

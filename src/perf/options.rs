@@ -3,10 +3,10 @@
 //! option argument either attached (`-n100`) or as the next word
 //! (`-n 100`), the server host as the one operand, anywhere on the line,
 //! and `--` to end the options. Long options: `--pair`, `--sockaddr`,
-//! `--help`.
+//! `--busy-target`, `--help`.
 
 use super::catalog::{TestKind, NOT_YET, TESTS};
-use super::params::{TestParams, MAX_OUTSTANDING, MAX_SIZE_ENTRIES};
+use super::params::{TestParams, MAX_OUTSTANDING, MAX_SIZE_ENTRIES, MAX_THREADS};
 use super::report::OutputFlags;
 use std::ffi::OsString;
 use std::fmt::Write as _;
@@ -63,6 +63,10 @@ pub struct Options {
     pub sockaddr: bool,
     /// `-D`: iovec layouts of the sender and the receiver.
     pub iov: (bool, bool),
+    /// Threads (`-T`).
+    pub threads: u32,
+    /// `--busy-target`: the server computes instead of progressing.
+    pub busy_target: bool,
     /// Output format (`-f`, `-v`, `-N`).
     pub output: OutputFlags,
 }
@@ -91,6 +95,8 @@ impl Default for Options {
             err_handling: false,
             sockaddr: false,
             iov: (false, false),
+            threads: 1,
+            busy_target: false,
             output: OutputFlags::default(),
         }
     }
@@ -117,6 +123,8 @@ impl Options {
             err_handling: self.err_handling,
             sockaddr: self.sockaddr,
             iov: self.iov,
+            threads: self.threads,
+            busy_target: self.busy_target,
         };
         params.check().map_err(|e| UsageError(e.to_string()))?;
         Ok(params)
@@ -124,7 +132,7 @@ impl Options {
 }
 
 /// Option letters that take an argument.
-const WITH_ARG: &str = "tsnwpORD";
+const WITH_ARG: &str = "tsnwpORDT";
 /// Option letters without an argument.
 const FLAGS: &str = "lfvNVeh";
 
@@ -153,7 +161,7 @@ where
         }
         if let Some(long) = arg.strip_prefix("--") {
             if let Some((name, _)) = long.split_once('=') {
-                if ["pair", "sockaddr", "help"].contains(&name) {
+                if ["pair", "sockaddr", "busy-target", "help"].contains(&name) {
                     return Err(UsageError(format!(
                         "option '--{name}' doesn't allow an argument"
                     )));
@@ -162,6 +170,7 @@ where
             match long {
                 "pair" => pair = true,
                 "sockaddr" => opts.sockaddr = true,
+                "busy-target" => opts.busy_target = true,
                 "pair-server" => pair_server = true,
                 "help" => return Ok(Parsed::Help),
                 _ => return Err(UsageError(format!("unrecognized option '{arg}'"))),
@@ -232,6 +241,16 @@ where
             ))
         }
     };
+    if opts.role == Role::Loopback && opts.threads > 1 {
+        return Err(UsageError(
+            "-T with more than one thread needs a server: not in loopback (-l) mode".into(),
+        ));
+    }
+    if opts.role == Role::Loopback && opts.busy_target {
+        return Err(UsageError(
+            "--busy-target needs a server (the target): not in loopback (-l) mode".into(),
+        ));
+    }
     if matches!(opts.role, Role::Client(_) | Role::Loopback | Role::Pair) {
         opts.test_params()?;
     }
@@ -288,6 +307,12 @@ fn apply_value(opts: &mut Options, opt: char, value: &str) -> Result<(), UsageEr
                 .and_then(|n| u32::try_from(n).ok())
                 .filter(|&n| n <= MAX_OUTSTANDING)
                 .ok_or_else(|| bad("a count 1..65536 (0 for the test's default)"))?;
+        }
+        'T' => {
+            opts.threads = parse_unsigned(value)
+                .and_then(|n| u32::try_from(n).ok())
+                .filter(|n| (1..=MAX_THREADS).contains(n))
+                .ok_or_else(|| bad("a thread count 1..64"))?;
         }
         'R' => {
             opts.percentile = value
@@ -369,7 +394,24 @@ pub fn usage(program: &str) -> String {
     s.push_str("                    (a socket address: the server listens on a free port\n");
     s.push_str("                    and sends it over the bootstrap connection) instead of\n");
     s.push_str("                    from worker addresses; a server follows its client\n");
+    s.push_str("     --busy-target  rucx extension: the server's side of a one-sided test\n");
+    s.push_str("                    (ucp_put_lat, ucp_put_bw, ucp_get, the atomics) computes\n");
+    s.push_str("                    after setup and never progresses its worker; a progress\n");
+    s.push_str("                    thread, started for it whatever RUCX_ASYNC_PROGRESS says,\n");
+    s.push_str("                    serves the client's operations (a client sends it to its\n");
+    s.push_str("                    server; a server's own adds to its client's)\n");
     s.push_str("     -h, --help     show this help message\n");
+    s.push('\n');
+    s.push_str("  UCP only:\n");
+    let _ = writeln!(
+        s,
+        "     -T <threads>   number of threads in the test, 1..{MAX_THREADS} ({}); they share\n\
+         \x20                   one worker (thread mode multi) and its endpoint, each\n\
+         \x20                   with its own tag and buffers; the final row sums their\n\
+         \x20                   bandwidth and message rate and averages their latency.\n\
+         \x20                   Not for stream and active message tests, -D iov or -l",
+        d.threads
+    );
     s.push('\n');
     s.push_str("  Output format:\n");
     s.push_str("     -N             use numeric formatting (thousands separator)\n");

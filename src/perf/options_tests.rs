@@ -288,3 +288,60 @@ fn data_layouts_of_sender_and_receiver() {
         assert_eq!(o.test_params().unwrap().iov, iov, "{line}");
     }
 }
+
+#[test]
+fn threads_reach_the_parameters() {
+    let o = run("host -t tag_bw -T 4");
+    assert_eq!(o.threads, 4);
+    assert_eq!(o.test_params().unwrap().threads, 4);
+    assert_eq!(run("host -t tag_lat -T1").threads, 1);
+    assert_eq!(run("--pair -t ucp_put_bw -T 64").threads, 64);
+    assert_eq!(run("host -t ucp_get").test_params().unwrap().threads, 1);
+    // A server takes its client's count; its own is accepted.
+    assert_eq!(run("-T 2").role, Role::Server);
+}
+
+#[test]
+fn bad_thread_counts_are_usage_errors() {
+    for line in [
+        "host -t tag_bw -T 0",
+        "host -t tag_bw -T 65",
+        "host -t tag_bw -T x",
+        "host -t tag_bw -T -1",
+        "host -t tag_bw -T 99999999999999999999",
+        "-T 0",
+    ] {
+        let e = err(line);
+        assert!(e.contains("-T") && e.contains("1..64"), "{line}: {e}");
+    }
+    assert!(err("host -t tag_bw -T").contains("requires an argument"));
+    for test in ["stream_bw", "stream_lat", "ucp_am_lat", "ucp_am_bw"] {
+        let e = err(&format!("host -t {test} -T 2"));
+        assert!(e.contains("more than one thread"), "{test}: {e}");
+    }
+    assert!(err("host -t tag_bw -D iov -T 2").contains("-D iov"));
+    assert!(err("-l -t tag_bw -T 2").contains("loopback"));
+    // Tests of the transport layer are not there at all.
+    assert!(err("host -t put_bw -T 2").contains("not implemented"));
+}
+
+#[test]
+fn busy_target_is_a_flag_of_one_sided_tests() {
+    let o = run("--busy-target -p 4000");
+    assert!(o.busy_target);
+    assert_eq!(o.role, Role::Server);
+    let o = run("host -t ucp_put_bw --busy-target");
+    assert!(o.test_params().unwrap().busy_target);
+    assert!(!run("host -t ucp_put_bw").test_params().unwrap().busy_target);
+    for line in [
+        "host -t tag_bw --busy-target",
+        "--pair -t stream_bw --busy-target",
+    ] {
+        assert!(err(line).contains("--busy-target"), "{line}");
+    }
+    assert!(err("--busy-target=3").contains("doesn't allow an argument"));
+    assert!(err("-l -t ucp_put_bw --busy-target").contains("loopback"));
+    let help = usage("rucx-perftest");
+    assert!(help.contains("--busy-target") && help.contains("rucx extension"));
+    assert!(help.contains("-T <threads>"));
+}

@@ -5,7 +5,7 @@ use super::error::{PerfError, Result};
 use super::params::TestParams;
 use super::report::OutputFlags;
 use super::session;
-use super::worker::PerfWorker;
+use super::worker::ThreadedWorker;
 use std::io::{BufRead, BufReader, Write};
 use std::path::Path;
 use std::process::{Child, Command, ExitStatus, Stdio};
@@ -25,7 +25,7 @@ const CHILD_TIMEOUT: Duration = Duration::from_secs(20);
 /// `--pair-server` option. The child inherits the environment (`RUCX_*`)
 /// and standard error; its standard output is read for the port and
 /// otherwise discarded.
-pub fn run<W: PerfWorker>(
+pub fn run<W: ThreadedWorker>(
     exe: &Path,
     params: &TestParams,
     flags: OutputFlags,

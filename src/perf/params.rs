@@ -1,25 +1,27 @@
 //! Test parameters and the block the client sends to the server.
 //!
-//! # Parameter block, version 1 (all fields little-endian)
+//! # Parameter block, version 2 (all fields little-endian)
 //!
 //! | offset | size | field |
 //! |---|---|---|
 //! | 0 | 4 | magic `"RXPT"` |
 //! | 4 | 2 | version (1) |
 //! | 6 | 2 | test wire id ([`TestInfo::wire_id`]) |
-//! | 8 | 4 | flags: bit 0 = validate data, bit 1 = endpoints with error handling, bit 2 = endpoints through the server's listener, bit 3 = sent messages as iovecs, bit 4 = received ones as iovecs (`-D`); other bits must be 0 |
+//! | 8 | 4 | flags: bit 0 = validate data, bit 1 = endpoints with error handling, bit 2 = endpoints through the server's listener, bit 3 = sent messages as iovecs, bit 4 = received ones as iovecs (`-D`), bit 5 = busy target (`--busy-target`); other bits must be 0 |
 //! | 12 | 8 | iterations (0 = no limit) |
 //! | 20 | 8 | warm-up iterations |
 //! | 28 | 4 | most uncompleted operations in flight (1..=65536) |
 //! | 32 | 8 | percentile rank, `f64` in 0..=100 |
 //! | 40 | 4 | number of message size entries `n` (1..=256) |
 //! | 44 | 8·n | message size entries; the message is their sum |
+//! | 44 + 8·n | 4 | threads (`-T`, 1..=[`MAX_THREADS`]) |
 //!
-//! The block must be exactly `44 + 8·n` bytes long. A server rejects a
+//! The block must be exactly `48 + 8·n` bytes long. A server rejects a
 //! block that breaks any rule above, asks for more memory than
 //! [`MAX_MESSAGE_SIZE`] and [`MAX_BUFFER_BYTES`] allow, gives a one-sided
 //! test an empty message or an atomic test a message of other than 4 or 8
-//! bytes.
+//! bytes, more than one thread for a test that cannot have them
+//! ([`TestParams::check`]) or a busy target for a two-sided test.
 //!
 //! [`TestInfo::wire_id`]: super::catalog::TestInfo::wire_id
 
@@ -30,7 +32,7 @@ use super::wire::Reader;
 /// First bytes of a parameter block.
 pub const MAGIC: [u8; 4] = *b"RXPT";
 /// Version of the parameter block this code writes and reads.
-pub const VERSION: u16 = 1;
+pub const VERSION: u16 = 2;
 /// Largest message (sum of the size entries).
 pub const MAX_MESSAGE_SIZE: u64 = 1 << 34;
 /// Most bytes of buffers one side allocates (validation keeps one buffer
@@ -40,15 +42,25 @@ pub const MAX_BUFFER_BYTES: u64 = 1 << 35;
 pub const MAX_OUTSTANDING: u32 = 65536;
 /// Most message size entries (`-s a,b,c`).
 pub const MAX_SIZE_ENTRIES: usize = 256;
+/// Most threads (`-T`).
+pub const MAX_THREADS: u32 = 64;
 
 const FLAG_VALIDATE: u32 = 1 << 0;
 const FLAG_ERR_HANDLING: u32 = 1 << 1;
 const FLAG_SOCKADDR: u32 = 1 << 2;
 const FLAG_SEND_IOV: u32 = 1 << 3;
 const FLAG_RECV_IOV: u32 = 1 << 4;
-const KNOWN_FLAGS: u32 =
-    FLAG_VALIDATE | FLAG_ERR_HANDLING | FLAG_SOCKADDR | FLAG_SEND_IOV | FLAG_RECV_IOV;
+const FLAG_BUSY_TARGET: u32 = 1 << 5;
+const KNOWN_FLAGS: u32 = FLAG_VALIDATE
+    | FLAG_ERR_HANDLING
+    | FLAG_SOCKADDR
+    | FLAG_SEND_IOV
+    | FLAG_RECV_IOV
+    | FLAG_BUSY_TARGET;
+/// The fixed fields before the size entries.
 const HEADER_LEN: usize = 44;
+/// The fields after the size entries (threads).
+const TRAILER_LEN: usize = 4;
 
 /// What both sides need to run one test. The client sends it; the server
 /// takes it as is.
@@ -77,6 +89,13 @@ pub struct TestParams {
     /// The data layouts of the sender and the receiver (`-D`): iovecs
     /// whose entries are the size entries, or contiguous (`false`).
     pub iov: (bool, bool),
+    /// Threads of each side (`-T`), each running the test on its own
+    /// share of one worker shared by all of them.
+    pub threads: u32,
+    /// The server's side of a one-sided test computes without ever
+    /// progressing its worker, which a progress thread drives
+    /// (`--busy-target`).
+    pub busy_target: bool,
 }
 
 impl TestParams {
@@ -93,6 +112,8 @@ impl TestParams {
             err_handling: false,
             sockaddr: false,
             iov: (false, false),
+            threads: 1,
+            busy_target: false,
         }
     }
 
@@ -163,6 +184,7 @@ impl TestParams {
                 self.test.info().name
             ));
         }
+        self.check_threads()?;
         if self.outstanding == 0 || self.outstanding > MAX_OUTSTANDING {
             return bad(format!(
                 "{} operations in flight (1 to {MAX_OUTSTANDING} allowed)",
@@ -189,7 +211,7 @@ impl TestParams {
 
     /// The parameter block (see the module doc).
     pub fn encode(&self) -> Vec<u8> {
-        let mut out = Vec::with_capacity(HEADER_LEN + 8 * self.msg_sizes.len());
+        let mut out = Vec::with_capacity(HEADER_LEN + 8 * self.msg_sizes.len() + TRAILER_LEN);
         out.extend_from_slice(&MAGIC);
         out.extend_from_slice(&VERSION.to_le_bytes());
         out.extend_from_slice(&self.test.info().wire_id.to_le_bytes());
@@ -209,6 +231,9 @@ impl TestParams {
         if self.iov.1 {
             flags |= FLAG_RECV_IOV;
         }
+        if self.busy_target {
+            flags |= FLAG_BUSY_TARGET;
+        }
         out.extend_from_slice(&flags.to_le_bytes());
         out.extend_from_slice(&self.iters.to_le_bytes());
         out.extend_from_slice(&self.warmup.to_le_bytes());
@@ -218,6 +243,7 @@ impl TestParams {
         for &s in &self.msg_sizes {
             out.extend_from_slice(&(s as u64).to_le_bytes());
         }
+        out.extend_from_slice(&self.threads.to_le_bytes());
         out
     }
 
@@ -265,6 +291,7 @@ impl TestParams {
                 .ok_or_else(|| PerfError::Protocol(format!("message size entry {s}")))?;
             msg_sizes.push(s);
         }
+        let threads = r.u32()?;
         r.finish()?;
         let params = TestParams {
             test,
@@ -277,11 +304,50 @@ impl TestParams {
             err_handling: flags & FLAG_ERR_HANDLING != 0,
             sockaddr: flags & FLAG_SOCKADDR != 0,
             iov: (flags & FLAG_SEND_IOV != 0, flags & FLAG_RECV_IOV != 0),
+            threads,
+            busy_target: flags & FLAG_BUSY_TARGET != 0,
         };
         params
             .check()
             .map_err(|e| PerfError::Protocol(e.to_string()))?;
         Ok(params)
+    }
+}
+
+impl TestParams {
+    /// The rules of `-T` and `--busy-target`.
+    fn check_threads(&self) -> Result<()> {
+        let bad = |msg: String| Err(PerfError::Params(msg));
+        let info = self.test.info();
+        if self.threads == 0 || self.threads > MAX_THREADS {
+            return bad(format!(
+                "{} threads (-T): 1 to {MAX_THREADS} allowed",
+                self.threads
+            ));
+        }
+        if self.threads > 1 {
+            // The threads share one worker and its one endpoint to the
+            // peer: a stream or the active message handler cannot be
+            // split between them as tags can.
+            if matches!(info.command, Command::Stream | Command::Am) {
+                return bad(format!(
+                    "{} cannot run with more than one thread (-T): the threads share one \
+                     endpoint, whose byte stream and active messages they cannot tell apart",
+                    info.name
+                ));
+            }
+            if self.iov.0 || self.iov.1 {
+                return bad("the iov datatype (-D iov) runs with one thread (-T 1) only".into());
+            }
+        }
+        if self.busy_target && !info.command.is_one_sided() {
+            return bad(format!(
+                "--busy-target is for one-sided tests (ucp_put_lat, ucp_put_bw, ucp_get and \
+                 the atomics), not {}",
+                info.name
+            ));
+        }
+        Ok(())
     }
 }
 

@@ -12,6 +12,8 @@ fn sample() -> TestParams {
         err_handling: true,
         sockaddr: true,
         iov: (true, false),
+        threads: 1,
+        busy_target: false,
     }
 }
 
@@ -19,7 +21,10 @@ fn sample() -> TestParams {
 fn round_trip() {
     for p in [sample(), TestParams::new(TestKind::TagLat)] {
         let block = p.encode();
-        assert_eq!(block.len(), HEADER_LEN + 8 * p.msg_sizes.len());
+        assert_eq!(
+            block.len(),
+            HEADER_LEN + 8 * p.msg_sizes.len() + TRAILER_LEN
+        );
         assert_eq!(TestParams::decode(&block).unwrap(), p);
     }
 }
@@ -84,7 +89,7 @@ fn patched(offset: usize, bytes: &[u8]) -> Vec<u8> {
 fn bad_fields_are_errors() {
     let cases: Vec<(&str, Vec<u8>)> = vec![
         ("magic", patched(0, b"XXXX")),
-        ("version", patched(4, &2u16.to_le_bytes())),
+        ("version", patched(4, &1u16.to_le_bytes())),
         ("test id", patched(6, &999u16.to_le_bytes())),
         ("flags", patched(8, &0x8000_0000u32.to_le_bytes())),
         ("outstanding 0", patched(28, &0u32.to_le_bytes())),
@@ -189,5 +194,82 @@ fn garbage_never_panics() {
         let mut framed = sample().encode()[..12].to_vec();
         framed.extend_from_slice(&block);
         let _ = TestParams::decode(&framed);
+    }
+}
+
+#[test]
+fn threads_and_busy_target_round_trip() {
+    let p = TestParams {
+        threads: 7,
+        busy_target: true,
+        ..TestParams::new(TestKind::PutBw)
+    };
+    let block = p.encode();
+    assert_eq!(block.len(), HEADER_LEN + 8 + TRAILER_LEN);
+    assert_eq!(&block[block.len() - 4..], &7u32.to_le_bytes());
+    let flags = u32::from_le_bytes(block[8..12].try_into().unwrap());
+    assert_eq!(flags, FLAG_BUSY_TARGET);
+    assert_eq!(TestParams::decode(&block).unwrap(), p);
+}
+
+#[test]
+fn thread_rules() {
+    let with = |test, threads| TestParams {
+        threads,
+        ..TestParams::new(test)
+    };
+    for test in [
+        TestKind::TagLat,
+        TestKind::TagBw,
+        TestKind::PutBw,
+        TestKind::Get,
+    ] {
+        with(test, 1).check().unwrap();
+        with(test, 2).check().unwrap();
+        with(test, MAX_THREADS).check().unwrap();
+        for bad in [0, MAX_THREADS + 1] {
+            let e = with(test, bad).check().unwrap_err().to_string();
+            assert!(e.contains("threads (-T)"), "{e}");
+            let mut block = with(test, 1).encode();
+            let n = block.len();
+            block[n - 4..].copy_from_slice(&bad.to_le_bytes());
+            assert!(TestParams::decode(&block).is_err(), "{bad}");
+        }
+    }
+    for test in [
+        TestKind::StreamBw,
+        TestKind::StreamLat,
+        TestKind::AmLat,
+        TestKind::AmBw,
+    ] {
+        with(test, 1).check().unwrap();
+        let e = with(test, 2).check().unwrap_err().to_string();
+        assert!(e.contains("more than one thread"), "{e}");
+    }
+    let iov = TestParams {
+        iov: (true, true),
+        ..with(TestKind::TagBw, 2)
+    };
+    assert!(iov.check().unwrap_err().to_string().contains("-D iov"));
+}
+
+#[test]
+fn busy_target_only_for_one_sided_tests() {
+    let busy = |test| TestParams {
+        busy_target: true,
+        ..TestParams::new(test)
+    };
+    for test in [
+        TestKind::PutLat,
+        TestKind::PutBw,
+        TestKind::Get,
+        TestKind::Fadd,
+    ] {
+        busy(test).check().unwrap();
+    }
+    for test in [TestKind::TagLat, TestKind::TagBw, TestKind::StreamBw] {
+        let e = busy(test).check().unwrap_err().to_string();
+        assert!(e.contains("--busy-target"), "{e}");
+        assert!(TestParams::decode(&busy(test).encode()).is_err());
     }
 }

@@ -118,6 +118,46 @@ pub fn format_row(r: &PerfResult, flags: OutputFlags, is_final: bool) -> String 
     s
 }
 
+/// A report row of thread `thread` of a run with threads (`-T`), as UCX
+/// prints it: `[thread N]` before the row.
+pub fn format_thread_row(thread: usize, r: &PerfResult, flags: OutputFlags) -> String {
+    format!("[thread {thread}]{}", format_row(r, flags, false))
+}
+
+/// The final row of a run with threads (`-T`), as UCX prints it: four
+/// figures of the threads together ([`aggregate`]): iterations of one
+/// thread, overall latency (the threads' average), overall bandwidth and
+/// overall message rate (the threads' sums), under the overall columns.
+///
+/// [`aggregate`]: super::measure::aggregate
+pub fn format_threads_final(r: &PerfResult, flags: OutputFlags) -> String {
+    const US: f64 = 1e6;
+    const MB: f64 = 1024.0 * 1024.0;
+    let (iters, lat, bw, mr) = (
+        r.iters as f64,
+        r.lat_total_avg * US,
+        r.bw_total_avg / MB,
+        r.msgrate_total_avg,
+    );
+    if flags.csv {
+        return format!("{iters:.0},{lat:.3},{bw:.2},{mr:.0}");
+    }
+    let mut s = String::new();
+    if flags.final_only {
+        s.push_str(&format!("{:>10}", ""));
+    } else {
+        s.push_str("Final:    ");
+    }
+    let n = flags.numeric;
+    let _ = write!(
+        s,
+        "{} {lat:29.3} {bw:22.2} {}",
+        count(iters, 18, n),
+        count(mr, if n { 24 } else { 23 }, n)
+    );
+    s
+}
+
 /// A whole number right-aligned in `width`, with thousands separators when
 /// `grouped`.
 fn count(x: f64, width: usize, grouped: bool) -> String {
@@ -210,6 +250,50 @@ mod tests {
             true,
         );
         assert_eq!(f, format!("          {row}"));
+    }
+
+    #[test]
+    fn thread_rows_follow_ucx() {
+        let flags = OutputFlags::default();
+        let row = format_thread_row(1, &sample(), flags);
+        assert_eq!(
+            row,
+            format!("[thread 1]{}", format_row(&sample(), flags, false))
+        );
+        let fin = format_threads_final(&sample(), flags);
+        // UCX 1.13: "%18.0f %29.3f %22.2f %23.0f" after "Final:    ".
+        assert_eq!(
+            fin,
+            format!(
+                "Final:    {:>18} {:>29} {:>22} {:>23}",
+                1234567, "1.625", "4.50", 612346
+            )
+        );
+        let f = format_threads_final(
+            &sample(),
+            OutputFlags {
+                final_only: true,
+                ..flags
+            },
+        );
+        assert_eq!(f, format!("          {}", &fin[10..]));
+        let words: Vec<&str> = f.split_whitespace().collect();
+        assert_eq!(words, ["1234567", "1.625", "4.50", "612346"]);
+        let csv = OutputFlags { csv: true, ..flags };
+        assert_eq!(
+            format_threads_final(&sample(), csv),
+            "1234567,1.625,4.50,612346"
+        );
+        let numeric = OutputFlags {
+            numeric: true,
+            ..flags
+        };
+        let n = format_threads_final(&sample(), numeric);
+        assert!(n.ends_with(&format!(" {:>24}", "612,346")), "{n:?}");
+        assert!(
+            n.starts_with(&format!("Final:    {:>18} ", "1,234,567")),
+            "{n:?}"
+        );
     }
 
     #[test]

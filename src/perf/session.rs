@@ -17,16 +17,22 @@
 //! A side that fails after step 1 sends an abort frame with the reason, so
 //! that the other side stops at once with that message.
 //!
+//! Runs with threads (`-T`) and the server of `--busy-target` share the
+//! worker once step 2 made the endpoint, and run step 3 in threads
+//! (`session_threads.rs`).
+//!
 //! [`Wireup`]: super::bootstrap::Wireup
 
 use super::bootstrap::{BootWatch, Bootstrap, FrameKind, Listener};
 use super::catalog::TestType;
 use super::error::{PerfError, Result};
-use super::measure::{Meter, PerfResult};
+use super::measure::{aggregate, Meter, PerfResult};
 use super::params::TestParams;
-use super::report::{format_row, table_header, test_box, OutputFlags};
+use super::report::{
+    format_row, format_thread_row, format_threads_final, table_header, test_box, OutputFlags,
+};
 use super::runner::{self, LoopState, NoWatch, Side};
-use super::worker::PerfWorker;
+use super::worker::{PerfWorker, ThreadedWorker};
 use std::io::Write;
 use std::time::Duration;
 
@@ -47,7 +53,9 @@ fn no_progress() -> Result<()> {
 
 /// Runs the client: connects to `host:port`, sends `params`, prints the
 /// results to `out` (with the server's test box first when `print_box`).
-pub fn client<W: PerfWorker>(
+/// With threads (`-T`), the rows are each thread's and the final row and
+/// the result are theirs together ([`aggregate`]).
+pub fn client<W: ThreadedWorker>(
     host: &str,
     port: u16,
     params: &TestParams,
@@ -72,6 +80,30 @@ pub fn client<W: PerfWorker>(
     text.push_str(&table_header(flags, info, params.percentile));
     let _ = out.write_all(text.as_bytes());
     let _ = out.flush();
+    if params.threads > 1 {
+        let results = {
+            let mut rows = |i: usize, r: &PerfResult| {
+                if !flags.final_only {
+                    let _ = writeln!(out, "{}", format_thread_row(i, r, flags));
+                    let _ = out.flush();
+                }
+            };
+            let interval = Some(REPORT_INTERVAL);
+            threads::run_session(
+                &mut boot,
+                params,
+                Side::Client,
+                false,
+                interval,
+                make_worker,
+                &mut rows,
+            )?
+        };
+        let result = aggregate(&results);
+        let _ = writeln!(out, "{}", format_threads_final(&result, flags));
+        let _ = out.flush();
+        return Ok(result);
+    }
     // Reports happen with -f too (only unprinted), so that the final
     // row's "average" columns cover the last interval, as in UCX.
     let result = {
@@ -99,11 +131,14 @@ pub fn client<W: PerfWorker>(
 /// Runs the server: waits on `listener` for one client (until
 /// `accept_timeout`, if given), takes its parameters and runs the test;
 /// with error handling also when `err_handling` (the server's own `-e`,
-/// as UCX's perftest keeps it).
-pub fn server<W: PerfWorker>(
+/// as UCX's perftest keeps it), and as a busy target also when
+/// `busy_target` (its own `--busy-target`). With threads (`-T`) or as a
+/// busy target it shares its worker between threads.
+pub fn server<W: ThreadedWorker>(
     listener: &Listener,
     accept_timeout: Option<Duration>,
     err_handling: bool,
+    busy_target: bool,
     make_worker: impl FnOnce() -> Result<W>,
     out: &mut dyn Write,
 ) -> Result<()> {
@@ -112,11 +147,12 @@ pub fn server<W: PerfWorker>(
     let mut boot = listener.accept(accept_timeout)?;
     let _ = writeln!(out, "Accepted connection from {}", boot.peer());
     let block = boot.recv(FrameKind::Params, PARAMS_TIMEOUT, &mut no_progress)?;
-    let params = match TestParams::decode(&block) {
-        Ok(mut p) => {
-            p.err_handling |= err_handling;
-            p
-        }
+    let params = match TestParams::decode(&block).and_then(|mut p| {
+        p.err_handling |= err_handling;
+        p.busy_target |= busy_target;
+        p.check().map(|()| p)
+    }) {
+        Ok(p) => p,
         Err(e) => {
             let _ = boot.send_outcome(FrameKind::Accept, Err(e.to_string()));
             return Err(e);
@@ -124,7 +160,25 @@ pub fn server<W: PerfWorker>(
     };
     boot.send_outcome(FrameKind::Accept, Ok(()))?;
     let _ = out.write_all(test_box(params.test.info(), &params, true).as_bytes());
+    if params.busy_target {
+        let _ = writeln!(
+            out,
+            "Busy target: computing without progressing the worker; its progress thread serves the client"
+        );
+    }
     let _ = out.flush();
+    if params.threads > 1 || params.busy_target {
+        threads::run_session(
+            &mut boot,
+            &params,
+            Side::Server,
+            params.busy_target,
+            None,
+            make_worker,
+            &mut |_, _| {},
+        )?;
+        return Ok(());
+    }
     run_session(
         &mut boot,
         &params,
@@ -285,6 +339,9 @@ fn runs<W: PerfWorker>(
 
 #[path = "session_connect.rs"]
 mod connect;
+
+#[path = "session_threads.rs"]
+mod threads;
 
 #[cfg(test)]
 #[path = "session_tests.rs"]

@@ -33,6 +33,7 @@ fn run_pair(p: TestParams, flags: OutputFlags, corrupt_client: Option<u64>) -> R
             &listener,
             Some(Duration::from_secs(10)),
             false,
+            false,
             || Ok(snet.worker("server")),
             &mut out,
         );
@@ -146,6 +147,7 @@ fn one_sided_test_on_a_layer_without_it_fails_in_setup() {
             &listener,
             Some(Duration::from_secs(10)),
             false,
+            false,
             || {
                 let mut w = snet.worker("server");
                 w.no_rma = true;
@@ -217,6 +219,7 @@ fn server_rejects_a_bad_parameter_block() {
             &listener,
             Some(Duration::from_secs(10)),
             false,
+            false,
             || Ok(net.worker("s")),
             &mut Vec::new(),
         )
@@ -245,6 +248,7 @@ fn server_stops_when_its_client_vanishes() {
         server(
             &listener,
             Some(Duration::from_secs(10)),
+            false,
             false,
             || Ok(snet.worker("server")),
             &mut Vec::new(),
@@ -292,6 +296,7 @@ fn client_fails_when_server_setup_fails() {
         server::<crate::perf::mock::MockWorker>(
             &listener,
             Some(Duration::from_secs(10)),
+            false,
             false,
             || Err(PerfError::NoMemory(1)),
             &mut Vec::new(),

@@ -11,9 +11,11 @@ mod am;
 mod endpoints;
 mod layout;
 mod remote;
+mod threads;
 use am::{AmInbox, PERF_AM_ID};
 use endpoints::EpSetup;
 use remote::{atomic_op, atomic_value, target, Remote};
+pub use threads::ThreadWorker;
 
 /// Rights of the exposed buffer: everything the one-sided tests do.
 const EXPOSED_ACCESS: Access = Access::REMOTE_READ

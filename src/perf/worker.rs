@@ -335,6 +335,20 @@ pub trait PerfWorker {
     }
 }
 
+/// A [`PerfWorker`] whose worker threads can share once it is connected
+/// (`-T`, `--busy-target`).
+pub trait ThreadedWorker: PerfWorker + Sized {
+    /// One thread's share.
+    type Thread: PerfWorker<Req: Send> + Send;
+
+    /// Shares the connected worker between `n` threads. Thread 0 takes
+    /// over the exposed buffer and the peer's; the others expose their
+    /// own. Thread `i` adds `i` to every tag. With `busy`, a progress
+    /// thread drives the worker and the threads never progress it: their
+    /// [`PerfWorker::progress`] computes instead.
+    fn into_threads(self, n: usize, busy: bool) -> Result<Vec<Self::Thread>>;
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

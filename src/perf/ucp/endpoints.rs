@@ -10,7 +10,7 @@ use std::net::{IpAddr, SocketAddr};
 use std::sync::{Arc, Mutex};
 
 /// The failure the endpoint's error handler saw, if it ran.
-type Reported = Arc<Mutex<Option<String>>>;
+pub(super) type Reported = Arc<Mutex<Option<String>>>;
 
 /// Connection requests the listener's handler took.
 type Requests = Arc<Mutex<Vec<ConnRequest>>>;
@@ -54,6 +54,11 @@ fn ep_params(reported: &Option<Reported>) -> EpParams {
 }
 
 impl EpSetup {
+    /// What the error handler writes to, for threads that check it too.
+    pub(super) fn reported_handle(&self) -> Option<Reported> {
+        self.reported.clone()
+    }
+
     /// The failure the error handler reported, if it ran.
     #[inline]
     pub(super) fn reported(&self) -> Result<()> {
