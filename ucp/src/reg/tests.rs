@@ -44,7 +44,7 @@ impl Pages {
     /// Start of slice `i`, page-aligned.
     fn at(&self, i: usize) -> usize {
         let base = self.0.as_ptr() as usize;
-        (base + page() - 1) / page() * page() + (2 * i + 1) * page()
+        base.div_ceil(page()) * page() + (2 * i + 1) * page()
     }
 }
 
