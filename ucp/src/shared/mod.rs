@@ -95,6 +95,9 @@ pub(crate) struct Inner {
     signal: Option<crate::worker::Waker>,
     /// Tells the progress thread to end.
     stop: AtomicBool,
+    /// A tokio driver drives the worker (there is one sleep mark).
+    #[cfg_attr(not(feature = "tokio"), allow(dead_code))]
+    driven: AtomicBool,
     thread: Mutex<Option<std::thread::JoinHandle<()>>>,
 }
 
@@ -137,6 +140,7 @@ impl SharedWorker {
                 sleeping: gate::SleepGate::default(),
                 signal,
                 stop: AtomicBool::new(false),
+                driven: AtomicBool::new(false),
                 thread: Mutex::new(None),
             }),
         };

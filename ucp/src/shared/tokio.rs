@@ -77,6 +77,7 @@ use crate::{Error, Result};
 use ::tokio::io::unix::AsyncFd;
 use ::tokio::io::Interest;
 use std::os::fd::{BorrowedFd, OwnedFd};
+use std::sync::atomic::Ordering;
 use std::sync::{Arc, Weak};
 use std::time::{Duration, Instant};
 
@@ -94,10 +95,6 @@ const OTHERS_TICK: Duration = Duration::from_millis(1);
 /// How long a [`Driver`] keeps polling an idle worker before it sleeps,
 /// unless [`Driver::spin`] says otherwise.
 pub const DEFAULT_SPIN: Duration = Duration::from_micros(50);
-
-/// Workers a driver drives now (their `Inner`'s address: unique while the
-/// driver's weak handle keeps the allocation).
-static DRIVEN: parking_lot::Mutex<Vec<usize>> = parking_lot::Mutex::new(Vec::new());
 
 /// Drives a [`SharedWorker`] on the current tokio runtime: see the module
 /// documentation.
@@ -146,7 +143,7 @@ impl Driver {
         let Some(fd) = self.start()? else {
             return Ok(());
         };
-        let _reg = Registered(Arc::as_ptr(&fd.w) as usize, Weak::clone(&self.w));
+        let _reg = Registered(Weak::clone(&self.w));
         drop(fd.w);
         // SAFETY: `fd.fd` is an open fd the AsyncFd owns (a duplicate of
         // the worker's), closed only when the AsyncFd drops, after tokio
@@ -181,12 +178,9 @@ impl Driver {
             fd.try_clone_to_owned()
                 .map_err(|e| Error::transport(crate::ucs::Error::io("dup the event fd", e)))
         })?;
-        let key = Arc::as_ptr(&w.inner) as usize;
-        let mut driven = DRIVEN.lock();
-        if driven.contains(&key) {
+        if w.inner.driven.swap(true, Ordering::AcqRel) {
             return Err(Error::Unsupported("the worker already has a driver".into()));
         }
-        driven.push(key);
         Ok(Some(Start { w: w.inner, fd }))
     }
 
@@ -272,14 +266,14 @@ struct Start {
 
 /// The claim of a worker by a driver: released, and the `sleeping` flag
 /// cleared, when the driver ends or is dropped.
-struct Registered(usize, Weak<Inner>);
+struct Registered(Weak<Inner>);
 
 impl Drop for Registered {
     fn drop(&mut self) {
-        if let Some(inner) = self.1.upgrade() {
+        if let Some(inner) = self.0.upgrade() {
             inner.sleeping.open();
+            inner.driven.store(false, Ordering::Release);
         }
-        DRIVEN.lock().retain(|k| *k != self.0);
     }
 }
 
