@@ -35,6 +35,8 @@ enum Phase {
     Announced,
     /// The transport flushes what it holds.
     Flushing(ReqId),
+    /// Closed by force at the start: the first poll reports `Ok`.
+    Forced,
     Done,
 }
 
@@ -49,7 +51,7 @@ impl Worker {
         let phase = match mode {
             CloseMode::Force => {
                 self.ep_close(ep)?;
-                Phase::Done
+                Phase::Forced
             }
             CloseMode::Flush => Phase::Drain,
         };
@@ -60,6 +62,10 @@ impl Worker {
     /// it is over: the endpoint is gone either way, with the error that
     /// ended the flush if one did (its operations then failed with it).
     pub fn ep_close_poll(&mut self, c: &mut Closing) -> Option<Result<()>> {
+        if matches!(c.phase, Phase::Forced) {
+            c.phase = Phase::Done;
+            return Some(Ok(()));
+        }
         loop {
             let st = match (c.phase, self.core.eps.get(c.ep.0)) {
                 (Phase::Done, _) | (_, None) => return Some(Err(Error::InvalidHandle)),
@@ -88,7 +94,7 @@ impl Worker {
                     let r = self.request_test(id)?;
                     return Some(self.finish_close(c, r.map(|_| ())));
                 }
-                Phase::Done => return Some(Err(Error::InvalidHandle)),
+                Phase::Done | Phase::Forced => return Some(Err(Error::InvalidHandle)),
             }
         }
     }
