@@ -450,6 +450,26 @@ pub trait Iface: Send + std::fmt::Debug {
     /// the number of events reported (0 when idle). Never blocks.
     fn progress(&mut self, sink: &mut dyn AmSink) -> usize;
 
+    /// Whether [`Iface::cork`] batches anything here: whether posts of
+    /// several threads gain from running together (false: the default).
+    fn corks(&self) -> bool {
+        false
+    }
+
+    /// Lets small copy sends wait in this process until [`Iface::uncork`]
+    /// (or the next `progress`), so that a batch of posts leaves together:
+    /// on tcp, one system call per connection instead of one per frame.
+    /// Order is kept, and a send held back is still reported done. An
+    /// iface that sends nothing this way ignores it (the default).
+    fn cork(&mut self) {}
+
+    /// Ends [`Iface::cork`]: writes what it held back, reporting to `sink`
+    /// as `progress` does; the number of events reported.
+    fn uncork(&mut self, sink: &mut dyn AmSink) -> usize {
+        let _ = sink;
+        0
+    }
+
     /// Connections or peers `progress` has looked at beyond its wait for
     /// events, since the iface was created: what progress costs per
     /// endpoint, counted (for tests). A transport that does no

@@ -140,6 +140,10 @@ pub(crate) struct TcpIface {
     pub(crate) notices: VecDeque<Notice>,
     /// Connections whose pending tokens go back on the next `progress`.
     pub(crate) ready: Vec<u32>,
+    /// Small sends wait in the backlog until `uncork` ([`Iface::cork`]).
+    pub(crate) corked: bool,
+    /// Open connections with sends held back by the cork.
+    pub(crate) corked_conns: Vec<u32>,
     pub(crate) flushes: Slots<GlobalFlush>,
     /// Connections not open yet.
     pub(crate) unopened: usize,
@@ -272,6 +276,8 @@ impl TcpIface {
             peers: PeerTable::new(),
             notices: VecDeque::new(),
             ready: Vec::new(),
+            corked: false,
+            corked_conns: Vec::new(),
             flushes: Slots::new(),
             unopened: 0,
             deadlines: VecDeque::new(),

@@ -60,7 +60,24 @@ impl TcpIface {
             return Ok(Posted::NoResource);
         }
         let hdr = wire::frame_hdr(id, total as u32);
-        match c.tx.post_copy(fd, &hdr, parts, total) {
+        // Corked: a small frame joins the backlog, written by `uncork`
+        // with the others (EPOLLOUT is not armed for it).
+        let hold = self.corked && fd.is_some() && c.tx.can_hold(wire::FRAME_HDR + total);
+        match c
+            .tx
+            .post_copy(if hold { None } else { fd }, &hdr, parts, total)
+        {
+            Ok(true) if hold => {
+                c.active = true;
+                let unlisted = !c.listed;
+                if !self.corked_conns.contains(&ci) {
+                    self.corked_conns.push(ci);
+                }
+                if unlisted {
+                    self.touch(ci);
+                }
+                Ok(Posted::Done)
+            }
             Ok(true) => {
                 c.active = true;
                 let unlisted = !c.listed && c.tx.held() > 0;
@@ -217,7 +234,28 @@ impl Iface for TcpIface {
     }
 
     fn progress(&mut self, sink: &mut dyn AmSink) -> usize {
-        self.run_progress(sink)
+        let n = if self.corked_conns.is_empty() {
+            0
+        } else {
+            self.write_corked(sink)
+        };
+        n + self.run_progress(sink)
+    }
+
+    fn corks(&self) -> bool {
+        true
+    }
+
+    fn cork(&mut self) {
+        self.corked = true;
+    }
+
+    fn uncork(&mut self, sink: &mut dyn AmSink) -> usize {
+        self.corked = false;
+        if self.corked_conns.is_empty() {
+            return 0;
+        }
+        self.write_corked(sink)
     }
 
     fn visits(&self) -> u64 {
@@ -229,7 +267,7 @@ impl Iface for TcpIface {
     }
 
     fn arm(&mut self) -> Result<Armed> {
-        if self.notices.is_empty() && self.ready.is_empty() {
+        if self.notices.is_empty() && self.ready.is_empty() && self.corked_conns.is_empty() {
             Ok(Armed::Sleep)
         } else {
             Ok(Armed::Busy)

@@ -220,6 +220,20 @@ impl TcpIface {
         }
     }
 
+    /// Writes the backlogs of the connections with sends held back by the
+    /// cork (one `sendmsg` each), arming EPOLLOUT for what the socket does
+    /// not take; the number of events reported.
+    pub(crate) fn write_corked(&mut self, sink: &mut dyn AmSink) -> usize {
+        let mut conns = std::mem::take(&mut self.corked_conns);
+        let mut n = 0;
+        for &ci in &conns {
+            n += self.kick(ci, sink);
+        }
+        conns.clear();
+        self.corked_conns = conns;
+        n
+    }
+
     /// A connection's backlog is gone: completes its zero-copy send and
     /// the flushes with no put to wait for, sends the acknowledgements that
     /// waited, and hands back its pending tokens.

@@ -184,6 +184,14 @@ impl TxState {
         }
     }
 
+    /// Whether a copy frame of `need` bytes (header included) may join
+    /// the backlog now: small, no zero-copy tail, and room left.
+    pub(crate) fn can_hold(&self, need: usize) -> bool {
+        need <= FRAME_HDR + COPY_MAX
+            && !self.zc_live
+            && self.buf.len() - self.off + need <= self.cap()
+    }
+
     /// Whether bytes of posted operations are still in this process.
     pub(crate) fn has_backlog(&self) -> bool {
         self.off < self.buf.len() || self.tail().is_some_and(|z| z.idx < z.count)
