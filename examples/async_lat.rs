@@ -18,8 +18,9 @@
 //! * `shared`: a [`SharedWorker`] on each side, its futures waited for
 //!   with `OpFuture::wait` (busy progress, through the lock);
 //! * `tokio`: a [`SharedWorker`] on each side driven by
-//!   `rucx::ucp::tokio::Driver` (spin `--spin` µs, default 50) on a
-//!   current-thread runtime, its futures awaited by a task.
+//!   `rucx::ucp::tokio::Driver` (spin `--spin` µs, default 50; futures'
+//!   poll spin `--poll-spin` µs, default 5) on a current-thread runtime,
+//!   its futures awaited by a task.
 //!
 //! `all` runs the three and prints the ratio of tokio's median to the
 //! blocking one's.
@@ -39,6 +40,7 @@ struct Opts {
     warmup: usize,
     mode: String,
     spin: Duration,
+    poll_spin: Duration,
 }
 
 fn opts() -> Result<Opts, Error> {
@@ -48,6 +50,7 @@ fn opts() -> Result<Opts, Error> {
         warmup: 10_000,
         mode: "all".into(),
         spin: driver::DEFAULT_SPIN,
+        poll_spin: driver::DEFAULT_POLL_SPIN,
     };
     let args: Vec<String> = std::env::args().skip(1).collect();
     let mut it = args.iter();
@@ -59,6 +62,7 @@ fn opts() -> Result<Opts, Error> {
             "-w" => o.warmup = val()?.parse()?,
             "-m" => o.mode = val()?.clone(),
             "--spin" => o.spin = Duration::from_micros(val()?.parse()?),
+            "--poll-spin" => o.poll_spin = Duration::from_micros(val()?.parse()?),
             _ => return Err(format!("unknown option {a}").into()),
         }
     }
@@ -107,6 +111,7 @@ fn ping(o: &Opts, mode: &str) -> Result<Vec<Duration>, Error> {
         .args(["-s", &o.size.to_string(), "-n", &o.iters.to_string()])
         .args(["-w", &o.warmup.to_string(), "-m", mode])
         .args(["--spin", &o.spin.as_micros().to_string()])
+        .args(["--poll-spin", &o.poll_spin.as_micros().to_string()])
         .env("ASYNC_LAT_PEER", hex(&w.address()))
         .stdin(Stdio::null())
         .spawn()?;
@@ -148,7 +153,12 @@ fn ping(o: &Opts, mode: &str) -> Result<Vec<Duration>, Error> {
         _ => {
             let w = w.into_shared();
             runtime()?.block_on(async {
-                let _d = tokio::spawn(driver::Driver::new(&w).spin(o.spin).run());
+                let _d = tokio::spawn(
+                    driver::Driver::new(&w)
+                        .spin(o.spin)
+                        .poll_spin(o.poll_spin)
+                        .run(),
+                );
                 // A task of its own, as an application's would be (the
                 // runtime polls its main future less eagerly).
                 let (iters, warmup, size) = (o.iters, o.warmup, o.size);
@@ -210,7 +220,12 @@ fn answer(o: &Opts, parent: &[u8]) -> Result<(), Error> {
         _ => {
             let sw = w.into_shared();
             runtime()?.block_on(async {
-                let _d = tokio::spawn(driver::Driver::new(&sw).spin(o.spin).run());
+                let _d = tokio::spawn(
+                    driver::Driver::new(&sw)
+                        .spin(o.spin)
+                        .poll_spin(o.poll_spin)
+                        .run(),
+                );
                 let size = o.size;
                 tokio::spawn(async move {
                     echo(&sw, ep, size, n).await?;

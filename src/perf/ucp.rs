@@ -9,6 +9,7 @@ use rucx_ucp::{Access, AmParams, Context, Ep, MemMap, Op, Posted, ReqId, Worker}
 
 mod am;
 mod endpoints;
+mod handed;
 mod layout;
 mod remote;
 mod threads;

@@ -123,7 +123,9 @@ pub use request::{Callback, Completion, CompletionHook, Info, IoBuf, IoBufMut, O
 pub use rma::{AtomicMode, AtomicOp, AtomicValue, MemMap, Rkey};
 #[cfg(feature = "tokio")]
 pub use shared::tokio;
-pub use shared::{Accepting, Fetched, OpFuture, OpResult, Polling, SharedListener, SharedWorker};
+pub use shared::{
+    Accepting, Fetched, Handed, OpFuture, OpResult, Polling, Queued, SharedListener, SharedWorker,
+};
 pub use uct::ucs::AccessDenied;
 pub use uct::Access;
 pub use worker::{

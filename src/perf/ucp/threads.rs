@@ -17,11 +17,12 @@
 //! instead, and the worker's progress thread serves the peer's operations.
 
 use super::endpoints::Reported;
+use super::handed::{Parked, ThreadReq};
 use super::remote::{atomic_op, atomic_value, Remote};
 use super::{op_error, started, UcpWorker, EXPOSED_ACCESS};
 use crate::perf::error::{PerfError, Result};
 use crate::perf::worker::{AtomicKind, Exposed, PerfWorker, Started, ThreadedWorker};
-use rucx_ucp::{Context, Ep, MemMap, Op, ReqId, SharedWorker};
+use rucx_ucp::{Context, Ep, MemMap, Op, SharedWorker};
 use std::hint::black_box;
 
 /// Steps of one slice of a busy thread's computation (a few microseconds).
@@ -38,6 +39,8 @@ pub struct ThreadWorker {
     ep: Ep,
     /// Added to every tag: the thread's index.
     tag_offset: u64,
+    /// Posts handed to the thread that held the lock.
+    parked: Parked,
     reported: Option<Reported>,
     /// Never progress the worker; compute instead.
     busy: bool,
@@ -77,6 +80,7 @@ impl ThreadedWorker for UcpWorker {
                     w: w.clone(),
                     ep,
                     tag_offset: i as u64,
+                    parked: Parked::default(),
                     reported: reported.clone(),
                     busy,
                     acc: i as u64 + 1,
@@ -115,7 +119,7 @@ impl ThreadWorker {
 }
 
 impl PerfWorker for ThreadWorker {
-    type Req = ReqId;
+    type Req = ThreadReq;
 
     fn address(&mut self) -> Result<Vec<u8>> {
         Ok(self.w.address())
@@ -138,6 +142,9 @@ impl PerfWorker for ThreadWorker {
 
     #[inline]
     fn completed_count(&self) -> Option<u64> {
+        if self.parked.look_all() {
+            return None;
+        }
         Some(self.w.completed_count())
     }
 
@@ -160,15 +167,17 @@ impl PerfWorker for ThreadWorker {
         len: usize,
         tag: u64,
         sync: bool,
-    ) -> Result<Started<ReqId>> {
+    ) -> Result<Started<ThreadReq>> {
         let (ep, tag) = (self.ep, tag.wrapping_add(self.tag_offset));
         let op = if sync { Op::new().sync() } else { Op::new() };
+        // An address, which may cross to the thread that runs the post.
+        let at = ptr as usize;
         // SAFETY: PerfWorker::tag_send has the same contract as
-        // tag_send_raw: the bytes stay valid until completion is seen.
-        self.w
-            .with(|w| unsafe { w.tag_send_raw(ep, ptr, len, tag, op) })
-            .map(started)
-            .map_err(|e| op_error("tag send", e))
+        // tag_send_raw: the bytes stay valid until completion is seen,
+        // which for a handed post is after it ran.
+        self.parked.post(&self.w, "tag send", move |w| unsafe {
+            w.tag_send_raw(ep, at as *const u8, len, tag, op)
+        })
     }
 
     #[inline]
@@ -178,21 +187,20 @@ impl PerfWorker for ThreadWorker {
         len: usize,
         tag: u64,
         mask: u64,
-    ) -> Result<Started<ReqId>> {
+    ) -> Result<Started<ThreadReq>> {
         let tag = tag.wrapping_add(self.tag_offset);
+        let at = ptr as usize;
         // SAFETY: PerfWorker::tag_recv has the contract of tag_recv_raw.
-        self.w
-            .with(|w| unsafe { w.tag_recv_raw(ptr, len, tag, mask, Op::default()) })
-            .map(started)
-            .map_err(|e| op_error("tag receive", e))
+        self.parked.post(&self.w, "tag receive", move |w| unsafe {
+            w.tag_recv_raw(at as *mut u8, len, tag, mask, Op::default())
+        })
     }
 
     #[inline]
-    fn test(&mut self, req: ReqId) -> Option<Result<usize>> {
-        self.w.with(|w| w.request_test(req)).map(|r| {
-            r.map(|info| info.length)
-                .map_err(|e| op_error("operation", e))
-        })
+    fn test(&mut self, req: ThreadReq) -> Option<Result<usize>> {
+        self.parked
+            .test(&self.w, req)
+            .map(|r| r.map_err(|e| op_error("operation", e)))
     }
 
     fn expose(&mut self, len: usize) -> Result<Exposed> {
@@ -243,25 +251,30 @@ impl PerfWorker for ThreadWorker {
     }
 
     #[inline]
-    unsafe fn put(&mut self, ptr: *const u8, len: usize, offset: u64) -> Result<Started<ReqId>> {
+    unsafe fn put(
+        &mut self,
+        ptr: *const u8,
+        len: usize,
+        offset: u64,
+    ) -> Result<Started<ThreadReq>> {
         let ep = self.ep;
         let (r, addr) = self.target(offset)?;
+        let (rkey, at) = (r.rkey.clone(), ptr as usize);
         // SAFETY: PerfWorker::put has the contract of put_raw.
-        self.w
-            .with(|w| unsafe { w.put_raw(ep, ptr, len, addr, &r.rkey, Op::new()) })
-            .map(started)
-            .map_err(|e| op_error("put", e))
+        self.parked.post(&self.w, "put", move |w| unsafe {
+            w.put_raw(ep, at as *const u8, len, addr, &rkey, Op::new())
+        })
     }
 
     #[inline]
-    unsafe fn get(&mut self, ptr: *mut u8, len: usize, offset: u64) -> Result<Started<ReqId>> {
+    unsafe fn get(&mut self, ptr: *mut u8, len: usize, offset: u64) -> Result<Started<ThreadReq>> {
         let ep = self.ep;
         let (r, addr) = self.target(offset)?;
+        let (rkey, at) = (r.rkey.clone(), ptr as usize);
         // SAFETY: PerfWorker::get has the contract of get_raw.
-        self.w
-            .with(|w| unsafe { w.get_raw(ep, ptr, len, addr, &r.rkey, Op::new()) })
-            .map(started)
-            .map_err(|e| op_error("get", e))
+        self.parked.post(&self.w, "get", move |w| unsafe {
+            w.get_raw(ep, at as *mut u8, len, addr, &rkey, Op::new())
+        })
     }
 
     #[inline]
@@ -271,14 +284,14 @@ impl PerfWorker for ThreadWorker {
         width: usize,
         value: u64,
         offset: u64,
-    ) -> Result<Started<ReqId>> {
+    ) -> Result<Started<ThreadReq>> {
         let value = atomic_value(width, value)?;
         let ep = self.ep;
         let (r, addr) = self.target(offset)?;
-        self.w
-            .with(|w| w.atomic_post(ep, atomic_op(op), value, addr, &r.rkey, Op::new()))
-            .map(started)
-            .map_err(|e| op_error("atomic operation", e))
+        let rkey = r.rkey.clone();
+        self.parked.post(&self.w, "atomic operation", move |w| {
+            w.atomic_post(ep, atomic_op(op), value, addr, &rkey, Op::new())
+        })
     }
 
     #[inline]
@@ -290,7 +303,7 @@ impl PerfWorker for ThreadWorker {
         compare: u64,
         result: *mut u8,
         offset: u64,
-    ) -> Result<Started<ReqId>> {
+    ) -> Result<Started<ThreadReq>> {
         let value = atomic_value(width, value)?;
         let ep = self.ep;
         let (r, addr) = self.target(offset)?;
@@ -310,6 +323,10 @@ impl PerfWorker for ThreadWorker {
                 )
             })
             .map(started)
+            .map(|s| match s {
+                Started::Done(n) => Started::Done(n),
+                Started::InFlight(id) => Started::InFlight(ThreadReq::Id(id)),
+            })
             .map_err(|e| op_error("fetching atomic operation", e))
     }
 }

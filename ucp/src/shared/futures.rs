@@ -8,6 +8,8 @@
 //! receive; one of a send, put or get lets it run; either way the buffer
 //! stays with the worker until the transport is done with it.
 
+use super::handoff::Slot;
+use super::ops::PostResult;
 use super::{Locked, SharedWorker};
 use crate::request::{Info, Posted, ReqId};
 use crate::worker::{ConnRequest, Listener};
@@ -15,8 +17,10 @@ use crate::{Ep, EpParams, OpError, Result, Worker};
 use std::collections::VecDeque;
 use std::future::Future;
 use std::pin::Pin;
+use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::task::{Context as TaskContext, Poll};
+use std::time::{Duration, Instant};
 
 /// What an owned operation gives back: its result and the buffer.
 pub type OpResult<B> = std::result::Result<(Info, B), OpError<B>>;
@@ -31,6 +35,12 @@ pub struct OpFuture<B: Send + 'static> {
 enum St<B> {
     /// Done at posting: no handle of the worker needed.
     Ready(OpResult<B>),
+    /// Handed to the thread that held the lock, maybe not posted yet.
+    Queued {
+        w: SharedWorker,
+        slot: Arc<Slot<PostResult<B>>>,
+        cancel: bool,
+    },
     InFlight {
         w: SharedWorker,
         id: ReqId,
@@ -43,6 +53,7 @@ impl<B: Send + 'static> std::fmt::Debug for OpFuture<B> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         let st = match &self.st {
             St::Ready(_) => "ready",
+            St::Queued { .. } => "queued",
             St::InFlight { .. } => "in flight",
             St::Taken => "taken",
         };
@@ -69,8 +80,52 @@ impl<B: Send + 'static> OpFuture<B> {
         OpFuture { st }
     }
 
+    /// The future of a post handed to the lock's holder, whose result
+    /// `slot` gets.
+    pub(crate) fn queued(
+        w: &SharedWorker,
+        slot: Arc<Slot<PostResult<B>>>,
+        cancel: bool,
+    ) -> OpFuture<B> {
+        OpFuture {
+            st: St::Queued {
+                w: w.clone(),
+                slot,
+                cancel,
+            },
+        }
+    }
+
+    /// Takes a handed post's result into the state, once it ran; false
+    /// while it waits (then `waker`, if any, is woken when it ran).
+    fn settle(&mut self, waker: Option<&std::task::Waker>) -> bool {
+        let St::Queued { w, slot, cancel } = &self.st else {
+            return true;
+        };
+        let r = match waker {
+            Some(wk) => slot.take_or_wait(wk),
+            None => slot.take(),
+        };
+        let Some(r) = r else {
+            return false;
+        };
+        self.st = match r {
+            Ok(Posted::Done(info, b)) => St::Ready(Ok((info, b))),
+            Ok(Posted::InFlight(id)) => St::InFlight {
+                w: w.clone(),
+                id,
+                cancel: *cancel,
+            },
+            Err(e) => St::Ready(Err(e)),
+        };
+        true
+    }
+
     /// Whether the operation completed (without progressing the worker).
     pub fn is_done(&mut self) -> bool {
+        if !self.settle(None) {
+            return false;
+        }
         let St::InFlight { w, id, .. } = &self.st else {
             return true;
         };
@@ -95,6 +150,16 @@ impl<B: Send + 'static> OpFuture<B> {
         let mut idle = 0u32;
         loop {
             let w = match &self.st {
+                St::Queued { w, .. } => {
+                    let w = w.clone();
+                    if !self.settle(None) {
+                        // Its holder runs it; help if the lock is free.
+                        if w.progress() == 0 {
+                            std::hint::spin_loop();
+                        }
+                    }
+                    continue;
+                }
                 St::InFlight { w, .. } => w.clone(),
                 _ => {
                     if let St::Ready(r) = std::mem::replace(&mut self.st, St::Taken) {
@@ -127,12 +192,21 @@ impl<B: Send + 'static> Future for OpFuture<B> {
 
     fn poll(self: Pin<&mut Self>, cx: &mut TaskContext<'_>) -> Poll<OpResult<B>> {
         let this = self.get_mut();
+        if !this.settle(Some(cx.waker())) {
+            if let St::Queued { w, .. } = &this.st {
+                w.progress();
+            }
+            if !this.settle(Some(cx.waker())) {
+                return Poll::Pending;
+            }
+        }
         let (w, id) = match &this.st {
             St::Ready(_) => match std::mem::replace(&mut this.st, St::Taken) {
                 St::Ready(r) => return Poll::Ready(r),
                 _ => unreachable!("matched ready"),
             },
             St::Taken => panic!("OpFuture polled after it completed"),
+            St::Queued { .. } => unreachable!("settled above"),
             St::InFlight { w, id, .. } => (w, *id),
         };
         let mut g = w.lock();
@@ -141,6 +215,12 @@ impl<B: Send + 'static> Future for OpFuture<B> {
         if r.is_none() {
             n = g.worker().progress();
             r = g.worker().take::<B>(id);
+        }
+        if r.is_none() {
+            let spin = w.inner.poll_spin.load(Ordering::Relaxed);
+            if spin > 0 && g.no_waiters() {
+                (r, n) = spin_for::<B>(&mut g, id, n, Duration::from_nanos(spin));
+            }
         }
         match r {
             Some(r) => {
@@ -158,8 +238,53 @@ impl<B: Send + 'static> Future for OpFuture<B> {
     }
 }
 
+/// Progresses the worker until request `id` completes or `spin` passed,
+/// letting a thread that waits for the lock in every
+/// [`SPIN_BUMP`] calls; the result, and the count of progressed events
+/// (`n` before).
+fn spin_for<B: Send + 'static>(
+    g: &mut Locked<'_>,
+    id: ReqId,
+    mut n: usize,
+    spin: Duration,
+) -> (Option<OpResult<B>>, usize) {
+    let start = Instant::now();
+    let mut calls = 0u32;
+    loop {
+        n += g.worker().progress();
+        if let Some(r) = g.worker().take::<B>(id) {
+            return (Some(r), n);
+        }
+        calls += 1;
+        if calls % SPIN_BUMP == 0 {
+            if start.elapsed() >= spin {
+                return (None, n);
+            }
+            g.bump();
+        }
+    }
+}
+
+/// Progress calls between two looks at the clock in a polled future's spin.
+const SPIN_BUMP: u32 = 8;
+
 impl<B: Send + 'static> Drop for OpFuture<B> {
     fn drop(&mut self) {
+        if let St::Queued { w, slot, cancel } = &self.st {
+            // Not run yet: the job disposes of what it posts. Run: the
+            // result is ours to drop as any other.
+            let Some(r) = slot.abandon() else {
+                return;
+            };
+            self.st = match r {
+                Ok(Posted::InFlight(id)) => St::InFlight {
+                    w: w.clone(),
+                    id,
+                    cancel: *cancel,
+                },
+                _ => return,
+            };
+        }
         let St::InFlight { w, id, cancel } = &self.st else {
             return;
         };

@@ -30,18 +30,28 @@
 //! Several [`Worker`]s of one context, one per thread, share nothing on
 //! their paths but the context's registration caches.
 //!
+//! * on a worker with tcp, a post made while another thread holds the
+//!   lock is handed to the holder, which runs it before it lets go, with
+//!   tcp's sends corked into one system call per connection
+//!   (`handoff.rs`, [`SharedWorker::post_with`]);
+//! * a future polled while it is the only one waiting progresses the
+//!   worker for a moment before it returns `Pending`
+//!   ([`SharedWorker::set_poll_spin`]).
+//!
 //! Not done here: per-endpoint send paths and a matcher split by tag, so
-//! that posts of different threads on different endpoints do not take
-//! the same lock.
+//! that posts of different threads on different endpoints run in
+//! parallel instead of under the same lock.
 
 mod futures;
 mod gate;
+mod handoff;
 mod ops;
 mod thread;
 #[cfg(feature = "tokio")]
 pub mod tokio;
 
 pub use futures::{Accepting, OpFuture, OpResult, Polling, SharedListener};
+pub use handoff::{Handed, Queued};
 pub use ops::Fetched;
 
 use crate::request::ReqId;
@@ -50,6 +60,9 @@ use parking_lot::{Mutex, MutexGuard};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::task::Waker as TaskWaker;
+
+/// Tries of the lock before a post is handed to its holder.
+const HANDOFF_SPIN: u32 = 64;
 
 /// A worker that many threads use at once (UCX's
 /// `UCS_THREAD_MODE_MULTI`); clones are handles to the same worker.
@@ -98,6 +111,15 @@ pub(crate) struct Inner {
     /// A tokio driver drives the worker (there is one sleep mark).
     #[cfg_attr(not(feature = "tokio"), allow(dead_code))]
     driven: AtomicBool,
+    /// How long (ns) a polled future keeps progressing before it returns
+    /// `Pending`, while no other future waits ([`SharedWorker::set_poll_spin`]).
+    poll_spin: AtomicU64,
+    /// Posts made while another thread held the lock (`handoff.rs`).
+    handoffs: handoff::Handoffs,
+    /// Posts are handed over at all: some iface batches corked sends.
+    /// Without one, a post waits for the lock (handing it over would cost
+    /// more than the wait), and nothing checks the handoff queue.
+    hands: bool,
     thread: Mutex<Option<std::thread::JoinHandle<()>>>,
 }
 
@@ -126,6 +148,7 @@ impl SharedWorker {
         let signal = worker.waker();
         let start = worker.context().config().async_progress;
         let completed = worker.completed_count();
+        let hands = worker.corks();
         let signal = signal
             .map_err(|e| tracing::warn!("no waker for a shared worker: {e}"))
             .ok();
@@ -141,6 +164,9 @@ impl SharedWorker {
                 signal,
                 stop: AtomicBool::new(false),
                 driven: AtomicBool::new(false),
+                poll_spin: AtomicU64::new(0),
+                handoffs: handoff::Handoffs::default(),
+                hands,
                 thread: Mutex::new(None),
             }),
         };
@@ -163,16 +189,21 @@ impl SharedWorker {
         r
     }
 
+    /// [`SharedWorker::with`] if no other thread holds the lock; `None`
+    /// at once if one does.
+    pub fn try_with<R>(&self, f: impl FnOnce(&mut Worker) -> R) -> Option<R> {
+        let mut g = self.try_lock()?;
+        let r = f(&mut g.state().worker);
+        g.unlock(false);
+        Some(r)
+    }
+
     /// Drives the transports once, unless another thread does so now
     /// (then it returns 0 at once). Wakes the futures whose requests
     /// completed.
     pub fn progress(&self) -> usize {
-        let Some(st) = self.inner.state.try_lock() else {
+        let Some(mut g) = self.try_lock() else {
             return 0;
-        };
-        let mut g = Locked {
-            inner: &self.inner,
-            st: Some(st),
         };
         let n = g.state().worker.progress();
         g.unlock(n > 0);
@@ -190,11 +221,76 @@ impl SharedWorker {
         self.inner.completed.load(Ordering::Acquire)
     }
 
+    /// Takes the lock, and runs the posts handed to its holder.
     pub(crate) fn lock(&self) -> Locked<'_> {
-        Locked {
-            inner: &self.inner,
-            st: Some(self.inner.state.lock()),
+        Locked::new(&self.inner, self.inner.state.lock())
+    }
+
+    /// [`SharedWorker::lock`] unless another thread holds it.
+    pub(crate) fn try_lock(&self) -> Option<Locked<'_>> {
+        let st = self.inner.state.try_lock()?;
+        Some(Locked::new(&self.inner, st))
+    }
+
+    /// [`SharedWorker::try_lock`], retried for a moment: a holder that
+    /// only posts lets go within it, and a post is cheaper to run than to
+    /// hand over; one that writes to a socket does not. Waits for the lock
+    /// if posts are not handed over on this worker.
+    pub(crate) fn try_lock_briefly(&self) -> Option<Locked<'_>> {
+        if !self.inner.hands {
+            return Some(self.lock());
         }
+        for _ in 0..HANDOFF_SPIN {
+            if let Some(g) = self.try_lock() {
+                return Some(g);
+            }
+            std::hint::spin_loop();
+        }
+        self.try_lock()
+    }
+
+    /// Runs `f` on the worker now if the lock is free; else hands it to
+    /// the thread that holds the lock, which runs it before it lets go
+    /// (see the handoff rules in the module documentation). Posts of one
+    /// thread run in the order it made them, handed or not.
+    ///
+    /// This is how the futures' operations post. Use it for posts of the
+    /// raw tier, whose result (a request id) the caller then keeps: the
+    /// result of a [`Queued`] post dropped before it was taken is dropped
+    /// with it.
+    pub fn post_with<R: Send + 'static>(
+        &self,
+        f: impl FnOnce(&mut Worker) -> R + Send + 'static,
+    ) -> Handed<R> {
+        if let Some(mut g) = self.try_lock_briefly() {
+            let r = f(g.worker());
+            g.unlock(false);
+            return Handed::Done(r);
+        }
+        let slot = handoff::Slot::new();
+        self.hand(handoff::job(slot.clone(), f, |_, r| drop(r)));
+        Handed::Queued(Queued { slot })
+    }
+
+    /// Queues `job` for the lock's holder; runs it (and what else waits)
+    /// if the lock became free meanwhile.
+    pub(crate) fn hand(&self, job: handoff::Job) {
+        self.inner.handoffs.push(job);
+        if let Some(g) = self.try_lock() {
+            g.unlock(false);
+        }
+    }
+
+    /// How long a polled future of this worker keeps progressing it before
+    /// it returns `Pending`, when it is the only future that waits (zero,
+    /// the default: one progress call per poll). A reply that arrives
+    /// within it completes the future in the same poll, without a wake-up
+    /// and a turn of the executor; meanwhile the polling thread runs
+    /// nothing else, so it is meant for microseconds. A tokio
+    /// [`Driver`](crate::tokio::Driver) sets it (`Driver::poll_spin`).
+    pub fn set_poll_spin(&self, spin: std::time::Duration) {
+        let ns = u64::try_from(spin.as_nanos()).unwrap_or(u64::MAX);
+        self.inner.poll_spin.store(ns, Ordering::Relaxed);
     }
 
     /// Whether two handles name the same worker.
@@ -208,6 +304,24 @@ impl SharedWorker {
 pub(crate) struct Locked<'a> {
     inner: &'a Inner,
     st: Option<MutexGuard<'a, State>>,
+    /// The ifaces are corked (handed posts ran): uncorked before release.
+    corked: bool,
+    /// Wakers of handed posts that ran, woken after release.
+    late: Vec<TaskWaker>,
+}
+
+impl<'a> Locked<'a> {
+    /// The lock `st` of `inner`, held; runs the handed posts first.
+    fn new(inner: &'a Inner, st: MutexGuard<'a, State>) -> Locked<'a> {
+        let mut g = Locked {
+            inner,
+            st: Some(st),
+            corked: false,
+            late: Vec::new(),
+        };
+        g.drain();
+        g
+    }
 }
 
 impl Locked<'_> {
@@ -228,6 +342,7 @@ impl Locked<'_> {
         if let Some(st) = self.st.as_mut() {
             MutexGuard::bump(st);
         }
+        self.drain();
     }
 
     /// Registers `waker` for request `id`'s completion.
@@ -237,6 +352,11 @@ impl Locked<'_> {
             Some((_, w)) => w.clone_from(waker),
             None => ws.push((id, waker.clone())),
         }
+    }
+
+    /// Whether no future waits for a request.
+    pub(crate) fn no_waiters(&mut self) -> bool {
+        self.state().waiters.is_empty()
     }
 
     /// Forgets the waker of request `id`.
@@ -274,25 +394,47 @@ impl Locked<'_> {
         let Some(mut st) = self.st.take() else {
             return;
         };
-        let count = st.worker.completed_count();
-        let mut wake = Vec::new();
-        if count != self.inner.completed.load(Ordering::Relaxed) {
-            self.inner.completed.store(count, Ordering::Release);
-            let State {
-                worker, waiters, ..
-            } = &mut *st;
-            waiters.retain(|(id, w)| {
-                let active = worker.request_is_active(*id);
-                if !active {
-                    wake.push(w.clone());
-                }
-                active
-            });
+        let mut progressed = progressed;
+        let mut wake = std::mem::take(&mut self.late);
+        loop {
+            if std::mem::take(&mut self.corked) {
+                progressed |= st.worker.uncork() > 0;
+            }
+            let count = st.worker.completed_count();
+            if count != self.inner.completed.load(Ordering::Relaxed) {
+                self.inner.completed.store(count, Ordering::Release);
+                let State {
+                    worker, waiters, ..
+                } = &mut *st;
+                waiters.retain(|(id, w)| {
+                    let active = worker.request_is_active(*id);
+                    if !active {
+                        wake.push(w.clone());
+                    }
+                    active
+                });
+            }
+            if (progressed || !wake.is_empty()) && !st.others.is_empty() {
+                wake.append(&mut st.others);
+            }
+            drop(st);
+            // Posts handed while the lock was held: run them if no other
+            // thread took the lock (which then runs them).
+            if !self.inner.hands || self.inner.handoffs.is_idle() {
+                break;
+            }
+            let Some(next) = self.inner.state.try_lock() else {
+                break;
+            };
+            self.st = Some(next);
+            self.drain();
+            wake.append(&mut self.late);
+            progressed = false;
+            st = match self.st.take() {
+                Some(st) => st,
+                None => break,
+            };
         }
-        if (progressed || !wake.is_empty()) && !st.others.is_empty() {
-            wake.append(&mut st.others);
-        }
-        drop(st);
         if kick && self.inner.sleeping.must_signal() {
             if let Some(s) = &self.inner.signal {
                 let _ = s.wake();

@@ -3,14 +3,42 @@
 #![allow(unsafe_code)]
 
 use super::futures::{Incoming, OpFuture, Polling, SharedListener};
+use super::handoff::{self, Slot};
 use super::SharedWorker;
 use crate::request::{IoBuf, IoBufMut, Posted};
-use crate::{AmParams, AtomicOp, AtomicValue, CloseMode, Ep, EpParams, Op, Result, Rkey, Worker};
+use crate::{
+    AmParams, AtomicOp, AtomicValue, CloseMode, Ep, EpParams, Op, OpError, Result, Rkey, Worker,
+};
+use std::borrow::Borrow;
 use std::net::SocketAddr;
 
+/// A handed post whose future was dropped before it ran: what the future's
+/// drop would have done (`CANCEL`: a receive, canceled).
+fn abandoned<B: Send + 'static, const CANCEL: bool>(w: &mut Worker, r: PostResult<B>) {
+    if let Ok(Posted::InFlight(id)) = r {
+        if CANCEL {
+            w.request_cancel(id);
+        }
+        w.request_release(id);
+    }
+}
+
+/// What posting an owned operation gives: what it posted, or the error
+/// with the buffer.
+pub(crate) type PostResult<B> = std::result::Result<Posted<B>, OpError<B>>;
+
+/// `buf` held by the request `p` posted from it (or given back with the
+/// error).
+fn held<B: Send + 'static>(w: &mut Worker, p: Result<Posted<()>>, buf: B) -> PostResult<B> {
+    match p {
+        Ok(p) => Ok(w.hold_posted(p, buf)),
+        Err(error) => Err(OpError { error, buf }),
+    }
+}
+
 impl SharedWorker {
-    /// Posts with the lock held; the future of what it posted.
-    fn post<B: Send + 'static>(
+    /// Posts now with the lock held; the future of what it posted.
+    fn post_locked<B: Send + 'static>(
         &self,
         cancel: bool,
         f: impl FnOnce(&mut Worker) -> Result<Posted<B>>,
@@ -19,6 +47,40 @@ impl SharedWorker {
         let p = f(g.worker());
         g.unlock(false);
         Ok(OpFuture::new(self, p?, cancel))
+    }
+
+    /// Posts now if the lock is free, else hands the post to the thread
+    /// that holds it (`handoff.rs`); `x` is what `f` borrows, owned only for
+    /// a handed post. A failure of a handed post is the future's.
+    fn post<B, X, F>(&self, cancel: bool, x: &X, f: F) -> Result<OpFuture<B>>
+    where
+        B: Send + 'static,
+        X: ToOwned + ?Sized,
+        X::Owned: Send + 'static,
+        F: FnOnce(&mut Worker, &X) -> PostResult<B> + Send + 'static,
+    {
+        if let Some(mut g) = self.try_lock_briefly() {
+            let p = f(g.worker(), x);
+            g.unlock(false);
+            return Ok(OpFuture::new(self, p.map_err(|e| e.error)?, cancel));
+        }
+        let x = x.to_owned();
+        let slot = Slot::new();
+        let job = if cancel {
+            handoff::job(
+                slot.clone(),
+                move |w| f(w, x.borrow()),
+                abandoned::<B, true>,
+            )
+        } else {
+            handoff::job(
+                slot.clone(),
+                move |w| f(w, x.borrow()),
+                abandoned::<B, false>,
+            )
+        };
+        self.hand(job);
+        Ok(OpFuture::queued(self, slot, cancel))
     }
 
     /// An endpoint to the worker whose address is `remote` (see
@@ -79,35 +141,54 @@ impl SharedWorker {
 
     /// Sends `buf` with `tag` on `ep` (see [`Worker::tag_send`]).
     pub fn tag_send<B: IoBuf>(&self, ep: Ep, buf: B, tag: u64) -> Result<OpFuture<B>> {
-        self.post(false, |w| w.tag_send(ep, buf, tag, Op::new()))
+        self.tag_send_op(ep, buf, tag, Op::new())
     }
 
     /// Sends `buf` with `tag` on `ep`, completing once a receive matched
     /// it (`ucp_tag_send_sync_nbx`).
     pub fn tag_send_sync<B: IoBuf>(&self, ep: Ep, buf: B, tag: u64) -> Result<OpFuture<B>> {
-        self.post(false, |w| w.tag_send(ep, buf, tag, Op::new().sync()))
+        self.tag_send_op(ep, buf, tag, Op::new().sync())
+    }
+
+    fn tag_send_op<B: IoBuf>(&self, ep: Ep, buf: B, tag: u64, op: Op) -> Result<OpFuture<B>> {
+        self.post(false, &(), move |w, ()| {
+            // SAFETY: the buffer moves into the request (`held`) before the
+            // lock is released, and IoBuf keeps its memory put until the
+            // request gives it back; on an error nothing keeps the pointer.
+            let p = unsafe { w.tag_send_raw(ep, buf.as_ptr(), buf.len(), tag, op) };
+            held(w, p, buf)
+        })
     }
 
     /// Receives a message matching `(tag, mask)` into `buf`; a drop before
     /// completion cancels the receive.
-    pub fn tag_recv<B: IoBufMut>(&self, buf: B, tag: u64, mask: u64) -> Result<OpFuture<B>> {
-        self.post(true, |w| w.tag_recv(buf, tag, mask, Op::new()))
+    pub fn tag_recv<B: IoBufMut>(&self, mut buf: B, tag: u64, mask: u64) -> Result<OpFuture<B>> {
+        self.post(true, &(), move |w, ()| {
+            // SAFETY: as in tag_send_op; the buffer is exclusively the
+            // request's.
+            let p = unsafe { w.tag_recv_raw(buf.as_mut_ptr(), buf.len(), tag, mask, Op::new()) };
+            held(w, p, buf)
+        })
     }
 
     /// Sends `buf` on `ep`'s stream (see [`Worker::stream_send`]).
     pub fn stream_send<B: IoBuf>(&self, ep: Ep, buf: B) -> Result<OpFuture<B>> {
-        self.post(false, |w| w.stream_send(ep, buf, Op::new()))
+        self.post(false, &(), move |w, ()| {
+            // SAFETY: as in tag_send_op.
+            let p = unsafe { w.stream_send_raw(ep, buf.as_ptr(), buf.len(), Op::new()) };
+            held(w, p, buf)
+        })
     }
 
     /// Receives at least one byte of `ep`'s stream into `buf`; a drop
     /// before completion cancels it.
     pub fn stream_recv<B: IoBufMut>(&self, ep: Ep, buf: B) -> Result<OpFuture<B>> {
-        self.post(true, |w| w.stream_recv(ep, buf, Op::new()))
+        self.post_locked(true, |w| w.stream_recv(ep, buf, Op::new()))
     }
 
     /// Receives exactly `buf.len()` bytes of `ep`'s stream into `buf`.
     pub fn stream_recv_all<B: IoBufMut>(&self, ep: Ep, buf: B) -> Result<OpFuture<B>> {
-        self.post(true, |w| w.stream_recv_all(ep, buf, Op::new()))
+        self.post_locked(true, |w| w.stream_recv_all(ep, buf, Op::new()))
     }
 
     /// Sends active message `id` with `header` and the data `buf` (see
@@ -120,8 +201,12 @@ impl SharedWorker {
         buf: B,
         params: AmParams,
     ) -> Result<OpFuture<B>> {
-        self.post(false, |w| {
-            w.am_send_owned(ep, id, header, buf, params, Op::new())
+        self.post(false, header, move |w, header| {
+            // SAFETY: as in tag_send_op.
+            let p = unsafe {
+                w.am_send_raw(ep, id, header, (buf.as_ptr(), buf.len()), params, Op::new())
+            };
+            held(w, p, buf)
         })
     }
 
@@ -134,14 +219,10 @@ impl SharedWorker {
         remote_addr: u64,
         rkey: &Rkey,
     ) -> Result<OpFuture<B>> {
-        self.post(false, |w| {
-            // SAFETY: the buffer moves into the request (Worker::hold)
-            // before the lock is released, and IoBuf keeps its memory put
-            // until the request gives it back; on an error nothing keeps
-            // the pointer.
-            let p =
-                unsafe { w.put_raw(ep, buf.as_ptr(), buf.len(), remote_addr, rkey, Op::new()) }?;
-            Ok(w.hold_posted(p, buf))
+        self.post(false, rkey, move |w, rkey| {
+            // SAFETY: as in tag_send_op.
+            let p = unsafe { w.put_raw(ep, buf.as_ptr(), buf.len(), remote_addr, rkey, Op::new()) };
+            held(w, p, buf)
         })
     }
 
@@ -154,8 +235,9 @@ impl SharedWorker {
         remote_addr: u64,
         rkey: &Rkey,
     ) -> Result<OpFuture<B>> {
-        self.post(false, |w| {
-            // SAFETY: as in put; the buffer is exclusively the request's.
+        self.post(false, rkey, move |w, rkey| {
+            // SAFETY: as in tag_send_op; the buffer is exclusively the
+            // request's.
             let p = unsafe {
                 w.get_raw(
                     ep,
@@ -165,8 +247,8 @@ impl SharedWorker {
                     rkey,
                     Op::new(),
                 )
-            }?;
-            Ok(w.hold_posted(p, buf))
+            };
+            held(w, p, buf)
         })
     }
 
@@ -180,8 +262,9 @@ impl SharedWorker {
         remote_addr: u64,
         rkey: &Rkey,
     ) -> Result<OpFuture<()>> {
-        self.post(false, |w| {
-            w.atomic_post(ep, op, value, remote_addr, rkey, Op::new())
+        self.post(false, rkey, move |w, rkey| {
+            let p = w.atomic_post(ep, op, value, remote_addr, rkey, Op::new());
+            held(w, p, ())
         })
     }
 
@@ -196,7 +279,7 @@ impl SharedWorker {
         remote_addr: u64,
         rkey: &Rkey,
     ) -> Result<OpFuture<Fetched>> {
-        self.post(false, |w| {
+        self.post(false, rkey, move |w, rkey| {
             let mut out = Fetched(vec![0u64]);
             let at: *mut u64 = out.0.as_mut_ptr();
             // SAFETY: the value moves into the request before the lock is
@@ -204,8 +287,8 @@ impl SharedWorker {
             // through `at`) until the request gives it back.
             let p = unsafe {
                 w.atomic_fetch_raw(ep, op, value, compare, at, remote_addr, rkey, Op::new())
-            }?;
-            Ok(w.hold_posted(p, out))
+            };
+            held(w, p, out)
         })
     }
 }

@@ -96,6 +96,11 @@ const OTHERS_TICK: Duration = Duration::from_millis(1);
 /// unless [`Driver::spin`] says otherwise.
 pub const DEFAULT_SPIN: Duration = Duration::from_micros(50);
 
+/// How long a polled future of a driven worker progresses it before it
+/// returns `Pending`, unless [`Driver::poll_spin`] says otherwise
+/// ([`SharedWorker::set_poll_spin`]).
+pub const DEFAULT_POLL_SPIN: Duration = Duration::from_micros(5);
+
 /// Drives a [`SharedWorker`] on the current tokio runtime: see the module
 /// documentation.
 ///
@@ -113,6 +118,7 @@ pub const DEFAULT_SPIN: Duration = Duration::from_micros(50);
 pub struct Driver {
     w: Weak<Inner>,
     spin: Duration,
+    poll_spin: Duration,
 }
 
 impl Driver {
@@ -121,6 +127,7 @@ impl Driver {
         Driver {
             w: Arc::downgrade(&w.inner),
             spin: DEFAULT_SPIN,
+            poll_spin: DEFAULT_POLL_SPIN,
         }
     }
 
@@ -129,6 +136,17 @@ impl Driver {
     /// burn a core meanwhile.
     pub fn spin(mut self, spin: Duration) -> Driver {
         self.spin = spin;
+        self
+    }
+
+    /// How long a future of the worker, polled while no other future of it
+    /// waits, progresses the worker before it returns `Pending` (zero: one
+    /// progress call): set on the worker when the driver starts
+    /// ([`SharedWorker::set_poll_spin`]). It saves the wake-up and the
+    /// runtime's turn when a reply comes within it, and holds the task's
+    /// thread meanwhile.
+    pub fn poll_spin(mut self, spin: Duration) -> Driver {
+        self.poll_spin = spin;
         self
     }
 
@@ -181,6 +199,7 @@ impl Driver {
         if w.inner.driven.swap(true, Ordering::AcqRel) {
             return Err(Error::Unsupported("the worker already has a driver".into()));
         }
+        w.set_poll_spin(self.poll_spin);
         Ok(Some(Start { w: w.inner, fd }))
     }
 
@@ -319,10 +338,7 @@ fn turn(w: &SharedWorker, sleep: bool) -> Next {
             None => return Next::Idle,
         }
     };
-    let mut g = Locked {
-        inner: &w.inner,
-        st: Some(st),
-    };
+    let mut g = Locked::new(&w.inner, st);
     let mut n = 0;
     for _ in 0..BURST {
         let k = g.worker().progress();

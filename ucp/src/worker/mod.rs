@@ -366,6 +366,30 @@ impl Worker {
         n
     }
 
+    /// Whether an iface batches corked sends ([`crate::uct::Iface::corks`]).
+    pub(crate) fn corks(&self) -> bool {
+        self.ifaces.0.iter().any(|i| i.corks())
+    }
+
+    /// Corks every iface ([`crate::uct::Iface::cork`]): small sends wait
+    /// for [`Worker::uncork`] (or the next progress) and leave together.
+    pub(crate) fn cork(&mut self) {
+        for i in self.ifaces.0.iter_mut() {
+            i.cork();
+        }
+    }
+
+    /// Uncorks every iface, writing what waited; the number of events
+    /// reported.
+    pub(crate) fn uncork(&mut self) -> usize {
+        let mut n = 0;
+        for (i, iface) in self.ifaces.0.iter_mut().enumerate() {
+            self.core.cur_iface = i;
+            n += iface.uncork(&mut self.core);
+        }
+        n
+    }
+
     /// Polls the ifaces of `hot`: the progress calls between sweeps.
     #[inline]
     fn progress_hot(&mut self) -> usize {
