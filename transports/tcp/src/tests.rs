@@ -102,6 +102,19 @@ fn send(i: &mut TcpIface, r: &mut Rec, e: EpId, id: AmId, n: u64) {
     r.pump(i);
 }
 
+/// Two ifaces with an endpoint `a → b` whose connection is open: a first
+/// message (id 1) arrived.
+fn connected() -> (TcpIface, TcpIface, Rec, Rec, EpId) {
+    let (mut a, mut b) = (open(), open());
+    let (mut ra, mut rb) = (Rec::default(), Rec::default());
+    let ab = ep(&mut a, &b);
+    send(&mut a, &mut ra, ab, 1, 1);
+    drive(&mut [(&mut a, &mut ra), (&mut b, &mut rb)], |x| {
+        x[1].1.ams.len() == 1
+    });
+    (a, b, ra, rb, ab)
+}
+
 fn in_order(r: &Rec, id: AmId, n: u64) {
     let got: Vec<u64> = r.ams.iter().filter(|m| m.0 == id).map(|m| m.2).collect();
     assert_eq!(got, (0..n).collect::<Vec<_>>());
@@ -182,13 +195,7 @@ fn a_send_to_another_process_waits_for_the_connection_to_open() {
 
 #[test]
 fn accepted_connection_carries_the_reply() {
-    let (mut a, mut b) = (open(), open());
-    let (mut ra, mut rb) = (Rec::default(), Rec::default());
-    let ab = ep(&mut a, &b);
-    send(&mut a, &mut ra, ab, 1, 1);
-    drive(&mut [(&mut a, &mut ra), (&mut b, &mut rb)], |x| {
-        x[1].1.ams.len() == 1
-    });
+    let (mut a, mut b, mut ra, mut rb, _ab) = connected();
     let ba = ep(&mut b, &a);
     assert_eq!(b.conns.len(), 1, "no new connection");
     assert!(b

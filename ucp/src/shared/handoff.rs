@@ -254,11 +254,33 @@ impl<R> Queued<R> {
 mod loom_model {
     use super::*;
     use loom::sync::atomic::AtomicBool;
+    use loom::sync::MutexGuard;
 
-    /// Takes the lock's turn: runs every queued post (one that sets `ran`).
+    /// Runs every queued post (each sets `ran`).
     fn drain(q: &Handoffs<()>, ran: &AtomicBool) {
         while q.pop().is_some() {
             ran.store(true, Ordering::SeqCst);
+        }
+    }
+
+    /// What a holder of the lock does (`Locked::new`, then its release):
+    /// drains, lets go, and takes the lock back while handed posts wait.
+    fn hold<'a>(
+        mut g: MutexGuard<'a, ()>,
+        lock: &'a Mutex<()>,
+        q: &Handoffs<()>,
+        ran: &AtomicBool,
+    ) {
+        loop {
+            drain(q, ran);
+            drop(g);
+            if q.is_idle() {
+                return;
+            }
+            match lock.try_lock() {
+                Ok(next) => g = next,
+                Err(_) => return,
+            }
         }
     }
 
@@ -276,24 +298,12 @@ mod loom_model {
                 let (lock, q, ran) = (lock.clone(), q.clone(), ran.clone());
                 loom::thread::spawn(move || {
                     let g = lock.lock().unwrap();
-                    drain(&q, &ran);
-                    drop(g);
-                    while !q.is_idle() {
-                        let Ok(g) = lock.try_lock() else { break };
-                        drain(&q, &ran);
-                        drop(g);
-                    }
+                    hold(g, &lock, &q, &ran);
                 })
             };
             q.push(());
             if let Ok(g) = lock.try_lock() {
-                drain(&q, &ran);
-                drop(g);
-                while !q.is_idle() {
-                    let Ok(g) = lock.try_lock() else { break };
-                    drain(&q, &ran);
-                    drop(g);
-                }
+                hold(g, &lock, &q, &ran);
             }
             holder.join().unwrap();
             assert!(ran.load(Ordering::SeqCst), "a handed post was stranded");

@@ -3,18 +3,6 @@
 
 use super::*;
 
-/// Opens `a → b` and waits until a first message arrived.
-fn connected() -> (TcpIface, TcpIface, Rec, Rec, EpId) {
-    let (mut a, mut b) = (open(), open());
-    let (mut ra, mut rb) = (Rec::default(), Rec::default());
-    let ab = ep(&mut a, &b);
-    send(&mut a, &mut ra, ab, 1, 1);
-    drive(&mut [(&mut a, &mut ra), (&mut b, &mut rb)], |x| {
-        x[1].1.ams.len() == 1
-    });
-    (a, b, ra, rb, ab)
-}
-
 #[test]
 fn corked_sends_wait_for_uncork_then_arrive_in_order() {
     let (mut a, mut b, mut ra, mut rb, ab) = connected();
