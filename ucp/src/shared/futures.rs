@@ -98,6 +98,7 @@ impl<B: Send + 'static> OpFuture<B> {
 
     /// Takes a handed post's result into the state, once it ran; false
     /// while it waits (then `waker`, if any, is woken when it ran).
+    #[inline]
     fn settle(&mut self, waker: Option<&std::task::Waker>) -> bool {
         let St::Queued { w, slot, cancel } = &self.st else {
             return true;

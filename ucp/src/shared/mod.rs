@@ -222,11 +222,13 @@ impl SharedWorker {
     }
 
     /// Takes the lock, and runs the posts handed to its holder.
+    #[inline]
     pub(crate) fn lock(&self) -> Locked<'_> {
         Locked::new(&self.inner, self.inner.state.lock())
     }
 
     /// [`SharedWorker::lock`] unless another thread holds it.
+    #[inline]
     pub(crate) fn try_lock(&self) -> Option<Locked<'_>> {
         let st = self.inner.state.try_lock()?;
         Some(Locked::new(&self.inner, st))
@@ -236,6 +238,7 @@ impl SharedWorker {
     /// only posts lets go within it, and a post is cheaper to run than to
     /// hand over; one that writes to a socket does not. Waits for the lock
     /// if posts are not handed over on this worker.
+    #[inline]
     pub(crate) fn try_lock_briefly(&self) -> Option<Locked<'_>> {
         if !self.inner.hands {
             return Some(self.lock());
@@ -312,6 +315,7 @@ pub(crate) struct Locked<'a> {
 
 impl<'a> Locked<'a> {
     /// The lock `st` of `inner`, held; runs the handed posts first.
+    #[inline]
     fn new(inner: &'a Inner, st: MutexGuard<'a, State>) -> Locked<'a> {
         let mut g = Locked {
             inner,
@@ -319,7 +323,9 @@ impl<'a> Locked<'a> {
             corked: false,
             late: Vec::new(),
         };
-        g.drain();
+        if inner.hands {
+            g.drain();
+        }
         g
     }
 }

@@ -151,6 +151,11 @@ impl SharedWorker {
     }
 
     fn tag_send_op<B: IoBuf>(&self, ep: Ep, buf: B, tag: u64, op: Op) -> Result<OpFuture<B>> {
+        if !self.inner.hands {
+            // The owned tier's own post: measurably shorter than the raw
+            // one plus `held` on a 0.2 µs shared-memory round trip.
+            return self.post_locked(false, |w| w.tag_send(ep, buf, tag, op));
+        }
         self.post(false, &(), move |w, ()| {
             // SAFETY: the buffer moves into the request (`held`) before the
             // lock is released, and IoBuf keeps its memory put until the
@@ -163,6 +168,10 @@ impl SharedWorker {
     /// Receives a message matching `(tag, mask)` into `buf`; a drop before
     /// completion cancels the receive.
     pub fn tag_recv<B: IoBufMut>(&self, mut buf: B, tag: u64, mask: u64) -> Result<OpFuture<B>> {
+        if !self.inner.hands {
+            // As in tag_send_op.
+            return self.post_locked(true, |w| w.tag_recv(buf, tag, mask, Op::new()));
+        }
         self.post(true, &(), move |w, ()| {
             // SAFETY: as in tag_send_op; the buffer is exclusively the
             // request's.
