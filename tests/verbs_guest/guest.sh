@@ -96,7 +96,9 @@ step rdma link show
 cap_pid=
 if [ -n "$capture" ]; then
     cap_tmp=/tmp/roce.pcapng
-    dumpcap -q -i "$capture" -f "udp port 4791" -w "$cap_tmp" >"$OUT/capture.log" 2>&1 &
+    # A 64 MiB kernel buffer: the default 2 MiB drops frames in bursts
+    # under TCG.
+    dumpcap -q -B 64 -i "$capture" -f "udp port 4791" -w "$cap_tmp" >"$OUT/capture.log" 2>&1 &
     cap_pid=$!
     # dumpcap names its file once it captures; wait for that (slow in TCG).
     for _ in $(seq 1 120); do
