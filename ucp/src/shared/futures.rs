@@ -8,8 +8,7 @@
 //! receive; one of a send, put or get lets it run; either way the buffer
 //! stays with the worker until the transport is done with it.
 
-use super::handoff::Slot;
-use super::ops::PostResult;
+use super::handoff::{PostResult, Slot};
 use super::{Locked, SharedWorker};
 use crate::request::{Info, Posted, ReqId};
 use crate::worker::{ConnRequest, Listener};

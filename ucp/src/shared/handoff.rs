@@ -38,6 +38,10 @@ use std::sync::atomic::{fence, AtomicUsize, Ordering};
 #[cfg(not(all(loom, test)))]
 use std::sync::Mutex;
 
+/// What posting an owned operation gives: what it posted, or the error
+/// with the buffer.
+pub(crate) type PostResult<B> = std::result::Result<crate::request::Posted<B>, crate::OpError<B>>;
+
 /// A post run by the lock's holder; it gives the waker of whoever waits
 /// for its result, woken once the lock is released.
 pub(crate) type Job = Box<dyn FnOnce(&mut Worker) -> Option<TaskWaker> + Send>;

@@ -3,7 +3,7 @@
 #![allow(unsafe_code)]
 
 use super::futures::{Incoming, OpFuture, Polling, SharedListener};
-use super::handoff::{self, Slot};
+use super::handoff::{self, PostResult, Slot};
 use super::SharedWorker;
 use crate::request::{IoBuf, IoBufMut, Posted};
 use crate::{
@@ -22,10 +22,6 @@ fn abandoned<B: Send + 'static, const CANCEL: bool>(w: &mut Worker, r: PostResul
         w.request_release(id);
     }
 }
-
-/// What posting an owned operation gives: what it posted, or the error
-/// with the buffer.
-pub(crate) type PostResult<B> = std::result::Result<Posted<B>, OpError<B>>;
 
 /// `buf` held by the request `p` posted from it (or given back with the
 /// error).
