@@ -95,12 +95,7 @@ pub fn format_row(r: &PerfResult, flags: OutputFlags, is_final: bool) -> String 
         return s;
     }
     if is_final {
-        if flags.final_only {
-            // Name of the test in batch runs; there are none, so blank.
-            s.push_str(&format!("{:>10}", ""));
-        } else {
-            s.push_str("Final:    ");
-        }
+        final_prefix(&mut s, flags);
     }
     let n = flags.numeric;
     let _ = write!(
@@ -143,11 +138,7 @@ pub fn format_threads_final(r: &PerfResult, flags: OutputFlags) -> String {
         return format!("{iters:.0},{lat:.3},{bw:.2},{mr:.0}");
     }
     let mut s = String::new();
-    if flags.final_only {
-        s.push_str(&format!("{:>10}", ""));
-    } else {
-        s.push_str("Final:    ");
-    }
+    final_prefix(&mut s, flags);
     let n = flags.numeric;
     let _ = write!(
         s,
@@ -177,6 +168,16 @@ fn count(x: f64, width: usize, grouped: bool) -> String {
         out.push(c);
     }
     format!("{:>width$}", format!("{sign}{out}"))
+}
+
+/// What a final row starts with: "Final:", or in batch runs the test's
+/// name (there are none, so blank).
+fn final_prefix(s: &mut String, flags: OutputFlags) {
+    if flags.final_only {
+        s.push_str(&format!("{:>10}", ""));
+    } else {
+        s.push_str("Final:    ");
+    }
 }
 
 #[cfg(test)]
