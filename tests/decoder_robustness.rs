@@ -103,6 +103,7 @@ fn params() -> impl Strategy<Value = TestParams> {
                     iov: (false, false),
                     threads: 1,
                     busy_target: false,
+                    worker_per_thread: false,
                 }
             },
         )

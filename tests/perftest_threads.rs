@@ -1,4 +1,5 @@
-//! End-to-end tests of `rucx-perftest -T` (threads sharing one worker) and
+//! End-to-end tests of `rucx-perftest -T` (threads sharing one worker, or
+//! each with its own with `--worker-per-thread`) and
 //! `--busy-target` (a server that computes while its progress thread
 //! serves the client's one-sided operations): runs over shm, tcp and
 //! rc_iwarp as `--pair` and as separate processes, the rows UCX prints
@@ -143,6 +144,71 @@ fn more_threads_with_error_handling_and_a_listener() {
     assert_eq!(fields[0], "300", "{stdout}");
 }
 
+/// The distinct workers that endpoints were made to, from the debug log.
+fn workers_reached(stderr: &str) -> std::collections::BTreeSet<String> {
+    stderr
+        .lines()
+        .filter_map(|l| l.split("endpoint to worker ").nth(1))
+        .filter(|rest| rest.contains(": am lane"))
+        .filter_map(|rest| rest.split(':').next())
+        .map(str::to_owned)
+        .collect()
+}
+
+#[test]
+fn worker_per_thread_gives_each_thread_its_own_endpoint_pair() {
+    for tls in ["shm", "tcp", "rc_iwarp"] {
+        for (test, size) in [
+            ("tag_bw", "64"),
+            ("tag_lat", "8"),
+            ("ucp_put_bw", "4096"),
+            ("ucp_get", "4096"),
+        ] {
+            let what = format!("{tls} {test}");
+            let mut counts = Vec::new();
+            for per_thread in [false, true] {
+                let mut args = vec![
+                    "--pair", "-t", test, "-s", size, "-n", "300", "-w", "30", "-T", "3", "-V",
+                    "-f",
+                ];
+                if per_thread {
+                    args.push("--worker-per-thread");
+                }
+                let out = run_with(tls, &[("RUCX_LOG_LEVEL", "debug")], &args);
+                check_threads_success(&out, 300.0);
+                counts.push(workers_reached(&String::from_utf8_lossy(&out.stderr)).len());
+            }
+            // Both sides connect: one worker each when the threads share
+            // it, three each with a worker per thread.
+            assert_eq!(counts, [2, 6], "{what}");
+        }
+    }
+    // Separate processes, with error handling and a listener.
+    let (server, port) = start_server("tcp", &[], &[]);
+    let client = run_on(
+        "tcp",
+        &[
+            "127.0.0.1",
+            "-p",
+            &port,
+            "-t",
+            "tag_bw",
+            "-s",
+            "1000",
+            "-T",
+            "2",
+            "-n",
+            "2000",
+            "-e",
+            "--sockaddr",
+            "--worker-per-thread",
+            "-V",
+        ],
+    );
+    check_threads_success(&client, 2000.0);
+    server_output(server, "tcp tag_bw --worker-per-thread --sockaddr");
+}
+
 /// A server started the way scripts do, with its output collected.
 fn start_server(tls: &str, env: &[(&str, &str)], args: &[&str]) -> (Child, String) {
     let port = free_port().to_string();
@@ -247,6 +313,21 @@ fn bad_thread_options_are_usage_errors() {
         ),
         (&["-l", "-t", "ucp_get", "--busy-target"][..], "loopback"),
         (&["--busy-target=1"][..], "doesn't allow an argument"),
+        (
+            &["--pair", "-t", "tag_bw", "--worker-per-thread"][..],
+            "-T 2 or more",
+        ),
+        (
+            &[
+                "--pair",
+                "-t",
+                "tag_bw",
+                "-T",
+                "2",
+                "--worker-per-thread=yes",
+            ][..],
+            "doesn't allow an argument",
+        ),
     ] {
         let out = run(args);
         assert_eq!(out.status.code(), Some(2), "{args:?}");

@@ -344,4 +344,10 @@ impl crate::perf::worker::ThreadedWorker for MockWorker {
             "threads (-T) in the mock layer".into(),
         ))
     }
+
+    fn sibling(&self) -> Result<MockWorker> {
+        Err(crate::perf::error::PerfError::Unsupported(
+            "threads (-T) in the mock layer".into(),
+        ))
+    }
 }

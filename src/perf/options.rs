@@ -67,6 +67,8 @@ pub struct Options {
     pub threads: u32,
     /// `--busy-target`: the server computes instead of progressing.
     pub busy_target: bool,
+    /// `--worker-per-thread`: each thread of `-T` has a worker of its own.
+    pub worker_per_thread: bool,
     /// Output format (`-f`, `-v`, `-N`).
     pub output: OutputFlags,
 }
@@ -97,6 +99,7 @@ impl Default for Options {
             iov: (false, false),
             threads: 1,
             busy_target: false,
+            worker_per_thread: false,
             output: OutputFlags::default(),
         }
     }
@@ -125,6 +128,7 @@ impl Options {
             iov: self.iov,
             threads: self.threads,
             busy_target: self.busy_target,
+            worker_per_thread: self.worker_per_thread,
         };
         params.check().map_err(|e| UsageError(e.to_string()))?;
         Ok(params)
@@ -161,7 +165,15 @@ where
         }
         if let Some(long) = arg.strip_prefix("--") {
             if let Some((name, _)) = long.split_once('=') {
-                if ["pair", "sockaddr", "busy-target", "help"].contains(&name) {
+                if [
+                    "pair",
+                    "sockaddr",
+                    "busy-target",
+                    "worker-per-thread",
+                    "help",
+                ]
+                .contains(&name)
+                {
                     return Err(UsageError(format!(
                         "option '--{name}' doesn't allow an argument"
                     )));
@@ -171,6 +183,7 @@ where
                 "pair" => pair = true,
                 "sockaddr" => opts.sockaddr = true,
                 "busy-target" => opts.busy_target = true,
+                "worker-per-thread" => opts.worker_per_thread = true,
                 "pair-server" => pair_server = true,
                 "help" => return Ok(Parsed::Help),
                 _ => return Err(UsageError(format!("unrecognized option '{arg}'"))),
@@ -412,6 +425,11 @@ pub fn usage(program: &str) -> String {
          \x20                   Not for stream and active message tests, -D iov or -l",
         d.threads
     );
+    s.push_str("     --worker-per-thread\n");
+    s.push_str("                    rucx extension: with -T, each thread has a worker of its\n");
+    s.push_str("                    own (thread mode multi) on one context, with its own\n");
+    s.push_str("                    endpoint to its peer thread's worker, as UCX's perftest\n");
+    s.push_str("                    runs -T (a client sends it to its server)\n");
     s.push('\n');
     s.push_str("  Output format:\n");
     s.push_str("     -N             use numeric formatting (thousands separator)\n");

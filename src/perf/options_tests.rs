@@ -345,3 +345,19 @@ fn busy_target_is_a_flag_of_one_sided_tests() {
     assert!(help.contains("--busy-target") && help.contains("rucx extension"));
     assert!(help.contains("-T <threads>"));
 }
+
+#[test]
+fn worker_per_thread_is_a_flag_of_runs_with_threads() {
+    let o = run("host -t tag_bw -T 2 --worker-per-thread");
+    assert!(o.worker_per_thread);
+    assert!(o.test_params().unwrap().worker_per_thread);
+    assert!(
+        !run("host -t tag_bw -T 2")
+            .test_params()
+            .unwrap()
+            .worker_per_thread
+    );
+    assert!(err("host -t tag_bw --worker-per-thread").contains("-T 2 or more"));
+    assert!(err("host -T 2 --worker-per-thread=1").contains("doesn't allow an argument"));
+    assert!(usage("rucx-perftest").contains("--worker-per-thread"));
+}

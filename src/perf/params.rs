@@ -7,7 +7,7 @@
 //! | 0 | 4 | magic `"RXPT"` |
 //! | 4 | 2 | version (1) |
 //! | 6 | 2 | test wire id ([`TestInfo::wire_id`]) |
-//! | 8 | 4 | flags: bit 0 = validate data, bit 1 = endpoints with error handling, bit 2 = endpoints through the server's listener, bit 3 = sent messages as iovecs, bit 4 = received ones as iovecs (`-D`), bit 5 = busy target (`--busy-target`); other bits must be 0 |
+//! | 8 | 4 | flags: bit 0 = validate data, bit 1 = endpoints with error handling, bit 2 = endpoints through the server's listener, bit 3 = sent messages as iovecs, bit 4 = received ones as iovecs (`-D`), bit 5 = busy target (`--busy-target`), bit 6 = a worker per thread (`--worker-per-thread`); other bits must be 0 |
 //! | 12 | 8 | iterations (0 = no limit) |
 //! | 20 | 8 | warm-up iterations |
 //! | 28 | 4 | most uncompleted operations in flight (1..=65536) |
@@ -51,12 +51,14 @@ const FLAG_SOCKADDR: u32 = 1 << 2;
 const FLAG_SEND_IOV: u32 = 1 << 3;
 const FLAG_RECV_IOV: u32 = 1 << 4;
 const FLAG_BUSY_TARGET: u32 = 1 << 5;
+const FLAG_WORKER_PER_THREAD: u32 = 1 << 6;
 const KNOWN_FLAGS: u32 = FLAG_VALIDATE
     | FLAG_ERR_HANDLING
     | FLAG_SOCKADDR
     | FLAG_SEND_IOV
     | FLAG_RECV_IOV
-    | FLAG_BUSY_TARGET;
+    | FLAG_BUSY_TARGET
+    | FLAG_WORKER_PER_THREAD;
 /// The fixed fields before the size entries.
 const HEADER_LEN: usize = 44;
 /// The fields after the size entries (threads).
@@ -92,6 +94,9 @@ pub struct TestParams {
     /// Threads of each side (`-T`), each running the test on its own
     /// share of one worker shared by all of them.
     pub threads: u32,
+    /// Each thread of `-T` runs on a worker of its own, all on one
+    /// context, as UCX's perftest runs them (`--worker-per-thread`).
+    pub worker_per_thread: bool,
     /// The server's side of a one-sided test computes without ever
     /// progressing its worker, which a progress thread drives
     /// (`--busy-target`).
@@ -114,6 +119,7 @@ impl TestParams {
             iov: (false, false),
             threads: 1,
             busy_target: false,
+            worker_per_thread: false,
         }
     }
 
@@ -234,6 +240,9 @@ impl TestParams {
         if self.busy_target {
             flags |= FLAG_BUSY_TARGET;
         }
+        if self.worker_per_thread {
+            flags |= FLAG_WORKER_PER_THREAD;
+        }
         out.extend_from_slice(&flags.to_le_bytes());
         out.extend_from_slice(&self.iters.to_le_bytes());
         out.extend_from_slice(&self.warmup.to_le_bytes());
@@ -306,6 +315,7 @@ impl TestParams {
             iov: (flags & FLAG_SEND_IOV != 0, flags & FLAG_RECV_IOV != 0),
             threads,
             busy_target: flags & FLAG_BUSY_TARGET != 0,
+            worker_per_thread: flags & FLAG_WORKER_PER_THREAD != 0,
         };
         params
             .check()
@@ -339,6 +349,11 @@ impl TestParams {
             if self.iov.0 || self.iov.1 {
                 return bad("the iov datatype (-D iov) runs with one thread (-T 1) only".into());
             }
+        }
+        if self.worker_per_thread && self.threads < 2 {
+            return bad(
+                "--worker-per-thread is for runs with more than one thread (-T 2 or more)".into(),
+            );
         }
         if self.busy_target && !info.command.is_one_sided() {
             return bad(format!(

@@ -14,6 +14,7 @@ fn sample() -> TestParams {
         iov: (true, false),
         threads: 1,
         busy_target: false,
+        worker_per_thread: false,
     }
 }
 
@@ -210,6 +211,23 @@ fn threads_and_busy_target_round_trip() {
     let flags = u32::from_le_bytes(block[8..12].try_into().unwrap());
     assert_eq!(flags, FLAG_BUSY_TARGET);
     assert_eq!(TestParams::decode(&block).unwrap(), p);
+}
+
+#[test]
+fn worker_per_thread_round_trips_and_needs_threads() {
+    let p = TestParams {
+        threads: 2,
+        worker_per_thread: true,
+        ..TestParams::new(TestKind::TagBw)
+    };
+    let block = p.encode();
+    let flags = u32::from_le_bytes(block[8..12].try_into().unwrap());
+    assert_eq!(flags, FLAG_WORKER_PER_THREAD);
+    assert_eq!(TestParams::decode(&block).unwrap(), p);
+    let one = TestParams { threads: 1, ..p };
+    let e = one.check().unwrap_err().to_string();
+    assert!(e.contains("-T 2 or more"), "{e}");
+    assert!(TestParams::decode(&one.encode()).is_err());
 }
 
 #[test]

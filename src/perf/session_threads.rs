@@ -11,6 +11,11 @@
 //! status. Each run starts the threads together; the main thread prints
 //! their report rows (`[thread N]`), watches the bootstrap connection, and
 //! stops the threads if the peer aborts or one of them fails.
+//!
+//! With `--worker-per-thread`, as UCX's perftest runs `-T`, threads 1 and
+//! up get workers of their own on the first worker's context: steps 1 and
+//! 2 run once more for each, and each worker is shared with its thread
+//! alone.
 
 use super::{connect, no_progress, peer_outcome, BARRIER_TIMEOUT, SETUP_TIMEOUT};
 use crate::perf::bootstrap::{Bootstrap, FrameKind, Wireup};
@@ -52,7 +57,13 @@ pub(super) fn run_session<W: ThreadedWorker>(
     boot.send_outcome(FrameKind::Status, Ok(()))?;
     peer_outcome(boot, "setup", &mut no_progress)?;
     connect::wire_up(boot, &mut w, params, side, &wireup)?;
-    let outcome = share(boot, w, st, params, busy).and_then(|(mut ws, mut sts)| {
+    let shared = if params.worker_per_thread {
+        drop(st);
+        own_workers(boot, w, params, side, busy)
+    } else {
+        share(boot, w, st, params, busy)
+    };
+    let outcome = shared.and_then(|(mut ws, mut sts)| {
         runs(boot, &mut ws, &mut sts, params, side, report_interval, rows)
     });
     if let Err(e) = &outcome {
@@ -123,6 +134,40 @@ fn share<W: ThreadedWorker>(
         ws[0].progress();
         Ok(())
     })?;
+    Ok((ws, sts))
+}
+
+/// `--worker-per-thread`: steps 1 and 2 again for threads 1 and up, each
+/// with a worker of its own on the first one's context, then every worker
+/// shared with its thread.
+fn own_workers<W: ThreadedWorker>(
+    boot: &mut Bootstrap,
+    first: W,
+    params: &TestParams,
+    side: Side,
+    busy: bool,
+) -> Result<Shared<W::Thread>> {
+    let n = params.threads as usize;
+    let mut own = Vec::with_capacity(n);
+    own.push(first);
+    for _ in 1..n {
+        let local = connect::local_setup(params, side, boot.local_ip(), || own[0].sibling());
+        let (mut w, _, wireup) = match local {
+            Ok(setup) => setup,
+            Err(e) => {
+                let _ = boot.send_outcome(FrameKind::Status, Err(e.to_string()));
+                return Err(e);
+            }
+        };
+        boot.send_outcome(FrameKind::Status, Ok(()))?;
+        peer_outcome(boot, "a thread's worker", &mut no_progress)?;
+        connect::wire_up(boot, &mut w, params, side, &wireup)?;
+        own.push(w);
+    }
+    let ws = W::into_own_threads(own, busy)?;
+    let sts = (0..n)
+        .map(|_| LoopState::new(params))
+        .collect::<Result<Vec<_>>>()?;
     Ok((ws, sts))
 }
 

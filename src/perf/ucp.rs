@@ -44,6 +44,11 @@ impl UcpWorker {
         let ctx = crate::Context::new()
             .map_err(|e| PerfError::transport("create context", e))?
             .into_inner();
+        UcpWorker::on(ctx)
+    }
+
+    /// A worker on `ctx`, with the perftest's active message handler.
+    fn on(ctx: Context) -> Result<UcpWorker> {
         let mut worker = ctx
             .create_worker()
             .map_err(|e| PerfError::transport("create worker", e))?;

@@ -347,6 +347,20 @@ pub trait ThreadedWorker: PerfWorker + Sized {
     /// thread drives the worker and the threads never progress it: their
     /// [`PerfWorker::progress`] computes instead.
     fn into_threads(self, n: usize, busy: bool) -> Result<Vec<Self::Thread>>;
+
+    /// A new worker on this one's context, not connected, for a thread of
+    /// its own (`--worker-per-thread`).
+    fn sibling(&self) -> Result<Self>;
+
+    /// Each connected worker shared with one thread of its own, as UCX's
+    /// perftest runs `-T`: thread `i` runs on `ws[i]` and its endpoint.
+    fn into_own_threads(ws: Vec<Self>, busy: bool) -> Result<Vec<Self::Thread>> {
+        let mut threads = Vec::with_capacity(ws.len());
+        for w in ws {
+            threads.extend(w.into_threads(1, busy)?);
+        }
+        Ok(threads)
+    }
 }
 
 #[cfg(test)]

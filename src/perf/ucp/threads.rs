@@ -89,6 +89,10 @@ impl ThreadedWorker for UcpWorker {
             })
             .collect())
     }
+
+    fn sibling(&self) -> Result<UcpWorker> {
+        UcpWorker::on(self.ctx.clone())
+    }
 }
 
 impl ThreadWorker {
