@@ -147,9 +147,11 @@ impl<B: Send + 'static> OpFuture<B> {
     /// Blocks until the operation completes, progressing the worker while
     /// no other thread does; gives the result and the buffer.
     pub fn wait(mut self) -> OpResult<B> {
-        let mut idle = 0u32;
+        let mut taken = 0u32;
+        // The completed count when this thread last looked at its request.
+        let mut seen = None;
         loop {
-            let w = match &self.st {
+            match &self.st {
                 St::Queued { w, .. } => {
                     let w = w.clone();
                     if !self.settle(None) {
@@ -160,30 +162,75 @@ impl<B: Send + 'static> OpFuture<B> {
                     }
                     continue;
                 }
-                St::InFlight { w, .. } => w.clone(),
+                St::InFlight { .. } => {}
                 _ => {
                     if let St::Ready(r) = std::mem::replace(&mut self.st, St::Taken) {
                         return r;
                     }
                     unreachable!("a waited future is ready or in flight");
                 }
-            };
-            // The count first: a completion after this read moves it.
-            let seen = w.completed_count();
-            if self.is_done() {
-                continue;
             }
-            while w.completed_count() == seen {
-                if w.progress() == 0 {
-                    idle += 1;
-                    if idle % 16 == 0 {
+            let St::InFlight { w, id, cancel } = std::mem::replace(&mut self.st, St::Taken) else {
+                unreachable!("matched in flight");
+            };
+            // The count before the look: a completion after it moves it,
+            // and the request is looked at again, waiting for the lock.
+            // Until then, progress only while no other thread does: idle
+            // progress spins, as a blocking wait on a `Worker` does; a
+            // thread that keeps finding the lock taken yields now and
+            // then, in case its holder waits for a core.
+            let count = w.completed_count();
+            let must = seen.replace(count) != Some(count);
+            match look::<B>(&w, id, must) {
+                Look::Done(r) => return r,
+                Look::Taken => {
+                    taken += 1;
+                    if taken % 16 == 0 {
                         std::thread::yield_now();
                     } else {
                         std::hint::spin_loop();
                     }
                 }
+                Look::Idle => std::hint::spin_loop(),
+                Look::Progressed => {}
             }
+            self.st = St::InFlight { w, id, cancel };
         }
+    }
+}
+
+/// What one look at a waited request found.
+enum Look<B> {
+    Done(OpResult<B>),
+    /// Another thread held the lock.
+    Taken,
+    /// Not done; progress did nothing.
+    Idle,
+    /// Not done; progress did something.
+    Progressed,
+}
+
+/// Takes request `id`'s result, progressing the worker once if it is not
+/// done; with `must`, waits for the lock, else only tries it.
+fn look<B: Send + 'static>(w: &SharedWorker, id: ReqId, must: bool) -> Look<B> {
+    let g = if must { Some(w.lock()) } else { w.try_lock() };
+    let Some(mut g) = g else {
+        return Look::Taken;
+    };
+    let mut r = g.worker().take::<B>(id);
+    let mut n = 0;
+    if r.is_none() {
+        n = g.worker().progress();
+        r = g.worker().take::<B>(id);
+    }
+    if r.is_some() {
+        g.forget(id);
+    }
+    g.unlock(n > 0);
+    match r {
+        Some(r) => Look::Done(r),
+        None if n == 0 => Look::Idle,
+        None => Look::Progressed,
     }
 }
 

@@ -396,7 +396,37 @@ impl Locked<'_> {
         !self.state().others.is_empty()
     }
 
+    /// The common case inline: nothing completed, corked, handed or left
+    /// to wake.
+    #[inline]
     fn release(&mut self, progressed: bool, kick: bool) {
+        let quiet = match &self.st {
+            None => return,
+            Some(st) => {
+                !self.corked
+                    && !self.inner.hands
+                    && self.late.is_empty()
+                    && (!progressed || st.others.is_empty())
+                    && st.worker.completed_count() == self.inner.completed.load(Ordering::Relaxed)
+            }
+        };
+        if !quiet {
+            return self.release_slow(progressed, kick);
+        }
+        self.st = None;
+        if kick && self.inner.sleeping.must_signal() {
+            self.signal();
+        }
+    }
+
+    #[cold]
+    fn signal(&self) {
+        if let Some(s) = &self.inner.signal {
+            let _ = s.wake();
+        }
+    }
+
+    fn release_slow(&mut self, progressed: bool, kick: bool) {
         let Some(mut st) = self.st.take() else {
             return;
         };
@@ -442,9 +472,7 @@ impl Locked<'_> {
             };
         }
         if kick && self.inner.sleeping.must_signal() {
-            if let Some(s) = &self.inner.signal {
-                let _ = s.wake();
-            }
+            self.signal();
         }
         for w in wake {
             w.wake();
