@@ -183,6 +183,26 @@ fn worker_per_thread_gives_each_thread_its_own_endpoint_pair() {
             assert_eq!(counts, [2, 6], "{what}");
         }
     }
+    // A busy target: a progress thread for each of the server's workers.
+    let out = run_on(
+        "tcp",
+        &[
+            "--pair",
+            "-t",
+            "ucp_put_bw",
+            "-s",
+            "65536",
+            "-n",
+            "300",
+            "-T",
+            "2",
+            "--worker-per-thread",
+            "--busy-target",
+            "-V",
+            "-f",
+        ],
+    );
+    check_threads_success(&out, 300.0);
     // Separate processes, with error handling and a listener.
     let (server, port) = start_server("tcp", &[], &[]);
     let client = run_on(
