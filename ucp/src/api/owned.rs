@@ -46,15 +46,21 @@ impl Worker {
     /// `None` while it is in flight, if `id` is unknown, or if `B` is not
     /// the type it was posted with.
     pub fn take<B: 'static>(&mut self, id: ReqId) -> Option<Result<(Info, B), OpError<B>>> {
-        let r = self.core.reqs.get(id.0)?;
-        if r.result.is_none() || !r.owner.as_ref().is_some_and(|o| o.is::<B>()) {
-            return None;
-        }
-        let req = self.core.reqs.remove(id.0)?;
-        let buf = *req.owner?.downcast::<B>().ok()?;
-        match req.result? {
-            Ok(info) => Some(Ok((info, buf))),
-            Err(error) => Some(Err(OpError { error, buf })),
-        }
+        // Taken in its slot: moving the whole request out to drop it
+        // would copy it on every owned completion.
+        self.core.reqs.take_map_forget(
+            id.0,
+            |r| {
+                if r.result.is_none() || !r.owner.as_ref().is_some_and(|o| o.is::<B>()) {
+                    return None;
+                }
+                let buf = r.owner.take()?.take::<B>().ok()?;
+                match r.result.take()? {
+                    Ok(info) => Some(Ok((info, buf))),
+                    Err(error) => Some(Err(OpError { error, buf })),
+                }
+            },
+            crate::request::Request::owns_nothing,
+        )
     }
 }

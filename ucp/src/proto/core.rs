@@ -381,7 +381,8 @@ impl Core {
         self.done.completed = self.done.completed.wrapping_add(1);
         let result = match req.staged.take() {
             Some(st) => {
-                let (result, bounce) = st.finish(req.owner.as_deref_mut(), result);
+                let (result, bounce) =
+                    st.finish(req.owner.as_mut().map(|o| o.as_any_mut()), result);
                 keep_spare(&mut self.spare, bounce);
                 result
             }
@@ -404,9 +405,9 @@ impl Core {
         if !self.stream_fetches.is_empty() {
             if let Some(f) = self.stream_fetches.remove(&id) {
                 // The core's own receive: the stream takes the result.
-                let data = req.owner.take().and_then(|o| o.downcast::<Vec<u8>>().ok());
+                let data = req.owner.take().and_then(|o| o.take::<Vec<u8>>().ok());
                 self.reqs.remove(id);
-                let _ = self.stream_fetch_over(f, Some(id), result, data.map(|b| *b));
+                let _ = self.stream_fetch_over(f, Some(id), result, data);
                 return;
             }
         }

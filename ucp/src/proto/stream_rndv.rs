@@ -227,7 +227,7 @@ impl Core {
         match self.msg_recv_start(pid, buf, Op::new()) {
             Ok(RecvStarted::InFlight(rid)) => {
                 if let (Some(v), Some(q)) = (kept, self.reqs.get_mut(rid)) {
-                    q.owner = Some(Box::new(v));
+                    q.owner = Some(crate::request::Owner::new(v));
                 }
                 if let Some((_, rx)) =
                     stream_of(&mut self.eps, &mut self.stream_early, &self.src_eps, at)

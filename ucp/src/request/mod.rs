@@ -9,17 +9,18 @@
 pub(crate) mod buf;
 mod kinds;
 mod owned;
+mod owner;
 mod recv;
 pub(crate) mod staged;
 
 pub(crate) use kinds::{AmSendInfo, StreamRecvState};
 pub use owned::{IoBuf, IoBufMut};
+pub(crate) use owner::Owner;
 
 use crate::api::WorkerMut;
 use crate::{Error, Result};
 use buf::{RecvBuf, SendBuf};
 pub(crate) use recv::{AtsTo, RecvPhase, RecvState, RndvRecv};
-use std::any::Any;
 use ucs::slab::SlabId;
 
 use crate::ucs;
@@ -394,7 +395,7 @@ pub(crate) struct Request {
     /// Result once complete; the slot stays until someone collects it.
     pub(crate) result: Option<Result<Info>>,
     /// Buffer of the owned tier, returned by `take`.
-    pub(crate) owner: Option<Box<dyn Any + Send>>,
+    pub(crate) owner: Option<Owner>,
     /// Nobody will collect the result: free the slot at completion.
     pub(crate) detached: bool,
     /// Bounce buffer of a datatype that is not contiguous.

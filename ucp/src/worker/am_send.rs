@@ -185,7 +185,7 @@ impl Worker {
             let rb = unsafe { RecvBuf::new(sink.as_mut_ptr(), sink.len()) };
             if let Ok(RecvStarted::InFlight(id)) = self.core.msg_recv_start(pid, rb, Op::new()) {
                 if let Some(r) = self.core.reqs.get_mut(id) {
-                    r.owner = Some(Box::new(sink));
+                    r.owner = Some(crate::request::Owner::new(sink));
                     r.detached = true;
                 }
             }

@@ -26,7 +26,7 @@ impl Worker {
             }
             Started::InFlight(id) => {
                 if let Some(r) = self.core.reqs.get_mut(id) {
-                    r.owner = Some(Box::new(data));
+                    r.owner = Some(crate::request::Owner::new(data));
                     r.staged = staged.map(Box::new);
                 }
                 Posted::InFlight(ReqId(id))
