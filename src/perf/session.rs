@@ -255,20 +255,9 @@ fn run_session<W: PerfWorker>(
     make_worker: impl FnOnce() -> Result<W>,
     report: &mut dyn FnMut(&PerfResult),
 ) -> Result<PerfResult> {
-    // 1. Local setup, and its outcome to the peer.
-    let local = connect::local_setup(params, side, boot.local_ip(), make_worker);
-    let (mut w, mut st, wireup) = match local {
-        Ok(setup) => setup,
-        Err(e) => {
-            let _ = boot.send_outcome(FrameKind::Status, Err(e.to_string()));
-            return Err(e);
-        }
-    };
-    boot.send_outcome(FrameKind::Status, Ok(()))?;
-    peer_outcome(boot, "setup", &mut no_progress)?;
-
-    // 2. Addresses and endpoints.
-    connect::wire_up(boot, &mut w, params, side, &wireup)?;
+    // 1. Local setup, and its outcome to the peer; 2. addresses and
+    // endpoints.
+    let (mut w, mut st) = connect::set_up(boot, params, side, "setup", make_worker)?;
 
     // 3. The runs.
     let outcome = runs(boot, &mut w, &mut st, params, side, report_interval, report);

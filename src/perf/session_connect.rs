@@ -22,6 +22,30 @@ use std::time::{Duration, Instant};
 /// How often a side waiting for its endpoint looks at the bootstrap.
 const LOOK_EVERY: Duration = Duration::from_millis(10);
 
+/// Steps 1 and 2: the local setup with its outcome to the peer (`what`
+/// names the step in the peer's failure), then the wireups and the
+/// endpoint; the connected worker and its loop state.
+pub(super) fn set_up<W: PerfWorker>(
+    boot: &mut Bootstrap,
+    params: &TestParams,
+    side: Side,
+    what: &str,
+    make_worker: impl FnOnce() -> Result<W>,
+) -> Result<(W, LoopState<W::Req>)> {
+    let local = local_setup(params, side, boot.local_ip(), make_worker);
+    let (mut w, st, wireup) = match local {
+        Ok(setup) => setup,
+        Err(e) => {
+            let _ = boot.send_outcome(FrameKind::Status, Err(e.to_string()));
+            return Err(e);
+        }
+    };
+    boot.send_outcome(FrameKind::Status, Ok(()))?;
+    peer_outcome(boot, what, &mut no_progress)?;
+    wire_up(boot, &mut w, params, side, &wireup)?;
+    Ok((w, st))
+}
+
 /// Step 1's local part: the worker with the settings of `params`, the
 /// loop state and the wireup to send. A `--sockaddr` server listens on
 /// `listen_ip` already.

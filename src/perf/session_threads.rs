@@ -17,7 +17,7 @@
 //! 2 run once more for each, and each worker is shared with its thread
 //! alone.
 
-use super::{connect, no_progress, peer_outcome, BARRIER_TIMEOUT, SETUP_TIMEOUT};
+use super::{connect, peer_outcome, BARRIER_TIMEOUT, SETUP_TIMEOUT};
 use crate::perf::bootstrap::{Bootstrap, FrameKind, Wireup};
 use crate::perf::catalog::TestType;
 use crate::perf::error::{PerfError, Result};
@@ -46,17 +46,7 @@ pub(super) fn run_session<W: ThreadedWorker>(
     make_worker: impl FnOnce() -> Result<W>,
     rows: &mut dyn FnMut(usize, &PerfResult),
 ) -> Result<Vec<PerfResult>> {
-    let local = connect::local_setup(params, side, boot.local_ip(), make_worker);
-    let (mut w, st, wireup) = match local {
-        Ok(setup) => setup,
-        Err(e) => {
-            let _ = boot.send_outcome(FrameKind::Status, Err(e.to_string()));
-            return Err(e);
-        }
-    };
-    boot.send_outcome(FrameKind::Status, Ok(()))?;
-    peer_outcome(boot, "setup", &mut no_progress)?;
-    connect::wire_up(boot, &mut w, params, side, &wireup)?;
+    let (w, st) = connect::set_up(boot, params, side, "setup", make_worker)?;
     let shared = if params.worker_per_thread {
         drop(st);
         own_workers(boot, w, params, side, busy)
@@ -151,17 +141,7 @@ fn own_workers<W: ThreadedWorker>(
     let mut own = Vec::with_capacity(n);
     own.push(first);
     for _ in 1..n {
-        let local = connect::local_setup(params, side, boot.local_ip(), || own[0].sibling());
-        let (mut w, _, wireup) = match local {
-            Ok(setup) => setup,
-            Err(e) => {
-                let _ = boot.send_outcome(FrameKind::Status, Err(e.to_string()));
-                return Err(e);
-            }
-        };
-        boot.send_outcome(FrameKind::Status, Ok(()))?;
-        peer_outcome(boot, "a thread's worker", &mut no_progress)?;
-        connect::wire_up(boot, &mut w, params, side, &wireup)?;
+        let (w, _) = connect::set_up(boot, params, side, "a thread's worker", || own[0].sibling())?;
         own.push(w);
     }
     let ws = W::into_own_threads(own, busy)?;
