@@ -210,6 +210,20 @@ enum Look<B> {
     Progressed,
 }
 
+/// Request `id`'s result, taken, with the worker progressed once first if
+/// it was not done; and what that progress did.
+#[inline]
+fn take_or_progress<B: Send + 'static>(
+    g: &mut Locked<'_>,
+    id: ReqId,
+) -> (Option<OpResult<B>>, usize) {
+    if let Some(r) = g.worker().take::<B>(id) {
+        return (Some(r), 0);
+    }
+    let n = g.worker().progress();
+    (g.worker().take::<B>(id), n)
+}
+
 /// Takes request `id`'s result, progressing the worker once if it is not
 /// done; with `must`, waits for the lock, else only tries it.
 fn look<B: Send + 'static>(w: &SharedWorker, id: ReqId, must: bool) -> Look<B> {
@@ -217,12 +231,7 @@ fn look<B: Send + 'static>(w: &SharedWorker, id: ReqId, must: bool) -> Look<B> {
     let Some(mut g) = g else {
         return Look::Taken;
     };
-    let mut r = g.worker().take::<B>(id);
-    let mut n = 0;
-    if r.is_none() {
-        n = g.worker().progress();
-        r = g.worker().take::<B>(id);
-    }
+    let (r, n) = take_or_progress::<B>(&mut g, id);
     if r.is_some() {
         g.forget(id);
     }
@@ -257,12 +266,7 @@ impl<B: Send + 'static> Future for OpFuture<B> {
             St::InFlight { w, id, .. } => (w, *id),
         };
         let mut g = w.lock();
-        let mut r = g.worker().take::<B>(id);
-        let mut n = 0;
-        if r.is_none() {
-            n = g.worker().progress();
-            r = g.worker().take::<B>(id);
-        }
+        let (mut r, mut n) = take_or_progress::<B>(&mut g, id);
         if r.is_none() {
             let spin = w.inner.poll_spin.load(Ordering::Relaxed);
             if spin > 0 && g.no_waiters() {
