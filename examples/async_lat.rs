@@ -25,6 +25,7 @@
 //! `all` runs the three and prints the ratio of tokio's median to the
 //! blocking one's.
 
+use rucx::ucp::local::tokio::LocalDriver;
 use rucx::ucp::{tokio as driver, Ep, SharedWorker};
 use rucx::{Context, Worker};
 use std::process::{Command, Stdio};
@@ -75,8 +76,8 @@ fn main() -> Result<(), Error> {
         return answer(&o, &unhex(&peer));
     }
     let modes: Vec<&str> = match o.mode.as_str() {
-        "all" => vec!["blocking", "shared", "tokio"],
-        m @ ("blocking" | "shared" | "tokio") => vec![m],
+        "all" => vec!["blocking", "shared", "tokio", "local"],
+        m @ ("blocking" | "shared" | "tokio" | "local") => vec![m],
         m => return Err(format!("unknown mode {m}").into()),
     };
     println!(
@@ -99,6 +100,9 @@ fn main() -> Result<(), Error> {
     let get = |m: &str| medians.iter().find(|(n, _)| *n == m).map(|(_, v)| *v);
     if let (Some(b), Some(t)) = (get("blocking"), get("tokio")) {
         println!("tokio / blocking: {:.3}", t / b);
+    }
+    if let (Some(b), Some(t)) = (get("blocking"), get("local")) {
+        println!("local / blocking: {:.3}", t / b);
     }
     Ok(())
 }
@@ -149,6 +153,34 @@ fn ping(o: &Opts, mode: &str) -> Result<Vec<Duration>, Error> {
                 }
             }
             lat
+        }
+        "local" => {
+            let w = w.into_local();
+            let local = tokio::task::LocalSet::new();
+            local.block_on(&runtime()?, async {
+                let _d = tokio::task::spawn_local(
+                    LocalDriver::new(&w)
+                        .spin(o.spin)
+                        .poll_spin(o.poll_spin)
+                        .run(),
+                );
+                let (iters, warmup, size) = (o.iters, o.warmup, o.size);
+                tokio::task::spawn_local(async move {
+                    let mut lat = Vec::with_capacity(iters);
+                    let (mut msg, mut buf) = (vec![1u8; size], vec![0u8; size]);
+                    for i in 0..n {
+                        let t = Instant::now();
+                        let rx = w.tag_recv(buf, TAG, u64::MAX)?;
+                        msg = w.tag_send(ep, msg, TAG)?.await.map_err(|e| e.error)?.1;
+                        buf = rx.await.map_err(|e| e.error)?.1;
+                        if i >= warmup {
+                            lat.push(t.elapsed());
+                        }
+                    }
+                    Ok::<_, Error>(lat)
+                })
+                .await?
+            })?
         }
         _ => {
             let w = w.into_shared();
@@ -216,6 +248,33 @@ fn answer(o: &Opts, parent: &[u8]) -> Result<(), Error> {
             }
             sw.flush().wait()?;
             Ok(())
+        }
+        "local" => {
+            let lw = w.into_local();
+            let local = tokio::task::LocalSet::new();
+            local.block_on(&runtime()?, async {
+                let _d = tokio::task::spawn_local(
+                    LocalDriver::new(&lw)
+                        .spin(o.spin)
+                        .poll_spin(o.poll_spin)
+                        .run(),
+                );
+                let size = o.size;
+                tokio::task::spawn_local(async move {
+                    let mut buf = vec![0u8; size];
+                    for _ in 0..n {
+                        buf = lw
+                            .tag_recv(buf, TAG, u64::MAX)?
+                            .await
+                            .map_err(|e| e.error)?
+                            .1;
+                        buf = lw.tag_send(ep, buf, TAG)?.await.map_err(|e| e.error)?.1;
+                    }
+                    lw.flush().await?;
+                    Ok::<_, Error>(())
+                })
+                .await?
+            })
         }
         _ => {
             let sw = w.into_shared();

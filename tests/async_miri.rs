@@ -62,3 +62,47 @@ fn self_transport_futures_and_drops() {
         d.await.expect("driver task").expect("driver");
     });
 }
+
+/// The same workload on a local worker (no lock) and its driver, on a
+/// `LocalSet`.
+#[test]
+fn self_transport_local_futures_and_drops() {
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("runtime");
+    tokio::task::LocalSet::new().block_on(&rt, async {
+        let ctx = Context::from_env(&Registry::new().with(&self_tl::COMPONENT)).expect("context");
+        let w = ctx.create_worker().expect("worker").into_local();
+        let d = rucx::ucp::local::tokio::spawn_local(&w);
+        let ep = w.connect(&w.address()).expect("connect");
+        let n = if cfg!(miri) { 6 } else { 200 };
+        for i in 0..n {
+            let len = [1usize, 40, 3000][i % 3];
+            let msg: Vec<u8> = (0..len).map(|k| (k * 3 + i) as u8).collect();
+            let mut dropped = w.tag_recv(vec![0u8; len], 1000, u64::MAX).expect("post");
+            if i % 2 == 0 {
+                let _ = std::future::poll_fn(|cx| {
+                    Poll::Ready(Pin::new(&mut dropped).poll(cx).is_ready())
+                })
+                .await;
+            }
+            drop(dropped);
+            let rx = w
+                .tag_recv(vec![0u8; len], i as u64, u64::MAX)
+                .expect("post");
+            let tx = w.tag_send(ep, msg.clone(), i as u64).expect("post");
+            if i % 3 == 0 {
+                drop(tx);
+            } else {
+                tx.await.map_err(|e| e.error).expect("send");
+            }
+            let (info, buf) = rx.await.map_err(|e| e.error).expect("recv");
+            assert_eq!(info.length, len);
+            assert!(buf == msg, "message {i} differs");
+        }
+        w.flush().await.expect("flush");
+        drop(w);
+        d.await.expect("driver task").expect("driver");
+    });
+}

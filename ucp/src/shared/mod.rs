@@ -44,8 +44,8 @@
 
 mod futures;
 mod gate;
-mod handoff;
-mod ops;
+pub(crate) mod handoff;
+pub(crate) mod ops;
 mod thread;
 #[cfg(feature = "tokio")]
 pub mod tokio;

@@ -25,7 +25,11 @@ fn abandoned<B: Send + 'static, const CANCEL: bool>(w: &mut Worker, r: PostResul
 
 /// `buf` held by the request `p` posted from it (or given back with the
 /// error).
-fn held<B: Send + 'static>(w: &mut Worker, p: Result<Posted<()>>, buf: B) -> PostResult<B> {
+pub(crate) fn held<B: Send + 'static>(
+    w: &mut Worker,
+    p: Result<Posted<()>>,
+    buf: B,
+) -> PostResult<B> {
     match p {
         Ok(p) => Ok(w.hold_posted(p, buf)),
         Err(error) => Err(OpError { error, buf }),
