@@ -5,7 +5,7 @@
 //!
 //! | UCX | rucx |
 //! |---|---|
-//! | `UCS_THREAD_MODE_SINGLE` | [`Worker`], used by the thread that made it |
+//! | `UCS_THREAD_MODE_SINGLE` | [`Worker`], used by the thread that made it; [`LocalWorker`](crate::LocalWorker) for futures on that thread |
 //! | `UCS_THREAD_MODE_SERIALIZED` | [`Worker`]: `Send`, one thread at a time (`&mut self`) |
 //! | `UCS_THREAD_MODE_MULTI` | [`SharedWorker`]: `Clone + Send + Sync`, any thread at any time |
 //!
