@@ -15,18 +15,21 @@
 //! * `blocking`: a [`Worker`] on each side, `tag_send_blocking` and
 //!   `tag_recv_blocking` (busy progress; what `rucx-perftest -t tag_lat`
 //!   does);
-//! * `shared`: a [`SharedWorker`] on each side, its futures waited for
+//! * `shared`: a `SharedWorker` on each side, its futures waited for
 //!   with `OpFuture::wait` (busy progress, through the lock);
-//! * `tokio`: a [`SharedWorker`] on each side driven by
+//! * `tokio`: a `SharedWorker` on each side driven by
 //!   `rucx::ucp::tokio::Driver` (spin `--spin` µs, default 50; futures'
 //!   poll spin `--poll-spin` µs, default 5) on a current-thread runtime,
-//!   its futures awaited by a task.
+//!   its futures awaited by a task;
+//! * `local`: a `LocalWorker` on each side (no lock) driven by
+//!   `rucx::ucp::local::tokio::LocalDriver` with the same spins, on a
+//!   `LocalSet` of a current-thread runtime.
 //!
-//! `all` runs the three and prints the ratio of tokio's median to the
-//! blocking one's.
+//! `all` runs the four and prints the ratios of tokio's and local's
+//! medians to the blocking one's.
 
 use rucx::ucp::local::tokio::LocalDriver;
-use rucx::ucp::{tokio as driver, Ep, SharedWorker};
+use rucx::ucp::tokio as driver;
 use rucx::{Context, Worker};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
@@ -34,6 +37,47 @@ use std::time::{Duration, Instant};
 type Error = Box<dyn std::error::Error + Send + Sync>;
 
 const TAG: u64 = 7;
+
+/// The timed round trips of `n` (the first `warmup` untimed) on a shared
+/// or local worker `w`: a future of the latencies.
+macro_rules! timed_pings {
+    ($w:ident, $ep:expr, $n:expr, $warmup:expr, $iters:expr, $size:expr) => {
+        async move {
+            let mut lat = Vec::with_capacity($iters);
+            let (mut msg, mut buf) = (vec![1u8; $size], vec![0u8; $size]);
+            for i in 0..$n {
+                let t = Instant::now();
+                let rx = $w.tag_recv(buf, TAG, u64::MAX)?;
+                msg = $w.tag_send($ep, msg, TAG)?.await.map_err(|e| e.error)?.1;
+                buf = rx.await.map_err(|e| e.error)?.1;
+                if i >= $warmup {
+                    lat.push(t.elapsed());
+                }
+            }
+            Ok::<_, Error>(lat)
+        }
+    };
+}
+
+/// The answers to `n` round trips on a shared or local worker `w`, then a
+/// flush: a future.
+macro_rules! echoes {
+    ($w:ident, $ep:expr, $n:expr, $size:expr) => {
+        async move {
+            let mut buf = vec![0u8; $size];
+            for _ in 0..$n {
+                buf = $w
+                    .tag_recv(buf, TAG, u64::MAX)?
+                    .await
+                    .map_err(|e| e.error)?
+                    .1;
+                buf = $w.tag_send($ep, buf, TAG)?.await.map_err(|e| e.error)?.1;
+            }
+            $w.flush().await?;
+            Ok::<_, Error>(())
+        }
+    };
+}
 
 struct Opts {
     size: usize,
@@ -165,21 +209,7 @@ fn ping(o: &Opts, mode: &str) -> Result<Vec<Duration>, Error> {
                         .run(),
                 );
                 let (iters, warmup, size) = (o.iters, o.warmup, o.size);
-                tokio::task::spawn_local(async move {
-                    let mut lat = Vec::with_capacity(iters);
-                    let (mut msg, mut buf) = (vec![1u8; size], vec![0u8; size]);
-                    for i in 0..n {
-                        let t = Instant::now();
-                        let rx = w.tag_recv(buf, TAG, u64::MAX)?;
-                        msg = w.tag_send(ep, msg, TAG)?.await.map_err(|e| e.error)?.1;
-                        buf = rx.await.map_err(|e| e.error)?.1;
-                        if i >= warmup {
-                            lat.push(t.elapsed());
-                        }
-                    }
-                    Ok::<_, Error>(lat)
-                })
-                .await?
+                tokio::task::spawn_local(timed_pings!(w, ep, n, warmup, iters, size)).await?
             })?
         }
         _ => {
@@ -194,21 +224,7 @@ fn ping(o: &Opts, mode: &str) -> Result<Vec<Duration>, Error> {
                 // A task of its own, as an application's would be (the
                 // runtime polls its main future less eagerly).
                 let (iters, warmup, size) = (o.iters, o.warmup, o.size);
-                tokio::spawn(async move {
-                    let mut lat = Vec::with_capacity(iters);
-                    let (mut msg, mut buf) = (vec![1u8; size], vec![0u8; size]);
-                    for i in 0..n {
-                        let t = Instant::now();
-                        let rx = w.tag_recv(buf, TAG, u64::MAX)?;
-                        msg = w.tag_send(ep, msg, TAG)?.await.map_err(|e| e.error)?.1;
-                        buf = rx.await.map_err(|e| e.error)?.1;
-                        if i >= warmup {
-                            lat.push(t.elapsed());
-                        }
-                    }
-                    Ok::<_, Error>(lat)
-                })
-                .await?
+                tokio::spawn(timed_pings!(w, ep, n, warmup, iters, size)).await?
             })?
         }
     };
@@ -260,20 +276,7 @@ fn answer(o: &Opts, parent: &[u8]) -> Result<(), Error> {
                         .run(),
                 );
                 let size = o.size;
-                tokio::task::spawn_local(async move {
-                    let mut buf = vec![0u8; size];
-                    for _ in 0..n {
-                        buf = lw
-                            .tag_recv(buf, TAG, u64::MAX)?
-                            .await
-                            .map_err(|e| e.error)?
-                            .1;
-                        buf = lw.tag_send(ep, buf, TAG)?.await.map_err(|e| e.error)?.1;
-                    }
-                    lw.flush().await?;
-                    Ok::<_, Error>(())
-                })
-                .await?
+                tokio::task::spawn_local(echoes!(lw, ep, n, size)).await?
             })
         }
         _ => {
@@ -286,28 +289,10 @@ fn answer(o: &Opts, parent: &[u8]) -> Result<(), Error> {
                         .run(),
                 );
                 let size = o.size;
-                tokio::spawn(async move {
-                    echo(&sw, ep, size, n).await?;
-                    sw.flush().await?;
-                    Ok::<_, Error>(())
-                })
-                .await?
+                tokio::spawn(echoes!(sw, ep, n, size)).await?
             })
         }
     }
-}
-
-async fn echo(w: &SharedWorker, ep: Ep, size: usize, n: usize) -> Result<(), Error> {
-    let mut buf = vec![0u8; size];
-    for _ in 0..n {
-        buf = w
-            .tag_recv(buf, TAG, u64::MAX)?
-            .await
-            .map_err(|e| e.error)?
-            .1;
-        buf = w.tag_send(ep, buf, TAG)?.await.map_err(|e| e.error)?.1;
-    }
-    Ok(())
 }
 
 fn flush(w: &mut Worker) -> Result<(), Error> {

@@ -22,14 +22,13 @@
 //! futures (reach them through [`LocalWorker::with`]).
 //!
 //! [`SharedWorker`]: crate::SharedWorker
-#![allow(unsafe_code)]
 
 #[cfg(feature = "tokio")]
 pub mod tokio;
 
 use crate::request::{IoBuf, IoBufMut, Posted, ReqId};
 use crate::shared::handoff::PostResult;
-use crate::shared::ops::held;
+use crate::shared::ops::{get_post, put_post, stream_send_post};
 use crate::shared::OpResult;
 use crate::worker::Flushing;
 use crate::{Ep, Op, Result, Rkey, Worker};
@@ -179,14 +178,7 @@ impl LocalWorker {
 
     /// Sends `buf` on `ep`'s stream.
     pub fn stream_send<B: IoBuf>(&self, ep: Ep, buf: B) -> Result<LocalFuture<B>> {
-        self.post_raw(false, |w| {
-            // SAFETY: the buffer moves into the request (`held`) before
-            // the worker can progress, and IoBuf keeps its memory
-            // put until the request gives it back; on an error nothing
-            // keeps the pointer.
-            let p = unsafe { w.stream_send_raw(ep, buf.as_ptr(), buf.len(), Op::new()) };
-            held(w, p, buf)
-        })
+        self.post_raw(false, |w| stream_send_post(w, ep, buf))
     }
 
     /// Receives at least one byte of `ep`'s stream into `buf`; a drop
@@ -203,11 +195,7 @@ impl LocalWorker {
         remote_addr: u64,
         rkey: &Rkey,
     ) -> Result<LocalFuture<B>> {
-        self.post_raw(false, |w| {
-            // SAFETY: as in stream_send.
-            let p = unsafe { w.put_raw(ep, buf.as_ptr(), buf.len(), remote_addr, rkey, Op::new()) };
-            held(w, p, buf)
-        })
+        self.post_raw(false, |w| put_post(w, ep, buf, remote_addr, rkey))
     }
 
     /// Reads `buf.len()` bytes at `remote_addr` of the peer's memory named
@@ -215,17 +203,11 @@ impl LocalWorker {
     pub fn get<B: IoBufMut>(
         &self,
         ep: Ep,
-        mut buf: B,
+        buf: B,
         remote_addr: u64,
         rkey: &Rkey,
     ) -> Result<LocalFuture<B>> {
-        self.post_raw(false, |w| {
-            let (at, len) = (buf.as_mut_ptr(), buf.len());
-            // SAFETY: as in stream_send; the buffer is exclusively the
-            // request's.
-            let p = unsafe { w.get_raw(ep, at, len, remote_addr, rkey, Op::new()) };
-            held(w, p, buf)
-        })
+        self.post_raw(false, |w| get_post(w, ep, buf, remote_addr, rkey))
     }
 
     /// Completes every operation posted on the worker so far.

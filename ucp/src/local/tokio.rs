@@ -16,6 +16,7 @@
 #![allow(unsafe_code)]
 
 use super::{wake_all, Inner, LocalWorker};
+use crate::shared::tokio::Pace;
 use crate::uct::Armed;
 use crate::{Error, Result};
 use ::tokio::io::unix::AsyncFd;
@@ -24,13 +25,10 @@ use std::future::Future;
 use std::os::fd::{BorrowedFd, OwnedFd};
 use std::rc::{Rc, Weak};
 use std::task::Poll;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 /// Progress calls in a row before the driver yields to the runtime.
 const BURST: usize = 64;
-
-/// Idle polls between two yields while the driver spins.
-const SPIN_YIELD: u32 = 16;
 
 /// Drives a [`LocalWorker`] on the current thread's tokio runtime: see
 /// the module documentation.
@@ -110,32 +108,21 @@ impl LocalDriver {
     }
 
     async fn turns(&self, afd: &AsyncFd<OwnedFd>) -> Result<()> {
-        let mut idle: Option<Instant> = None;
-        let mut spun = false;
-        let mut polls = 0u32;
+        let mut pace = Pace::default();
         loop {
             let Some(inner) = self.w.upgrade() else {
                 return Ok(());
             };
-            let spinning = !spun && idle.is_none_or(|t| t.elapsed() < self.spin);
+            let spinning = pace.spinning(self.spin);
             match turn(&inner, !spinning) {
                 Next::Progressed => {
-                    idle = None;
-                    spun = false;
+                    pace.progressed();
                     drop(inner);
                     ::tokio::task::yield_now().await;
                 }
                 Next::Idle => {
                     drop(inner);
-                    if spinning {
-                        idle.get_or_insert_with(Instant::now);
-                        polls += 1;
-                        if polls % SPIN_YIELD == 0 {
-                            ::tokio::task::yield_now().await;
-                        } else {
-                            std::hint::spin_loop();
-                        }
-                    } else {
+                    if pace.idle(spinning) {
                         ::tokio::task::yield_now().await;
                     }
                 }
@@ -157,8 +144,7 @@ impl LocalDriver {
                     let wake = inner.completions(&mut wk, true);
                     drop(wk);
                     wake_all(wake);
-                    spun = true;
-                    idle = None;
+                    pace.slept();
                 }
             }
         }

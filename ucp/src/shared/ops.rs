@@ -36,6 +36,44 @@ pub(crate) fn held<B: Send + 'static>(
     }
 }
 
+/// A stream send of `buf` through the raw tier, the buffer held by its
+/// request (or given back with the error).
+pub(crate) fn stream_send_post<B: IoBuf>(w: &mut Worker, ep: Ep, buf: B) -> PostResult<B> {
+    // SAFETY: the buffer moves into the request (`held`) before the
+    // worker can progress, and IoBuf keeps its memory put until the
+    // request gives it back; on an error nothing keeps the pointer.
+    let p = unsafe { w.stream_send_raw(ep, buf.as_ptr(), buf.len(), Op::new()) };
+    held(w, p, buf)
+}
+
+/// A put of `buf` through the raw tier, as [`stream_send_post`].
+pub(crate) fn put_post<B: IoBuf>(
+    w: &mut Worker,
+    ep: Ep,
+    buf: B,
+    remote_addr: u64,
+    rkey: &Rkey,
+) -> PostResult<B> {
+    // SAFETY: as in stream_send_post.
+    let p = unsafe { w.put_raw(ep, buf.as_ptr(), buf.len(), remote_addr, rkey, Op::new()) };
+    held(w, p, buf)
+}
+
+/// A get into `buf` through the raw tier, as [`stream_send_post`].
+pub(crate) fn get_post<B: IoBufMut>(
+    w: &mut Worker,
+    ep: Ep,
+    mut buf: B,
+    remote_addr: u64,
+    rkey: &Rkey,
+) -> PostResult<B> {
+    let (at, len) = (buf.as_mut_ptr(), buf.len());
+    // SAFETY: as in stream_send_post; the buffer is exclusively the
+    // request's.
+    let p = unsafe { w.get_raw(ep, at, len, remote_addr, rkey, Op::new()) };
+    held(w, p, buf)
+}
+
 impl SharedWorker {
     /// Posts now with the lock held; the future of what it posted.
     fn post_locked<B: Send + 'static>(
@@ -182,11 +220,7 @@ impl SharedWorker {
 
     /// Sends `buf` on `ep`'s stream (see [`Worker::stream_send`]).
     pub fn stream_send<B: IoBuf>(&self, ep: Ep, buf: B) -> Result<OpFuture<B>> {
-        self.post(false, &(), move |w, ()| {
-            // SAFETY: as in tag_send_op.
-            let p = unsafe { w.stream_send_raw(ep, buf.as_ptr(), buf.len(), Op::new()) };
-            held(w, p, buf)
-        })
+        self.post(false, &(), move |w, ()| stream_send_post(w, ep, buf))
     }
 
     /// Receives at least one byte of `ep`'s stream into `buf`; a drop
@@ -229,9 +263,7 @@ impl SharedWorker {
         rkey: &Rkey,
     ) -> Result<OpFuture<B>> {
         self.post(false, rkey, move |w, rkey| {
-            // SAFETY: as in tag_send_op.
-            let p = unsafe { w.put_raw(ep, buf.as_ptr(), buf.len(), remote_addr, rkey, Op::new()) };
-            held(w, p, buf)
+            put_post(w, ep, buf, remote_addr, rkey)
         })
     }
 
@@ -240,24 +272,12 @@ impl SharedWorker {
     pub fn get<B: IoBufMut>(
         &self,
         ep: Ep,
-        mut buf: B,
+        buf: B,
         remote_addr: u64,
         rkey: &Rkey,
     ) -> Result<OpFuture<B>> {
         self.post(false, rkey, move |w, rkey| {
-            // SAFETY: as in tag_send_op; the buffer is exclusively the
-            // request's.
-            let p = unsafe {
-                w.get_raw(
-                    ep,
-                    buf.as_mut_ptr(),
-                    buf.len(),
-                    remote_addr,
-                    rkey,
-                    Op::new(),
-                )
-            };
-            held(w, p, buf)
+            get_post(w, ep, buf, remote_addr, rkey)
         })
     }
 

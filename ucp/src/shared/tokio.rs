@@ -204,35 +204,22 @@ impl Driver {
     }
 
     async fn turns(&self, afd: &AsyncFd<OwnedFd>) -> Result<()> {
-        // Idle since then; `None` while the worker has work. A driver
-        // that woke from a sleep to nothing sleeps again without spinning.
-        let mut idle: Option<Instant> = None;
-        let mut spun = false;
-        let mut polls = 0u32;
+        let mut pace = Pace::default();
         loop {
             let Some(inner) = self.w.upgrade() else {
                 return Ok(());
             };
             let w = SharedWorker { inner };
-            let spinning = !spun && idle.is_none_or(|t| t.elapsed() < self.spin);
+            let spinning = pace.spinning(self.spin);
             match turn(&w, !spinning) {
                 Next::Progressed => {
-                    idle = None;
-                    spun = false;
+                    pace.progressed();
                     drop(w);
                     ::tokio::task::yield_now().await;
                 }
                 Next::Idle => {
                     drop(w);
-                    if spinning {
-                        idle.get_or_insert_with(Instant::now);
-                        polls += 1;
-                        if polls % SPIN_YIELD == 0 {
-                            ::tokio::task::yield_now().await;
-                        } else {
-                            std::hint::spin_loop();
-                        }
-                    } else {
+                    if pace.idle(spinning) {
                         ::tokio::task::yield_now().await;
                     }
                 }
@@ -262,8 +249,7 @@ impl Driver {
                     // own: let them look.
                     let others = g.others_wait();
                     g.unlock_quiet(others);
-                    spun = true;
-                    idle = None;
+                    pace.slept();
                 }
             }
         }
@@ -274,6 +260,53 @@ impl Driver {
         if let Some(inner) = self.w.upgrade() {
             inner.sleeping.open();
         }
+    }
+}
+
+/// When a driver spins and when it may sleep: it spins for its spin time
+/// after the worker went idle, yielding now and then; a driver that woke
+/// from a sleep to nothing sleeps again without spinning.
+#[derive(Debug, Default)]
+pub(crate) struct Pace {
+    /// Idle since then; `None` while the worker has work.
+    idle: Option<Instant>,
+    /// Woke from a sleep and found nothing yet.
+    spun: bool,
+    polls: u32,
+}
+
+impl Pace {
+    /// Whether the driver still spins (may not sleep yet).
+    pub(crate) fn spinning(&self, spin: Duration) -> bool {
+        !self.spun && self.idle.is_none_or(|t| t.elapsed() < spin)
+    }
+
+    /// A turn progressed something.
+    pub(crate) fn progressed(&mut self) {
+        self.idle = None;
+        self.spun = false;
+    }
+
+    /// A turn found nothing to do: whether to yield to the runtime now
+    /// (always once it does not spin; every [`SPIN_YIELD`] polls while it
+    /// does).
+    pub(crate) fn idle(&mut self, spinning: bool) -> bool {
+        if !spinning {
+            return true;
+        }
+        self.idle.get_or_insert_with(Instant::now);
+        self.polls = self.polls.wrapping_add(1);
+        if self.polls % SPIN_YIELD == 0 {
+            return true;
+        }
+        std::hint::spin_loop();
+        false
+    }
+
+    /// The driver woke from a sleep.
+    pub(crate) fn slept(&mut self) {
+        self.spun = true;
+        self.idle = None;
     }
 }
 
