@@ -103,3 +103,23 @@ fn a_future_dropped_inside_with_is_disposed_of_later() {
     );
     assert_eq!(w.progress(), 0);
 }
+
+#[test]
+fn a_post_from_inside_with_is_an_error_not_a_panic() {
+    let (w, ep) = worker();
+    let (send, connect) = w.with(|_| {
+        (
+            w.tag_send(ep, vec![1u8; 4], 1).map(drop),
+            w.connect(&[1, 2]),
+        )
+    });
+    for r in [send, connect.map(drop)] {
+        match r {
+            Err(Error::InvalidParam(why)) => {
+                assert!(why.contains("inside its own `with`"), "{why}")
+            }
+            other => panic!("{other:?}"),
+        }
+    }
+    assert_eq!(w.progress(), 0, "nothing was posted");
+}
