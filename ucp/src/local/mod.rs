@@ -12,11 +12,12 @@
 //! the buffer stays with the worker until the transport is done with it.
 //!
 //! What it is for: a task on a current-thread tokio runtime or a
-//! `LocalSet` (with [`tokio::LocalDriver`] progressing the worker while
+//! `LocalSet` (with `tokio::LocalDriver`, feature `tokio`, progressing the worker while
 //! the tasks sleep), or any executor that polls on one thread. A worker
 //! that several threads use is a [`SharedWorker`]; the lock it takes on
-//! every post and poll is what a local worker saves (about a third of an
-//! 8-byte shared-memory ping-pong's round trip, `examples/async_lat.rs`).
+//! every post and poll is what a local worker saves (on tokio, about a
+//! tenth of an 8-byte shared-memory ping-pong's latency,
+//! `examples/async_lat.rs`).
 //!
 //! Not here: active messages, atomics, listeners and endpoint close as
 //! futures (reach them through [`LocalWorker::with`]).
