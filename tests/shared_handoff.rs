@@ -155,3 +155,37 @@ fn handed_send_failure_returns_buffer() {
     assert_eq!(e.buf, vec![5u8; 32], "the buffer comes back");
     drop(b);
 }
+
+/// A handed closure that panics does not unwind in the thread that holds
+/// the lock: the panic goes on in the thread that takes the result, and
+/// the worker goes on serving posts.
+#[test]
+fn a_handed_panic_goes_to_the_thread_that_takes_the_result() {
+    let (_ctx, a, b) = shared_pair("tcp");
+    let ep = a.connect(&b.address()).expect("connect");
+    let queued = while_locked(&a, || {
+        match a.post_with(|_| -> u32 { panic!("boom in a post") }) {
+            Handed::Queued(q) => q,
+            Handed::Done(_) => panic!("a post while the lock is held is handed over"),
+        }
+    });
+    // `while_locked`'s holder ran the post when it let go, and did not
+    // panic (the scope would have re-raised it).
+    let taker = std::thread::spawn(move || loop {
+        if let Some(v) = queued.take() {
+            return v;
+        }
+        std::thread::yield_now();
+    });
+    let err = taker
+        .join()
+        .expect_err("the post's panic goes on in the taker");
+    let msg = err.downcast_ref::<&str>().copied().unwrap_or_default();
+    assert_eq!(msg, "boom in a post");
+    // The worker still works.
+    let sent = a.tag_send(ep, b"after".to_vec(), 5).expect("send");
+    let (info, buf) =
+        wait_bounded(&b, b.tag_recv(vec![0u8; 8], 5, u64::MAX).expect("recv")).expect("recv done");
+    assert_eq!(&buf[..info.length], b"after");
+    wait_bounded(&a, sent).expect("send done");
+}

@@ -108,6 +108,9 @@ enum SlotSt<R> {
     /// Not run yet; the waker of a future that waits.
     Waiting(Option<TaskWaker>),
     Filled(R),
+    /// The post panicked in the holder's thread: the panic, to go on in
+    /// the thread that takes the result.
+    Panicked(Box<dyn std::any::Any + Send>),
     /// Its owner is gone: the result goes to the post's disposer.
     Abandoned,
     Taken,
@@ -132,11 +135,29 @@ impl<R> Slot<R> {
         }
     }
 
-    /// The result, once the post ran (then `Some` once).
+    /// Leaves the panic of the post; the waker to wake (none if the owner
+    /// is gone: the panic is dropped with the post).
+    fn fill_panic(&self, p: Box<dyn std::any::Any + Send>) -> Option<TaskWaker> {
+        let mut st = self.st.lock();
+        match std::mem::replace(&mut *st, SlotSt::Taken) {
+            SlotSt::Waiting(w) => {
+                *st = SlotSt::Panicked(p);
+                w
+            }
+            _ => None,
+        }
+    }
+
+    /// The result, once the post ran (then `Some` once). A post that
+    /// panicked resumes its panic here, in the caller's thread.
     pub(crate) fn take(&self) -> Option<R> {
         let mut st = self.st.lock();
         match std::mem::replace(&mut *st, SlotSt::Taken) {
             SlotSt::Filled(r) => Some(r),
+            SlotSt::Panicked(p) => {
+                drop(st);
+                std::panic::resume_unwind(p)
+            }
             other => {
                 *st = other;
                 None
@@ -149,10 +170,16 @@ impl<R> Slot<R> {
     pub(crate) fn take_or_wait(&self, waker: &TaskWaker) -> Option<R> {
         let mut st = self.st.lock();
         match &mut *st {
-            SlotSt::Filled(_) => match std::mem::replace(&mut *st, SlotSt::Taken) {
-                SlotSt::Filled(r) => Some(r),
-                _ => None,
-            },
+            SlotSt::Filled(_) | SlotSt::Panicked(_) => {
+                match std::mem::replace(&mut *st, SlotSt::Taken) {
+                    SlotSt::Filled(r) => Some(r),
+                    SlotSt::Panicked(p) => {
+                        drop(st);
+                        std::panic::resume_unwind(p)
+                    }
+                    _ => None,
+                }
+            }
             SlotSt::Waiting(w) => {
                 match w {
                     Some(w) => w.clone_from(waker),
@@ -183,17 +210,25 @@ impl<R> Slot<R> {
 }
 
 /// The job that runs `f` and leaves its result in `slot`, or gives it to
-/// `dispose` if the slot's owner is gone by then.
+/// `dispose` if the slot's owner is gone by then. A panic of `f` does not
+/// unwind in the holder's thread: it is caught and left in the slot, and
+/// goes on in the thread that takes the result.
 pub(crate) fn job<R: Send + 'static>(
     slot: Arc<Slot<R>>,
     f: impl FnOnce(&mut Worker) -> R + Send + 'static,
     dispose: fn(&mut Worker, R),
 ) -> Job {
-    Box::new(move |w| match slot.fill(f(w)) {
-        Ok(waker) => waker,
-        Err(r) => {
-            dispose(w, r);
-            None
+    Box::new(move |w| {
+        let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| f(w)));
+        match r {
+            Err(p) => slot.fill_panic(p),
+            Ok(r) => match slot.fill(r) {
+                Ok(waker) => waker,
+                Err(r) => {
+                    dispose(w, r);
+                    None
+                }
+            },
         }
     })
 }

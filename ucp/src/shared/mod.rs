@@ -261,6 +261,12 @@ impl SharedWorker {
     /// raw tier, whose result (a request id) the caller then keeps: the
     /// result of a [`Queued`] post dropped before it was taken is dropped
     /// with it.
+    ///
+    /// A handed `f` runs in the holder's thread. If it panics, the panic
+    /// does not unwind there: it is kept and goes on in the thread that
+    /// takes the result ([`Queued::take`]); a panic of a post whose
+    /// [`Queued`] was dropped is dropped with it. Either way the worker
+    /// is left as `f` left it, as after a panic under [`SharedWorker::with`].
     pub fn post_with<R: Send + 'static>(
         &self,
         f: impl FnOnce(&mut Worker) -> R + Send + 'static,
