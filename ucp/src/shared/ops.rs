@@ -2,8 +2,9 @@
 //! alone and returns a future ([`OpFuture`], [`Polling`], [`Accepting`]).
 #![allow(unsafe_code)]
 
-use super::futures::{Incoming, OpFuture, Polling, SharedListener};
+use super::futures::OpFuture;
 use super::handoff::{self, PostResult, Slot};
+use super::polling::{Incoming, Polling, SharedListener};
 use super::SharedWorker;
 use crate::request::{IoBuf, IoBufMut, Posted};
 use crate::{
