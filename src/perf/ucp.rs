@@ -369,7 +369,10 @@ impl PerfWorker for UcpWorker {
             .worker
             .rkey_unpack(ep, rkey)
             .map_err(|e| PerfError::transport("unpack the peer's remote key", e))?;
-        self.remote = Some(Remote { addr, rkey });
+        self.remote = Some(Remote {
+            addr,
+            rkey: rkey.into(),
+        });
         Ok(())
     }
 

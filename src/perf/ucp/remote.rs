@@ -5,11 +5,13 @@ use crate::perf::error::{PerfError, Result};
 use crate::perf::worker::AtomicKind;
 use rucx_ucp::{AtomicOp, AtomicValue, Ep, Rkey};
 
-/// The peer's exposed buffer as the endpoint reaches it.
+/// The peer's exposed buffer as the endpoint reaches it. The key is
+/// shared: a thread's post that may be handed to another thread takes a
+/// reference, not a copy of the key's per-lane parts.
 #[derive(Debug)]
 pub(super) struct Remote {
     pub(super) addr: u64,
-    pub(super) rkey: Rkey,
+    pub(super) rkey: std::sync::Arc<Rkey>,
 }
 
 /// The endpoint and the peer's buffer, for a one-sided operation (a free

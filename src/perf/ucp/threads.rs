@@ -250,7 +250,10 @@ impl PerfWorker for ThreadWorker {
             .w
             .with(|w| w.rkey_unpack(ep, rkey))
             .map_err(|e| PerfError::transport("unpack the peer's remote key", e))?;
-        self.remote = Some(Remote { addr, rkey });
+        self.remote = Some(Remote {
+            addr,
+            rkey: rkey.into(),
+        });
         Ok(())
     }
 
