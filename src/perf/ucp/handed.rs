@@ -6,6 +6,7 @@ use super::{op_error, started};
 use crate::perf::error::Result;
 use crate::perf::worker::Started;
 use rucx_ucp::{Handed, Posted, Queued, ReqId, SharedWorker, Worker};
+use rucx_ucs::slab::{Slab, SlabId};
 
 /// What the handed post of a raw operation gives.
 type Post = rucx_ucp::Result<Posted<()>>;
@@ -15,8 +16,8 @@ type Post = rucx_ucp::Result<Posted<()>>;
 pub enum ThreadReq {
     /// Posted in flight.
     Id(ReqId),
-    /// Parked: entry `i` of the thread's [`Parked`].
-    Parked(u32),
+    /// Parked: this entry of the thread's [`Parked`].
+    Parked(SlabId),
 }
 
 #[derive(Debug)]
@@ -30,8 +31,7 @@ enum Entry {
 /// The parked requests of one thread.
 #[derive(Debug, Default)]
 pub(super) struct Parked {
-    entries: Vec<Option<Entry>>,
-    free: Vec<u32>,
+    entries: Slab<Entry>,
     /// Entries not run yet: one that completes when it runs does not move
     /// the worker's count of completed requests.
     queued: usize,
@@ -65,18 +65,7 @@ impl Parked {
     }
 
     fn park(&mut self, e: Entry) -> ThreadReq {
-        match self.free.pop() {
-            Some(i) => {
-                if let Some(slot) = self.entries.get_mut(i as usize) {
-                    *slot = Some(e);
-                }
-                ThreadReq::Parked(i)
-            }
-            None => {
-                self.entries.push(Some(e));
-                ThreadReq::Parked(self.entries.len() as u32 - 1)
-            }
-        }
+        ThreadReq::Parked(self.entries.insert(e))
     }
 
     /// Whether `req` completed (its length or error): `None` while in
@@ -90,15 +79,15 @@ impl Parked {
             ThreadReq::Id(id) => return self.test_id(w, id),
             ThreadReq::Parked(i) => i,
         };
-        let slot = self.entries.get_mut(i as usize)?;
-        let id = match slot.as_ref()? {
+        let slot = self.entries.get_mut(i)?;
+        let id = match slot {
             Entry::Posted(id) => *id,
             Entry::Queued(q) => {
                 let r = q.take()?;
                 self.queued -= 1;
                 match r {
                     Ok(Posted::InFlight(id)) => {
-                        *slot = Some(Entry::Posted(id));
+                        *slot = Entry::Posted(id);
                         id
                     }
                     Ok(Posted::Done(info, ())) => return Some(self.end(i, Ok(info.length))),
@@ -116,11 +105,8 @@ impl Parked {
     }
 
     /// Frees entry `i`, passing `r` on.
-    fn end(&mut self, i: u32, r: rucx_ucp::Result<usize>) -> rucx_ucp::Result<usize> {
-        if let Some(slot) = self.entries.get_mut(i as usize) {
-            *slot = None;
-            self.free.push(i);
-        }
+    fn end(&mut self, i: SlabId, r: rucx_ucp::Result<usize>) -> rucx_ucp::Result<usize> {
+        self.entries.remove(i);
         r
     }
 }
