@@ -5,10 +5,11 @@
 
 use super::error::{PerfError, Result};
 use super::worker::{AtomicKind, Exposed, PerfWorker, Started};
-use rucx_ucp::{Access, AmParams, Context, Ep, MemMap, Op, Posted, ReqId, Worker};
+use rucx_ucp::{AmParams, Context, Ep, MemMap, Op, Posted, ReqId, Worker};
 
 mod am;
 mod endpoints;
+mod exposed;
 mod handed;
 mod layout;
 mod remote;
@@ -17,11 +18,6 @@ use am::{AmInbox, PERF_AM_ID};
 use endpoints::EpSetup;
 use remote::{atomic_op, atomic_value, target, Remote};
 pub use threads::ThreadWorker;
-
-/// Rights of the exposed buffer: everything the one-sided tests do.
-const EXPOSED_ACCESS: Access = Access::REMOTE_READ
-    .union(Access::REMOTE_WRITE)
-    .union(Access::REMOTE_ATOMIC);
 
 /// A ucp worker with one endpoint.
 #[derive(Debug)]
@@ -105,12 +101,6 @@ impl UcpWorker {
     fn ep(&self) -> Result<Ep> {
         self.ep
             .ok_or_else(|| PerfError::Params("the worker is not connected".into()))
-    }
-
-    fn map(&self) -> Result<&MemMap> {
-        self.exposed
-            .as_ref()
-            .ok_or_else(|| PerfError::Params("no buffer is exposed".into()))
     }
 }
 
@@ -325,42 +315,20 @@ impl PerfWorker for UcpWorker {
     }
 
     fn expose(&mut self, len: usize) -> Result<Exposed> {
-        // Unmap the previous buffer before mapping the next.
-        self.exposed = None;
-        let map = self
-            .ctx
-            .mem_alloc(len, EXPOSED_ACCESS)
-            .map_err(|e| PerfError::transport("allocate the exposed buffer", e))?;
-        let rkey = map
-            .rkey_pack()
-            .map_err(|e| PerfError::transport("pack the remote key", e))?;
-        let addr = map.addr();
-        self.exposed = Some(map);
-        Ok(Exposed { addr, rkey })
+        exposed::expose(&self.ctx, &mut self.exposed, len)
     }
 
     #[inline]
     fn exposed_byte(&mut self, offset: usize) -> Result<u8> {
-        // An atomic load of the aligned word that holds the byte: the
-        // buffer is page-aligned and a multiple of 8 bytes long.
-        let word = offset & !7;
-        let v = self
-            .map()?
-            .load_u64(word)
-            .map_err(|e| PerfError::transport("read the exposed buffer", e))?;
-        Ok(v.to_ne_bytes()[offset - word])
+        exposed::byte(exposed::map(&self.exposed)?, offset)
     }
 
     fn exposed_read(&mut self, offset: usize, out: &mut [u8]) -> Result<()> {
-        self.map()?
-            .read(offset, out)
-            .map_err(|e| PerfError::transport("read the exposed buffer", e))
+        exposed::read(exposed::map(&self.exposed)?, offset, out)
     }
 
     fn exposed_write(&mut self, offset: usize, data: &[u8]) -> Result<()> {
-        self.map()?
-            .write(offset, data)
-            .map_err(|e| PerfError::transport("write the exposed buffer", e))
+        exposed::write(exposed::map(&self.exposed)?, offset, data)
     }
 
     fn set_remote(&mut self, addr: u64, rkey: &[u8]) -> Result<()> {

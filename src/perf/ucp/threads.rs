@@ -19,7 +19,7 @@
 use super::endpoints::Reported;
 use super::handed::{Parked, ThreadReq};
 use super::remote::{atomic_op, atomic_value, Remote};
-use super::{op_error, started, UcpWorker, EXPOSED_ACCESS};
+use super::{exposed, op_error, started, UcpWorker};
 use crate::perf::error::{PerfError, Result};
 use crate::perf::worker::{AtomicKind, Exposed, PerfWorker, Started, ThreadedWorker};
 use rucx_ucp::{Context, Ep, MemMap, Op, SharedWorker};
@@ -96,12 +96,6 @@ impl ThreadedWorker for UcpWorker {
 }
 
 impl ThreadWorker {
-    fn map(&self) -> Result<&MemMap> {
-        self.exposed
-            .as_ref()
-            .ok_or_else(|| PerfError::Params("no buffer is exposed".into()))
-    }
-
     fn target(&self, offset: u64) -> Result<(&Remote, u64)> {
         let r = self.remote.as_ref().ok_or_else(|| {
             PerfError::Params("the peer's buffer is not known (set_remote)".into())
@@ -208,40 +202,20 @@ impl PerfWorker for ThreadWorker {
     }
 
     fn expose(&mut self, len: usize) -> Result<Exposed> {
-        self.exposed = None;
-        let map = self
-            .ctx
-            .mem_alloc(len, EXPOSED_ACCESS)
-            .map_err(|e| PerfError::transport("allocate the exposed buffer", e))?;
-        let rkey = map
-            .rkey_pack()
-            .map_err(|e| PerfError::transport("pack the remote key", e))?;
-        let addr = map.addr();
-        self.exposed = Some(map);
-        Ok(Exposed { addr, rkey })
+        exposed::expose(&self.ctx, &mut self.exposed, len)
     }
 
     #[inline]
     fn exposed_byte(&mut self, offset: usize) -> Result<u8> {
-        // As UcpWorker: an atomic load of the aligned word holding it.
-        let word = offset & !7;
-        let v = self
-            .map()?
-            .load_u64(word)
-            .map_err(|e| PerfError::transport("read the exposed buffer", e))?;
-        Ok(v.to_ne_bytes()[offset - word])
+        exposed::byte(exposed::map(&self.exposed)?, offset)
     }
 
     fn exposed_read(&mut self, offset: usize, out: &mut [u8]) -> Result<()> {
-        self.map()?
-            .read(offset, out)
-            .map_err(|e| PerfError::transport("read the exposed buffer", e))
+        exposed::read(exposed::map(&self.exposed)?, offset, out)
     }
 
     fn exposed_write(&mut self, offset: usize, data: &[u8]) -> Result<()> {
-        self.map()?
-            .write(offset, data)
-            .map_err(|e| PerfError::transport("write the exposed buffer", e))
+        exposed::write(exposed::map(&self.exposed)?, offset, data)
     }
 
     fn set_remote(&mut self, addr: u64, rkey: &[u8]) -> Result<()> {
