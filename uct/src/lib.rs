@@ -94,7 +94,7 @@ pub use mem::{
 };
 pub use ops::{
     derive_caps, offered, op_caps, AmOps, AmZcopyOps, AtomicCaps, AtomicOp, AtomicOps, AtomicWord,
-    GetOps, PutOps,
+    GetOps, PutOps, ShortSender,
 };
 pub use perf::PerfModel;
 pub use registry::Registry;

@@ -23,6 +23,28 @@ pub trait AmOps {
     /// message; returns the number of bytes sent. Their total length must
     /// not exceed `attr().max_bcopy`. `Done` means the parts may be reused.
     fn am_bcopy(&mut self, ep: EpId, id: AmId, parts: &[&[u8]]) -> Result<(Posted, usize)>;
+
+    /// A sender of `ep`'s short active messages that another thread may
+    /// use while this iface is used by its owner: a send path of the
+    /// endpoint's own, without the iface (and the lock that guards it).
+    /// `None` (the default) if the transport has none.
+    ///
+    /// Messages it sends and those the iface sends on `ep` are not ordered
+    /// with each other unless the caller orders them (it sends through one
+    /// of the two at a time). It must not be used after `ep` is destroyed:
+    /// what it sends then may be taken as another sender's.
+    fn short_sender(&mut self, ep: EpId) -> Option<Box<dyn ShortSender>> {
+        let _ = ep;
+        None
+    }
+}
+
+/// One endpoint's short active messages, sent without its iface
+/// ([`AmOps::short_sender`]).
+pub trait ShortSender: Send + std::fmt::Debug {
+    /// As [`AmOps::am_short`]: `Ok(true)` once sent, `Ok(false)` when the
+    /// transport has no room now (nothing was sent).
+    fn am_short(&mut self, id: AmId, header: u64, payload: &[u8]) -> Result<bool>;
 }
 
 /// Zero-copy active messages ([`Caps::AM_ZCOPY`]), reached through

@@ -3,6 +3,7 @@
 use std::collections::{HashMap, VecDeque};
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::Arc;
 use std::time::Duration;
 
 use uct::ucs::progress::{EventSet, Interest, Readiness};
@@ -58,7 +59,7 @@ pub(crate) struct PosixIface {
     /// The usable peer of each remote iface (its process and iface
     /// number), so that `ep_create` finds it without a scan.
     peer_by_addr: HashMap<(ProcessId, u32), usize>,
-    wake_tx: WakeTx,
+    wake_tx: Arc<WakeTx>,
     wake_rx: WakeRx,
     /// The iface's event fd: the wake-up socket and the exit fd of each
     /// peer's process (a peer that dies sends nothing, its exit does).
@@ -179,7 +180,7 @@ impl PosixIface {
             peers: Vec::new(),
             free_peers: Vec::new(),
             peer_by_addr: HashMap::new(),
-            wake_tx: WakeTx::new()?,
+            wake_tx: Arc::new(WakeTx::new()?),
             wake_rx: WakeRx::bind(me, iface_id)?,
             events: EventSet::with_capacity(8)?,
             exits: HashMap::new(),
@@ -547,5 +548,12 @@ impl AmOps for PosixIface {
     fn am_bcopy(&mut self, ep: EpId, id: AmId, parts: &[&[u8]]) -> Result<(Posted, usize)> {
         let total = limits::bcopy_len(parts, self.info.attr.max_bcopy)?;
         Ok(self.send(ep, id, parts)?.with_len(total))
+    }
+
+    fn short_sender(&mut self, ep: EpId) -> Option<Box<dyn uct::ShortSender>> {
+        let max_short = self.info.attr.max_short;
+        let wake = Arc::clone(&self.wake_tx);
+        let peer = self.peer_of(ep).ok()?;
+        Some(Box::new(peer.sender(&wake, max_short)))
     }
 }

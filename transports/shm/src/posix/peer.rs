@@ -14,17 +14,14 @@ use crate::fifo::{Fifo, FifoError, Producer, Push};
 use crate::proc_id::ProcessId;
 use crate::segment::Segment;
 
-/// An attached peer. Fields drop in order: the FIFO handles before the
-/// mapping they point into.
+/// An attached peer.
 #[derive(Debug)]
 pub(super) struct Peer {
     producer: Producer<Arc<Fifo>>,
-    shared: Shared,
-    _seg: Segment,
+    /// What a sender needs of the peer; shared with the endpoints' own
+    /// senders ([`PeerSender`]), so it lives as long as the last of them.
+    link: Arc<Link>,
     pub(super) addr: IfaceAddr,
-    wake_to: SocketAddr,
-    /// Our slot in the peer's sender table: the source id of our messages.
-    slot: u16,
     /// Endpoints using this peer.
     pub(super) refs: u32,
     /// Why the peer is unusable (its process died, its iface closed).
@@ -32,6 +29,65 @@ pub(super) struct Peer {
     /// The iface watches its process's exit (and counts it among the
     /// watchers of that process).
     pub(super) watched: bool,
+}
+
+/// The peer's mapped segment and our slot in its sender table. Fields
+/// drop in order: the FIFO handle before the mapping it points into.
+#[derive(Debug)]
+struct Link {
+    fifo: Arc<Fifo>,
+    shared: Shared,
+    _seg: Segment,
+    wake_to: SocketAddr,
+    /// Our slot in the peer's sender table: the source id of our messages.
+    slot: u16,
+}
+
+impl Link {
+    /// What a push did: wakes the peer if it sleeps; `Ok(false)` when the
+    /// FIFO was full.
+    #[inline(always)]
+    fn pushed(&self, wake: &WakeTx, pushed: std::result::Result<Push, FifoError>) -> Result<bool> {
+        match pushed {
+            Ok(Push::Sent { wake: true }) => {
+                wake.wake(&self.wake_to);
+                Ok(true)
+            }
+            Ok(Push::Sent { wake: false }) => Ok(true),
+            Ok(Push::Full) => Ok(false),
+            Err(e) => Err(Error::InvalidParam(format!("posix: {e}"))),
+        }
+    }
+}
+
+impl Drop for Link {
+    /// Gives the sender slot back: the receiver frees it once it has taken
+    /// our last message (and every sender of ours is gone).
+    fn drop(&mut self) {
+        self.shared.close(self.slot);
+    }
+}
+
+/// One endpoint's short messages to a peer, sent from any thread
+/// ([`uct::AmOps::short_sender`]): a producer of its own on the peer's
+/// FIFO, which takes several producers at once. Fields drop in order: the
+/// producer before the link whose mapping it points into.
+#[derive(Debug)]
+pub(super) struct PeerSender {
+    producer: Producer<Arc<Fifo>>,
+    link: Arc<Link>,
+    wake: Arc<WakeTx>,
+    max_short: usize,
+}
+
+impl uct::ShortSender for PeerSender {
+    fn am_short(&mut self, id: u8, header: u64, payload: &[u8]) -> Result<bool> {
+        uct::limits::check_short(payload.len(), self.max_short)?;
+        let pushed = self
+            .producer
+            .try_push_short(id, self.link.slot, header, payload);
+        self.link.pushed(&self.wake, pushed)
+    }
 }
 
 impl Peer {
@@ -77,13 +133,17 @@ impl Peer {
                     })?;
                 Ok((shared, fifo, slot))
             })?;
+        let fifo = Arc::new(fifo);
         Ok(Peer {
-            producer: Producer::new(Arc::new(fifo)),
-            shared,
-            _seg: seg,
+            producer: Producer::new(Arc::clone(&fifo)),
+            link: Arc::new(Link {
+                fifo,
+                shared,
+                _seg: seg,
+                wake_to: WakeTx::target(addr.owner, addr.iface_id)?,
+                slot,
+            }),
             addr,
-            wake_to: WakeTx::target(addr.owner, addr.iface_id)?,
-            slot,
             refs: 0,
             failed: None,
             watched: false,
@@ -92,8 +152,8 @@ impl Peer {
 
     /// Pushes one message; `Ok(false)` when the FIFO is full.
     pub(super) fn push(&mut self, wake: &WakeTx, am_id: u8, parts: &[&[u8]]) -> Result<bool> {
-        let pushed = self.producer.try_push_from(am_id, self.slot, parts);
-        self.pushed(wake, pushed)
+        let pushed = self.producer.try_push_from(am_id, self.link.slot, parts);
+        self.link.pushed(wake, pushed)
     }
 
     /// Pushes one short message (an 8-byte header and `payload`);
@@ -108,27 +168,27 @@ impl Peer {
     ) -> Result<bool> {
         let pushed = self
             .producer
-            .try_push_short(am_id, self.slot, header, payload);
-        self.pushed(wake, pushed)
+            .try_push_short(am_id, self.link.slot, header, payload);
+        self.link.pushed(wake, pushed)
     }
 
-    #[inline(always)]
-    fn pushed(&self, wake: &WakeTx, pushed: std::result::Result<Push, FifoError>) -> Result<bool> {
-        match pushed {
-            Ok(Push::Sent { wake: true }) => {
-                wake.wake(&self.wake_to);
-                Ok(true)
-            }
-            Ok(Push::Sent { wake: false }) => Ok(true),
-            Ok(Push::Full) => Ok(false),
-            Err(e) => Err(Error::InvalidParam(format!("posix: {e}"))),
+    /// A sender of short messages to this peer for another thread.
+    pub(super) fn sender(&self, wake: &Arc<WakeTx>, max_short: usize) -> PeerSender {
+        PeerSender {
+            producer: Producer::new(Arc::clone(&self.link.fifo)),
+            link: Arc::clone(&self.link),
+            wake: Arc::clone(wake),
+            max_short,
         }
     }
 
     /// The mapping of the peer's segment: first byte and length.
     #[cfg(test)]
     pub(super) fn mapping(&self) -> (*const u8, usize) {
-        (self._seg.as_ptr().as_ptr().cast_const(), self._seg.len())
+        (
+            self.link._seg.as_ptr().as_ptr().cast_const(),
+            self.link._seg.len(),
+        )
     }
 
     /// Whether a push would find room.
@@ -143,18 +203,10 @@ impl Peer {
         if self.failed.is_none() {
             if !alive(self.addr.owner) {
                 self.failed = Some(format!("process {} exited", self.addr.owner.pid));
-            } else if !self.shared.check() {
+            } else if !self.link.shared.check() {
                 self.failed = Some(format!("process {} closed its iface", self.addr.owner.pid));
             }
         }
         self.failed.is_none()
-    }
-}
-
-impl Drop for Peer {
-    /// Gives the sender slot back: the receiver frees it once it has taken
-    /// our last message.
-    fn drop(&mut self) {
-        self.shared.close(self.slot);
     }
 }

@@ -93,6 +93,9 @@ pub(crate) struct Shared {
 
 // SAFETY: the header is only accessed through atomics.
 unsafe impl Send for Shared {}
+// SAFETY: as for `Send`: every method takes `&self` and reaches the
+// mapping through atomics alone, so threads may share one.
+unsafe impl Sync for Shared {}
 
 impl Shared {
     /// Bytes of a segment whose FIFO region is `region` bytes (a multiple

@@ -121,6 +121,49 @@ fn full_fifo_refuses_then_pending_comes_back() {
     );
 }
 
+/// An endpoint's own sender, used from another thread, reaches the peer
+/// as the endpoint's source, refuses a payload past `max_short`, says so
+/// when the FIFO is full, and keeps the peer's sender slot while it lives.
+#[test]
+fn a_short_sender_sends_from_another_thread() {
+    let mm = MmConfig {
+        fifo_size: 8,
+        ..MmConfig::default()
+    };
+    let mut a = open_with(&mm);
+    let mut b = open_with(&mm);
+    let ep = connect(&mut a, &b);
+    let mut tx = a.am().unwrap().short_sender(ep).expect("a sender");
+    assert_eq!(
+        a.am().unwrap().am_short(ep, 2, 0, b"iface").unwrap(),
+        Posted::Done
+    );
+    let (mut tx, sent) = std::thread::spawn(move || {
+        assert!(tx.am_short(3, 0, &[0; 113]).is_err());
+        let mut sent = 0u64;
+        while tx.am_short(3, sent, b"own").unwrap() {
+            sent += 1;
+        }
+        (tx, sent)
+    })
+    .join()
+    .unwrap();
+    assert_eq!(sent, 7, "the FIFO holds 8, one of them the iface's");
+    // The endpoint goes; the sender still holds the peer's slot.
+    a.ep_destroy(ep);
+    let mut sink = TestSink::new();
+    drive(&mut b, &mut sink, |s| s.ams.len() == 8);
+    assert!(sink.ams.iter().all(|m| m.src == sink.ams[0].src));
+    assert_eq!(&sink.ams[0].data[8..], b"iface");
+    for (i, m) in sink.ams[1..].iter().enumerate() {
+        assert_eq!(m.data[..8], (i as u64).to_le_bytes());
+        assert_eq!(&m.data[8..], b"own");
+    }
+    assert!(tx.am_short(3, 99, b"late").unwrap());
+    drop(tx);
+    drive(&mut b, &mut sink, |s| s.ams.len() == 9);
+}
+
 #[test]
 fn arming_and_wake_up_through_the_event_fd() {
     let mut a = open();
