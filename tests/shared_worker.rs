@@ -49,19 +49,7 @@ fn threads_share_workers(tls: &str) {
                     assert_eq!((info.length, back), (data.len(), data));
                 }
             });
-            s.spawn(move || {
-                for i in 0..N {
-                    let len = size(t, i);
-                    let (info, buf) = b
-                        .tag_recv(vec![0u8; len], t << 32, 0xffff_ffff_0000_0000)
-                        .expect("recv")
-                        .wait()
-                        .expect("recv done");
-                    assert_eq!(info.tag, t << 32 | i, "order of thread {t}");
-                    assert_eq!(info.length, len);
-                    assert!(buf == pattern(len, t << 32 | i), "bytes of {t}/{i}");
-                }
-            });
+            s.spawn(move || recv_in_order(b, t, N, size));
         }
     });
 }

@@ -256,3 +256,24 @@ impl Rng {
         self.next() % n
     }
 }
+
+/// Receives sending thread `t`'s messages `0..n` on `w`, in order: message
+/// `i` has tag `t << 32 | i`, `size(t, i)` bytes of `pattern(len, tag)`.
+pub(crate) fn recv_in_order(
+    w: &rucx::ucp::SharedWorker,
+    t: u64,
+    n: u64,
+    size: impl Fn(u64, u64) -> usize,
+) {
+    for i in 0..n {
+        let len = size(t, i);
+        let (info, buf) = w
+            .tag_recv(vec![0u8; len], t << 32, 0xffff_ffff_0000_0000)
+            .expect("recv")
+            .wait()
+            .expect("recv done");
+        assert_eq!(info.tag, t << 32 | i, "order of thread {t}");
+        assert_eq!(info.length, len, "length of {t}/{i}");
+        assert!(buf == pattern(len, t << 32 | i), "bytes of {t}/{i}");
+    }
+}

@@ -25,6 +25,7 @@ impl Core {
     /// Tells the peer of `ep` that this side closes it (unless the peer
     /// never heard of it).
     pub(crate) fn announce_close(&mut self, tx: &mut dyn Lanes, ep: SlabId) {
+        self.gate_close(ep);
         if self.drop_deferred(ep) {
             return;
         }

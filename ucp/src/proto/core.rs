@@ -194,6 +194,9 @@ pub(crate) struct Core {
     pub(crate) select: SelectCache,
     /// Print each new endpoint's tables.
     pub(crate) proto_info: bool,
+    /// Endpoints' own send paths, once a shared worker asked for them
+    /// (`send_gate.rs`).
+    pub(crate) gates: Option<std::sync::Arc<super::send_gate::GateTable>>,
     /// The context (memory domains) and each iface's memory domain.
     pub(crate) ctx: crate::Context,
     pub(crate) iface_md: Vec<usize>,
@@ -289,6 +292,7 @@ impl Core {
             ),
             select: SelectCache::new(select),
             proto_info,
+            gates: None,
             ctx,
             iface_md,
             iface_dev,

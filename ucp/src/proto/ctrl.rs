@@ -26,6 +26,9 @@ impl Core {
     /// yet ([`Core::announce`]): an operation is about to use it, and they
     /// go ahead of it.
     pub(crate) fn wake_ep(&mut self, tx: &mut dyn Lanes, ep: SlabId) {
+        // A send past the fast path: what the endpoint's gate sent goes
+        // first (`send_gate.rs`).
+        self.gate_close(ep);
         match self.eps.get_mut(ep) {
             Some(st) if st.announce_due => st.announce_due = false,
             _ => return,

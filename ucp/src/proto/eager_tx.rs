@@ -204,12 +204,16 @@ impl Core {
             {
                 let r = tx.am_short(st.iface, st.uct_ep, AM_EAGER_ONLY, tag, buf.slice(0, len));
                 if let Some(done) = single_outcome(r, Info { tag, length: len }) {
-                    if done.is_ok() {
+                    let sent = done.is_ok();
+                    if sent {
                         st.credit.sent += charge;
                     }
                     if !matches!(op.notify, crate::request::Notify::Callback(_)) {
                         // Nothing to drop: skip the drop code.
                         std::mem::forget(op);
+                    }
+                    if sent && self.gates.is_some() {
+                        self.gate_top_up(tx, ep);
                     }
                     return done;
                 }

@@ -101,6 +101,9 @@ pub(crate) struct EpState {
     /// (Boxed, so that the usual endpoint without any pays 8 bytes.)
     #[allow(clippy::box_collection)]
     pub(crate) lazy: Option<Box<Vec<super::lazy_lanes::LazyLane>>>,
+    /// Whether the endpoint has its own send path, on a worker that
+    /// threads share (`send_gate.rs`; the gate is in `Core::gates`).
+    pub(crate) gate: super::send_gate::GateMark,
 }
 
 /// The endpoints to one remote worker, oldest first: nearly always one,
@@ -166,6 +169,7 @@ impl Core {
 
     /// Removes endpoint `ep` from the worker's tables (not its lanes).
     pub(crate) fn remove_ep(&mut self, ep: SlabId) -> Option<EpState> {
+        self.gate_remove(ep);
         let st = self.eps.remove(ep)?;
         self.ep_sockaddrs.remove(&ep);
         self.credit_forget(&st.credit);
@@ -252,6 +256,7 @@ impl Core {
             credit: Default::default(),
             lazy: None,
             announce_due: false,
+            gate: Default::default(),
         });
         match self.uuid_eps.get_mut(&remote_uuid) {
             Some(ids) => ids.push(id),
@@ -271,6 +276,7 @@ impl Core {
 
     /// Fails the sends queued on endpoint `ep` and marks it failed.
     pub(crate) fn fail_ep(&mut self, ep: SlabId, err: Error) {
+        self.gate_close(ep);
         let Some(state) = self.eps.get_mut(ep) else {
             return;
         };

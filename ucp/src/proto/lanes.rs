@@ -23,6 +23,13 @@ pub(crate) trait Lanes {
     /// Capabilities and limits of iface `iface`, `None` if there is none.
     fn attr(&self, iface: usize) -> Option<&IfaceAttr>;
 
+    /// `ep`'s own sender of short active messages on iface `iface`
+    /// ([`crate::uct::AmOps::short_sender`]); `None` if it has none.
+    fn short_sender(&mut self, iface: usize, ep: EpId) -> Option<Box<dyn crate::uct::ShortSender>> {
+        let _ = (iface, ep);
+        None
+    }
+
     /// `am_short` on `(iface, ep)`.
     fn am_short(
         &mut self,

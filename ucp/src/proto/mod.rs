@@ -28,6 +28,7 @@ pub(crate) mod rndv_put;
 pub(crate) mod rndv_zcopy;
 mod room;
 pub mod select;
+pub(crate) mod send_gate;
 pub(crate) mod stream;
 pub(crate) mod stream_rndv;
 pub(crate) mod stream_rx;

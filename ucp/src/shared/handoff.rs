@@ -54,6 +54,8 @@ pub(crate) struct Handoffs<T = Job> {
     q: Mutex<VecDeque<T>>,
     /// `q`'s length, read without its lock.
     len: AtomicUsize,
+    /// Posts queued and not yet run to their end (popped ones included).
+    unfinished: AtomicUsize,
 }
 
 impl<T> Default for Handoffs<T> {
@@ -61,6 +63,7 @@ impl<T> Default for Handoffs<T> {
         Handoffs {
             q: Mutex::new(VecDeque::new()),
             len: AtomicUsize::new(0),
+            unfinished: AtomicUsize::new(0),
         }
     }
 }
@@ -73,6 +76,7 @@ impl<T> Handoffs<T> {
 
     /// Queues `job`; then the caller must try the worker's lock.
     pub(crate) fn push(&self, job: T) {
+        self.unfinished.fetch_add(1, Ordering::SeqCst);
         let mut q = self.queue();
         q.push_back(job);
         self.len.store(q.len(), Ordering::SeqCst);
@@ -85,6 +89,18 @@ impl<T> Handoffs<T> {
     pub(crate) fn is_idle(&self) -> bool {
         fence(Ordering::SeqCst);
         self.len.load(Ordering::SeqCst) == 0
+    }
+
+    /// A post [`Handoffs::pop`] gave ran to its end.
+    pub(crate) fn finished(&self) {
+        self.unfinished.fetch_sub(1, Ordering::SeqCst);
+    }
+
+    /// Whether every post queued so far ran to its end: a post the caller
+    /// handed earlier did what it does before the caller's next one, which
+    /// may then pass the worker's lock (`send_gate.rs`).
+    pub(crate) fn settled(&self) -> bool {
+        self.unfinished.load(Ordering::SeqCst) == 0
     }
 
     /// The oldest waiting post.
@@ -248,6 +264,7 @@ impl Locked<'_> {
             if let Some(w) = j(self.worker()) {
                 self.late.push(w);
             }
+            self.inner.handoffs.finished();
         }
     }
 }
@@ -299,6 +316,7 @@ mod loom_model {
     fn drain(q: &Handoffs<()>, ran: &AtomicBool) {
         while q.pop().is_some() {
             ran.store(true, Ordering::SeqCst);
+            q.finished();
         }
     }
 
@@ -324,7 +342,8 @@ mod loom_model {
     }
 
     /// A post handed while another thread holds the lock runs before both
-    /// threads are done, in every interleaving: the protocol of the module
+    /// threads are done, and the queue is settled only after it ran, in
+    /// every interleaving: the protocol of the module
     /// documentation with the real queue (its jobs are units: loom cannot
     /// hold a `Worker`).
     #[test]
@@ -344,7 +363,13 @@ mod loom_model {
             if let Ok(g) = lock.try_lock() {
                 hold(g, &lock, &q, &ran);
             }
+            // A later post of this thread may pass the lock only once the
+            // handed one did what it does.
+            if q.settled() {
+                assert!(ran.load(Ordering::SeqCst), "settled before the post ran");
+            }
             holder.join().unwrap();
+            assert!(q.settled());
             assert!(ran.load(Ordering::SeqCst), "a handed post was stranded");
         });
     }

@@ -38,9 +38,15 @@
 //!   worker for a moment before it returns `Pending`
 //!   ([`SharedWorker::set_poll_spin`]).
 //!
-//! Not done here: per-endpoint send paths and a matcher split by tag, so
-//! that posts of different threads on different endpoints run in
-//! parallel instead of under the same lock.
+//! * a short tag send on an endpoint whose transport offers a send path of
+//!   its own (shared memory) takes none of the worker's lock: it goes by
+//!   the endpoint's gate (`proto/send_gate.rs`,
+//!   [`SharedWorker::try_tag_send_short`]).
+//!
+//! Not done here: a matcher split by tag, and send paths of their own for
+//! tcp and rc_iwarp endpoints and for larger messages, so that receives
+//! and those sends of different threads run in parallel instead of under
+//! the same lock.
 
 mod futures;
 mod gate;
@@ -120,6 +126,8 @@ pub(crate) struct Inner {
     poll_spin: AtomicU64,
     /// Posts made while another thread held the lock (`handoff.rs`).
     handoffs: handoff::Handoffs,
+    /// The endpoints' own send paths (`proto/send_gate.rs`).
+    gates: Arc<crate::proto::send_gate::GateTable>,
     /// Posts are handed over at all: some iface batches corked sends.
     /// Without one, a post waits for the lock (handing it over would cost
     /// more than the wait), and nothing checks the handoff queue.
@@ -153,6 +161,7 @@ impl SharedWorker {
         let start = worker.context().config().async_progress;
         let completed = worker.completed_count();
         let hands = worker.corks();
+        let gates = worker.core.gates_enable();
         let signal = signal
             .map_err(|e| tracing::warn!("no waker for a shared worker: {e}"))
             .ok();
@@ -171,6 +180,7 @@ impl SharedWorker {
                 poll_spin: AtomicU64::new(0),
                 handoffs: handoff::Handoffs::default(),
                 hands,
+                gates,
                 thread: Mutex::new(None),
             }),
         };
@@ -304,6 +314,14 @@ impl SharedWorker {
     pub fn set_poll_spin(&self, spin: std::time::Duration) {
         let ns = u64::try_from(spin.as_nanos()).unwrap_or(u64::MAX);
         self.inner.poll_spin.store(ns, Ordering::Relaxed);
+    }
+
+    /// How many tag messages went by their endpoint's own send path,
+    /// past the worker's lock, on the endpoints that are still open: short
+    /// messages over a transport that offers such a path (shared memory),
+    /// sent while nothing else was queued on the endpoint.
+    pub fn endpoint_path_sends(&self) -> u64 {
+        crate::proto::send_gate::gate_sends(&self.inner.gates)
     }
 
     /// Whether two handles name the same worker.

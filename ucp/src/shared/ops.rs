@@ -190,6 +190,14 @@ impl SharedWorker {
     }
 
     fn tag_send_op<B: IoBuf>(&self, ep: Ep, buf: B, tag: u64, op: Op) -> Result<OpFuture<B>> {
+        let buf = if op.sync {
+            buf
+        } else {
+            match self.gate_send(ep, buf, tag) {
+                Ok(f) => return Ok(f),
+                Err(buf) => buf,
+            }
+        };
         if !self.inner.hands {
             // The owned tier's own post: measurably shorter than the raw
             // one plus `held` on a 0.2 µs shared-memory round trip.
@@ -202,6 +210,49 @@ impl SharedWorker {
             let p = unsafe { w.tag_send_raw(ep, buf.as_ptr(), buf.len(), tag, op) };
             held(w, p, buf)
         })
+    }
+
+    /// Sends `buf` through `ep`'s own send path if it is open for it; else
+    /// gives `buf` back.
+    #[inline]
+    fn gate_send<B: IoBuf>(&self, ep: Ep, buf: B, tag: u64) -> std::result::Result<OpFuture<B>, B> {
+        let len = buf.len();
+        if len == 0 {
+            return Err(buf);
+        }
+        // SAFETY: IoBuf promises `len` readable bytes at `as_ptr` while
+        // `buf` lives, and it lives past the send, which copies them.
+        let data = unsafe { std::slice::from_raw_parts(buf.as_ptr(), len) };
+        if !self.try_tag_send_short(ep, data, tag) {
+            return Err(buf);
+        }
+        let info = crate::Info { tag, length: len };
+        Ok(OpFuture::new(self, Posted::Done(info, buf), false))
+    }
+
+    /// Sends `data` with `tag` on `ep` now, without the worker's lock, if
+    /// the endpoint's own send path is open for it: `true` once sent (the
+    /// send is complete: `data` was copied). `false` sends nothing: post
+    /// the message the usual way ([`SharedWorker::tag_send`], or the raw
+    /// tier through [`SharedWorker::post_with`]).
+    ///
+    /// The path is open for a short message (one `am_short`) on an
+    /// endpoint whose transport offers it (shared memory), once a send of
+    /// the endpoint took the worker's fast path: nothing queued on the
+    /// endpoint, its eager credit quiet. Every other send on the endpoint
+    /// closes it until then, so a thread's messages keep their order
+    /// whichever way each went. It is not taken while a post this thread
+    /// handed over ([`SharedWorker::post_with`]) may not have run yet.
+    /// [`SharedWorker::tag_send`] tries it first.
+    #[inline]
+    pub fn try_tag_send_short(&self, ep: Ep, data: &[u8], tag: u64) -> bool {
+        if data.is_empty() || !self.inner.handoffs.settled() {
+            return false;
+        }
+        match self.inner.gates.read().get(ep.0.index() as usize) {
+            Some(Some(g)) => g.try_tag_send(ep.0, data, tag),
+            _ => false,
+        }
     }
 
     /// Receives a message matching `(tag, mask)` into `buf`; a drop before

@@ -53,6 +53,10 @@ impl Lanes for Ifaces {
         self.iface(iface)?.ep_create(dev_addr, iface_addr)
     }
 
+    fn short_sender(&mut self, iface: usize, ep: EpId) -> Option<Box<dyn crate::uct::ShortSender>> {
+        self.0.get_mut(iface)?.am()?.short_sender(ep)
+    }
+
     #[inline]
     fn am_short(
         &mut self,

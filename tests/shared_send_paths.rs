@@ -1,0 +1,128 @@
+//! Endpoints' own send paths on a `SharedWorker`: short tag messages over
+//! shared memory go past the worker's lock, and still keep each thread's
+//! order with the messages that take the worker's path (larger ones, and
+//! short ones while the receiver's FIFO is full or the endpoint's credit
+//! runs out). Every byte and every thread's order is checked.
+
+mod common;
+
+use common::*;
+use rucx::ucp::CloseMode;
+use rucx::ucp::SharedWorker;
+use std::time::Duration;
+
+const THREADS: u64 = 2;
+
+/// Thread `t`'s message `i`: mostly short, some that take the worker's
+/// path (eager fragments, rendezvous) between them.
+fn size(t: u64, i: u64) -> usize {
+    match (t + i) % 50 {
+        0 => 9000,
+        25 => 200_000,
+        k => (k % 17) as usize,
+    }
+}
+
+fn pair(vars: &[(&str, &str)]) -> (rucx::Context, SharedWorker, SharedWorker) {
+    let ctx = context_vars(vars);
+    let a = ctx.create_worker().expect("worker a").into_shared();
+    let b = ctx.create_worker().expect("worker b").into_shared();
+    (ctx, a, b)
+}
+
+/// `THREADS` threads send `n` messages each on one endpoint while the
+/// receiver waits `delay` before it receives (the FIFO fills meanwhile);
+/// one thread per sender receives them in order.
+fn send_and_check(a: &SharedWorker, b: &SharedWorker, n: u64, delay: Duration) {
+    let ep = a.connect(&b.address()).expect("connect");
+    let _back = b.connect(&a.address()).expect("connect back");
+    std::thread::scope(|s| {
+        for t in 0..THREADS {
+            s.spawn(move || {
+                let mut pending = Vec::new();
+                for i in 0..n {
+                    let data = pattern(size(t, i), t << 32 | i);
+                    pending.push(a.tag_send(ep, data, t << 32 | i).expect("send"));
+                    if pending.len() >= 64 {
+                        for f in pending.drain(..) {
+                            f.wait().expect("send done");
+                        }
+                    }
+                }
+                for f in pending {
+                    f.wait().expect("send done");
+                }
+            });
+            s.spawn(move || {
+                std::thread::sleep(delay);
+                recv_in_order(b, t, n, size);
+            });
+        }
+    });
+}
+
+#[test]
+fn short_sends_pass_the_lock_and_keep_order_shm() {
+    let (_ctx, a, b) = pair(&[("RUCX_TLS", "shm")]);
+    const N: u64 = 20_000;
+    send_and_check(&a, &b, N, Duration::from_millis(50));
+    let passed = a.endpoint_path_sends();
+    // Most messages are short: if none went past the lock, the path is
+    // not used; if all did, the larger ones were not ordered with them.
+    assert!(passed > 0, "no send took the endpoint's path");
+    assert!(passed < THREADS * N, "{passed} of {} sends", THREADS * N);
+}
+
+/// A small unexpected-message limit: the endpoint's credit runs out every
+/// few hundred messages, so its lease is taken back and given again.
+#[test]
+fn short_sends_keep_order_when_credit_runs_out_shm() {
+    let (_ctx, a, b) = pair(&[("RUCX_TLS", "shm"), ("RUCX_UNEXPECTED_MAX", "64k")]);
+    send_and_check(&a, &b, 5_000, Duration::from_millis(20));
+    assert!(
+        a.endpoint_path_sends() > 0,
+        "no send took the endpoint's path"
+    );
+}
+
+/// tcp has no send path of an endpoint's own: every send takes the lock.
+#[test]
+fn tcp_sends_take_the_workers_path() {
+    let (_ctx, a, b) = pair(&[("RUCX_TLS", "tcp")]);
+    send_and_check(&a, &b, 500, Duration::ZERO);
+    assert_eq!(a.endpoint_path_sends(), 0);
+}
+
+/// After a close, a send on the endpoint fails at once: its path is gone
+/// with it.
+#[test]
+fn a_closed_endpoints_path_is_gone_shm() {
+    let (_ctx, a, b) = pair(&[("RUCX_TLS", "shm")]);
+    let ep = a.connect(&b.address()).expect("connect");
+    let _back = b.connect(&a.address()).expect("connect back");
+    let recv = {
+        let b = b.clone();
+        std::thread::spawn(move || {
+            for i in 0..100u64 {
+                let f = b.tag_recv(vec![0u8; 8], i, u64::MAX).expect("recv");
+                assert_eq!(f.wait().expect("recv done").0.tag, i);
+            }
+        })
+    };
+    for i in 0..100u64 {
+        let f = a.tag_send(ep, vec![7u8; 8], i).expect("send");
+        f.wait().expect("sent");
+    }
+    recv.join().expect("receiver");
+    assert!(a.endpoint_path_sends() > 0);
+    a.ep_close(ep, CloseMode::Flush).wait().expect("close");
+    assert_eq!(
+        a.endpoint_path_sends(),
+        0,
+        "the closed endpoint's path is kept"
+    );
+    match a.tag_send(ep, vec![1u8; 8], 1) {
+        Err(_) => {}
+        Ok(f) => assert!(f.wait().is_err(), "a send on a closed endpoint succeeded"),
+    }
+}
