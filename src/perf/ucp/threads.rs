@@ -167,6 +167,14 @@ impl PerfWorker for ThreadWorker {
         sync: bool,
     ) -> Result<Started<ThreadReq>> {
         let (ep, tag) = (self.ep, tag.wrapping_add(self.tag_offset));
+        if !sync && len > 0 {
+            // SAFETY: PerfWorker::tag_send's contract: `len` readable bytes
+            // at `ptr` (copied by the send).
+            let data = unsafe { std::slice::from_raw_parts(ptr, len) };
+            if self.w.try_tag_send_short(ep, data, tag) {
+                return Ok(Started::Done(len));
+            }
+        }
         let op = if sync { Op::new().sync() } else { Op::new() };
         // An address, which may cross to the thread that runs the post.
         let at = ptr as usize;
