@@ -16,6 +16,7 @@ use super::wire::{
 use crate::proto::command::Command;
 use crate::proto::core::{Core, EpConfig};
 use crate::proto::credit::charge_of;
+use crate::proto::send_gate::GateMark;
 use crate::request::buf::SendBuf;
 use crate::request::{
     AmPhase, GetPhase, Info, Kind, Op, PutPhase, Request, RndvPhase, SendState, SyncState,
@@ -208,11 +209,14 @@ impl Core {
                     if sent {
                         st.credit.sent += charge;
                     }
+                    // A shared worker: open the endpoint's own path (none
+                    // on a transport that has none).
+                    let top_up = sent && st.gate != GateMark::None && self.gates.is_some();
                     if !matches!(op.notify, crate::request::Notify::Callback(_)) {
                         // Nothing to drop: skip the drop code.
                         std::mem::forget(op);
                     }
-                    if sent && self.gates.is_some() {
+                    if top_up {
                         self.gate_top_up(tx, ep);
                     }
                     return done;
