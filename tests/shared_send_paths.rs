@@ -126,3 +126,72 @@ fn a_closed_endpoints_path_is_gone_shm() {
         Ok(f) => assert!(f.wait().is_err(), "a send on a closed endpoint succeeded"),
     }
 }
+
+/// An active message as its handler saw it: header, reply flag, data.
+type Arrived = (Vec<u8>, bool, Vec<u8>);
+
+/// Active messages without a user header go by the endpoint's path too;
+/// those with one take the worker's, and each thread's messages arrive in
+/// the order it sent them.
+#[test]
+fn active_messages_pass_the_lock_and_keep_order_shm() {
+    use rucx::ucp::AmParams;
+    use std::sync::{Arc, Mutex};
+    let (_ctx, a, b) = pair(&[("RUCX_TLS", "shm")]);
+    let ep = a.connect(&b.address()).expect("connect");
+    let _back = b.connect(&a.address()).expect("connect back");
+    let got: Arc<Mutex<Vec<Arrived>>> = Arc::default();
+    let sink = Arc::clone(&got);
+    b.with(|w| {
+        w.am_set_handler(5, move |_, msg| {
+            let m = (
+                msg.header().to_vec(),
+                msg.reply_ep().is_some(),
+                msg.into_data(),
+            );
+            sink.lock().expect("sink").push(m);
+        })
+    });
+    const N: u64 = 3_000;
+    std::thread::scope(|s| {
+        for t in 0..THREADS {
+            let a = &a;
+            s.spawn(move || {
+                for i in 0..N {
+                    let data = [t.to_le_bytes(), i.to_le_bytes()].concat();
+                    let (header, params) = match i % 10 {
+                        0 => (&b"hdr"[..], AmParams::new()),
+                        5 => (&[][..], AmParams::new().reply()),
+                        _ => (&[][..], AmParams::new()),
+                    };
+                    let f = a.am_send(ep, 5, header, data, params).expect("send");
+                    f.wait().expect("sent");
+                }
+            });
+        }
+        s.spawn(|| {
+            let deadline = std::time::Instant::now() + Duration::from_secs(60);
+            while got.lock().expect("sink").len() < (THREADS * N) as usize {
+                assert!(std::time::Instant::now() < deadline, "messages missing");
+                b.progress();
+            }
+        });
+    });
+    let got = got.lock().expect("sink");
+    let mut next = [0u64; THREADS as usize];
+    for (header, reply, data) in got.iter() {
+        let t = u64::from_le_bytes(data[..8].try_into().expect("t"));
+        let i = u64::from_le_bytes(data[8..16].try_into().expect("i"));
+        assert_eq!(i, next[t as usize], "order of thread {t}");
+        next[t as usize] += 1;
+        assert_eq!(
+            header.as_slice(),
+            if i % 10 == 0 { &b"hdr"[..] } else { &[][..] }
+        );
+        assert_eq!(*reply, i % 10 == 5, "reply flag of {t}/{i}");
+    }
+    assert!(
+        a.endpoint_path_sends() > 0,
+        "no message took the endpoint's path"
+    );
+}

@@ -146,14 +146,7 @@ impl Core {
         if len >= st.short_end || st.failed.is_some() || !st.queue.is_empty() || st.announce_due {
             return None;
         }
-        let flags = if reply { FLAG_REPLY } else { 0 };
-        let only = AmOnly {
-            id,
-            flags,
-            hdr_len: 0,
-        }
-        .encode();
-        let hdr = u64::from_le_bytes(only);
+        let hdr = u64::from_le_bytes(am_only_header(id, reply));
         let r = tx.am_short(st.iface, st.uct_ep, AM_USER_ONLY, hdr, buf.slice(0, len));
         single_outcome(
             r,
@@ -276,4 +269,16 @@ impl Core {
         self.am_frags
             .retain(|k, _| !(k.iface == iface && k.src == src.0));
     }
+}
+
+/// The 8-byte header of an `AM_USER_ONLY` message without a user header.
+#[inline]
+pub(crate) fn am_only_header(id: u16, reply: bool) -> [u8; 8] {
+    let flags = if reply { FLAG_REPLY } else { 0 };
+    AmOnly {
+        id,
+        flags,
+        hdr_len: 0,
+    }
+    .encode()
 }

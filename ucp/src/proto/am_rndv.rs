@@ -94,6 +94,9 @@ impl Core {
     ) -> Result<Started> {
         if header.is_empty() && how != AmProto::Rndv {
             if let Some(done) = self.am_send_short(tx, ep, id, &buf, reply) {
+                if done.is_ok() && self.gates.is_some() {
+                    self.gate_top_up(tx, ep);
+                }
                 return done;
             }
         }

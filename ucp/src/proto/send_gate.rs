@@ -3,14 +3,14 @@
 //! On a [`SharedWorker`](crate::SharedWorker) every post takes the
 //! worker's lock. A tag message short enough for `am_short` needs nothing
 //! of the worker, though: only the endpoint's lane and some of its eager
-//! credit. A [`SendGate`] is that path for one endpoint: the transport's
+//! credit; nor does an active message without a user header (no credit). A [`SendGate`] is that path for one endpoint: the transport's
 //! [`ShortSender`] for the lane, behind a lock of the endpoint's own, and a
 //! lease of the endpoint's credit. Threads that send on different
 //! endpoints then send at the same time, and a send does not wait while
 //! another thread progresses the worker.
 //!
 //! The worker (under its lock) opens the gate and tops up the lease when
-//! one of its own sends took the fast path: nothing is queued on the
+//! one of its own tag or active message sends took the fast path: nothing is queued on the
 //! endpoint, it has not failed, and its credit is quiet (`credit.rs`).
 //! The lease is charged to the endpoint's credit when given, so the
 //! worker's sends see it as used. Every other send on the endpoint closes
@@ -23,6 +23,8 @@
 //!
 //! A worker that one thread uses makes no gates (`Core::gates` is `None`).
 
+use super::am::am_only_header;
+use super::am_wire::AM_USER_ONLY;
 use super::core::Core;
 use super::credit::charge_of;
 use super::lanes::Lanes;
@@ -84,6 +86,27 @@ impl SendGate {
         }
         if matches!(g.tx.am_short(AM_EAGER_ONLY, tag, data), Ok(true)) {
             g.lease -= charge;
+            g.sent += 1;
+            return true;
+        }
+        false
+    }
+}
+
+impl SendGate {
+    /// Sends `data` as active message `id` without a user header (the
+    /// worker's `am_send_short`), if the gate is open for it: `true` once
+    /// sent. Active messages are charged no credit.
+    pub(crate) fn try_am_send(&self, ep: SlabId, id: u16, data: &[u8], reply: bool) -> bool {
+        if ep != self.ep {
+            return false;
+        }
+        let mut g = self.state.lock();
+        if !g.open || data.len() >= g.short_end {
+            return false;
+        }
+        let hdr = u64::from_le_bytes(am_only_header(id, reply));
+        if matches!(g.tx.am_short(AM_USER_ONLY, hdr, data), Ok(true)) {
             g.sent += 1;
             return true;
         }

@@ -38,8 +38,9 @@
 //!   worker for a moment before it returns `Pending`
 //!   ([`SharedWorker::set_poll_spin`]).
 //!
-//! * a short tag send on an endpoint whose transport offers a send path of
-//!   its own (shared memory) takes none of the worker's lock: it goes by
+//! * a short tag send, or a short active message without a user header,
+//!   on an endpoint whose transport offers a send path of its own (shared
+//!   memory) takes none of the worker's lock: it goes by
 //!   the endpoint's gate (`proto/send_gate.rs`,
 //!   [`SharedWorker::try_tag_send_short`]).
 //!

@@ -6,6 +6,8 @@ use super::futures::OpFuture;
 use super::handoff::{self, PostResult, Slot};
 use super::polling::{Incoming, Polling, SharedListener};
 use super::SharedWorker;
+use crate::proto::am_rndv::AmProto;
+use crate::proto::send_gate::SendGate;
 use crate::request::{IoBuf, IoBufMut, Posted};
 use crate::{
     AmParams, AtomicOp, AtomicValue, CloseMode, Ep, EpParams, Op, OpError, Result, Rkey, Worker,
@@ -246,11 +248,21 @@ impl SharedWorker {
     /// [`SharedWorker::tag_send`] tries it first.
     #[inline]
     pub fn try_tag_send_short(&self, ep: Ep, data: &[u8], tag: u64) -> bool {
-        if data.is_empty() || !self.inner.handoffs.settled() {
-            return false;
-        }
+        !data.is_empty() && self.settled() && self.gate_of(ep, |g| g.try_tag_send(ep.0, data, tag))
+    }
+
+    /// Whether every post handed over so far ran (`handoff.rs`): a post of
+    /// this thread may pass the lock only then.
+    #[inline]
+    fn settled(&self) -> bool {
+        self.inner.handoffs.settled()
+    }
+
+    /// `f` of `ep`'s gate; `false` if it has none.
+    #[inline]
+    fn gate_of(&self, ep: Ep, f: impl FnOnce(&SendGate) -> bool) -> bool {
         match self.inner.gates.read().get(ep.0.index() as usize) {
-            Some(Some(g)) => g.try_tag_send(ep.0, data, tag),
+            Some(Some(g)) => f(g),
             _ => false,
         }
     }
@@ -296,6 +308,18 @@ impl SharedWorker {
         buf: B,
         params: AmParams,
     ) -> Result<OpFuture<B>> {
+        let len = buf.len();
+        if header.is_empty() && len > 0 && params.proto != AmProto::Rndv && self.settled() {
+            // SAFETY: as in gate_send.
+            let data = unsafe { std::slice::from_raw_parts(buf.as_ptr(), len) };
+            if self.gate_of(ep, |g| g.try_am_send(ep.0, id, data, params.reply)) {
+                let info = crate::Info {
+                    tag: 0,
+                    length: len,
+                };
+                return Ok(OpFuture::new(self, Posted::Done(info, buf), false));
+            }
+        }
         self.post(false, header, move |w, header| {
             // SAFETY: as in tag_send_op.
             let p = unsafe {
