@@ -3,15 +3,17 @@
 //! On a [`SharedWorker`](crate::SharedWorker) every post takes the
 //! worker's lock. A tag message short enough for `am_short` needs nothing
 //! of the worker, though: only the endpoint's lane and some of its eager
-//! credit; nor does an active message without a user header (no credit). A [`SendGate`] is that path for one endpoint: the transport's
+//! credit; nor does an active message without a user header (no credit).
+//! A [`SendGate`] is that path for one endpoint: the transport's
 //! [`ShortSender`] for the lane, behind a lock of the endpoint's own, and a
 //! lease of the endpoint's credit. Threads that send on different
 //! endpoints then send at the same time, and a send does not wait while
 //! another thread progresses the worker.
 //!
 //! The worker (under its lock) opens the gate and tops up the lease when
-//! one of its own tag or active message sends took the fast path: nothing is queued on the
-//! endpoint, it has not failed, and its credit is quiet (`credit.rs`).
+//! one of its own tag or active message sends took the fast path: nothing
+//! is queued on the endpoint, it has not failed, and its credit is quiet
+//! (`credit.rs`).
 //! The lease is charged to the endpoint's credit when given, so the
 //! worker's sends see it as used. Every other send on the endpoint closes
 //! the gate first ([`Core::gate_close`]), taking back what is left of the
@@ -91,9 +93,7 @@ impl SendGate {
         }
         false
     }
-}
 
-impl SendGate {
     /// Sends `data` as active message `id` without a user header (the
     /// worker's `am_send_short`), if the gate is open for it: `true` once
     /// sent. Active messages are charged no credit.
