@@ -28,6 +28,9 @@
 //!   usually comes from `cma`, which watches its peers too;
 //!   [`receiver_killed_while_sending_posix_only`] (`RUCX_TLS=posix`)
 //!   checks that the FIFO transport finds the dead receiver by itself.
+//!   [`receiver_killed_while_a_shared_worker_sends`]: the same for a
+//!   `SharedWorker`, whose short sends pass its lock by the endpoint's
+//!   own send path.
 //!
 //! The test binary starts itself again as the peer (see `common`).
 
@@ -396,6 +399,73 @@ fn receiver_killed_while_sending_file_segment() {
             ("RUCX_POSIX_DIR", "/dev/shm".to_string()),
         ],
     );
+}
+
+/// A shared worker, whose short sends go by the endpoint's own send path
+/// past the worker's lock: after the receiver is killed, its sends fail
+/// within seconds as well, and none waits forever.
+#[test]
+fn receiver_killed_while_a_shared_worker_sends() {
+    if is_child() {
+        return;
+    }
+    let ctx = context_vars(&[("RUCX_TLS", "shm")]);
+    let mut w = ctx.create_worker().expect("worker");
+    let env = vec![
+        ("RUCX_TEST_PEER", hex(&w.address())),
+        ("RUCX_TEST_TLS", "shm".to_string()),
+    ];
+    let mut child = spawn_child("draining_receiver", &env);
+    let receiving = watch_stdout(&mut child, "receiving");
+    let ep = accept_peer(&mut w);
+    let w = w.into_shared();
+    let mut inflight = VecDeque::new();
+    let mut killed_at: Option<Instant> = None;
+    let deadline = Instant::now() + Duration::from_secs(60);
+    let mut seq = 0u64;
+    let mut failed = false;
+    while !failed {
+        assert!(Instant::now() < deadline, "the endpoint never failed");
+        match killed_at {
+            Some(t) => assert!(
+                t.elapsed() < Duration::from_secs(10),
+                "sends still succeed 10 s after the kill"
+            ),
+            None if receiving.try_recv().is_ok() => {
+                child.kill().expect("kill child");
+                child.wait().expect("reap child");
+                killed_at = Some(Instant::now());
+            }
+            None => {}
+        }
+        if inflight.len() < WINDOW {
+            let data = pattern(stream_size(seq), STREAM | seq);
+            match w.tag_send(ep, data, STREAM | seq) {
+                Ok(f) => inflight.push_back(f),
+                Err(_) => failed = true,
+            }
+            seq += 1;
+        }
+        w.progress();
+        while inflight.front_mut().is_some_and(|f| f.is_done()) {
+            if let Some(f) = inflight.pop_front() {
+                failed |= f.wait().is_err();
+            }
+        }
+    }
+    assert!(killed_at.is_some(), "a send failed before the kill");
+    assert!(
+        w.endpoint_path_sends() > 0,
+        "no send took the endpoint's path"
+    );
+    // What is still in flight ends too.
+    let end = Instant::now() + Duration::from_secs(10);
+    for mut f in inflight {
+        while !f.is_done() {
+            assert!(Instant::now() < end, "a send never ended after the kill");
+            w.progress();
+        }
+    }
 }
 
 /// The parent streams to a `draining_receiver` over `tls`, kills it, and
