@@ -195,3 +195,16 @@ fn active_messages_pass_the_lock_and_keep_order_shm() {
         "no message took the endpoint's path"
     );
 }
+
+/// A receiver without a limit on unexpected messages grants everything:
+/// the lease must not push the endpoint's count of charged bytes to the
+/// edge of its range, where the worker's own sends would overflow it.
+#[test]
+fn short_sends_keep_order_without_a_credit_limit_shm() {
+    let (_ctx, a, b) = pair(&[("RUCX_TLS", "shm"), ("RUCX_UNEXPECTED_MAX", "inf")]);
+    send_and_check(&a, &b, 5_000, Duration::from_millis(20));
+    assert!(
+        a.endpoint_path_sends() > 0,
+        "no send took the endpoint's path"
+    );
+}

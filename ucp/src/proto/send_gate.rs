@@ -36,6 +36,11 @@ use crate::uct::ShortSender;
 use parking_lot::{Mutex, RwLock};
 use std::sync::Arc;
 
+/// The most credit one top-up leases. An endpoint whose receiver has no
+/// limit may charge up to `u64::MAX`: a lease of all of it would leave the
+/// worker's own sends no room to count in.
+const LEASE_MAX: u64 = 1 << 40;
+
 /// The gates of a worker's endpoints, by endpoint index: read by threads
 /// without the worker's lock, written under it.
 pub(crate) type GateTable = RwLock<Vec<Option<Arc<SendGate>>>>;
@@ -188,7 +193,8 @@ impl Core {
             .limit
             .min(c.ask_at)
             .saturating_sub(c.sent)
-            .saturating_sub(1);
+            .saturating_sub(1)
+            .min(LEASE_MAX);
         let mut g = gate.state.lock();
         g.open = true;
         g.short_end = st.short_end;
