@@ -8,32 +8,11 @@
 mod async_common;
 mod common;
 
-use async_common::{current, driven, err, multi, within};
+use async_common::{connected, current, driven, err, multi, within};
 use common::{context_vars, pattern};
 use rucx::ucp::tokio as rt;
-use rucx::ucp::{Access, AmParams, CloseMode, EpParams, SharedWorker};
+use rucx::ucp::{Access, AmParams, CloseMode, EpParams};
 use std::time::Duration;
-
-/// A server worker listening on loopback and a client worker connected
-/// to it through the listener; endpoints (client's, server's).
-async fn connected(
-    ctx: &rucx::Context,
-) -> (SharedWorker, SharedWorker, rucx::ucp::Ep, rucx::ucp::Ep) {
-    let (s, _) = driven(ctx);
-    let (c, _) = driven(ctx);
-    let lis = s
-        .listen("127.0.0.1:0".parse().expect("addr"))
-        .expect("listen");
-    let at = lis.addr().expect("listener address");
-    let (cep, sep) = within(30, async {
-        tokio::join!(
-            c.connect_to(at, EpParams::default()),
-            lis.accept(EpParams::default())
-        )
-    })
-    .await;
-    (s, c, cep.expect("connect_to"), sep.expect("accept"))
-}
 
 async fn connect_listen_accept(tls: &str) {
     let ctx = context_vars(&[("RUCX_TLS", tls)]);

@@ -108,3 +108,24 @@ pub(crate) async fn echo(b: &SharedWorker, ba: Ep, tag: u64, size: usize, iters:
             .expect("answer");
     }
 }
+
+/// A server worker listening on loopback and a client worker connected
+/// to it through the listener; endpoints (client's, server's).
+pub(crate) async fn connected(
+    ctx: &rucx::Context,
+) -> (SharedWorker, SharedWorker, rucx::ucp::Ep, rucx::ucp::Ep) {
+    let (s, _) = driven(ctx);
+    let (c, _) = driven(ctx);
+    let lis = s
+        .listen("127.0.0.1:0".parse().expect("addr"))
+        .expect("listen");
+    let at = lis.addr().expect("listener address");
+    let (cep, sep) = within(30, async {
+        tokio::join!(
+            c.connect_to(at, rucx::ucp::EpParams::default()),
+            lis.accept(rucx::ucp::EpParams::default())
+        )
+    })
+    .await;
+    (s, c, cep.expect("connect_to"), sep.expect("accept"))
+}

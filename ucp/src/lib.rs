@@ -126,7 +126,8 @@ pub use rma::{AtomicMode, AtomicOp, AtomicValue, MemMap, Rkey};
 #[cfg(feature = "tokio")]
 pub use shared::tokio;
 pub use shared::{
-    Accepting, Fetched, Handed, OpFuture, OpResult, Polling, Queued, SharedListener, SharedWorker,
+    Accepting, AmNext, AmReceiver, Fetched, Handed, OpFuture, OpResult, Polling, Queued,
+    SharedListener, SharedWorker,
 };
 pub use uct::ucs::AccessDenied;
 pub use uct::Access;

@@ -15,7 +15,9 @@
 //!
 //! * completions reach their owners outside the lock: a request is a
 //!   future ([`OpFuture`]) whose waker is woken after the lock is
-//!   released, or a blocking [`OpFuture::wait`];
+//!   released, or a blocking [`OpFuture::wait`]; active messages queue
+//!   for an [`AmReceiver`] whose futures give them to tasks (a handler
+//!   set with [`Worker::am_set_handler`] runs under the lock);
 //! * [`SharedWorker::progress`] only tries the lock: while one thread
 //!   drives the transports, the others go on instead of queueing behind
 //!   it, and a thread that waits for its request looks at the worker only
@@ -49,6 +51,7 @@
 //! and those sends of different threads run in parallel instead of under
 //! the same lock.
 
+mod am_recv;
 mod futures;
 mod gate;
 pub(crate) mod handoff;
@@ -59,6 +62,7 @@ mod thread;
 #[cfg(feature = "tokio")]
 pub mod tokio;
 
+pub use am_recv::{AmNext, AmReceiver};
 pub use futures::{OpFuture, OpResult};
 pub use handoff::{Handed, Queued};
 pub use ops::Fetched;
