@@ -79,6 +79,13 @@ ucs::config_table! {
         /// noticed; off (or 0) keeps the kernel's retransmission limit
         /// (about 15 minutes).
         USER_TIMEOUT user_timeout: UserTimeout = "30s",
+        /// Give each context a thread of its own that drives its
+        /// connections whenever the worker does not, as a NIC would:
+        /// peers' RDMA WRITEs are placed and their READs answered while
+        /// the application computes, without a progress call or a worker
+        /// progress thread. Off by default: the thread costs a wake-up per
+        /// burst of traffic while the worker sleeps or computes.
+        THREAD thread: bool = "n",
     }
 }
 
@@ -105,6 +112,8 @@ pub(crate) struct Settings {
     pub(crate) congestion: Option<String>,
     /// Keepalive and user timeout of every connection.
     pub(crate) keepalive: Keepalive,
+    /// Each context has an engine thread (`engine_thread.rs`).
+    pub(crate) thread: bool,
 }
 
 impl Settings {
@@ -158,6 +167,7 @@ impl Settings {
             mss: c.mss,
             bufs: ucs::sock::BufSizes::from_config(c.sndbuf, c.rcvbuf),
             congestion,
+            thread: c.thread,
         })
     }
 }
@@ -192,6 +202,7 @@ mod tests {
         let k = s.keepalive;
         assert_eq!((k.idle, k.intvl, k.cnt), (Some(10), 2, 3));
         assert_eq!(k.user_timeout_ms, Some(30_000));
+        assert!(!s.thread);
     }
 
     #[test]

@@ -111,6 +111,10 @@ impl Device for IwarpDevice {
     }
 
     fn open_context(&self) -> Result<Box<dyn Verbs>> {
-        Ok(Box::new(Context::new(self.shared.clone())?))
+        let ctx = Context::new(self.shared.clone())?;
+        if self.shared.settings.thread {
+            return Ok(Box::new(crate::engine_thread::Threaded::start(ctx)?));
+        }
+        Ok(Box::new(ctx))
     }
 }

@@ -48,9 +48,12 @@
 //!
 //! No markers, no MPA revision 0, no RFC 7306 atomics or immediate data,
 //! no memory windows, no IPv6 link-local addresses. Shared receive queues
-//! take one scatter entry per receive. No threads: a
+//! take one scatter entry per receive. No threads by default: a
 //! context moves only inside [`Verbs::progress`](rucx_rdma::Verbs::progress)
-//! (and `poll_cq`, `post_send`). Completion order across kinds follows
+//! (and `poll_cq`, `post_send`); with `RUCX_IWARP_THREAD=y` each context
+//! has an engine thread that moves it whenever the worker does not
+//! (`engine_thread`), so peers' WRITEs and READs are served as a NIC
+//! would serve them. Completion order across kinds follows
 //! siw: a SEND or WRITE completes when its last byte is handed to the
 //! socket, a READ when its data is placed, so a SEND posted after a READ
 //! may complete first; local protection errors complete at once.
@@ -68,6 +71,7 @@
 pub mod config;
 mod device;
 mod engine;
+mod engine_thread;
 mod mr;
 mod provider;
 mod shared;

@@ -817,6 +817,19 @@ impl Verbs for Context {
         if self.out.pending() {
             return Ok(Armed::Busy);
         }
+        self.arm_deadlines()
+    }
+}
+
+impl Context {
+    /// Whether completions or events wait for the caller.
+    pub(crate) fn has_outputs(&self) -> bool {
+        self.out.pending()
+    }
+
+    /// Sets the timer to the earliest deadline, so that the event fd
+    /// becomes readable then; `Busy` if one passed already.
+    pub(crate) fn arm_deadlines(&mut self) -> Result<Armed> {
         self.prune_now();
         if let Some(first) = self.deadlines.next_deadline() {
             let now = Instant::now();
