@@ -208,3 +208,66 @@ fn short_sends_keep_order_without_a_credit_limit_shm() {
         "no send took the endpoint's path"
     );
 }
+
+/// `Worker::send_paths` on a plain worker (as the C API's multi mode
+/// uses it): another thread sends through the handle while the owner
+/// sends through the worker, in order; once the worker is dropped the
+/// handle sends nothing.
+#[test]
+fn send_paths_of_a_plain_worker_close_with_it_shm() {
+    let ctx = context_vars(&[("RUCX_TLS", "shm")]);
+    let mut a = ctx.create_worker().expect("worker a");
+    let b = ctx.create_worker().expect("worker b").into_shared();
+    let paths = a.send_paths();
+    let ep = a.connect(&b.address()).expect("connect");
+    // The worker's own fast send opens the endpoint's path.
+    a.tag_send_blocking(ep, &pattern(8, 0), 0)
+        .expect("first send");
+    // Within one lease of the endpoint's first credit, so that the path
+    // never needs the owner to top it up.
+    const N: u64 = 200;
+    let by_path = std::thread::scope(|s| {
+        let p = &paths;
+        let other = s.spawn(move || {
+            let mut went = 0;
+            for i in 0..N {
+                let tag = 1 << 32 | i;
+                let data = pattern(size(1, i).clamp(1, 16), tag);
+                // Spin while the receiver's FIFO is full.
+                let start = std::time::Instant::now();
+                while !p.try_tag_send_short(ep, &data, tag) {
+                    assert!(
+                        start.elapsed() < Duration::from_secs(30),
+                        "the path stays shut"
+                    );
+                    std::thread::yield_now();
+                }
+                went += 1;
+            }
+            went
+        });
+        let recv = s.spawn(|| {
+            recv_in_order(&b, 1, N, |t, i| size(t, i).clamp(1, 16));
+            recv_in_order(&b, 2, N, |_, _| 8);
+        });
+        for i in 0..N {
+            let tag = 2 << 32 | i;
+            a.tag_send_blocking(ep, &pattern(8, tag), tag)
+                .expect("owner's send");
+            a.progress();
+        }
+        while !recv.is_finished() {
+            a.progress();
+        }
+        recv.join().expect("receiver");
+        other.join().expect("other sender")
+    });
+    assert_eq!(by_path, N);
+    assert!(paths.sends() >= N, "the handle counts its sends");
+    drop(a);
+    assert!(
+        !paths.try_tag_send_short(ep, b"late", 9),
+        "a path outlived its worker"
+    );
+    assert_eq!(paths.sends(), 0);
+}

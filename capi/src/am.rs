@@ -30,7 +30,6 @@ use crate::status::{self, guard, guard_ptr, guard_status};
 use crate::types::*;
 use crate::worker::Worker;
 use rucx::{AmMsg, AmParams};
-use std::cell::RefCell;
 use std::collections::HashMap;
 use std::ffi::{c_uint, c_void};
 use std::ptr;
@@ -84,16 +83,15 @@ fn reply_endpoint(w: &Worker, ep: rucx::Ep) -> *mut Endpoint {
         if let Some(&p) = v.first() {
             return p;
         }
-        let p = Box::into_raw(Box::new(Endpoint {
-            worker: w,
-            conn: RefCell::new(Conn::Ready(ep)),
-            err: ErrHandler {
+        let p = Box::into_raw(Box::new(Endpoint::new(
+            w,
+            Conn::Ready(ep),
+            ErrHandler {
                 cb: None,
                 arg: ptr::null_mut(),
             },
-            peer: false,
-            deferred: RefCell::default(),
-        }));
+            false,
+        )));
         v.push(p);
         p
     })

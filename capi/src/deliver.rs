@@ -301,13 +301,13 @@ pub(crate) fn poll_connect(w: &Worker, p: *mut Endpoint) -> Option<Result<rucx::
     };
     match r {
         Ok(ep) => {
-            *e.conn.borrow_mut() = crate::ep::Conn::Ready(ep);
+            e.set_conn(crate::ep::Conn::Ready(ep));
             w.with_connecting(|v| v.retain(|&q| q != p));
             w.with_cm(|s| s.insert(ep.to_u64()));
             w.with_eps(|m| m.entry(ep.to_u64()).or_default().push(p));
             crate::deferred::run(w, p, ep);
         }
-        Err(st) => *e.conn.borrow_mut() = crate::ep::Conn::Failed(st),
+        Err(st) => e.set_conn(crate::ep::Conn::Failed(st)),
     }
     Some(r)
 }
@@ -341,7 +341,7 @@ fn run_err_handlers(w: &Worker) -> usize {
             // reference ends before the handler runs (it may close it).
             let (cb, arg) = unsafe {
                 let e = &*p;
-                *e.conn.borrow_mut() = crate::ep::Conn::Broken(ep, st);
+                e.set_conn(crate::ep::Conn::Broken(ep, st));
                 (e.err.cb, e.err.arg)
             };
             if let Some(cb) = cb {

@@ -22,12 +22,18 @@ use rucx::{EpParams as RustEpParams, ErrMode};
 use std::cell::RefCell;
 use std::ffi::c_uint;
 use std::ptr;
+use std::sync::atomic::{AtomicU64, Ordering};
 
 /// `ucp_ep_h`.
 #[derive(Debug)]
 pub struct Endpoint {
     pub(crate) worker: *const Worker,
+    /// Written only through [`Endpoint::set_conn`] (and at creation).
     pub(crate) conn: RefCell<Conn>,
+    /// The Rust endpoint while `conn` is `Ready` (`Ep::to_u64`), else
+    /// [`NOT_READY`]: read without the worker's lock by the sends of
+    /// `UCS_THREAD_MODE_MULTI` that try the endpoint's own send path.
+    ready_ep: AtomicU64,
     pub(crate) err: ErrHandler,
     /// Created in `UCP_ERR_HANDLING_MODE_PEER`.
     pub(crate) peer: bool,
@@ -49,7 +55,46 @@ pub(crate) enum Conn {
     Broken(rucx::Ep, StatusCode),
 }
 
+/// [`Endpoint::ready_ep`] of an endpoint that is not ready.
+const NOT_READY: u64 = u64::MAX;
+
 impl Endpoint {
+    /// A C endpoint of `worker` in state `conn`.
+    pub(crate) fn new(worker: *const Worker, conn: Conn, err: ErrHandler, peer: bool) -> Endpoint {
+        let ready = match &conn {
+            Conn::Ready(ep) => ep.to_u64(),
+            _ => NOT_READY,
+        };
+        Endpoint {
+            worker,
+            conn: RefCell::new(conn),
+            ready_ep: AtomicU64::new(ready),
+            err,
+            peer,
+            deferred: RefCell::default(),
+        }
+    }
+
+    /// Moves the endpoint to state `c`.
+    pub(crate) fn set_conn(&self, c: Conn) {
+        let ready = match &c {
+            Conn::Ready(ep) => ep.to_u64(),
+            _ => NOT_READY,
+        };
+        *self.conn.borrow_mut() = c;
+        self.ready_ep.store(ready, Ordering::Release);
+    }
+
+    /// The Rust endpoint if connected and not failed, read without the
+    /// worker's lock.
+    #[inline]
+    pub(crate) fn ready_unlocked(&self) -> Option<rucx::Ep> {
+        match self.ready_ep.load(Ordering::Acquire) {
+            NOT_READY => None,
+            v => Some(rucx::Ep::from_u64(v)),
+        }
+    }
+
     /// The Rust endpoint; while a client's connect is in progress, waits
     /// for it, progressing the worker (C callbacks run, a listener's too,
     /// but this endpoint's connect is looked at only here: its failure is
@@ -197,13 +242,7 @@ pub unsafe extern "C" fn ucp_ep_create(
                 Ok(c) => Conn::Connecting(Box::new(c)),
                 Err(e) => Conn::Failed(status::of(&e)),
             };
-            let c = Box::into_raw(Box::new(Endpoint {
-                worker: w,
-                conn: RefCell::new(conn),
-                err,
-                peer: peer_mode,
-                deferred: RefCell::default(),
-            }));
+            let c = Box::into_raw(Box::new(Endpoint::new(w, conn, err, peer_mode)));
             w.with_connecting(|v| v.push(c));
             // SAFETY: checked non-NULL; writable (contract).
             unsafe { *ep_p = c };
@@ -215,13 +254,7 @@ pub unsafe extern "C" fn ucp_ep_create(
             Ok(ep) => ep,
             Err(e) => return status::of(&e),
         };
-        let c = Box::into_raw(Box::new(Endpoint {
-            worker: w,
-            conn: RefCell::new(Conn::Ready(ep)),
-            err,
-            peer: peer_mode,
-            deferred: RefCell::default(),
-        }));
+        let c = Box::into_raw(Box::new(Endpoint::new(w, Conn::Ready(ep), err, peer_mode)));
         w.with_eps(|m| m.entry(ep.to_u64()).or_default().push(c));
         // SAFETY: checked non-NULL; writable (contract).
         unsafe { *ep_p = c };

@@ -164,6 +164,14 @@ pub unsafe extern "C" fn ucp_tag_send_nbx(
         // The message-rate path: contiguous data on a connected endpoint.
         if let (Some(e), Some((len, _))) = (ep.as_ref(), lean(param, buffer, count, false)) {
             let w = e.worker();
+            if let (Some(paths), Some(rep)) = (w.send_paths(), e.ready_unlocked()) {
+                // SAFETY: `len` readable bytes at `buffer` (UCX's
+                // contract), copied by the send if it goes.
+                let data = std::slice::from_raw_parts(buffer.cast::<u8>(), len);
+                if paths.try_tag_send_short(rep, data, tag) {
+                    return ptr::null_mut();
+                }
+            }
             let _g = w.enter();
             if let Some(rep) = e.ready() {
                 // A send done at once returns NULL and touches nothing

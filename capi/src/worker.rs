@@ -9,7 +9,9 @@
 //! borrows overlap; C callbacks run only from `deliver.rs`, between such
 //! accesses. Single-thread use is the caller's promise in
 //! `UCS_THREAD_MODE_SINGLE` and `SERIALIZED` (as UCX's); in `MULTI` every
-//! entry point holds the worker's reentrant lock (`Worker::enter`).
+//! entry point holds the worker's reentrant lock (`Worker::enter`), except
+//! a short tag send that the endpoint's own send path takes
+//! ([`rucx::ucp::SendPaths`], as a `SharedWorker`'s sends do).
 
 use crate::config::write_stream;
 use crate::context::{copy_name, Context};
@@ -75,6 +77,9 @@ pub struct Worker {
     /// accessors, recomputed by the delivery that looks at them.
     pub(crate) slow: Cell<bool>,
     lock: Option<ReentrantMutex<()>>,
+    /// In `MULTI`: the endpoints' own send paths, which short sends try
+    /// before they take the lock.
+    paths: Option<rucx::ucp::SendPaths>,
     pub(crate) request_init: Option<RequestInitCb>,
     thread_mode: ThreadMode,
     name: String,
@@ -200,6 +205,12 @@ impl Worker {
         self.lock.is_some()
     }
 
+    /// In `UCS_THREAD_MODE_MULTI`, the endpoints' own send paths.
+    #[inline]
+    pub(crate) fn send_paths(&self) -> Option<&rucx::ucp::SendPaths> {
+        self.paths.as_ref()
+    }
+
     /// Takes the worker's lock in `UCS_THREAD_MODE_MULTI`.
     #[inline]
     pub(crate) fn enter(&self) -> Option<ReentrantMutexGuard<'_, ()>> {
@@ -265,6 +276,8 @@ pub unsafe extern "C" fn ucp_worker_create(
         };
         rw.set_completion_hook(Some(crate::deliver::mark_done));
         let address = wrap_address(&rw.address());
+        let multi = thread_mode == UCS_THREAD_MODE_MULTI;
+        let paths = multi.then(|| rw.send_paths());
         let bell = Arc::new(AtomicBool::new(false));
         let w = Worker {
             name: name.unwrap_or_else(|| format!("{}:{}", c.name, std::process::id())),
@@ -283,7 +296,8 @@ pub unsafe extern "C" fn ucp_worker_create(
             waker,
             bell,
             slow: Cell::new(false),
-            lock: (thread_mode == UCS_THREAD_MODE_MULTI).then(|| ReentrantMutex::new(())),
+            lock: multi.then(|| ReentrantMutex::new(())),
+            paths,
             request_init: c.request_init,
             thread_mode,
             address,
@@ -462,6 +476,10 @@ pub unsafe extern "C" fn ucp_worker_print_info(worker: *mut Worker, stream: *mut
         });
         for (i, t) in tls.iter().enumerate() {
             out += &format!("#              iface {i:<2} :  {t}\n");
+        }
+        if let Some(p) = &w.paths {
+            // rucx's own line: how many sends passed the worker's lock.
+            out += &format!("#   endpoint path sends: {}\n", p.sends());
         }
         out += "#\n";
         // SAFETY: an open stream (contract).

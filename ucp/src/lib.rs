@@ -133,8 +133,8 @@ pub use uct::ucs::AccessDenied;
 pub use uct::Access;
 pub use worker::{
     AmHandler, AmInlineHandler, AmMsg, AmParams, Armed, CloseMode, Closing, ConnHandler,
-    ConnRequest, Connecting, EpParams, ErrHandler, ErrMode, Flushing, Listener, Waker, Worker,
-    DROP_WRITES_TIMEOUT, MAX_SLEEP,
+    ConnRequest, Connecting, EpParams, ErrHandler, ErrMode, Flushing, Listener, SendPaths, Waker,
+    Worker, DROP_WRITES_TIMEOUT, MAX_SLEEP,
 };
 
 /// The crate `rucx-uct`.
@@ -156,5 +156,11 @@ impl Ep {
     /// The id as 64 bits (for C handles and user tables).
     pub fn to_u64(self) -> u64 {
         self.0.to_u64()
+    }
+
+    /// The endpoint whose [`Ep::to_u64`] is `v`. Any value is accepted: a
+    /// forged one names no endpoint, and operations on it fail.
+    pub fn from_u64(v: u64) -> Ep {
+        Ep(SlabId::from_u64(v))
     }
 }

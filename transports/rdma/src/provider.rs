@@ -77,10 +77,11 @@ pub trait Device: Send + Sync + std::fmt::Debug {
 
 /// One worker's completion queues, queue pairs and connections.
 ///
-/// Nothing moves unless [`Verbs::progress`] (or `poll_cq`) is called;
-/// a peer's RDMA WRITE or READ into this process's memory also waits for
-/// it, but no completion ever tells the ULP of one (the target's CPU runs
-/// no code of the caller's for it).
+/// A software provider moves only when [`Verbs::progress`] (or `poll_cq`)
+/// is called, unless it has a thread of its own (the iWARP engine with
+/// `RUCX_IWARP_THREAD=y`); a peer's RDMA WRITE or READ into this
+/// process's memory also waits for that, but no completion ever tells the
+/// ULP of one (the target's CPU runs no code of the caller's for it).
 pub trait Verbs: Send + std::fmt::Debug {
     /// The device's attributes.
     fn attr(&self) -> &DeviceAttr;

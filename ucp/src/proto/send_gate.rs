@@ -23,7 +23,8 @@
 //! find the transport full: the message then takes the worker's path,
 //! which queues it (and closes the gate).
 //!
-//! A worker that one thread uses makes no gates (`Core::gates` is `None`).
+//! A worker that one thread uses makes no gates (`Core::gates` is `None`)
+//! unless asked to ([`crate::SendPaths`]).
 
 use super::am::am_only_header;
 use super::am_wire::AM_USER_ONLY;
@@ -130,6 +131,14 @@ impl Core {
     /// Lets endpoints have gates from now on; the table that names them.
     pub(crate) fn gates_enable(&mut self) -> Arc<GateTable> {
         Arc::clone(self.gates.get_or_insert_with(Default::default))
+    }
+
+    /// Drops every gate from the table, as the worker goes: a send through
+    /// one that is under way ends first (it holds the table's read lock).
+    pub(crate) fn gates_clear(&mut self) {
+        if let Some(t) = &self.gates {
+            t.write().clear();
+        }
     }
 
     /// `ep`'s gate, if it has one.

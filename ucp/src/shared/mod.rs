@@ -132,7 +132,7 @@ pub(crate) struct Inner {
     /// Posts made while another thread held the lock (`handoff.rs`).
     handoffs: handoff::Handoffs,
     /// The endpoints' own send paths (`proto/send_gate.rs`).
-    gates: Arc<crate::proto::send_gate::GateTable>,
+    gates: crate::SendPaths,
     /// Posts are handed over at all: some iface batches corked sends.
     /// Without one, a post waits for the lock (handing it over would cost
     /// more than the wait), and nothing checks the handoff queue.
@@ -166,7 +166,7 @@ impl SharedWorker {
         let start = worker.context().config().async_progress;
         let completed = worker.completed_count();
         let hands = worker.corks();
-        let gates = worker.core.gates_enable();
+        let gates = worker.send_paths();
         let signal = signal
             .map_err(|e| tracing::warn!("no waker for a shared worker: {e}"))
             .ok();
@@ -326,7 +326,7 @@ impl SharedWorker {
     /// messages over a transport that offers such a path (shared memory),
     /// sent while nothing else was queued on the endpoint.
     pub fn endpoint_path_sends(&self) -> u64 {
-        crate::proto::send_gate::gate_sends(&self.inner.gates)
+        self.inner.gates.sends()
     }
 
     /// Whether two handles name the same worker.

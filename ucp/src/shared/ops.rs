@@ -7,7 +7,6 @@ use super::handoff::{self, PostResult, Slot};
 use super::polling::{Incoming, Polling, SharedListener};
 use super::SharedWorker;
 use crate::proto::am_rndv::AmProto;
-use crate::proto::send_gate::SendGate;
 use crate::request::{IoBuf, IoBufMut, Posted};
 use crate::{
     AmParams, AtomicOp, AtomicValue, CloseMode, Ep, EpParams, Op, OpError, Result, Rkey, Worker,
@@ -248,7 +247,7 @@ impl SharedWorker {
     /// [`SharedWorker::tag_send`] tries it first.
     #[inline]
     pub fn try_tag_send_short(&self, ep: Ep, data: &[u8], tag: u64) -> bool {
-        !data.is_empty() && self.settled() && self.gate_of(ep, |g| g.try_tag_send(ep.0, data, tag))
+        self.settled() && self.inner.gates.try_tag_send_short(ep, data, tag)
     }
 
     /// Whether every post handed over so far ran (`handoff.rs`): a post of
@@ -256,15 +255,6 @@ impl SharedWorker {
     #[inline]
     fn settled(&self) -> bool {
         self.inner.handoffs.settled()
-    }
-
-    /// `f` of `ep`'s gate; `false` if it has none.
-    #[inline]
-    fn gate_of(&self, ep: Ep, f: impl FnOnce(&SendGate) -> bool) -> bool {
-        match self.inner.gates.read().get(ep.0.index() as usize) {
-            Some(Some(g)) => f(g),
-            _ => false,
-        }
     }
 
     /// Receives a message matching `(tag, mask)` into `buf`; a drop before
@@ -312,7 +302,7 @@ impl SharedWorker {
         if header.is_empty() && len > 0 && params.proto != AmProto::Rndv && self.settled() {
             // SAFETY: as in gate_send.
             let data = unsafe { std::slice::from_raw_parts(buf.as_ptr(), len) };
-            if self.gate_of(ep, |g| g.try_am_send(ep.0, id, data, params.reply)) {
+            if self.inner.gates.try_am_send(ep, id, data, params.reply) {
                 let info = crate::Info {
                     tag: 0,
                     length: len,

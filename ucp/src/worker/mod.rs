@@ -13,6 +13,7 @@ mod hold;
 mod ifaces;
 mod keepalive;
 mod listener;
+mod send_paths;
 mod stream;
 mod wakeup;
 
@@ -28,6 +29,7 @@ pub use close::{CloseMode, Closing};
 pub use ep_errors::{EpParams, ErrHandler, ErrMode};
 pub use flush::Flushing;
 pub use listener::{ConnHandler, ConnRequest, Connecting, Listener};
+pub use send_paths::SendPaths;
 use std::time::Duration;
 pub use wakeup::{Armed, Waker, MAX_SLEEP};
 
@@ -643,6 +645,9 @@ pub const DROP_WRITES_TIMEOUT: Duration = Duration::from_secs(10);
 /// Scoped receives cannot be open here: a scope drains before it returns.
 impl Drop for Worker {
     fn drop(&mut self) {
+        // Handles of the send paths may outlive the worker: their table
+        // empties (once sends through it are over).
+        self.core.gates_clear();
         if !self.core.has_exposed_recvs() {
             return;
         }
