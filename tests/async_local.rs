@@ -2,7 +2,8 @@
 //! tasks on a `LocalSet`, with `LocalDriver` progressing them: ping-pongs
 //! over shared memory and tcp with every byte checked; a receive whose
 //! message comes from another thread while the driver sleeps on the event
-//! fd; a post made while the driver sleeps; the driver's end.
+//! fd; a post made while the driver sleeps; the driver's end; active
+//! messages sent and received as futures.
 
 mod async_common;
 mod common;
@@ -151,4 +152,80 @@ fn a_post_while_the_driver_sleeps_is_progressed() {
         drop(w);
         within(5, d).await.expect("driver task").expect("driver");
     });
+}
+
+/// Active messages between local workers: eager ones with a header and a
+/// reply endpoint, answered from the task that took them, and rendezvous
+/// ones fetched with `am_recv_data`; every byte checked.
+fn active_messages(tls: &str) {
+    let ctx = context_vars(&[("RUCX_TLS", tls)]);
+    LocalSet::new().block_on(&current(), async {
+        let a = ctx.create_worker().expect("worker").into_local();
+        let b = ctx.create_worker().expect("worker").into_local();
+        let (da, db) = (spawn_local(&a), spawn_local(&b));
+        let ab = a.connect(&b.address()).expect("connect a->b");
+        let (requests, answers) = (b.am_receiver(5), a.am_receiver(6));
+        assert_eq!((requests.id(), answers.id()), (5, 6));
+        let server = {
+            let b = b.clone();
+            tokio::task::spawn_local(async move {
+                for i in 0..12u64 {
+                    let m = within(30, requests.recv()).await;
+                    assert_eq!(m.header(), i.to_le_bytes(), "order");
+                    let reply = m.reply_ep().expect("a reply endpoint");
+                    let len = m.data_len();
+                    assert_eq!(m.is_rndv(), i % 4 == 3);
+                    let (_, data) = b
+                        .am_recv_data(m, vec![0u8; len])
+                        .expect("post the data's receive")
+                        .await
+                        .map_err(|e| e.error)
+                        .expect("the data");
+                    assert!(data == common::pattern(len, i), "message {i}");
+                    b.am_send(
+                        reply,
+                        6,
+                        &[],
+                        (len as u64).to_le_bytes().to_vec(),
+                        Default::default(),
+                    )
+                    .expect("post the answer")
+                    .await
+                    .map_err(|e| e.error)
+                    .expect("the answer");
+                }
+            })
+        };
+        for i in 0..12u64 {
+            let (len, p) = match i % 4 {
+                3 => (300_000, rucx::ucp::AmParams::new().rndv().reply()),
+                _ => (
+                    100 + 50 * i as usize,
+                    rucx::ucp::AmParams::new().eager().reply(),
+                ),
+            };
+            let sent = a
+                .am_send(ab, 5, &i.to_le_bytes(), common::pattern(len, i), p)
+                .expect("post");
+            within(30, sent).await.map_err(|e| e.error).expect("send");
+            let got = within(30, answers.recv()).await;
+            assert_eq!(got.data(), (len as u64).to_le_bytes(), "answer {i}");
+        }
+        within(30, server).await.expect("server task");
+        assert!(answers.try_recv().is_none());
+        within(30, a.flush()).await.expect("flush a");
+        drop((a, b, answers));
+        within(5, da).await.expect("driver task").expect("driver a");
+        within(5, db).await.expect("driver task").expect("driver b");
+    });
+}
+
+#[test]
+fn shm_active_messages_on_a_local_set() {
+    active_messages("shm");
+}
+
+#[test]
+fn tcp_active_messages_on_a_local_set() {
+    active_messages("tcp");
 }

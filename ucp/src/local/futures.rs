@@ -145,29 +145,7 @@ impl Future for LocalFlush {
 
     fn poll(self: Pin<&mut Self>, cx: &mut TaskContext<'_>) -> Poll<Result<()>> {
         let this = self.get_mut();
-        let inner = &this.w.inner;
-        let Some(mut wk) = inner.try_borrow() else {
-            cx.waker().wake_by_ref();
-            return Poll::Pending;
-        };
-        let mut n = 0;
-        let mut r = wk.flush_poll(&mut this.f);
-        if r.is_none() {
-            n = wk.progress();
-            r = wk.flush_poll(&mut this.f);
-        }
-        if r.is_none() {
-            let mut others = inner.others.borrow_mut();
-            if !others.iter().any(|k| k.will_wake(cx.waker())) {
-                others.push(cx.waker().clone());
-            }
-        }
-        let wake = inner.completions(&mut wk, n > 0);
-        drop(wk);
-        wake_all(wake);
-        match r {
-            Some(r) => Poll::Ready(r),
-            None => Poll::Pending,
-        }
+        let f = &mut this.f;
+        this.w.poll_step(cx, |w| w.flush_poll(f))
     }
 }

@@ -19,15 +19,20 @@
 //! tenth of an 8-byte shared-memory ping-pong's latency,
 //! `examples/async_lat.rs`).
 //!
-//! Not here: active messages, atomics, listeners and endpoint close as
-//! futures (reach them through [`LocalWorker::with`]).
+//! Active messages too: [`LocalWorker::am_send`], and
+//! [`LocalWorker::am_receiver`] for receiving them as futures.
+//!
+//! Not here: atomics, listeners and endpoint close as futures (reach them
+//! through [`LocalWorker::with`]).
 //!
 //! [`SharedWorker`]: crate::SharedWorker
 
+mod am;
 mod futures;
 #[cfg(feature = "tokio")]
 pub mod tokio;
 
+pub use am::{LocalAmNext, LocalAmReceiver};
 use futures::St;
 pub use futures::{LocalFlush, LocalFuture};
 
@@ -265,6 +270,41 @@ impl LocalWorker {
             },
         };
         LocalFuture { st }
+    }
+
+    /// One poll of an operation that is not a request: `step` (with the
+    /// worker), and if it is not over, a progress and `step` again; a
+    /// pending one is woken after the next progress that did something.
+    fn poll_step<T>(
+        &self,
+        cx: &mut std::task::Context<'_>,
+        mut step: impl FnMut(&mut Worker) -> Option<T>,
+    ) -> std::task::Poll<T> {
+        let inner = &self.inner;
+        let Some(mut wk) = inner.try_borrow() else {
+            // Polled from inside `with`: look again soon.
+            cx.waker().wake_by_ref();
+            return std::task::Poll::Pending;
+        };
+        let mut n = 0;
+        let mut r = step(&mut wk);
+        if r.is_none() {
+            n = wk.progress();
+            r = step(&mut wk);
+        }
+        if r.is_none() {
+            let mut others = inner.others.borrow_mut();
+            if !others.iter().any(|k| k.will_wake(cx.waker())) {
+                others.push(cx.waker().clone());
+            }
+        }
+        let wake = inner.completions(&mut wk, n > 0);
+        drop(wk);
+        wake_all(wake);
+        match r {
+            Some(r) => std::task::Poll::Ready(r),
+            None => std::task::Poll::Pending,
+        }
     }
 
     /// Wakes a sleeping driver: what was posted may need progress.

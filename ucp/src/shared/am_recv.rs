@@ -21,7 +21,21 @@ use std::sync::{Arc, Weak};
 use std::task::{Context as TaskContext, Poll, Waker as TaskWaker};
 
 /// The messages a receiver's handler queued, oldest first.
-type AmQueue = parking_lot::Mutex<VecDeque<AmMsg>>;
+pub(crate) type AmQueue = parking_lot::Mutex<VecDeque<AmMsg>>;
+
+/// Replaces the handlers of `id` on `w` by one that queues each message
+/// in the returned queue (or drops it, with a warning, once the queue's
+/// receiver is gone).
+pub(crate) fn queue_handler(w: &mut crate::Worker, id: u16) -> Arc<AmQueue> {
+    let q = Arc::new(AmQueue::default());
+    let to: Weak<AmQueue> = Arc::downgrade(&q);
+    w.am_clear_handler(id);
+    w.am_set_handler(id, move |_, msg| match to.upgrade() {
+        Some(q) => q.lock().push_back(msg),
+        None => tracing::warn!("active message {id}: its receiver is gone; dropped"),
+    });
+    q
+}
 
 /// The messages of one active message id, as futures
 /// ([`SharedWorker::am_receiver`]). Shared by reference, it serves any
@@ -52,15 +66,7 @@ impl SharedWorker {
     /// ([`AmReceiver::recv`]) instead of in a handler: replaces the
     /// handler of `id` (and an inline one).
     pub fn am_receiver(&self, id: u16) -> AmReceiver {
-        let q = Arc::new(AmQueue::default());
-        let to: Weak<AmQueue> = Arc::downgrade(&q);
-        self.with(|w| {
-            w.am_clear_handler(id);
-            w.am_set_handler(id, move |_, msg| match to.upgrade() {
-                Some(q) => q.lock().push_back(msg),
-                None => tracing::warn!("active message {id}: its receiver is gone; dropped"),
-            });
-        });
+        let q = self.with(|w| queue_handler(w, id));
         AmReceiver {
             w: self.clone(),
             id,

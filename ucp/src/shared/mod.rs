@@ -51,7 +51,7 @@
 //! and those sends of different threads run in parallel instead of under
 //! the same lock.
 
-mod am_recv;
+pub(crate) mod am_recv;
 mod futures;
 mod gate;
 pub(crate) mod handoff;

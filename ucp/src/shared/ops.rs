@@ -48,6 +48,21 @@ pub(crate) fn stream_send_post<B: IoBuf>(w: &mut Worker, ep: Ep, buf: B) -> Post
     held(w, p, buf)
 }
 
+/// An active message send of `header` and `buf` through the raw tier, as
+/// [`stream_send_post`].
+pub(crate) fn am_send_post<B: IoBuf>(
+    w: &mut Worker,
+    ep: Ep,
+    id: u16,
+    header: &[u8],
+    buf: B,
+    params: AmParams,
+) -> PostResult<B> {
+    // SAFETY: as in stream_send_post.
+    let p = unsafe { w.am_send_raw(ep, id, header, (buf.as_ptr(), buf.len()), params, Op::new()) };
+    held(w, p, buf)
+}
+
 /// A put of `buf` through the raw tier, as [`stream_send_post`].
 pub(crate) fn put_post<B: IoBuf>(
     w: &mut Worker,
@@ -311,11 +326,7 @@ impl SharedWorker {
             }
         }
         self.post(false, header, move |w, header| {
-            // SAFETY: as in tag_send_op.
-            let p = unsafe {
-                w.am_send_raw(ep, id, header, (buf.as_ptr(), buf.len()), params, Op::new())
-            };
-            held(w, p, buf)
+            am_send_post(w, ep, id, header, buf, params)
         })
     }
 
