@@ -220,6 +220,10 @@ pub(crate) fn run(w: &Worker, p: *mut Endpoint, ep: rucx::Ep) {
         }
     }
     w.with_late(|v| v.extend(done));
+    // Every deferred operation is in the worker: sends may take the
+    // endpoint's own path from now on.
+    // SAFETY: live, as above (the close below may free it).
+    unsafe { &*p }.publish(ep);
     if let Some(h) = close {
         // The close's own request reports to the application's.
         let o = Opts::new(Cb::Send(close_done, h.cast()));

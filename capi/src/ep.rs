@@ -75,14 +75,18 @@ impl Endpoint {
         }
     }
 
-    /// Moves the endpoint to state `c`.
+    /// Moves the endpoint to state `c`. An endpoint that becomes ready is
+    /// not ready for sends without the lock until [`Endpoint::publish`]:
+    /// the operations deferred while it connected go first.
     pub(crate) fn set_conn(&self, c: Conn) {
-        let ready = match &c {
-            Conn::Ready(ep) => ep.to_u64(),
-            _ => NOT_READY,
-        };
         *self.conn.borrow_mut() = c;
-        self.ready_ep.store(ready, Ordering::Release);
+        self.ready_ep.store(NOT_READY, Ordering::Release);
+    }
+
+    /// The ready endpoint `ep` may take sends without the lock: every
+    /// operation posted on it before is in the worker.
+    pub(crate) fn publish(&self, ep: rucx::Ep) {
+        self.ready_ep.store(ep.to_u64(), Ordering::Release);
     }
 
     /// The Rust endpoint if connected and not failed, read without the
