@@ -396,6 +396,35 @@ fn a_dropped_rndv_message_still_completes_its_send() {
     assert_eq!(b.requests_outstanding(), 0, "the discarded data is gone");
 }
 
+/// A rendezvous message kept by its handler and dropped later, outside
+/// any handler, with no other message arriving: the receiver's progress
+/// discards its data and the sender's send completes.
+#[test]
+fn a_kept_rndv_message_dropped_later_still_completes_its_send() {
+    let (mut a, mut b, ep) = pair("tcp");
+    let kept: Arc<Mutex<Vec<AmMsg>>> = Arc::default();
+    let k = Arc::clone(&kept);
+    b.am_set_handler(8, move |_, m: AmMsg| k.lock().unwrap().push(m));
+    let data = pattern(1 << 20, 4);
+    let p = a
+        .am_send(ep, 8, b"", &data, AmParams::new().rndv())
+        .expect("send");
+    let Posted::InFlight(id) = p else {
+        panic!("a rendezvous waits for the receiver");
+    };
+    until(&mut a, &mut b, || !kept.lock().unwrap().is_empty());
+    let m = kept.lock().unwrap().pop();
+    drop(m);
+    settle(&mut a, &mut b, id);
+    a.request_wait(id).expect("the send completes");
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while b.requests_outstanding() > 0 {
+        assert!(Instant::now() < deadline, "the discarded data stays");
+        a.progress();
+        b.progress();
+    }
+}
+
 #[test]
 fn waiting_for_eager_sends_bounds_what_is_queued() {
     let (mut a, mut b, ep) = pair("tcp");

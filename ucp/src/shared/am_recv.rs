@@ -42,7 +42,10 @@ pub(crate) fn queue_handler(w: &mut crate::Worker, id: u16) -> Arc<AmQueue> {
 /// number of tasks: each message goes to one of them, in arrival order.
 ///
 /// Messages queue here until taken, without a bound: a receiver that
-/// stops taking messages keeps what its peers send. Dropping it drops
+/// stops taking messages keeps what its peers send. It holds a handle of
+/// the worker (a tokio driver of the worker runs while it lives). A
+/// message dropped without its rendezvous data fetched has that data
+/// discarded by the worker's next progress. Dropping the receiver drops
 /// the messages it holds (the data of a rendezvous message is discarded,
 /// and its sender's send completes), and so are later messages of its id,
 /// with a warning, until another handler is set for it.

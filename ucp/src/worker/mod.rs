@@ -329,6 +329,10 @@ impl Worker {
             || !c.done.callbacks.is_empty()
             || !c.done.am_arrivals.is_empty()
             || !c.done.ep_failures.is_empty()
+            || self
+                .am_dropped
+                .any
+                .load(std::sync::atomic::Ordering::Relaxed)
         {
             return n + self.progress_rest(sweep);
         }
@@ -358,6 +362,9 @@ impl Worker {
         if !self.core.done.ep_failures.is_empty() {
             n += self.run_err_handlers();
         }
+        // Rendezvous active messages dropped unreceived outside a handler
+        // (an `AmReceiver`'s, or kept ones): their senders wait for this.
+        self.discard_dropped_am();
         if sweep {
             n += self.keepalive_tick();
         }

@@ -124,6 +124,10 @@ impl Worker {
             || !self.core.done.callbacks.is_empty()
             || !self.core.done.ep_failures.is_empty()
             || !self.core.done.am_arrivals.is_empty()
+            || self
+                .am_dropped
+                .any
+                .load(std::sync::atomic::Ordering::Relaxed)
             || self.core.has_commands()
             || self.woken()?
         {
