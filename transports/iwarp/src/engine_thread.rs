@@ -110,9 +110,17 @@ impl Threaded {
     /// The context, locked, for a call that progresses it: the worker is
     /// awake and moving.
     fn ctx_active(&self) -> parking_lot::MutexGuard<'_, Context> {
-        self.engine.activity.fetch_add(1, Ordering::Relaxed);
-        self.engine.asleep.store(false, Ordering::Relaxed);
-        self.engine.ctx.lock()
+        let e = &self.engine;
+        // Only the worker's calls write these (`&mut self`): a plain
+        // store, no read-modify-write on every progress call.
+        e.activity.store(
+            e.activity.load(Ordering::Relaxed).wrapping_add(1),
+            Ordering::Relaxed,
+        );
+        if e.asleep.load(Ordering::Relaxed) {
+            e.asleep.store(false, Ordering::Relaxed);
+        }
+        e.ctx.lock()
     }
 }
 
