@@ -125,6 +125,30 @@ fn a_closed_endpoints_path_is_gone_shm() {
         Err(_) => {}
         Ok(f) => assert!(f.wait().is_err(), "a send on a closed endpoint succeeded"),
     }
+    // A new endpoint may take the closed one's place in the table: its
+    // path serves it, and still not the old handle.
+    let ep2 = a.connect(&b.address()).expect("connect again");
+    let recv = {
+        let b = b.clone();
+        std::thread::spawn(move || {
+            for i in 0..100u64 {
+                let f = b.tag_recv(vec![0u8; 8], 1000 + i, u64::MAX).expect("recv");
+                assert_eq!(f.wait().expect("recv done").0.tag, 1000 + i);
+            }
+        })
+    };
+    for i in 0..100u64 {
+        let f = a.tag_send(ep2, vec![7u8; 8], 1000 + i).expect("send");
+        f.wait().expect("sent");
+        if i == 50 {
+            match a.tag_send(ep, vec![1u8; 8], 1) {
+                Err(_) => {}
+                Ok(f) => assert!(f.wait().is_err(), "the closed endpoint sent"),
+            }
+        }
+    }
+    recv.join().expect("receiver");
+    assert!(a.endpoint_path_sends() > 0, "the new endpoint has no path");
 }
 
 /// An active message as its handler saw it: header, reply flag, data.

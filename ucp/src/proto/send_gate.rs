@@ -34,27 +34,81 @@ use super::lanes::Lanes;
 use super::wire::AM_EAGER_ONLY;
 use crate::ucs::slab::SlabId;
 use crate::uct::ShortSender;
-use parking_lot::{Mutex, RwLock};
-use std::sync::Arc;
+use parking_lot::Mutex;
+use std::sync::{Arc, OnceLock};
 
 /// The most credit one top-up leases. An endpoint whose receiver has no
 /// limit may charge up to `u64::MAX`: a lease of all of it would leave the
 /// worker's own sends no room to count in.
 const LEASE_MAX: u64 = 1 << 40;
 
+/// Endpoints per chunk of a [`GateTable`].
+const CHUNK: usize = 256;
+/// Chunks of a [`GateTable`]: endpoints whose index is below
+/// `CHUNK * CHUNKS` can have a gate; the others send by the worker.
+const CHUNKS: usize = 1024;
+
 /// The gates of a worker's endpoints, by endpoint index: read by threads
 /// without the worker's lock, written under it.
-pub(crate) type GateTable = RwLock<Vec<Option<Arc<SendGate>>>>;
+///
+/// A send finds its endpoint's slot with one load (the chunk's
+/// `OnceLock`) and no write to memory other threads read, so threads
+/// sending on different endpoints share no cache line. A chunk is made
+/// the first time an endpoint of its range gets a gate and stays until the
+/// table goes; a slot is reused by the next endpoint of its index.
+#[derive(Debug)]
+pub(crate) struct GateTable {
+    chunks: Box<[OnceLock<Box<[SendGate]>>]>,
+}
 
-/// One endpoint's send path past the worker's lock.
+impl Default for GateTable {
+    fn default() -> Self {
+        GateTable {
+            chunks: (0..CHUNKS).map(|_| OnceLock::new()).collect(),
+        }
+    }
+}
+
+impl GateTable {
+    /// The slot of endpoint index `i`, if its chunk was made.
+    #[inline]
+    pub(crate) fn slot(&self, i: usize) -> Option<&SendGate> {
+        self.chunks.get(i / CHUNK)?.get()?.get(i % CHUNK)
+    }
+
+    /// The slot of endpoint index `i`, making its chunk; `None` past the
+    /// table's end.
+    fn slot_made(&self, i: usize) -> Option<&SendGate> {
+        let chunk = self.chunks.get(i / CHUNK)?.get_or_init(|| {
+            (0..CHUNK)
+                .map(|_| SendGate {
+                    state: Mutex::new(None),
+                })
+                .collect()
+        });
+        chunk.get(i % CHUNK)
+    }
+
+    /// The slots of the chunks made.
+    fn slots(&self) -> impl Iterator<Item = &SendGate> {
+        self.chunks
+            .iter()
+            .filter_map(OnceLock::get)
+            .flat_map(|c| c.iter())
+    }
+}
+
+/// One endpoint index's send path past the worker's lock: the gate of the
+/// endpoint that has the index now, if it has one.
 #[derive(Debug)]
 pub(crate) struct SendGate {
-    ep: SlabId,
-    state: Mutex<GateState>,
+    state: Mutex<Option<GateState>>,
 }
 
 #[derive(Debug)]
 struct GateState {
+    /// The endpoint whose gate it is.
+    ep: SlabId,
     tx: Box<dyn ShortSender>,
     /// Sends may pass; else they take the worker's path.
     open: bool,
@@ -84,12 +138,12 @@ impl SendGate {
     /// path (the gate is closed, the message is not short or exceeds the
     /// lease, the transport is full or refused it).
     pub(crate) fn try_tag_send(&self, ep: SlabId, data: &[u8], tag: u64) -> bool {
-        if ep != self.ep {
-            return false;
-        }
         let mut g = self.state.lock();
+        let Some(g) = g.as_mut() else {
+            return false;
+        };
         let charge = charge_of(data.len());
-        if !g.open || data.len() >= g.short_end || g.lease < charge {
+        if g.ep != ep || !g.open || data.len() >= g.short_end || g.lease < charge {
             return false;
         }
         if matches!(g.tx.am_short(AM_EAGER_ONLY, tag, data), Ok(true)) {
@@ -104,11 +158,11 @@ impl SendGate {
     /// worker's `am_send_short`), if the gate is open for it: `true` once
     /// sent. Active messages are charged no credit.
     pub(crate) fn try_am_send(&self, ep: SlabId, id: u16, data: &[u8], reply: bool) -> bool {
-        if ep != self.ep {
-            return false;
-        }
         let mut g = self.state.lock();
-        if !g.open || data.len() >= g.short_end {
+        let Some(g) = g.as_mut() else {
+            return false;
+        };
+        if g.ep != ep || !g.open || data.len() >= g.short_end {
             return false;
         }
         let hdr = u64::from_le_bytes(am_only_header(id, reply));
@@ -123,8 +177,19 @@ impl SendGate {
 /// Messages sent through the gates of `table` so far (of the endpoints
 /// that still have one).
 pub(crate) fn gate_sends(table: &GateTable) -> u64 {
-    let t = table.read();
-    t.iter().flatten().map(|g| g.state.lock().sent).sum()
+    table
+        .slots()
+        .filter_map(|g| g.state.lock().as_ref().map(|s| s.sent))
+        .sum()
+}
+
+/// `ep`'s gate in `gates`, if it has one (the slot, locked).
+fn gate_of(
+    gates: &Option<Arc<GateTable>>,
+    ep: SlabId,
+) -> Option<parking_lot::MappedMutexGuard<'_, GateState>> {
+    let slot = gates.as_ref()?.slot(ep.index() as usize)?;
+    parking_lot::MutexGuard::try_map(slot.state.lock(), |s| s.as_mut().filter(|s| s.ep == ep)).ok()
 }
 
 impl Core {
@@ -134,18 +199,13 @@ impl Core {
     }
 
     /// Drops every gate from the table, as the worker goes: a send through
-    /// one that is under way ends first (it holds the table's read lock).
+    /// one that is under way ends first (it holds the gate's lock).
     pub(crate) fn gates_clear(&mut self) {
         if let Some(t) = &self.gates {
-            t.write().clear();
+            for g in t.slots() {
+                *g.state.lock() = None;
+            }
         }
-    }
-
-    /// `ep`'s gate, if it has one.
-    fn gate_of(&self, ep: SlabId) -> Option<Arc<SendGate>> {
-        let t = self.gates.as_ref()?.read();
-        let g = t.get(ep.index() as usize)?.as_ref()?;
-        (g.ep == ep).then(|| Arc::clone(g))
     }
 
     /// After a send of `ep` took the fast path: opens its gate (making it
@@ -159,39 +219,33 @@ impl Core {
         if st.failed.is_some() || !st.queue.is_empty() || st.announce_due {
             return;
         }
-        let gate = match st.gate {
+        let made = match st.gate {
             GateMark::None => return,
-            GateMark::Made => match self.gate_of(ep) {
-                Some(g) => g,
-                None => return,
-            },
-            GateMark::Untried => {
-                let (Some(table), Some(sender)) =
-                    (&self.gates, tx.short_sender(st.iface, st.uct_ep))
-                else {
-                    if let Some(st) = self.eps.get_mut(ep) {
-                        st.gate = GateMark::None;
-                    }
-                    return;
-                };
-                let g = Arc::new(SendGate {
-                    ep,
-                    state: Mutex::new(GateState {
-                        tx: sender,
-                        open: false,
-                        lease: 0,
-                        short_end: 0,
-                        sent: 0,
-                    }),
-                });
-                let i = ep.index() as usize;
-                let mut t = table.write();
-                if t.len() <= i {
-                    t.resize(i + 1, None);
+            GateMark::Made => true,
+            GateMark::Untried => false,
+        };
+        if !made {
+            let slot = self
+                .gates
+                .as_ref()
+                .and_then(|t| t.slot_made(ep.index() as usize));
+            let (Some(slot), Some(tx)) = (slot, tx.short_sender(st.iface, st.uct_ep)) else {
+                if let Some(st) = self.eps.get_mut(ep) {
+                    st.gate = GateMark::None;
                 }
-                t[i] = Some(Arc::clone(&g));
-                g
-            }
+                return;
+            };
+            *slot.state.lock() = Some(GateState {
+                ep,
+                tx,
+                open: false,
+                lease: 0,
+                short_end: 0,
+                sent: 0,
+            });
+        }
+        let Some(mut g) = gate_of(&self.gates, ep) else {
+            return;
         };
         let Some(st) = self.eps.get_mut(ep) else {
             return;
@@ -204,7 +258,6 @@ impl Core {
             .saturating_sub(c.sent)
             .saturating_sub(1)
             .min(LEASE_MAX);
-        let mut g = gate.state.lock();
         g.open = true;
         g.short_end = st.short_end;
         g.lease += room;
@@ -224,10 +277,9 @@ impl Core {
 
     #[inline(never)]
     fn gate_close_made(&mut self, ep: SlabId) {
-        let Some(gate) = self.gate_of(ep) else {
+        let Some(mut g) = gate_of(&self.gates, ep) else {
             return;
         };
-        let mut g = gate.state.lock();
         if g.open {
             g.open = false;
             if let Some(st) = self.eps.get_mut(ep) {
@@ -247,13 +299,37 @@ impl Core {
         if std::mem::replace(&mut st.gate, GateMark::None) != GateMark::Made {
             return;
         }
-        if let Some(t) = &self.gates {
-            let mut t = t.write();
-            if let Some(e) = t.get_mut(ep.index() as usize) {
-                if e.as_ref().is_some_and(|g| g.ep == ep) {
-                    *e = None;
-                }
+        if let Some(slot) = self
+            .gates
+            .as_ref()
+            .and_then(|t| t.slot(ep.index() as usize))
+        {
+            let mut g = slot.state.lock();
+            if g.as_ref().is_some_and(|g| g.ep == ep) {
+                *g = None;
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{GateTable, CHUNK, CHUNKS};
+
+    #[test]
+    fn slots_exist_once_their_chunk_is_made_and_not_past_the_end() {
+        let t = GateTable::default();
+        assert!(t.slot(0).is_none());
+        assert!(t.slot_made(CHUNK + 3).is_some());
+        assert!(t.slot(CHUNK + 3).is_some());
+        assert!(std::ptr::eq(
+            t.slot(CHUNK).expect("same chunk"),
+            t.slot_made(CHUNK).expect("made")
+        ));
+        assert!(t.slot(0).is_none(), "another chunk was made");
+        assert!(t.slot_made(CHUNK * CHUNKS).is_none());
+        assert!(t.slot(usize::MAX).is_none());
+        assert_eq!(t.slots().count(), CHUNK);
+        assert_eq!(super::gate_sends(&t), 0);
     }
 }

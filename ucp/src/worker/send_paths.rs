@@ -66,9 +66,9 @@ impl SendPaths {
     /// `f` of `ep`'s path; `false` if it has none.
     #[inline]
     fn with_gate(&self, ep: Ep, f: impl FnOnce(&SendGate) -> bool) -> bool {
-        match self.table.read().get(ep.0.index() as usize) {
-            Some(Some(g)) => f(g),
-            _ => false,
+        match self.table.slot(ep.0.index() as usize) {
+            Some(g) => f(g),
+            None => false,
         }
     }
 }
