@@ -217,11 +217,13 @@ impl SharedWorker {
         Some(r)
     }
 
-    /// Drives the transports once, unless another thread does so now
-    /// (then it returns 0 at once). Wakes the futures whose requests
-    /// completed.
+    /// Drives the transports once, unless another thread does so now:
+    /// then it yields the processor (that thread may be waiting for one,
+    /// where threads outnumber cores) and returns 0. Wakes the futures
+    /// whose requests completed.
     pub fn progress(&self) -> usize {
         let Some(mut g) = self.try_lock() else {
+            std::thread::yield_now();
             return 0;
         };
         let n = g.state().worker.progress();
