@@ -206,8 +206,9 @@ pub(crate) fn run(w: &Worker, p: *mut Endpoint, ep: rucx::Ep) {
             },
         };
         match r {
-            // SAFETY: the header of a request in flight now.
-            Ok(Posted::InFlight(id)) => unsafe { (*h).id = Some(id) },
+            // SAFETY: the header of a request posted now; the worker's
+            // lock is held.
+            Ok(Posted::InFlight(id)) => unsafe { request::set_in_flight(h, id) },
             Ok(Posted::Done(info, ())) => done.push((
                 h,
                 status::OK,

@@ -30,8 +30,8 @@ pub(crate) fn post(
     let op = Op::new().queue().user_data(h as usize as u64);
     match w.with(|rw| post(rw, op)) {
         Ok(Posted::InFlight(id)) => {
-            // SAFETY: the header just written; its request is in flight.
-            unsafe { (*h).id = Some(id) };
+            // SAFETY: the header just written; the worker's lock is held.
+            unsafe { request::set_in_flight(h, id) };
             request::user_ptr(h)
         }
         Ok(Posted::Done(..)) => {

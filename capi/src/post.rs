@@ -38,8 +38,8 @@ pub(crate) fn post(
     let r = w.with(|rw| post(rw, op));
     match r {
         Ok(Posted::InFlight(id)) => {
-            // SAFETY: the header just written; its request is in flight.
-            unsafe { (*h).id = Some(id) };
+            // SAFETY: the header just written; the worker's lock is held.
+            unsafe { request::set_in_flight(h, id) };
             request::user_ptr(h)
         }
         Ok(Posted::Done(info, ())) => {
@@ -100,6 +100,11 @@ pub(crate) fn post_lazy(
     let early = at.mark && !at.external.is_null();
     let h = request::header_of(at.external);
     let op = if early {
+        // SAFETY: the application's request memory, aligned (checked by
+        // the caller), with a header's room before it (contract of the
+        // calls that take request memory); written before the post, whose
+        // completion may mark it.
+        unsafe { request::write_in_flight(w, h, cb()) };
         Op::new().queue().user_data(h as usize as u64)
     } else {
         Op::new().queue()
@@ -124,9 +129,8 @@ pub(crate) fn post_lazy(
             ptr::null_mut()
         }
         Ok(Posted::InFlight(id)) if early => {
-            // SAFETY: the application's request memory, aligned, with a
-            // header's room before it (as above); in flight from now on.
-            unsafe { request::write_in_flight(w, h, cb(), id) };
+            // SAFETY: the header written above; the worker's lock is held.
+            unsafe { request::set_in_flight(h, id) };
             at.external
         }
         Ok(Posted::InFlight(id)) => attach(w, &opts(), id),

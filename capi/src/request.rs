@@ -281,18 +281,21 @@ pub(crate) unsafe fn write_done(w: &Worker, req: *mut c_void, info: TagRecvInfo)
     unsafe { ptr::write(header_of(req), hdr) };
 }
 
-/// Writes the header `h` of the application's request memory for
-/// request `id` of `w`, in flight, reporting through `cb`.
+/// Writes the header `h` of the application's request memory for an
+/// operation of `w` about to be posted, reporting through `cb`: in
+/// flight, with no request yet ([`set_in_flight`] adds it once posted).
+/// Written before the post, since the operation may complete inside its
+/// own posting call and be marked done there ([`mark_polled`]).
 ///
 /// # Safety
 ///
 /// `h` is the [`aligned`] header room of application request memory not
 /// in use by another request in flight.
 #[inline]
-pub(crate) unsafe fn write_in_flight(w: &Worker, h: *mut Header, cb: Cb, id: ReqId) {
+pub(crate) unsafe fn write_in_flight(w: &Worker, h: *mut Header, cb: Cb) {
     let hdr = Header {
         worker: w,
-        id: Some(id),
+        id: None,
         cb,
         info: TagRecvInfo::default(),
         status: status::INPROGRESS,
@@ -300,6 +303,23 @@ pub(crate) unsafe fn write_in_flight(w: &Worker, h: *mut Header, cb: Cb, id: Req
     };
     // SAFETY: the header's room, aligned (contract).
     unsafe { ptr::write(h, hdr) };
+}
+
+/// Names the Rust request `id` in header `h` of an operation its post
+/// reported in flight, unless it completed meanwhile (inside the post, or
+/// by a progress since, which leaves no request to name).
+///
+/// # Safety
+///
+/// `h` is a live header, its worker's lock held (or its worker used by
+/// this thread only).
+#[inline]
+pub(crate) unsafe fn set_in_flight(h: *mut Header, id: ReqId) {
+    // SAFETY: live header (contract).
+    let hdr = unsafe { &mut *h };
+    if hdr.flags & COMPLETED == 0 {
+        hdr.id = Some(id);
+    }
 }
 
 /// The outcome of an operation that ended when posted with status `st`:
