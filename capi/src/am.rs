@@ -296,6 +296,16 @@ unsafe fn send(
         Ok(d) => d,
         Err(st) => return status::ptr(st),
     };
+    if let (Data::Contig(len), true) = (&data, path_may_take(header_length, buffer, o, flags)) {
+        if let Some((paths, rep)) = e.paths() {
+            // SAFETY: `len` readable bytes at `buffer` (contract), copied
+            // if the send goes.
+            let d = unsafe { std::slice::from_raw_parts(buffer.cast::<u8>(), *len) };
+            if paths.try_am_send_short(rep, id, d, flags & UCP_AM_SEND_FLAG_REPLY != 0) {
+                return ptr::null_mut();
+            }
+        }
+    }
     let _g = e.worker().enter();
     // The header is the caller's for this call only: a send that waits
     // for its endpoint's connect keeps a copy.
@@ -324,6 +334,13 @@ unsafe fn send(
             }
         }
     })
+}
+
+/// Whether a send may try its endpoint's own path: no user header, data
+/// to send, no request asked for when done at once, and not bound for
+/// rendezvous.
+fn path_may_take(header_length: usize, buffer: *const c_void, o: &Opts, flags: u32) -> bool {
+    header_length == 0 && !buffer.is_null() && !o.no_imm && flags & UCP_AM_SEND_FLAG_RNDV == 0
 }
 
 /// `ucp_am_send_nbx`: message `id` with a user header (copied before

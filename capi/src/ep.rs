@@ -99,6 +99,15 @@ impl Endpoint {
         }
     }
 
+    /// In `UCS_THREAD_MODE_MULTI`: the endpoint's own send paths and the
+    /// Rust endpoint, if it is connected; short sends try them before
+    /// they take the worker's lock.
+    #[inline]
+    pub(crate) fn paths(&self) -> Option<(&rucx::ucp::SendPaths, rucx::Ep)> {
+        let paths = self.worker().send_paths()?;
+        Some((paths, self.ready_unlocked()?))
+    }
+
     /// The Rust endpoint; while a client's connect is in progress, waits
     /// for it, progressing the worker (C callbacks run, a listener's too,
     /// but this endpoint's connect is looked at only here: its failure is

@@ -40,6 +40,12 @@ unsafe fn send(
         Ok(d) => d,
         Err(st) => return status::ptr(st),
     };
+    if let Data::Contig(len) = data {
+        // SAFETY: forwarded contract.
+        if !sync && !o.no_imm && !buffer.is_null() && unsafe { try_path(e, buffer, len, tag) } {
+            return ptr::null_mut();
+        }
+    }
     let _g = e.worker().enter();
     post_ep(e, o, move |rw, rep, op| {
         let op = if sync { op.sync() } else { op };
@@ -57,6 +63,23 @@ unsafe fn send(
             }
         }
     })
+}
+
+/// Sends `len` bytes at `buffer` with `tag` on `e` by the endpoint's
+/// own send path, if its worker is in `UCS_THREAD_MODE_MULTI` and the path
+/// is open for it: `true` once sent (done; nothing else to do).
+///
+/// # Safety
+///
+/// `buffer` holds `len` readable bytes (copied if the send goes).
+#[inline]
+unsafe fn try_path(e: &Endpoint, buffer: *const c_void, len: usize, tag: u64) -> bool {
+    let Some((paths, rep)) = e.paths() else {
+        return false;
+    };
+    // SAFETY: forwarded contract.
+    let data = unsafe { std::slice::from_raw_parts(buffer.cast::<u8>(), len) };
+    paths.try_tag_send_short(rep, data, tag)
 }
 
 /// A tag receive on `worker` with options `o`.
@@ -163,15 +186,10 @@ pub unsafe extern "C" fn ucp_tag_send_nbx(
     guard_ptr(|| unsafe {
         // The message-rate path: contiguous data on a connected endpoint.
         if let (Some(e), Some((len, _))) = (ep.as_ref(), lean(param, buffer, count, false)) {
-            let w = e.worker();
-            if let (Some(paths), Some(rep)) = (w.send_paths(), e.ready_unlocked()) {
-                // SAFETY: `len` readable bytes at `buffer` (UCX's
-                // contract), copied by the send if it goes.
-                let data = std::slice::from_raw_parts(buffer.cast::<u8>(), len);
-                if paths.try_tag_send_short(rep, data, tag) {
-                    return ptr::null_mut();
-                }
+            if try_path(e, buffer, len, tag) {
+                return ptr::null_mut();
             }
+            let w = e.worker();
             let _g = w.enter();
             if let Some(rep) = e.ready() {
                 // A send done at once returns NULL and touches nothing

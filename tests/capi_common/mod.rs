@@ -171,10 +171,20 @@ pub(crate) fn run_over_tls(
     secs: u64,
     lines: &[&str],
 ) -> Vec<(&'static [(&'static str, &'static str)], Output)> {
+    run_over_tls_with(exe, &[], secs, lines)
+}
+
+/// [`run_over_tls`] with arguments `args`.
+pub(crate) fn run_over_tls_with(
+    exe: &Path,
+    args: &[&str],
+    secs: u64,
+    lines: &[&str],
+) -> Vec<(&'static [(&'static str, &'static str)], Output)> {
     TLS_CHOICES
         .iter()
         .map(|&env| {
-            let out = run(exe, &[], env, secs);
+            let out = run(exe, args, env, secs);
             let t = text(&out);
             assert!(out.status.success(), "{env:?}: {t}");
             let stdout = String::from_utf8_lossy(&out.stdout);

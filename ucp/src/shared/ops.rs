@@ -317,7 +317,11 @@ impl SharedWorker {
         if header.is_empty() && len > 0 && params.proto != AmProto::Rndv && self.settled() {
             // SAFETY: as in gate_send.
             let data = unsafe { std::slice::from_raw_parts(buf.as_ptr(), len) };
-            if self.inner.gates.try_am_send(ep, id, data, params.reply) {
+            if self
+                .inner
+                .gates
+                .try_am_send_short(ep, id, data, params.reply)
+            {
                 let info = crate::Info {
                     tag: 0,
                     length: len,

@@ -52,10 +52,13 @@ impl SendPaths {
     }
 
     /// Sends `data` as active message `id` without a user header on `ep`
-    /// now, by the endpoint's own path, as [`SendPaths::try_tag_send_short`].
+    /// now, by the endpoint's own path, as [`SendPaths::try_tag_send_short`]
+    /// does a tag message; `reply`: the receiver gets a reply endpoint.
+    /// For a message that may go eagerly (not one that must go by
+    /// rendezvous).
     #[inline]
-    pub(crate) fn try_am_send(&self, ep: Ep, id: u16, data: &[u8], reply: bool) -> bool {
-        self.with_gate(ep, |g| g.try_am_send(ep.0, id, data, reply))
+    pub fn try_am_send_short(&self, ep: Ep, id: u16, data: &[u8], reply: bool) -> bool {
+        !data.is_empty() && self.with_gate(ep, |g| g.try_am_send(ep.0, id, data, reply))
     }
 
     /// How many messages went by the paths of the endpoints still open.
