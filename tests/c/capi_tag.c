@@ -522,6 +522,45 @@ int main(void)
         free(mem);
         free(mem2);
     }
+    /* One request memory for many sends, 8 bytes and 9000 in turn (some
+     * complete inside their own posting call yet go in flight), each
+     * waited for by polling it, its receive posted before it. */
+    {
+        enum { N = 200 };
+        char *mem = aligned_alloc(16, cattr.request_size + 64);
+        void *sreq = mem + cattr.request_size;
+        static uint8_t big[9000], in[9000];
+        for (int i = 0; i < N; i++) {
+            size_t n = i % 3 == 2 ? sizeof(big) : 8;
+            ucp_tag_recv_info_t info = {0};
+            ucp_request_param_t rp = {0};
+            time_t start = time(NULL);
+            void *r;
+            ucs_status_t ss;
+            rp.op_attr_mask = UCP_OP_ATTR_FIELD_RECV_INFO;
+            rp.recv_info.tag_info = &info;
+            r = ucp_tag_recv_nbx(wb, in, sizeof(in), 0x4300 + i, UINT64_MAX, &rp);
+            CHECK(!UCS_PTR_IS_ERR(r));
+            big[0] = (uint8_t)i;
+            ss = ucp_tag_send_nbr(ep, big, n, ucp_dt_make_contig(1), 0x4300 + i, sreq);
+            CHECK(ss == UCS_OK || ss == UCS_INPROGRESS);
+            while (ss == UCS_INPROGRESS &&
+                   (ss = ucp_request_check_status(sreq)) == UCS_INPROGRESS) {
+                CHECK(time(NULL) - start < 30);
+                progress_both();
+            }
+            CHECK(ss == UCS_OK);
+            if (r != NULL) {
+                while (ucp_tag_recv_request_test(r, &info) == UCS_INPROGRESS) {
+                    CHECK(time(NULL) - start < 30);
+                    progress_both();
+                }
+                ucp_request_free(r);
+            }
+            CHECK(info.length == n && in[0] == (uint8_t)i);
+        }
+        free(mem);
+    }
     printf("nbr: ok\n");
 
     /* Requests in the application's memory through the nbx calls, as Open
