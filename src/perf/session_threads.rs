@@ -151,9 +151,14 @@ fn own_workers<W: ThreadedWorker>(
     Ok((ws, sts))
 }
 
-fn barrier<T: PerfWorker>(boot: &mut Bootstrap, w: &mut T) -> Result<()> {
+/// A barrier with the peer, progressing every thread's worker meanwhile:
+/// a peer thread may still wait for one of them (a one-sided operation
+/// over a transport that needs the target's progress).
+fn barrier<T: PerfWorker>(boot: &mut Bootstrap, ws: &mut [T]) -> Result<()> {
     boot.barrier(BARRIER_TIMEOUT, &mut || {
-        w.progress();
+        for w in ws.iter_mut() {
+            w.progress();
+        }
         Ok(())
     })
 }
@@ -178,18 +183,19 @@ fn runs<T: PerfWorker<Req: Send> + Send>(
         side,
         ping_pong: params.test.info().test_type == TestType::PingPong,
         percentile: params.percentile,
+        linger: params.worker_per_thread,
     };
     prepare(ws, sts)?;
-    barrier(boot, &mut ws[0])?;
+    barrier(boot, ws)?;
     let warmup = params.warmup_iters();
     if warmup > 0 {
         each.run(boot, ws, sts, warmup, None, &mut |_, _| {})?;
         prepare(ws, sts)?;
-        barrier(boot, &mut ws[0])?;
+        barrier(boot, ws)?;
     }
     let results = each.run(boot, ws, sts, params.iters, report_interval, rows)?;
-    barrier(boot, &mut ws[0])?;
-    barrier(boot, &mut ws[0])?;
+    barrier(boot, ws)?;
+    barrier(boot, ws)?;
     Ok(results)
 }
 
@@ -198,6 +204,11 @@ struct Each {
     side: Side,
     ping_pong: bool,
     percentile: f64,
+    /// Each thread has a worker of its own: one that finished its run
+    /// progresses it until every thread of this side finished, since the
+    /// peer's thread may still need it (a put over rc_iwarp completes only
+    /// once the target progressed after the data landed).
+    linger: bool,
 }
 
 impl Each {
@@ -214,6 +225,7 @@ impl Each {
         let n = ws.len();
         // The thread that stopped the run (`n`: the main thread).
         let stopper = AtomicUsize::new(RUNNING);
+        let finished = AtomicUsize::new(0);
         let start = Barrier::new(n);
         let (tx, rx) = mpsc::channel::<(usize, PerfResult)>();
         std::thread::scope(|s| {
@@ -223,6 +235,7 @@ impl Each {
                 .enumerate()
                 .map(|(i, (w, st))| {
                     let (tx, stopper, start) = (tx.clone(), &stopper, &start);
+                    let finished = &finished;
                     s.spawn(move || {
                         let mut meter =
                             Meter::new(iters, self.ping_pong, self.percentile, interval);
@@ -240,7 +253,16 @@ impl Each {
                                 Ordering::SeqCst,
                             );
                         }
-                        r.map(|()| meter.result())
+                        let r = r.map(|()| meter.result());
+                        finished.fetch_add(1, Ordering::SeqCst);
+                        if self.linger {
+                            while finished.load(Ordering::SeqCst) < n
+                                && stopper.load(Ordering::Relaxed) == RUNNING
+                            {
+                                w.progress();
+                            }
+                        }
+                        r
                     })
                 })
                 .collect();
