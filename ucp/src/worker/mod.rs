@@ -322,21 +322,29 @@ impl Worker {
         } else {
             self.progress_hot()
         };
-        let c = &self.core;
         if sweep
             || (self.listen_now && !self.listeners.is_empty())
-            || c.has_commands()
-            || !c.done.callbacks.is_empty()
-            || !c.done.am_arrivals.is_empty()
-            || !c.done.ep_failures.is_empty()
-            || self
-                .am_dropped
-                .any
-                .load(std::sync::atomic::Ordering::Relaxed)
+            || self.core.has_commands()
+            || self.has_deliveries()
         {
             return n + self.progress_rest(sweep);
         }
         n
+    }
+
+    /// Whether progress has something to hand to the program or to
+    /// finish without the transports: callbacks, active message arrivals,
+    /// endpoint failures, or rendezvous active messages dropped unfetched.
+    #[inline(always)]
+    pub(crate) fn has_deliveries(&self) -> bool {
+        let d = &self.core.done;
+        !d.callbacks.is_empty()
+            || !d.am_arrivals.is_empty()
+            || !d.ep_failures.is_empty()
+            || self
+                .am_dropped
+                .any
+                .load(std::sync::atomic::Ordering::Relaxed)
     }
 
     /// What a progress call does past polling the ifaces, when there is

@@ -121,13 +121,7 @@ impl Worker {
     /// instead of sleeping), `Sleep` if the event fd will signal new work.
     pub fn arm(&mut self) -> Result<Armed> {
         if !self.core.done.completions.is_empty()
-            || !self.core.done.callbacks.is_empty()
-            || !self.core.done.ep_failures.is_empty()
-            || !self.core.done.am_arrivals.is_empty()
-            || self
-                .am_dropped
-                .any
-                .load(std::sync::atomic::Ordering::Relaxed)
+            || self.has_deliveries()
             || self.core.has_commands()
             || self.woken()?
         {
