@@ -244,17 +244,17 @@ impl Each {
                         let mut report = |r: &PerfResult| {
                             let _ = tx.send((i, *r));
                         };
+                        let done = Finished {
+                            count: finished,
+                            stopper,
+                            i,
+                        };
                         let r = runner::run(w, &mut watch, st, self.side, &mut meter, &mut report);
                         if r.is_err() {
-                            let _ = stopper.compare_exchange(
-                                RUNNING,
-                                i,
-                                Ordering::SeqCst,
-                                Ordering::SeqCst,
-                            );
+                            stop(stopper, i);
                         }
                         let r = r.map(|()| meter.result());
-                        finished.fetch_add(1, Ordering::SeqCst);
+                        drop(done);
                         if self.linger {
                             while finished.load(Ordering::SeqCst) < n
                                 && stopper.load(Ordering::Relaxed) == RUNNING
@@ -278,12 +278,7 @@ impl Each {
                 if boot_error.is_none() && looked.elapsed() >= LOOK_EVERY {
                     looked = Instant::now();
                     if let Err(e) = boot.check_alive() {
-                        let _ = stopper.compare_exchange(
-                            RUNNING,
-                            n,
-                            Ordering::SeqCst,
-                            Ordering::SeqCst,
-                        );
+                        stop(&stopper, n);
                         boot_error = Some(e);
                     }
                 }
@@ -308,6 +303,29 @@ impl Each {
                 Some((_, e)) => Err(e),
             }
         })
+    }
+}
+
+/// Marks thread `i` as the one that stopped the run, unless one did.
+fn stop(stopper: &AtomicUsize, i: usize) {
+    let _ = stopper.compare_exchange(RUNNING, i, Ordering::SeqCst, Ordering::SeqCst);
+}
+
+/// Counts thread `i` as finished once its run ended, also by a panic
+/// (which stops the run, as an error does), so that no thread lingers
+/// for it.
+struct Finished<'a> {
+    count: &'a AtomicUsize,
+    stopper: &'a AtomicUsize,
+    i: usize,
+}
+
+impl Drop for Finished<'_> {
+    fn drop(&mut self) {
+        if std::thread::panicking() {
+            stop(self.stopper, self.i);
+        }
+        self.count.fetch_add(1, Ordering::SeqCst);
     }
 }
 
