@@ -296,14 +296,11 @@ unsafe fn send(
         Ok(d) => d,
         Err(st) => return status::ptr(st),
     };
-    if let (Data::Contig(len), true) = (&data, path_may_take(header_length, buffer, o, flags)) {
-        if let Some((paths, rep)) = e.paths() {
-            // SAFETY: `len` readable bytes at `buffer` (contract), copied
-            // if the send goes.
-            let d = unsafe { std::slice::from_raw_parts(buffer.cast::<u8>(), *len) };
-            if paths.try_am_send_short(rep, id, d, flags & UCP_AM_SEND_FLAG_REPLY != 0) {
-                return ptr::null_mut();
-            }
+    if let Data::Contig(len) = data {
+        let eager = header_length == 0 && flags & UCP_AM_SEND_FLAG_RNDV == 0;
+        // SAFETY: forwarded contract.
+        if eager && !o.no_imm && unsafe { try_path(e, id, buffer, len, flags) } {
+            return ptr::null_mut();
         }
     }
     let _g = e.worker().enter();
@@ -336,11 +333,21 @@ unsafe fn send(
     })
 }
 
-/// Whether a send may try its endpoint's own path: no user header, data
-/// to send, no request asked for when done at once, and not bound for
-/// rendezvous.
-fn path_may_take(header_length: usize, buffer: *const c_void, o: &Opts, flags: u32) -> bool {
-    header_length == 0 && !buffer.is_null() && !o.no_imm && flags & UCP_AM_SEND_FLAG_RNDV == 0
+/// Sends `len` bytes at `buffer` as active message `id` without a user
+/// header on `e` by the endpoint's own send path, if its worker is in
+/// `UCS_THREAD_MODE_MULTI` and the path is open for it: `true` once sent.
+///
+/// # Safety
+///
+/// `buffer` is NULL or holds `len` readable bytes (copied if the send
+/// goes).
+unsafe fn try_path(e: &Endpoint, id: u16, buffer: *const c_void, len: usize, flags: u32) -> bool {
+    let Some((paths, rep)) = e.paths().filter(|_| !buffer.is_null()) else {
+        return false;
+    };
+    // SAFETY: forwarded contract.
+    let data = unsafe { std::slice::from_raw_parts(buffer.cast::<u8>(), len) };
+    paths.try_am_send_short(rep, id, data, flags & UCP_AM_SEND_FLAG_REPLY != 0)
 }
 
 /// `ucp_am_send_nbx`: message `id` with a user header (copied before
