@@ -48,6 +48,36 @@ fn settle(a: &mut Worker, b: &mut Worker, id: ReqId) {
     }
 }
 
+/// Progresses both until `b` has no request outstanding (20 s at most).
+fn drained(a: &mut Worker, b: &mut Worker) {
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while b.requests_outstanding() > 0 {
+        assert!(Instant::now() < deadline, "timed out");
+        a.progress();
+        b.progress();
+    }
+}
+
+/// Sets a handler of `id` on `w` that keeps every message: the list.
+fn keep_messages(w: &mut Worker, id: u16) -> Arc<Mutex<Vec<AmMsg>>> {
+    let kept: Arc<Mutex<Vec<AmMsg>>> = Arc::default();
+    let k = Arc::clone(&kept);
+    w.am_set_handler(id, move |_, m: AmMsg| k.lock().unwrap().push(m));
+    kept
+}
+
+/// Posts `data` as rendezvous message `id` without a header: the
+/// request, which waits for the receiver.
+fn rndv_send(w: &mut Worker, ep: rucx::Ep, id: u16, data: &[u8]) -> ReqId {
+    let p = w
+        .am_send(ep, id, b"", data, AmParams::new().rndv())
+        .expect("send");
+    let Posted::InFlight(r) = p else {
+        panic!("a rendezvous waits for the receiver");
+    };
+    r
+}
+
 /// A message's header and data as its handler saw them.
 type Seen = (Vec<u8>, Vec<u8>);
 
@@ -346,9 +376,7 @@ fn rc_verbs_rndv_every_size() {
 #[test]
 fn a_kept_rndv_message_is_fetched_later_into_the_programs_buffer() {
     let (mut a, mut b, ep) = pair("tcp");
-    let kept: Arc<Mutex<Vec<AmMsg>>> = Arc::default();
-    let k = Arc::clone(&kept);
-    b.am_set_handler(6, move |_, m: AmMsg| k.lock().unwrap().push(m));
+    let kept = keep_messages(&mut b, 6);
     let data = pattern(3 << 20, 5);
     send(&mut a, ep, 6, (b"later", &data), AmParams::new().rndv());
     until(&mut a, &mut b, || !kept.lock().unwrap().is_empty());
@@ -383,12 +411,7 @@ fn a_dropped_rndv_message_still_completes_its_send() {
         drop(m);
     });
     let data = pattern(1 << 20, 9);
-    let p = a
-        .am_send(ep, 7, b"", &data, AmParams::new().rndv())
-        .expect("send");
-    let Posted::InFlight(id) = p else {
-        panic!("a rendezvous waits for the receiver");
-    };
+    let id = rndv_send(&mut a, ep, 7, &data);
     settle(&mut a, &mut b, id);
     a.request_wait(id).expect("the send completes");
     send(&mut a, ep, 7, (b"", b"next"), AmParams::new());
@@ -402,27 +425,16 @@ fn a_dropped_rndv_message_still_completes_its_send() {
 #[test]
 fn a_kept_rndv_message_dropped_later_still_completes_its_send() {
     let (mut a, mut b, ep) = pair("tcp");
-    let kept: Arc<Mutex<Vec<AmMsg>>> = Arc::default();
-    let k = Arc::clone(&kept);
-    b.am_set_handler(8, move |_, m: AmMsg| k.lock().unwrap().push(m));
+    let kept = keep_messages(&mut b, 8);
     let data = pattern(1 << 20, 4);
-    let p = a
-        .am_send(ep, 8, b"", &data, AmParams::new().rndv())
-        .expect("send");
-    let Posted::InFlight(id) = p else {
-        panic!("a rendezvous waits for the receiver");
-    };
+    let id = rndv_send(&mut a, ep, 8, &data);
     until(&mut a, &mut b, || !kept.lock().unwrap().is_empty());
     let m = kept.lock().unwrap().pop();
     drop(m);
     settle(&mut a, &mut b, id);
     a.request_wait(id).expect("the send completes");
-    let deadline = Instant::now() + Duration::from_secs(20);
-    while b.requests_outstanding() > 0 {
-        assert!(Instant::now() < deadline, "the discarded data stays");
-        a.progress();
-        b.progress();
-    }
+    // The discarded data is gone.
+    drained(&mut a, &mut b);
 }
 
 #[test]
