@@ -62,6 +62,12 @@ ucs::config_table! {
         /// Set TCP_NODELAY on every connection, so that small messages
         /// leave at once.
         NODELAY nodelay: bool = "y",
+        /// Batch small sends: a small send to a connection that already
+        /// wrote to its socket since the last progress call waits, in the
+        /// order posted, for the next progress call, which writes all that
+        /// waited with one system call (a request of such a send completes
+        /// then). n writes every send at once, as UCX's tcp does.
+        TX_BATCH tx_batch: bool = "y",
         /// Receive buffer of a busy connection (allocated on demand, given
         /// back when the connection is quiet). It grows up to the largest
         /// frame when a frame needs more.

@@ -89,6 +89,9 @@ pub(crate) struct Conn {
     pub(crate) listed: bool,
     /// Whether it received or sent since the last sweep of that list.
     pub(crate) active: bool,
+    /// The iface's [`TcpIface::epoch`](crate::iface::TcpIface) when a send
+    /// was last written straight to its socket.
+    pub(crate) wrote_in: u8,
 }
 
 impl Conn {
@@ -136,6 +139,7 @@ impl Conn {
             more: None,
             listed: false,
             active: false,
+            wrote_in: u8::MAX,
         }
     }
 

@@ -144,6 +144,17 @@ pub(crate) struct TcpIface {
     pub(crate) corked: bool,
     /// Open connections with sends held back by the cork.
     pub(crate) corked_conns: Vec<u32>,
+    /// `RUCX_TCP_TX_BATCH`: a small send to a connection that wrote
+    /// since the last `progress` answers `NoResource`, and the worker
+    /// resumes it in the next progress call with the iface corked.
+    pub(crate) batch: bool,
+    /// `progress` calls so far, modulo 256: a connection that wrote
+    /// straight to its socket since the last one has `Conn::wrote_in`
+    /// equal to it. So does one that last wrote a multiple of 256 calls
+    /// earlier: its next small send then waits for one progress call
+    /// without need, which costs time, never order or data (a `u8`, so
+    /// that `Conn` does not grow).
+    pub(crate) epoch: u8,
     pub(crate) flushes: Slots<GlobalFlush>,
     /// Connections not open yet.
     pub(crate) unopened: usize,
@@ -278,6 +289,8 @@ impl TcpIface {
             ready: Vec::new(),
             corked: false,
             corked_conns: Vec::new(),
+            batch: config.tx_batch,
+            epoch: 0,
             flushes: Slots::new(),
             unopened: 0,
             deadlines: VecDeque::new(),

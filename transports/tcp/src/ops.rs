@@ -16,6 +16,9 @@ use crate::tx::ZcOwner;
 use crate::wire;
 use uct::ip_addr as addr;
 
+/// Largest copy send (frame payload) that `RUCX_TCP_TX_BATCH` holds back.
+const BATCH_MAX: usize = 1024;
+
 impl TcpIface {
     /// The connection of a live endpoint, or the error of a failed one.
     pub(crate) fn ep_conn(&self, ep: EpId) -> Result<u32> {
@@ -63,6 +66,12 @@ impl TcpIface {
         // Corked: a small frame joins the backlog, written by `uncork`
         // with the others (EPOLLOUT is not armed for it).
         let hold = self.corked && fd.is_some() && c.tx.can_hold(wire::FRAME_HDR + total);
+        if !hold && self.batch && c.wrote_in == self.epoch && total <= BATCH_MAX && fd.is_some() {
+            // A second small send since the last progress: it waits for
+            // the next one, which writes the batch (`pending_ready`, then
+            // the worker's corked resumption).
+            return Ok(Posted::NoResource);
+        }
         match c
             .tx
             .post_copy(if hold { None } else { fd }, &hdr, parts, total)
@@ -80,6 +89,7 @@ impl TcpIface {
             }
             Ok(true) => {
                 c.active = true;
+                c.wrote_in = self.epoch;
                 let unlisted = !c.listed && c.tx.held() > 0;
                 match c.sync_interest(&self.epoll) {
                     Ok(()) => {
@@ -234,6 +244,7 @@ impl Iface for TcpIface {
     }
 
     fn progress(&mut self, sink: &mut dyn AmSink) -> usize {
+        self.epoch = self.epoch.wrapping_add(1);
         let n = if self.corked_conns.is_empty() {
             0
         } else {

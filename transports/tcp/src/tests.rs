@@ -9,6 +9,7 @@ use crate::config::TcpConfig;
 use crate::iface::TcpIface;
 
 mod alloc;
+mod batch;
 mod cork;
 mod keepalive;
 mod scale;

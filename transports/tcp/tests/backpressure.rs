@@ -7,10 +7,13 @@ use rucx_tcp::TcpConfig;
 use uct::ucs::config::MemUnits;
 use uct::{Iov, Posted, Token};
 
+/// Small socket buffers, and every send written at once (no batching), so
+/// that only a full socket makes a send wait.
 fn small_buffers() -> TcpConfig {
     TcpConfig {
         sndbuf: MemUnits::Bytes(65536),
         rcvbuf: MemUnits::Bytes(65536),
+        tx_batch: false,
         ..TcpConfig::default()
     }
 }

@@ -61,6 +61,9 @@ fn event_fd_wakes_on_arrival() {
             u64: 7,
         };
         assert_eq!(libc::epoll_ctl(outer, libc::EPOLL_CTL_ADD, efd, &mut ev), 0);
+        // A progress call of `a` first: a second small send since its last
+        // one would wait for it (RUCX_TCP_TX_BATCH).
+        a.progress(&mut sa);
         assert_eq!(
             a.am().unwrap().am_short(ep, 0, 3, b"third").unwrap(),
             Posted::Done

@@ -68,6 +68,10 @@ pub struct Worker {
     /// `hot` must be chosen again.
     hot_stale: bool,
     tick: heat::Tick,
+    /// Whether an iface batches corked sends ([`crate::uct::Iface::corks`]).
+    corking: bool,
+    /// Whether the ifaces are corked ([`Worker::cork`]).
+    corked: bool,
 }
 
 impl std::fmt::Debug for Worker {
@@ -153,6 +157,7 @@ impl Worker {
             .iter()
             .map(|i| heat::Heat::new(!i.attr().caps.intersects(am)))
             .collect();
+        let corking = ifaces.iter().any(|i| i.corks());
         Ok(Worker {
             ifaces: ifaces::Ifaces(ifaces),
             core,
@@ -170,6 +175,8 @@ impl Worker {
             hot: Vec::new(),
             hot_stale: true,
             tick: heat::Tick::default(),
+            corking,
+            corked: false,
         })
     }
 
@@ -353,6 +360,13 @@ impl Worker {
     #[inline(never)]
     fn progress_rest(&mut self, sweep: bool) -> usize {
         let mut n = 0;
+        // What this call sends (protocol replies, sends resumed, sends of
+        // callbacks and handlers) leaves in one batch per connection, before
+        // the call returns.
+        let cork = self.corking && !self.corked;
+        if cork {
+            self.cork();
+        }
         if self.core.has_commands() {
             n += self.core.run_commands(&mut self.ifaces);
         }
@@ -380,17 +394,21 @@ impl Worker {
             self.listen_now = false;
             n += self.poll_listeners();
         }
+        if cork {
+            n += self.uncork();
+        }
         n
     }
 
     /// Whether an iface batches corked sends ([`crate::uct::Iface::corks`]).
     pub(crate) fn corks(&self) -> bool {
-        self.ifaces.0.iter().any(|i| i.corks())
+        self.corking
     }
 
     /// Corks every iface ([`crate::uct::Iface::cork`]): small sends wait
     /// for [`Worker::uncork`] (or the next progress) and leave together.
     pub(crate) fn cork(&mut self) {
+        self.corked = true;
         for i in self.ifaces.0.iter_mut() {
             i.cork();
         }
@@ -399,6 +417,7 @@ impl Worker {
     /// Uncorks every iface, writing what waited; the number of events
     /// reported.
     pub(crate) fn uncork(&mut self) -> usize {
+        self.corked = false;
         let mut n = 0;
         for (i, iface) in self.ifaces.0.iter_mut().enumerate() {
             self.core.cur_iface = i;
