@@ -45,6 +45,14 @@
 //!   writes from the caller's memory and, if the socket takes part,
 //!   finishes from `progress` (`InFlight`). `EPOLLOUT` is watched only
 //!   while something is buffered.
+//! * Batching (`RUCX_TCP_TX_BATCH`, on by default): a copy send of at most
+//!   1 KiB to a connection that already wrote to its socket since the
+//!   iface's last `progress` answers `NoResource`, and the pending queue
+//!   holds it; `progress` hands it back, and the protocol layer resumes
+//!   what waited with the iface corked ([`uct::Iface::cork`]), so a burst
+//!   leaves in one `sendmsg`. While corked, small copy sends join the
+//!   backlog at once (`Done`) and `uncork` (or the next `progress`)
+//!   writes them.
 //! * Receiving: every connection reads into its own buffer (grown up to the
 //!   largest frame when needed) and hands complete frames to the sink
 //!   without copying them again. A message of 16 KiB or more whose data is
