@@ -2,7 +2,9 @@
 //! (`RUCX_TCP_TX_BATCH`, on by default): the first leaves at once, the
 //! others are requests that the next progress call completes, writing
 //! them together; every message arrives, in order, intact. With
-//! `RUCX_TCP_TX_BATCH=n` every small send completes at once.
+//! `RUCX_TCP_TX_BATCH=n` every small send completes at once. What a
+//! progress call sends leaves before it returns, even when a callback
+//! panics.
 
 mod common;
 
@@ -105,4 +107,67 @@ fn unbatched_child() {
     let (mut a, mut b, ep) = pair();
     assert!(burst(&mut a, ep).is_empty());
     receive_burst(&mut b);
+}
+
+/// Receives on `b` the 8-byte message `tag` by progressing `b` alone.
+fn recv_alone(b: &mut Worker, tag: u64) {
+    let id = match b
+        .tag_recv(vec![0u8; 8], tag, TAG_MASK_ALL, Op::new())
+        .expect("recv")
+    {
+        Posted::InFlight(id) => id,
+        Posted::Done(_, buf) => return assert_eq!(buf, pattern(8, tag)),
+    };
+    progress_until(b, 10, |b| !b.request_is_active(id));
+    let (_, buf) = b.take::<Vec<u8>>(id).expect("done").expect("received");
+    assert_eq!(buf, pattern(8, tag), "message {tag}");
+}
+
+/// A progress call corks the ifaces for what it sends and uncorks them
+/// before it returns, also when a callback panics: the callback's sends
+/// have left, and later sends are not held.
+#[test]
+fn sends_of_a_callback_that_panics_still_leave() {
+    if is_child() {
+        return;
+    }
+    let (mut a, mut b, ab) = pair();
+    let ba = b.connect(&a.address()).expect("connect back");
+    let cb = move |w: &mut rucx::WorkerMut<'_>, _: rucx::Completion| {
+        for tag in [501, 502] {
+            let p = w.tag_send(ab, pattern(8, tag), tag, Op::new());
+            // Corked: the frame joins the connection's backlog.
+            assert!(matches!(p, Ok(Posted::Done(..))));
+        }
+        panic!("the callback fails");
+    };
+    let r = a.tag_recv(vec![0u8; 8], 500, TAG_MASK_ALL, Op::new().callback(cb));
+    assert!(matches!(r, Ok(Posted::InFlight(_))));
+    let s = b
+        .tag_send(ba, pattern(8, 500), 500, Op::new())
+        .expect("send");
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    let panicked = loop {
+        assert!(std::time::Instant::now() < deadline, "no callback ran");
+        b.progress();
+        let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| a.progress()));
+        if r.is_err() {
+            break true;
+        }
+    };
+    assert!(panicked);
+    recv_alone(&mut b, 501);
+    recv_alone(&mut b, 502);
+    a.progress();
+    let p = a
+        .tag_send(ab, pattern(8, 503), 503, Op::new())
+        .expect("send");
+    assert!(
+        matches!(p, Posted::Done(..)),
+        "the first send after a progress call leaves at once"
+    );
+    recv_alone(&mut b, 503);
+    if let Posted::InFlight(id) = s {
+        progress_until(&mut b, 10, |b| !b.request_is_active(id));
+    }
 }

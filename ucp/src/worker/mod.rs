@@ -356,17 +356,28 @@ impl Worker {
 
     /// What a progress call does past polling the ifaces, when there is
     /// any: commands, callbacks, active message and error handlers, the
-    /// keepalive and listeners on a sweep.
+    /// keepalive and listeners on a sweep. What it sends (protocol replies,
+    /// sends resumed, sends of callbacks and handlers) leaves in one batch
+    /// per connection before it returns, also when a callback panics.
     #[inline(never)]
     fn progress_rest(&mut self, sweep: bool) -> usize {
-        let mut n = 0;
-        // What this call sends (protocol replies, sends resumed, sends of
-        // callbacks and handlers) leaves in one batch per connection, before
-        // the call returns.
-        let cork = self.corking && !self.corked;
-        if cork {
-            self.cork();
+        if !self.corking || self.corked {
+            return self.progress_rest_corked(sweep);
         }
+        self.cork();
+        let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            self.progress_rest_corked(sweep)
+        }));
+        let n = self.uncork();
+        match r {
+            Ok(m) => m + n,
+            Err(p) => std::panic::resume_unwind(p),
+        }
+    }
+
+    /// [`Worker::progress_rest`] with the ifaces corked (or none corking).
+    fn progress_rest_corked(&mut self, sweep: bool) -> usize {
+        let mut n = 0;
         if self.core.has_commands() {
             n += self.core.run_commands(&mut self.ifaces);
         }
@@ -393,9 +404,6 @@ impl Worker {
         if (sweep || self.listen_now) && !self.listeners.is_empty() {
             self.listen_now = false;
             n += self.poll_listeners();
-        }
-        if cork {
-            n += self.uncork();
         }
         n
     }
