@@ -323,8 +323,16 @@ impl Worker {
     /// Makes progress on every iface and runs completion callbacks.
     /// Returns how many events it handled; never blocks.
     pub fn progress(&mut self) -> usize {
+        // Commands that posts queued since the last call (above all: wait
+        // for room on a lane) run before the ifaces are polled, so that a
+        // send a transport held back (`RUCX_TCP_TX_BATCH`) is handed back
+        // and resumed by this call, not the next.
+        let mut n = 0;
+        if self.core.has_commands() {
+            n = self.core.run_commands(&mut self.ifaces);
+        }
         let sweep = self.tick.next();
-        let n = if sweep || self.hot_stale || self.core.lanes_changed {
+        n += if sweep || self.hot_stale || self.core.lanes_changed {
             self.progress_all(sweep)
         } else {
             self.progress_hot()
