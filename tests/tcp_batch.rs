@@ -168,3 +168,38 @@ fn sends_of_a_callback_that_panics_still_leave() {
         progress_until(&mut b, 10, |b| !b.request_is_active(id));
     }
 }
+
+/// A wrong value of `RUCX_TCP_TX_BATCH` leaves tcp out with a warning
+/// that names the variable (at the default log level), not silently.
+#[test]
+fn a_wrong_batch_setting_is_named_in_a_warning() {
+    if is_child() {
+        return;
+    }
+    let env = [
+        ("RUCX_TCP_TX_BATCH", "maybe".to_string()),
+        ("RUCX_TLS", "tcp".to_string()),
+    ];
+    let mut child = spawn_child_with("bad_setting_child", &env, &["RUCX_LOG_LEVEL"], true);
+    drop(child.stdin.take());
+    let mut err = String::new();
+    std::io::Read::read_to_string(child.stderr.as_mut().expect("stderr"), &mut err)
+        .expect("read stderr");
+    assert!(
+        wait_exit(&mut child, 60).success(),
+        "the child failed:\n{err}"
+    );
+    assert!(
+        err.contains("RUCX_TCP_TX_BATCH=\"maybe\"") && err.contains("WARN"),
+        "no warning naming the setting:\n{err}"
+    );
+}
+
+#[test]
+fn bad_setting_child() {
+    if !is_child() {
+        return;
+    }
+    let made = rucx::Context::new();
+    assert!(made.is_err(), "no transport is left over tcp alone");
+}

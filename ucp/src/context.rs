@@ -63,6 +63,12 @@ impl Context {
         for comp in registry.components() {
             let opened = match comp.md_open() {
                 Ok(m) => m,
+                // A wrong setting is the user's to see; a missing device
+                // or library is how the machine is.
+                Err(e @ (crate::ucs::Error::Config(_) | crate::ucs::Error::InvalidParam(_))) => {
+                    tracing::warn!("transport component {} not used: {e}", comp.name());
+                    continue;
+                }
                 Err(e) => {
                     tracing::info!("transport component {} unavailable: {e}", comp.name());
                     continue;
