@@ -325,7 +325,7 @@ impl Worker {
     pub fn progress(&mut self) -> usize {
         // Commands that posts queued since the last call (above all: wait
         // for room on a lane) run before the ifaces are polled, so that a
-        // send a transport held back (`RUCX_TCP_TX_BATCH`) is handed back
+        // send a transport held back to batch it is handed back
         // and resumed by this call, not the next.
         let mut n = 0;
         if self.core.has_commands() {
