@@ -129,3 +129,10 @@ pub(crate) async fn connected(
     .await;
     (s, c, cep.expect("connect_to"), sep.expect("accept"))
 }
+
+/// A loopback address nobody listens on (bound, then closed): a connect
+/// to it is refused.
+pub(crate) fn closed_port() -> std::net::SocketAddr {
+    let sock = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+    sock.local_addr().expect("addr")
+}

@@ -119,7 +119,9 @@ pub use api::{Message, OpError, Pending, Scope, WorkerMut};
 pub use config::{config_tables, UcpConfig, UCP_TABLE};
 pub use context::{Context, WeakContext};
 pub use error::{Error, Result};
-pub use local::{LocalFlush, LocalFuture, LocalWorker};
+pub use local::{
+    LocalAccepting, LocalFlush, LocalFuture, LocalListener, LocalPolling, LocalWorker,
+};
 pub use reg::RcacheMode;
 pub use request::{Callback, Completion, CompletionHook, Info, IoBuf, IoBufMut, Op, Posted, ReqId};
 pub use rma::{AtomicMode, AtomicOp, AtomicValue, MemMap, Rkey};

@@ -1,11 +1,9 @@
 //! The futures of a [`LocalWorker`]: [`LocalFuture`] (an operation with an
-//! owned buffer) and [`LocalFlush`].
+//! owned buffer).
 
 use super::{dispose, wake_all, LocalWorker, SPIN_CHECK};
 use crate::request::ReqId;
 use crate::shared::OpResult;
-use crate::worker::Flushing;
-use crate::Result;
 use std::future::Future;
 use std::pin::Pin;
 use std::task::{Context as TaskContext, Poll};
@@ -123,29 +121,5 @@ impl<B: Send + 'static> Drop for LocalFuture<B> {
         }
         drop(wk);
         drop(done);
-    }
-}
-
-/// A flush of a [`LocalWorker`] ([`LocalWorker::flush`]): a [`Future`]
-/// that ends once every operation posted before it completed.
-#[must_use = "a flush only advances while it is polled"]
-pub struct LocalFlush {
-    pub(super) w: LocalWorker,
-    pub(super) f: Flushing,
-}
-
-impl std::fmt::Debug for LocalFlush {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("LocalFlush").finish_non_exhaustive()
-    }
-}
-
-impl Future for LocalFlush {
-    type Output = Result<()>;
-
-    fn poll(self: Pin<&mut Self>, cx: &mut TaskContext<'_>) -> Poll<Result<()>> {
-        let this = self.get_mut();
-        let f = &mut this.f;
-        this.w.poll_step(cx, |w| w.flush_poll(f))
     }
 }

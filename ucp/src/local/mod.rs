@@ -22,19 +22,25 @@
 //! Active messages too: [`LocalWorker::am_send`], and
 //! [`LocalWorker::am_receiver`] for receiving them as futures.
 //!
-//! Not here: atomics, listeners and endpoint close as futures (reach them
-//! through [`LocalWorker::with`]).
+//! Operations that are not requests are futures too ([`LocalPolling`]):
+//! connecting to a listener, flushing, closing an endpoint; and a
+//! [`LocalListener`]'s accepts ([`LocalAccepting`]). Atomics are
+//! [`LocalFuture`]s. What has no future here (memory mapping, rkeys)
+//! goes through [`LocalWorker::with`].
 //!
 //! [`SharedWorker`]: crate::SharedWorker
 
 mod am;
 mod futures;
+mod ops;
+mod polling;
 #[cfg(feature = "tokio")]
 pub mod tokio;
 
 pub use am::{LocalAmNext, LocalAmReceiver};
+pub use futures::LocalFuture;
 use futures::St;
-pub use futures::{LocalFlush, LocalFuture};
+pub use polling::{LocalAccepting, LocalFlush, LocalListener, LocalPolling};
 
 use crate::request::{IoBuf, IoBufMut, Posted, ReqId};
 use crate::shared::handoff::PostResult;
@@ -219,15 +225,6 @@ impl LocalWorker {
         rkey: &Rkey,
     ) -> Result<LocalFuture<B>> {
         self.post_raw(false, |w| get_post(w, ep, buf, remote_addr, rkey))
-    }
-
-    /// Completes every operation posted on the worker so far.
-    ///
-    /// # Panics
-    /// When called from inside [`LocalWorker::with`].
-    pub fn flush(&self) -> LocalFlush {
-        let f = self.with(|w| w.flush_start());
-        LocalFlush { w: self.clone(), f }
     }
 
     /// Posts through the owned tier with the worker borrowed; the future

@@ -57,7 +57,7 @@ mod gate;
 pub(crate) mod handoff;
 mod locked;
 pub(crate) mod ops;
-mod polling;
+pub(crate) mod polling;
 mod thread;
 #[cfg(feature = "tokio")]
 pub mod tokio;

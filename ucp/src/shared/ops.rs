@@ -91,6 +91,39 @@ pub(crate) fn get_post<B: IoBufMut>(
     held(w, p, buf)
 }
 
+/// A non-fetching atomic through the owned tier, its future's value `()`.
+pub(crate) fn atomic_post_post(
+    w: &mut Worker,
+    ep: Ep,
+    op: AtomicOp,
+    value: AtomicValue,
+    remote_addr: u64,
+    rkey: &Rkey,
+) -> PostResult<()> {
+    let p = w.atomic_post(ep, op, value, remote_addr, rkey, Op::new());
+    held(w, p, ())
+}
+
+/// A fetching atomic through the raw tier, the old value written into a
+/// [`Fetched`] that its request holds.
+pub(crate) fn atomic_fetch_post(
+    w: &mut Worker,
+    ep: Ep,
+    op: AtomicOp,
+    value: AtomicValue,
+    compare: u64,
+    remote_addr: u64,
+    rkey: &Rkey,
+) -> PostResult<Fetched> {
+    let mut out = Fetched(vec![0u64]);
+    let at: *mut u64 = out.0.as_mut_ptr();
+    // SAFETY: the value moves into the request (`held`) before the worker
+    // can progress; the Vec's heap word stays put (and is reached only
+    // through `at`) until the request gives it back.
+    let p = unsafe { w.atomic_fetch_raw(ep, op, value, compare, at, remote_addr, rkey, Op::new()) };
+    held(w, p, out)
+}
+
 impl SharedWorker {
     /// Posts now with the lock held; the future of what it posted.
     fn post_locked<B: Send + 'static>(
@@ -373,8 +406,7 @@ impl SharedWorker {
         rkey: &Rkey,
     ) -> Result<OpFuture<()>> {
         self.post(false, rkey, move |w, rkey| {
-            let p = w.atomic_post(ep, op, value, remote_addr, rkey, Op::new());
-            held(w, p, ())
+            atomic_post_post(w, ep, op, value, remote_addr, rkey)
         })
     }
 
@@ -390,15 +422,7 @@ impl SharedWorker {
         rkey: &Rkey,
     ) -> Result<OpFuture<Fetched>> {
         self.post(false, rkey, move |w, rkey| {
-            let mut out = Fetched(vec![0u64]);
-            let at: *mut u64 = out.0.as_mut_ptr();
-            // SAFETY: the value moves into the request before the lock is
-            // released; the Vec's heap word stays put (and is reached only
-            // through `at`) until the request gives it back.
-            let p = unsafe {
-                w.atomic_fetch_raw(ep, op, value, compare, at, remote_addr, rkey, Op::new())
-            };
-            held(w, p, out)
+            atomic_fetch_post(w, ep, op, value, compare, remote_addr, rkey)
         })
     }
 }
