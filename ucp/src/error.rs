@@ -57,6 +57,11 @@ pub enum Error {
     },
     /// The operation did not complete in time.
     TimedOut,
+    /// The operation could not complete while it was posted, and an
+    /// [`Op::immediate`](crate::Op::immediate) operation must: nothing was
+    /// posted (UCX's `UCS_ERR_NO_RESOURCE` for
+    /// `UCP_OP_ATTR_FLAG_FORCE_IMM_CMPL`).
+    NoResource,
     /// A one-sided access was refused: outside the remote registration,
     /// without the right, or through a forged or stale key. The remote
     /// memory was not touched.
@@ -86,6 +91,7 @@ impl Error {
             Error::Config(_) => Status::InvalidParam,
             Error::Transport { cause } => cause.status(),
             Error::TimedOut => Status::TimedOut,
+            Error::NoResource => Status::NoResource,
             Error::RemoteAccess { .. } => Status::Rejected,
         }
     }
@@ -123,6 +129,9 @@ impl fmt::Display for Error {
             Error::Config(c) => write!(f, "{c}"),
             Error::Transport { cause } => write!(f, "transport error: {cause}"),
             Error::TimedOut => f.write_str("timed out"),
+            Error::NoResource => {
+                f.write_str("the operation could not complete at once; nothing was posted")
+            }
             Error::RemoteAccess { reason } => write!(f, "remote access denied: {reason}"),
         }
     }

@@ -90,6 +90,9 @@ impl Core {
                 Err(e) => return Err(Error::endpoint(e)),
             }
         }
+        if op.immediate {
+            return Err(Error::NoResource);
+        }
         self.next_msg_id += 1;
         let mut f = AmFrag {
             id,

@@ -110,6 +110,9 @@ impl Core {
         let Some(rndv) = self.am_rndv_phase(ep, buf.len(), how) else {
             return self.am_send(tx, ep, id, (header, buf.slice(0, buf.len())), reply, op);
         };
+        if op.immediate {
+            return Err(Error::NoResource);
+        }
         let max_hdr = self.ep_cfgs[st.iface].max_bcopy.saturating_sub(RTS_ROOM);
         if header.len() > max_hdr || buf.len() as u64 > AM_MAX {
             return Err(Error::Limit {

@@ -384,6 +384,9 @@ impl Core {
         op: Op,
     ) -> Result<RecvStarted> {
         if self.matcher.unexpected_len() == 0 {
+            if op.immediate {
+                return Err(Error::NoResource);
+            }
             // Nothing to match: the receive is queued, its request built in
             // its slot with the queue position already in it.
             let matcher = &mut self.matcher;
@@ -417,6 +420,10 @@ impl Core {
                     }
                 }
             }
+        }
+        if op.immediate {
+            // No whole message here: it would wait, or fetch.
+            return Err(Error::NoResource);
         }
         let id = self
             .reqs

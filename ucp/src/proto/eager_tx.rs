@@ -261,6 +261,10 @@ impl Core {
         if let Some(e) = &st.failed {
             return Err(Error::clone(e));
         }
+        if op.immediate {
+            // Only the fast path completes while posted.
+            return Err(Error::NoResource);
+        }
         let len = buf.len();
         let (iface_idx, uct_ep, cfg) = (st.iface, st.uct_ep, self.ep_cfgs[st.iface]);
         let proto = st.tables[usize::from(sync)].lookup(len).proto;

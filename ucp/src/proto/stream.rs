@@ -222,6 +222,9 @@ impl Core {
         if buf.capacity() == 0 {
             return Ok(Started::Done(Info { tag: 0, length: 0 }));
         }
+        if op.immediate && !rx.completes_at_once(buf.capacity(), unit) {
+            return Err(st.failed.as_deref().cloned().unwrap_or(Error::NoResource));
+        }
         let mut filled = 0;
         if rx.recvs.is_empty() && !rx.chunks.is_empty() {
             let mut r = StreamRecvState {

@@ -254,6 +254,17 @@ impl StreamRx {
         r.satisfied()
     }
 
+    /// Whether the bytes kept complete, at once, a receive into
+    /// `capacity` bytes in units of `unit` posted now ([`StreamRx::fill`]
+    /// would).
+    pub(crate) fn completes_at_once(&self, capacity: usize, unit: usize) -> bool {
+        if !self.recvs.is_empty() {
+            return false;
+        }
+        let kept = self.chunks.iter().map(Vec::len).sum::<usize>() - self.head;
+        StreamRecvState::satisfied_by(kept.min(capacity), capacity, unit)
+    }
+
     /// The oldest kept fragment, whole (its taken bytes cut off).
     pub(crate) fn take_chunk(&mut self) -> Option<Vec<u8>> {
         let mut c = self.chunks.pop_front()?;

@@ -34,8 +34,13 @@ impl StreamRecvState {
 
     /// Whether what it holds completes it.
     pub(crate) fn satisfied(&self) -> bool {
-        self.filled == self.buf.capacity()
-            || (self.filled > 0 && (self.unit == 1 || self.filled % self.unit == 0))
+        Self::satisfied_by(self.filled, self.buf.capacity(), self.unit)
+    }
+
+    /// Whether `filled` bytes complete a receive into `capacity` bytes in
+    /// units of `unit`.
+    pub(crate) fn satisfied_by(filled: usize, capacity: usize, unit: usize) -> bool {
+        filled == capacity || (filled > 0 && (unit == 1 || filled % unit == 0))
     }
 }
 

@@ -97,6 +97,9 @@ pub struct Op {
     pub(crate) user_data: u64,
     pub(crate) notify: Notify,
     pub(crate) sync: bool,
+    /// Complete while posted or fail with [`Error::NoResource`], posting
+    /// nothing.
+    pub(crate) immediate: bool,
 }
 
 impl std::fmt::Debug for Op {
@@ -105,6 +108,7 @@ impl std::fmt::Debug for Op {
             .field("user_data", &self.user_data)
             .field("notify", &self.notify)
             .field("sync", &self.sync)
+            .field("immediate", &self.immediate)
             .finish()
     }
 }
@@ -129,6 +133,20 @@ impl Op {
     #[inline]
     pub fn sync(mut self) -> Op {
         self.sync = true;
+        self
+    }
+
+    /// The operation completes while it is posted (it returns
+    /// `Posted::Done`), or fails with [`Error::NoResource`] having posted
+    /// nothing: a send that would queue or go by rendezvous, a receive
+    /// whose message is not all here, a put or get that the transport
+    /// would carry later. UCX's `UCP_OP_ATTR_FLAG_FORCE_IMM_CMPL`; for an
+    /// operation on memory that lives only for the call (a stack buffer).
+    /// Honoured by tag sends and receives, active message sends, stream
+    /// receives, puts and gets.
+    #[inline]
+    pub fn immediate(mut self) -> Op {
+        self.immediate = true;
         self
     }
 

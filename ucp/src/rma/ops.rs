@@ -525,6 +525,10 @@ impl Worker {
             }
             return Ok(done);
         }
+        if op.immediate {
+            // The transport would carry it later.
+            return Err(Error::NoResource);
+        }
         let cap = match dir {
             Dir::Put => Caps::PUT_ZCOPY,
             Dir::Get => Caps::GET_ZCOPY,
