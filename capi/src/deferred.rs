@@ -83,6 +83,10 @@ fn push(e: &Endpoint, o: &Opts, entry: Entry) -> StatusPtr {
 
 /// Defers operation `f` on `e`, which waits for its connect.
 pub(crate) fn defer(e: &Endpoint, o: &Opts, f: Deferred) -> StatusPtr {
+    if o.force_imm {
+        // It cannot complete while its endpoint connects.
+        return crate::status::ptr(crate::status::NO_RESOURCE);
+    }
     push(e, o, Entry::Op(f))
 }
 

@@ -27,7 +27,7 @@ pub(crate) fn post(
         Ok(h) => h,
         Err(st) => return status::ptr(st),
     };
-    let op = Op::new().queue().user_data(h as usize as u64);
+    let op = o.op(Op::new().queue().user_data(h as usize as u64));
     match w.with(|rw| post(rw, op)) {
         Ok(Posted::InFlight(id)) => {
             // SAFETY: the header just written; the worker's lock is held.

@@ -28,13 +28,20 @@ pub(crate) fn post(
             recv_info: o.recv_info,
             mark: true,
         };
-        return post_lazy(w, &at, || *o, || o.cb, post);
+        let force = o.force_imm;
+        return post_lazy(
+            w,
+            &at,
+            || *o,
+            || o.cb,
+            move |rw, op| post(rw, if force { op.immediate() } else { op }),
+        );
     }
     let h = match request::alloc(w, o) {
         Ok(h) => h,
         Err(st) => return status::ptr(st),
     };
-    let op = Op::new().queue().user_data(h as usize as u64);
+    let op = o.op(Op::new().queue().user_data(h as usize as u64));
     let r = w.with(|rw| post(rw, op));
     match r {
         Ok(Posted::InFlight(id)) => {
@@ -212,6 +219,8 @@ fn post_ep_slow(
     };
     match state {
         Ok(Some(ep)) => post(w, o, move |rw, op| f(rw, ep, op)),
+        // It cannot complete while its endpoint connects.
+        Ok(None) if o.force_imm => status::ptr(status::NO_RESOURCE),
         Ok(None) => match request::alloc(w, o) {
             Ok(h) => {
                 e.deferred.borrow_mut().push(h, Box::new(f));

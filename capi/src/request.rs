@@ -18,7 +18,7 @@
 use crate::status::{self, guard};
 use crate::types::*;
 use crate::worker::Worker;
-use rucx::ReqId;
+use rucx::{Op, ReqId};
 use std::alloc::Layout;
 use std::ffi::{c_int, c_void};
 use std::ptr::{self, NonNull};
@@ -167,6 +167,9 @@ pub(crate) struct Opts {
     /// `UCP_OP_ATTR_FLAG_NO_IMM_CMPL`: return a completed request rather
     /// than NULL, after running the callback.
     pub(crate) no_imm: bool,
+    /// `UCP_OP_ATTR_FLAG_FORCE_IMM_CMPL`: complete while posted or fail
+    /// with `UCS_ERR_NO_RESOURCE`, posting nothing ([`Op::immediate`]).
+    pub(crate) force_imm: bool,
     /// Where a receive that completes at once reports.
     pub(crate) recv_info: *mut TagRecvInfo,
     pub(crate) datatype: Datatype,
@@ -180,6 +183,7 @@ impl Opts {
             cb,
             external: ptr::null_mut(),
             no_imm: false,
+            force_imm: false,
             recv_info: ptr::null_mut(),
             datatype: DT_CONTIG_BYTES,
             flags: 0,
@@ -213,7 +217,17 @@ impl Opts {
             o.recv_info = p.recv_info.cast();
         }
         o.no_imm = has(UCP_OP_ATTR_FLAG_NO_IMM_CMPL);
+        o.force_imm = has(UCP_OP_ATTR_FLAG_FORCE_IMM_CMPL);
         o
+    }
+
+    /// `op`, made [`Op::immediate`] if these options force an immediate
+    /// completion.
+    pub(crate) fn op(&self, op: Op) -> Op {
+        match self.force_imm {
+            true => op.immediate(),
+            false => op,
+        }
     }
 }
 

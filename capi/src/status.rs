@@ -16,6 +16,8 @@ pub const OK: StatusCode = Status::Ok as StatusCode;
 pub const INPROGRESS: StatusCode = Status::InProgress as StatusCode;
 /// `UCS_ERR_INVALID_PARAM`.
 pub const INVALID_PARAM: StatusCode = Status::InvalidParam as StatusCode;
+/// `UCS_ERR_NO_RESOURCE`.
+pub const NO_RESOURCE: StatusCode = Status::NoResource as StatusCode;
 /// `UCS_ERR_NO_MEMORY`.
 pub const NO_MEMORY: StatusCode = Status::NoMemory as StatusCode;
 /// `UCS_ERR_IO_ERROR`: what an entry point returns if rucx panicked.

@@ -122,7 +122,8 @@ unsafe fn recv(
 /// What the message-rate path of `ucp_tag_send_nbx`/`ucp_tag_recv_nbx`
 /// takes from `param`: the bytes of contiguous data of `count` elements,
 /// and where an operation done at once reports. `None` for everything
-/// else (other datatypes, `UCP_OP_ATTR_FLAG_NO_IMM_CMPL`, misaligned
+/// else (other datatypes, `UCP_OP_ATTR_FLAG_NO_IMM_CMPL` or
+/// `UCP_OP_ATTR_FLAG_FORCE_IMM_CMPL`, misaligned
 /// request memory, a NULL buffer), which the general path takes.
 ///
 /// # Safety
@@ -138,7 +139,9 @@ unsafe fn lean(
     // SAFETY: NULL or valid (contract).
     let p = unsafe { param.as_ref() };
     let mask = p.map_or(0, |p| p.op_attr_mask);
-    if mask & UCP_OP_ATTR_FLAG_NO_IMM_CMPL != 0 || buffer.is_null() {
+    if mask & (UCP_OP_ATTR_FLAG_NO_IMM_CMPL | UCP_OP_ATTR_FLAG_FORCE_IMM_CMPL) != 0
+        || buffer.is_null()
+    {
         return None;
     }
     let mut at = Done {
