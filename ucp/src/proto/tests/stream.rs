@@ -174,3 +174,53 @@ fn the_poll_lists_an_endpoint_once() {
     }
     assert_eq!(b.core.stream_poll(4), vec![b.ep]);
 }
+
+/// An immediate receive of elements: refused while the kept bytes make
+/// no whole element (or a receive waits ahead of it), taken when they
+/// do; bytes of a fragment partly taken count from where it was taken.
+#[test]
+fn an_immediate_receive_takes_whole_elements_or_nothing() {
+    let mut a = Node::new(virt_attr(|_| {}));
+    let mut b = Node::new(virt_attr(|_| {}));
+    let ep = b.ep;
+    let recv = |b: &mut Node, buf: &mut [u8], unit: usize| {
+        // SAFETY: an immediate receive writes `buf` within the call or
+        // not at all.
+        let rb = unsafe { RecvBuf::new(buf.as_mut_ptr(), buf.len()) };
+        b.core
+            .stream_recv_start_unit(ep, rb, unit, Op::new().immediate())
+    };
+    stream_send(&mut a, b"abcdef");
+    deliver(&mut a, &mut b);
+    let mut two = [0u8; 2];
+    // Two bytes of the six, leaving four in a fragment taken from its
+    // third byte.
+    assert!(matches!(recv(&mut b, &mut two, 1), Ok(Started::Done(i)) if i.length == 2));
+    assert_eq!(&two, b"ab");
+    // Four kept: not a whole element of 3 into 5 bytes, nor 8 bytes.
+    let mut five = [0u8; 5];
+    assert!(matches!(
+        recv(&mut b, &mut five, 3),
+        Err(crate::Error::NoResource)
+    ));
+    let mut eight = [0u8; 8];
+    assert!(matches!(
+        recv(&mut b, &mut eight, 8),
+        Err(crate::Error::NoResource)
+    ));
+    assert_eq!(five, [0; 5], "a refused receive writes nothing");
+    // Elements of 2: all four bytes.
+    assert!(matches!(recv(&mut b, &mut five, 2), Ok(Started::Done(i)) if i.length == 4));
+    assert_eq!(&five[..4], b"cdef");
+    // A plain receive waits; an immediate one behind it is refused even
+    // when bytes come, which are the waiting receive's.
+    let mut wait = [0u8; 4];
+    let waiting = stream_recv(&mut b, &mut wait, true);
+    assert!(matches!(waiting, Started::InFlight(_)));
+    stream_send(&mut a, b"ij");
+    deliver(&mut a, &mut b);
+    assert!(matches!(
+        recv(&mut b, &mut two, 1),
+        Err(crate::Error::NoResource)
+    ));
+}
