@@ -2,8 +2,9 @@
 //! `UCP_OP_ATTR_FLAG_FORCE_IMM_CMPL`): each completes at once or fails
 //! with `Error::NoResource` having posted nothing, over `self`, shared
 //! memory and tcp. A refused receive takes no message; a refused send
-//! delivers none; a refused put writes nothing; a refused stream receive
-//! leaves the stream's bytes for the next one.
+//! delivers none; a refused put writes nothing; a refused stream send
+//! leaves no gap in the stream, and a refused stream receive leaves the
+//! stream's bytes for the next one.
 
 mod common;
 
@@ -138,6 +139,10 @@ fn stream_and_am(tls: &str) {
     let (mut a, mut b, ab, ba) = pair(tls);
     let r = b.stream_recv(ba, vec![0u8; 8], Op::new().immediate());
     assert!(is_no_resource(&r), "{tls}: stream receive of nothing {r:?}");
+    // A stream send too large to leave at once is refused and takes no
+    // room in the stream: the next bytes follow on without a gap.
+    let r = a.stream_send(ab, pattern(4 << 20, 9), Op::new().immediate());
+    assert!(is_no_resource(&r), "{tls}: large stream send {r:?}");
     a.stream_send_blocking(ab, &pattern(6, 5))
         .expect("stream send");
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);

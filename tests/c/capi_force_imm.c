@@ -5,7 +5,8 @@
  * synchronous one is refused and never arrives; a received message fills
  * recv_info; a put from a stack buffer is done at once (shared memory)
  * or refused and writes nothing (tcp), with the memory checked either
- * way; a stream receive with nothing there is refused. Prints "put: done"
+ * way; a stream receive with nothing there, and a large stream send, are
+ * refused. Prints "put: done"
  * or "put: refused", and "capi_force_imm: ok" when every check holds. */
 #include <ucp/api/ucp.h>
 
@@ -174,9 +175,13 @@ int main(void)
         CHECK(ucp_mem_unmap(ctx, mh) == UCS_OK);
     }
 
-    /* A stream receive with nothing there. */
+    /* A stream receive with nothing there, and a stream send too large
+     * to leave at once. */
     p = force();
     r = ucp_stream_recv_nbx(ba, &got, sizeof(got), &len, &p);
+    CHECK(status_of(r) == UCS_ERR_NO_RESOURCE);
+    p = force();
+    r = ucp_stream_send_nbx(ab, big, BIG, &p);
     CHECK(status_of(r) == UCS_ERR_NO_RESOURCE);
 
     /* The receive refused above took nothing: a plain one gets tag 98's

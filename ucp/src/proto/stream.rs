@@ -73,6 +73,13 @@ impl Core {
                 return done;
             }
         }
+        if op.immediate {
+            // Nothing left: the stream's offset is given back.
+            if let Some(st) = self.eps.get_mut(ep) {
+                st.stream_tx = base;
+            }
+            return Err(Error::NoResource);
+        }
         if let Some(rndv) = self.stream_rndv_phase(ep, len) {
             return self.stream_rndv_send(tx, ep, (base, buf), rndv, op);
         }

@@ -143,7 +143,7 @@ impl Op {
     /// would carry later. UCX's `UCP_OP_ATTR_FLAG_FORCE_IMM_CMPL`; for an
     /// operation on memory that lives only for the call (a stack buffer).
     /// Honoured by tag sends and receives, active message sends, stream
-    /// receives, puts and gets.
+    /// sends and receives, puts and gets.
     #[inline]
     pub fn immediate(mut self) -> Op {
         self.immediate = true;
