@@ -6,6 +6,7 @@ use std::net::SocketAddr;
 use std::os::fd::{AsRawFd, OwnedFd, RawFd};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
+use std::time::Instant;
 
 use rucx_rdma::{
     AsyncEvent, CmEvent, ConnParam, ConnReqId, CqId, DeviceAttr, QpId, QpInit, QpState, RecvWr,
@@ -24,6 +25,7 @@ use crate::res::{Channel, Cq, Qp, QpCap, QpSpec, Srq};
 use crate::wc::RawWc;
 use crate::wr;
 
+mod look;
 mod wait;
 use wait::poll_raw;
 
@@ -76,21 +78,11 @@ pub struct VerbsContext {
     /// Set by the router while events wait for this context.
     routed: Arc<AtomicBool>,
     next_id: u32,
-    /// Calls of `poll_cm` and of `poll_async` while nothing was being
-    /// connected: each reads its channel on every [`LOOK_EVERY`]th.
-    quiet: [u32; 2],
+    /// When `poll_cm` and `poll_async` next read their channels while
+    /// nothing is being connected (`arm` reads both before it lets the
+    /// context sleep, and failures read the async fd at once).
+    quiet: [look::Look; 2],
 }
-
-/// How often a progressing context reads its connection manager channel
-/// and the device's async fd while nothing is being connected: each read
-/// is a system call, which would otherwise come with every progress call
-/// (and cost a small message's latency a fraction of a microsecond each).
-/// Events wait at most this many calls (tens of microseconds of a busy
-/// loop on a host; in the soft-RoCE guest, one in 32 still showed as
-/// failed reads and writes of about one per message under strace); `arm`
-/// reads both before it lets the context sleep, and failures read the
-/// async fd at once.
-const LOOK_EVERY: u32 = 1024;
 
 impl VerbsContext {
     pub(crate) fn open(dev: &Arc<DevShared>) -> Result<VerbsContext> {
@@ -120,16 +112,17 @@ impl VerbsContext {
             token,
             routed,
             next_id: 0,
-            quiet: [0; 2],
+            quiet: [
+                look::Look::new(Instant::now()),
+                look::Look::new(Instant::now()),
+            ],
         })
     }
 
     /// Whether this call of `poll_cm` (`which` 0) or `poll_async` (1)
-    /// reads its channel: one in [`LOOK_EVERY`].
+    /// reads its channel ([`look::Look::due`]).
     fn look(&mut self, which: usize) -> bool {
-        let q = &mut self.quiet[which];
-        *q = q.wrapping_add(1);
-        *q % LOOK_EVERY == 0
+        self.quiet[which].due(Instant::now)
     }
 
     fn new_id(&mut self) -> u32 {
