@@ -54,6 +54,18 @@ fn finish(server: &mut Worker, client: &mut Worker, c: &mut Connecting) -> rucx:
     }
 }
 
+/// Progresses `s` until its listener's handler held a request; that one.
+fn next_request(s: &mut Worker, held: &Mutex<Vec<ConnRequest>>) -> ConnRequest {
+    let deadline = Instant::now() + Duration::from_secs(20);
+    loop {
+        if let Some(req) = held.lock().unwrap().pop() {
+            return req;
+        }
+        assert!(Instant::now() < deadline, "no request");
+        s.progress();
+    }
+}
+
 /// Sends `msg` from `a` on `ep` and receives it at `b`.
 fn message(a: &mut Worker, ep: Ep, b: &mut Worker, msg: &[u8], tag: u64) {
     let deadline = Instant::now() + Duration::from_secs(20);
@@ -149,12 +161,7 @@ fn a_request_accepted_on_another_worker_connects_the_client_there() {
     let mut conn = c
         .connect_start(s.listener_addr(l).unwrap(), EpParams::new())
         .unwrap();
-    let deadline = Instant::now() + Duration::from_secs(20);
-    while held.lock().unwrap().is_empty() {
-        assert!(Instant::now() < deadline, "no request");
-        s.progress();
-    }
-    let req = held.lock().unwrap().pop().unwrap();
+    let req = next_request(&mut s, &held);
     assert_eq!(req.client_uuid(), c.uuid());
     let back = other
         .accept(req, EpParams::new())
@@ -210,4 +217,58 @@ fn a_closed_listener_takes_no_clients() {
     s.listener_close(l).unwrap();
     assert!(s.listener_addr(l).is_err());
     assert!(c.connect_start(addr, EpParams::new()).is_err());
+}
+
+/// Closes `s` with a reset (SO_LINGER 0), as a client that dies does.
+fn reset(s: std::net::TcpStream) {
+    use std::os::fd::AsRawFd;
+    let lg = libc::linger {
+        l_onoff: 1,
+        l_linger: 0,
+    };
+    // SAFETY: a valid socket and option of the size given.
+    let r = unsafe {
+        libc::setsockopt(
+            s.as_raw_fd(),
+            libc::SOL_SOCKET,
+            libc::SO_LINGER,
+            (&lg as *const libc::linger).cast(),
+            std::mem::size_of::<libc::linger>() as libc::socklen_t,
+        )
+    };
+    assert_eq!(r, 0, "SO_LINGER: {}", std::io::Error::last_os_error());
+}
+
+#[test]
+fn an_accept_whose_client_left_keeps_the_endpoint_the_worker_had() {
+    use std::io::Write;
+    let ctx = context("tcp");
+    let (mut s, mut c) = (ctx.create_worker().unwrap(), ctx.create_worker().unwrap());
+    // The server has an endpoint to the client's worker already, in use.
+    let ep = s.connect(&c.address()).unwrap();
+    message(&mut s, ep, &mut c, b"before", 7);
+    let held = Arc::new(Mutex::new(Vec::new()));
+    let keep = Arc::clone(&held);
+    let l = s
+        .listen(localhost(), move |_, req| keep.lock().unwrap().push(req))
+        .unwrap();
+    // A hello that names the client's worker, from a socket that is then
+    // reset before the server answers.
+    let address = c.address();
+    let mut hello = b"RUCXCM\x01\x00".to_vec();
+    hello.extend_from_slice(&(address.len() as u32).to_le_bytes());
+    hello.extend_from_slice(&address);
+    let mut raw = std::net::TcpStream::connect(s.listener_addr(l).unwrap()).unwrap();
+    raw.write_all(&hello).unwrap();
+    let req = next_request(&mut s, &held);
+    assert_eq!(req.client_uuid(), c.uuid());
+    reset(raw);
+    std::thread::sleep(Duration::from_millis(100));
+    s.accept(req, EpParams::new())
+        .expect_err("the client is gone");
+    // The endpoint the server had still works, both ways.
+    s.ep_status(ep).expect("the endpoint it had is open");
+    message(&mut s, ep, &mut c, b"after", 8);
+    let back = c.connect(&s.address()).unwrap();
+    message(&mut c, back, &mut s, b"and back", 9);
 }

@@ -148,14 +148,22 @@ impl Worker {
     /// Accepts client `req` on this worker: the endpoint to it, made as
     /// [`Worker::connect_with`] makes one, and the client learns this
     /// worker's address.
+    ///
+    /// A worker keeps one endpoint per peer worker: if this one has an
+    /// endpoint to the client's worker already, that is the one returned,
+    /// and a client that left before the answer leaves it open (an
+    /// endpoint made for it is closed).
     pub fn accept(&mut self, req: ConnRequest, params: EpParams) -> Result<Ep> {
+        let had = self.core.find_ep(req.client_uuid).map(Ep);
         let ep = self.connect_with(&req.client, params)?;
         if let Some(local) = req.cm.local_addr() {
             self.set_sockaddrs(ep, local, req.cm.peer());
         }
         if let Err(e) = req.cm.accept(&self.address()) {
-            // The client is gone: so is the endpoint it would have used.
-            let _ = self.ep_close(ep);
+            // The client is gone: so is the endpoint made for it.
+            if had != Some(ep) {
+                let _ = self.ep_close(ep);
+            }
             return Err(Error::transport(e));
         }
         Ok(ep)
