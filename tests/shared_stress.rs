@@ -266,12 +266,19 @@ fn receive(j: usize, w: &SharedWorker, expected: &[u64]) {
     assert_eq!(next, expected, "target {j}: counts");
 }
 
-/// Steps per sender: fewer in a debug build (the workspace test run).
+/// Steps per sender: fewer in a debug build (the workspace test run);
+/// `RUCX_STRESS_STEPS` sets them.
 fn steps() -> usize {
+    if let Some(n) = std::env::var("RUCX_STRESS_STEPS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+    {
+        return n;
+    }
     if cfg!(debug_assertions) {
         40
     } else {
-        4000
+        1500
     }
 }
 
