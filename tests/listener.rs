@@ -6,7 +6,7 @@ mod common;
 
 use common::*;
 use rucx::ucp::{ConnRequest, Connecting, EpParams, Listener};
-use rucx::{Ep, Worker, TAG_MASK_ALL};
+use rucx::{Ep, ErrMode, Worker, TAG_MASK_ALL};
 use std::net::{Ipv4Addr, Ipv6Addr, SocketAddr};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -244,8 +244,11 @@ fn an_accept_whose_client_left_keeps_the_endpoint_the_worker_had() {
     use std::io::Write;
     let ctx = context("tcp");
     let (mut s, mut c) = (ctx.create_worker().unwrap(), ctx.create_worker().unwrap());
-    // The server has an endpoint to the client's worker already, in use.
-    let ep = s.connect(&c.address()).unwrap();
+    // The server has an endpoint to the client's worker already, in use,
+    // whose failures it wants to hear of.
+    let ep = s
+        .connect_with(&c.address(), EpParams::new().err_mode(ErrMode::Peer))
+        .unwrap();
     message(&mut s, ep, &mut c, b"before", 7);
     let held = Arc::new(Mutex::new(Vec::new()));
     let keep = Arc::clone(&held);
@@ -268,6 +271,11 @@ fn an_accept_whose_client_left_keeps_the_endpoint_the_worker_had() {
         .expect_err("the client is gone");
     // The endpoint the server had still works, both ways.
     s.ep_status(ep).expect("the endpoint it had is open");
+    assert_eq!(
+        s.ep_err_mode(ep).unwrap(),
+        ErrMode::Peer,
+        "a failed accept changed the endpoint's error mode"
+    );
     message(&mut s, ep, &mut c, b"after", 8);
     let back = c.connect(&s.address()).unwrap();
     message(&mut c, back, &mut s, b"and back", 9);

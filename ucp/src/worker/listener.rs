@@ -151,20 +151,28 @@ impl Worker {
     ///
     /// A worker keeps one endpoint per peer worker: if this one has an
     /// endpoint to the client's worker already, that is the one returned,
-    /// and a client that left before the answer leaves it open (an
+    /// with `params` applied once the client has its answer; a client
+    /// that left before the answer leaves that endpoint as it was (an
     /// endpoint made for it is closed).
     pub fn accept(&mut self, req: ConnRequest, params: EpParams) -> Result<Ep> {
-        let had = self.core.find_ep(req.client_uuid).map(Ep);
-        let ep = self.connect_with(&req.client, params)?;
-        if let Some(local) = req.cm.local_addr() {
-            self.set_sockaddrs(ep, local, req.cm.peer());
-        }
+        let (ep, pending) = match self.core.find_ep(req.client_uuid) {
+            Some(id) => (Ep(id), Some(params)),
+            None => (self.connect_with(&req.client, params)?, None),
+        };
+        let addrs = req.cm.local_addr().map(|local| (local, req.cm.peer()));
         if let Err(e) = req.cm.accept(&self.address()) {
             // The client is gone: so is the endpoint made for it.
-            if had != Some(ep) {
+            if pending.is_none() {
                 let _ = self.ep_close(ep);
             }
             return Err(Error::transport(e));
+        }
+        let ep = match pending {
+            Some(params) => self.connect_with(&req.client, params)?,
+            None => ep,
+        };
+        if let Some((local, peer)) = addrs {
+            self.set_sockaddrs(ep, local, peer);
         }
         Ok(ep)
     }
