@@ -46,6 +46,14 @@ fn until(w: &mut Worker, what: &str, mut done: impl FnMut(&mut Worker) -> bool) 
     }
 }
 
+/// Progresses `w` a thousand times more: a handler that ran does not run
+/// again.
+fn linger(w: &mut Worker) {
+    for _ in 0..1000 {
+        w.progress();
+    }
+}
+
 #[test]
 fn a_peer_that_goes_away_runs_the_handler_once_and_fails_its_operations() {
     let (mut a, b, ep, seen) = watched(context_rndv("tcp", Some("4k")));
@@ -74,9 +82,7 @@ fn a_peer_that_goes_away_runs_the_handler_once_and_fails_its_operations() {
     // A later operation fails at once.
     assert!(a.tag_send(ep, vec![1u8; 8], 2, Op::new()).is_err());
     // Once, however long the worker goes on.
-    for _ in 0..1000 {
-        a.progress();
-    }
+    linger(&mut a);
     assert_eq!(seen.lock().unwrap().len(), 1);
 }
 
@@ -103,4 +109,53 @@ fn without_peer_mode_no_handler_runs_but_the_endpoint_fails() {
     drop(b);
     until(&mut a, "the failure", |a| a.ep_status(ep).is_err());
     assert!(matches!(a.ep_status(ep), Err(Error::EndpointFailed { .. })));
+}
+
+#[test]
+fn a_second_connect_without_peer_mode_keeps_the_first_ones_reports() {
+    let (mut a, b, ep, seen) = watched(context("tcp"));
+    let again = a
+        .connect_with(&b.address(), EpParams::new().err_mode(ErrMode::None))
+        .expect("connect again");
+    assert_eq!(again, ep, "one endpoint per peer worker");
+    assert_eq!(a.ep_err_mode(ep).expect("mode"), ErrMode::Peer);
+    drop(b);
+    until(&mut a, "the handler", |_| !seen.lock().unwrap().is_empty());
+    linger(&mut a);
+    assert_eq!(seen.lock().unwrap().len(), 1);
+}
+
+#[test]
+fn each_handler_of_a_shared_endpoint_runs_once_in_the_order_given() {
+    let (mut a, b, ep, first) = watched(context("tcp"));
+    let second = Seen::default();
+    let order = Arc::new(Mutex::new(Vec::new()));
+    let again = a
+        .connect_with(&b.address(), recording(&second))
+        .expect("connect again");
+    assert_eq!(again, ep);
+    // A third handler records when it ran, against the other two.
+    let (o, f, s) = (Arc::clone(&order), Arc::clone(&first), Arc::clone(&second));
+    let third = EpParams::new().on_error(move |_, _, _| {
+        let ran = (f.lock().unwrap().len(), s.lock().unwrap().len());
+        o.lock().unwrap().push(ran);
+    });
+    a.connect_with(&b.address(), third)
+        .expect("connect a third time");
+    drop(b);
+    until(&mut a, "the handlers", |_| {
+        !order.lock().unwrap().is_empty()
+    });
+    linger(&mut a);
+    for seen in [&first, &second] {
+        let seen = seen.lock().unwrap();
+        assert_eq!(seen.len(), 1, "{seen:?}");
+        assert_eq!(seen[0].0, ep.to_u64());
+        assert!(
+            seen[0].2,
+            "the endpoint reports its failure to each handler"
+        );
+    }
+    // The third ran once, after the first two.
+    assert_eq!(*order.lock().unwrap(), vec![(1, 1)]);
 }

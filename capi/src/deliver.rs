@@ -326,7 +326,16 @@ fn deliver_late(w: &Worker) -> usize {
 
 /// Calls the C error handlers of the endpoints that failed.
 fn run_err_handlers(w: &Worker) -> usize {
-    let failed = w.failures.take_all();
+    let mut failed = w.failures.take_all();
+    // An endpoint connected more than once (in peer mode) has a Rust
+    // handler per connect, each reporting the same failure: the C
+    // handlers run once.
+    let mut seen = Vec::with_capacity(failed.len());
+    failed.retain(|(ep, _)| {
+        let first = !seen.contains(&ep.to_u64());
+        seen.push(ep.to_u64());
+        first
+    });
     let n = failed.len();
     for (ep, st) in failed {
         let st = failure_status(w, ep, st);

@@ -72,15 +72,19 @@ static void legacy_recv_cb(void *r, ucs_status_t st, ucp_tag_recv_info_t *info)
 
 static int failures;
 static ucs_status_t failure_status;
-static ucp_ep_h failed_ep;
-static void *failure_arg;
+
+/* Each failure's endpoint and argument, in order. */
+static ucp_ep_h failed_eps[4];
+static void *failure_args[4];
 
 static void on_failure(void *arg, ucp_ep_h ep, ucs_status_t st)
 {
+    if (failures < 4) {
+        failed_eps[failures]   = ep;
+        failure_args[failures] = arg;
+    }
     failures++;
     failure_status = st;
-    failed_ep = ep;
-    failure_arg = arg;
 }
 
 static ucp_ep_h connect_to(ucp_worker_h from, ucp_worker_h to, int peer, void *ud)
@@ -218,10 +222,14 @@ int main(void)
     }
     printf("close: ok\n");
 
-    /* Peer error mode: the peer worker goes away. */
+    /* Peer error mode: the peer worker goes away. Two endpoints to it,
+     * each with its handler's argument: rucx shares one endpoint per
+     * peer worker, and each C endpoint's handler runs once. */
     {
-        static int token;
+        static int token, token2;
         ucp_ep_h ep = connect_to(wa, wb, 1, &token);
+        ucp_ep_h ep2 = connect_to(wa, wb, 1, &token2);
+        CHECK(ep2 != ep);
         legacy_message(ep, 21);
         ucp_worker_destroy(wb);
         wb = NULL;
@@ -237,9 +245,14 @@ int main(void)
                 ucp_worker_progress(wa);
             }
         }
-        CHECK(failures == 1);
-        CHECK(failed_ep == ep);
-        CHECK(failure_arg == &token);
+        for (int i = 0; i < 10000; i++) {
+            ucp_worker_progress(wa);
+        }
+        CHECK(failures == 2);
+        CHECK((failed_eps[0] == ep && failure_args[0] == &token &&
+               failed_eps[1] == ep2 && failure_args[1] == &token2) ||
+              (failed_eps[0] == ep2 && failure_args[0] == &token2 &&
+               failed_eps[1] == ep && failure_args[1] == &token));
         printf("failure: %d (%s)\n", failure_status, ucs_status_string(failure_status));
         CHECK(failure_status == UCS_ERR_CONNECTION_RESET ||
               failure_status == UCS_ERR_ENDPOINT_TIMEOUT ||
@@ -247,6 +260,8 @@ int main(void)
         ucp_request_param_t force = {.op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS,
                                      .flags = UCP_EP_CLOSE_FLAG_FORCE};
         ucs_status_t st = wait_ptr(ucp_ep_close_nbx(ep, &force));
+        CHECK(st == UCS_OK || UCS_STATUS_IS_ERR(st));
+        st = wait_ptr(ucp_ep_close_nbx(ep2, &force));
         CHECK(st == UCS_OK || UCS_STATUS_IS_ERR(st));
     }
     printf("peer failure: ok\n");

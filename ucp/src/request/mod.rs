@@ -82,8 +82,11 @@ pub type Callback = Box<dyn FnOnce(&mut WorkerMut<'_>, Completion) + Send>;
 /// `progress`, with the worker, the endpoint and why it failed.
 pub type ErrHandler = Box<dyn FnOnce(&mut WorkerMut<'_>, crate::Ep, Error) + Send>;
 
-/// An endpoint's error handler as its state holds it.
-pub(crate) struct OnError(pub(crate) ErrHandler);
+/// An endpoint's error handlers as its state holds them: one per
+/// `connect_with` or `accept` that gave one (an endpoint to a worker is
+/// one however often it is connected), each run once, in that order.
+#[derive(Default)]
+pub(crate) struct OnError(pub(crate) Vec<ErrHandler>);
 
 impl std::fmt::Debug for OnError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {

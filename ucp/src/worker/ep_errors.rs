@@ -71,24 +71,32 @@ impl EpParams {
 }
 
 impl Worker {
-    /// [`Worker::connect`] with `params`. The endpoint to a worker is one
-    /// however often it is connected: the last parameters given hold.
+    /// [`Worker::connect`] with `params`.
+    ///
+    /// The endpoint to a worker is one however often it is connected
+    /// (here or through a listener), so parameters add up: once one
+    /// connection asked for [`ErrMode::Peer`] the endpoint stays in peer
+    /// mode (a later [`ErrMode::None`] does not turn off the failure
+    /// reports an earlier caller relies on), and every handler given runs
+    /// once, in the order given, when it fails.
     pub fn connect_with(&mut self, remote: &[u8], params: EpParams) -> Result<Ep> {
         let ep = self.connect(remote)?;
-        let peer = params.err_mode == ErrMode::Peer;
-        self.core.set_report_failure(ep.0, peer);
-        if peer {
-            // Failures are watched from the start: the peer hears of the
-            // endpoint now, not with its first operation.
-            self.core.wake_ep(&mut self.ifaces, ep.0);
-        }
-        if let Some(st) = self.core.eps.get_mut(ep.0) {
-            st.on_error = params
-                .on_error
-                .filter(|_| peer)
-                .map(|h| Box::new(OnError(h)));
-        }
+        self.apply_ep_params(ep, params);
         Ok(ep)
+    }
+
+    /// Adds `params` to `ep`'s error handling (see [`Worker::connect_with`]).
+    pub(crate) fn apply_ep_params(&mut self, ep: Ep, params: EpParams) {
+        if params.err_mode != ErrMode::Peer {
+            return;
+        }
+        self.core.set_report_failure(ep.0, true);
+        // Failures are watched from the start: the peer hears of the
+        // endpoint now, not with its first operation.
+        self.core.wake_ep(&mut self.ifaces, ep.0);
+        if let (Some(st), Some(h)) = (self.core.eps.get_mut(ep.0), params.on_error) {
+            st.on_error.get_or_insert_with(Default::default).0.push(h);
+        }
     }
 
     /// The error-handling mode of `ep`.
@@ -114,8 +122,8 @@ impl Worker {
         let failed = std::mem::take(&mut self.core.done.ep_failures);
         let n = failed.len();
         for (id, err, h) in failed {
-            if let Some(OnError(h)) = h {
-                h(&mut WorkerMut::new(self), Ep(id), err);
+            for h in h.map(|OnError(hs)| hs).unwrap_or_default() {
+                h(&mut WorkerMut::new(self), Ep(id), err.clone());
             }
         }
         n

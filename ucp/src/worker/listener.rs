@@ -151,7 +151,9 @@ impl Worker {
     ///
     /// A worker keeps one endpoint per peer worker: if this one has an
     /// endpoint to the client's worker already, that is the one returned,
-    /// with `params` applied once the client has its answer; a client
+    /// with `params` added to its error handling (as
+    /// [`Worker::connect_with`] adds them) once the client has its
+    /// answer; a client
     /// that left before the answer leaves that endpoint as it was (an
     /// endpoint made for it is closed).
     pub fn accept(&mut self, req: ConnRequest, params: EpParams) -> Result<Ep> {
