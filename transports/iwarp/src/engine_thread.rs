@@ -18,9 +18,11 @@
 //!
 //! A worker that sleeps on its event fd is therefore woken by completions,
 //! not by traffic that needs none (a peer's WRITE, or READ answered).
+//! The flags that decide who progresses, and a loom model of this
+//! hand-over, are in `engine_duty.rs`.
 
 use std::os::fd::{AsRawFd, RawFd};
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::Duration;
@@ -36,6 +38,7 @@ use uct::ucs::Result;
 use uct::Armed;
 
 use crate::engine::Context;
+use crate::engine_duty::Duty;
 
 /// How long the thread leaves the work to a worker that progresses.
 pub(crate) const BACK_OFF: Duration = Duration::from_millis(1);
@@ -49,11 +52,9 @@ const TOKEN_KICK: u64 = 2;
 #[derive(Debug)]
 struct Engine {
     ctx: Mutex<Context>,
-    /// Verbs calls that progress (`progress`, `poll_cq`), counted: the
-    /// thread backs off while it moves.
-    activity: AtomicU64,
-    /// The worker armed its event fd and may sleep on it.
-    asleep: AtomicBool,
+    /// Whether the worker moves the connections (its verbs calls that
+    /// progress, `progress` and `poll_cq`) or sleeps.
+    duty: Duty,
     /// Ends the thread.
     stop: AtomicBool,
     /// Wakes the thread (stop, or the worker going to sleep).
@@ -79,8 +80,7 @@ impl Threaded {
         })?;
         let engine = Arc::new(Engine {
             ctx: Mutex::new(ctx),
-            activity: AtomicU64::new(0),
-            asleep: AtomicBool::new(false),
+            duty: Duty::default(),
             stop: AtomicBool::new(false),
             kick: EventFd::new()?,
             notify: EventFd::new()?,
@@ -110,17 +110,9 @@ impl Threaded {
     /// The context, locked, for a call that progresses it: the worker is
     /// awake and moving.
     fn ctx_active(&self) -> parking_lot::MutexGuard<'_, Context> {
-        let e = &self.engine;
-        // Only the worker's calls write these (`&mut self`): a plain
-        // store, no read-modify-write on every progress call.
-        e.activity.store(
-            e.activity.load(Ordering::Relaxed).wrapping_add(1),
-            Ordering::Relaxed,
-        );
-        if e.asleep.load(Ordering::Relaxed) {
-            e.asleep.store(false, Ordering::Relaxed);
-        }
-        e.ctx.lock()
+        // Only the worker's calls (`&mut self`) get here.
+        self.engine.duty.worker_moves();
+        self.engine.ctx.lock()
     }
 }
 
@@ -138,7 +130,7 @@ impl Drop for Threaded {
 /// it unless the worker does.
 fn run(e: &Engine, mut set: EventSet, mut kick_only: EventSet) {
     let mut ready = Vec::with_capacity(2);
-    let mut seen = e.activity.load(Ordering::Relaxed);
+    let mut seen = e.duty.seen();
     while !e.stop.load(Ordering::SeqCst) {
         if let Err(err) = set.wait(None, &mut ready) {
             tracing::warn!("iwarp engine thread: {err}");
@@ -149,9 +141,7 @@ fn run(e: &Engine, mut set: EventSet, mut kick_only: EventSet) {
         if e.stop.load(Ordering::SeqCst) {
             break;
         }
-        let now = e.activity.load(Ordering::Relaxed);
-        let work = if now != seen && !e.asleep.load(Ordering::Relaxed) {
-            seen = now;
+        let work = if !e.duty.thread_takes(&mut seen) {
             0
         } else {
             let mut ctx = e.ctx.lock();
@@ -276,7 +266,7 @@ impl Verbs for Threaded {
             Armed::Sleep => {
                 drop(ctx);
                 // The thread takes over at once, not after its back-off.
-                self.engine.asleep.store(true, Ordering::Relaxed);
+                self.engine.duty.worker_sleeps();
                 self.engine.kick.signal()?;
                 Ok(Armed::Sleep)
             }

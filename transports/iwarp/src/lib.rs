@@ -71,6 +71,7 @@
 pub mod config;
 mod device;
 mod engine;
+mod engine_duty;
 mod engine_thread;
 mod mr;
 mod provider;
