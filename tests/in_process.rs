@@ -87,6 +87,70 @@ fn rc_verbs_sizes() {
     }
 }
 
+/// Each side sends to the other before either has progressed (as two MPI
+/// ranks that start with `MPI_Sendrecv` to each other): both open a
+/// connection at once, and each message, small and large, arrives whole.
+fn crossed_first_sends(tls: &str) {
+    let (mut a, mut b, ab, ba) = pair(tls);
+    for (i, size) in [8usize, 64 << 10, 1 << 20].into_iter().enumerate() {
+        let tag = 40 + i as u64;
+        let (out_a, out_b) = (pattern(size, 1 + i as u64), pattern(size, 101 + i as u64));
+        let sa = a
+            .tag_send(ab, out_a.clone(), tag, Op::new())
+            .expect("a send");
+        let sb = b
+            .tag_send(ba, out_b.clone(), tag, Op::new())
+            .expect("b send");
+        let ra = a
+            .tag_recv(vec![0u8; size], tag, TAG_MASK_ALL, Op::new())
+            .expect("a recv");
+        let rb = b
+            .tag_recv(vec![0u8; size], tag, TAG_MASK_ALL, Op::new())
+            .expect("b recv");
+        let in_flight = |ps: [&Posted<_>; 2]| -> Vec<_> {
+            ps.into_iter()
+                .filter_map(|p| match p {
+                    Posted::InFlight(id) => Some(*id),
+                    Posted::Done(..) => None,
+                })
+                .collect()
+        };
+        let (on_a, on_b) = (in_flight([&sa, &ra]), in_flight([&sb, &rb]));
+        drive(&mut a, &mut b, |a, b| {
+            on_a.iter().all(|&id| !a.request_is_active(id))
+                && on_b.iter().all(|&id| !b.request_is_active(id))
+        });
+        let Posted::InFlight(ra) = ra else {
+            panic!("{tls}: a's receive done at once")
+        };
+        let Posted::InFlight(rb) = rb else {
+            panic!("{tls}: b's receive done at once")
+        };
+        let (_, got_a) = a.take::<Vec<u8>>(ra).expect("done").expect("a recv ok");
+        let (_, got_b) = b.take::<Vec<u8>>(rb).expect("done").expect("b recv ok");
+        assert!(got_a == out_b, "{tls}: size {size} corrupted on a");
+        assert!(got_b == out_a, "{tls}: size {size} corrupted on b");
+    }
+}
+
+#[test]
+fn tcp_crossed_first_sends() {
+    crossed_first_sends("tcp");
+}
+
+#[test]
+fn rc_iwarp_crossed_first_sends() {
+    crossed_first_sends("rc_iwarp");
+}
+
+#[cfg(feature = "verbs")]
+#[test]
+fn rc_verbs_crossed_first_sends() {
+    if let Some(tls) = rc_verbs() {
+        crossed_first_sends(tls);
+    }
+}
+
 fn unexpected_then_posted(tls: &str) {
     let (mut a, mut b, ab, _) = pair(tls);
     // Messages arrive before any receive is posted.
