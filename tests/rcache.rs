@@ -139,3 +139,80 @@ fn auto_caches_nothing_for_table_domains() {
     let s = ctx.rcache_stats();
     assert_eq!((s.misses, s.hits, s.regions), (0, 0, 0), "{s:?}");
 }
+
+/// A message of two buffers each way (`Iov`s packed into bounce buffers
+/// of the worker's), sent by rendezvous and received into two buffers.
+fn iov_transfer(a: &mut Worker, b: &mut Worker, ep: rucx::Ep, len: usize, seed: u8) {
+    let half = len / 2;
+    let data: Vec<u8> = (0..len).map(|i| (i as u8).wrapping_mul(seed)).collect();
+    let out = rucx::dt::Iov::new(vec![data[..half].to_vec(), data[half..].to_vec()]);
+    let into = rucx::dt::Iov::new(vec![vec![0u8; half], vec![0u8; len - half]]);
+    let r = b.tag_recv_dt(into, 6, u64::MAX, Op::new()).unwrap();
+    let s = a.tag_send_dt(ep, out, 6, Op::new()).unwrap();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    let id = |p: &Posted<_>| match p {
+        Posted::InFlight(id) => Some(*id),
+        Posted::Done(..) => None,
+    };
+    let ids = (id(&r), id(&s));
+    while ids.0.is_some_and(|id| b.request_is_active(id))
+        || ids.1.is_some_and(|id| a.request_is_active(id))
+    {
+        assert!(std::time::Instant::now() < deadline, "transfer timed out");
+        a.progress();
+        b.progress();
+    }
+    let got = match (r, ids.0) {
+        (Posted::Done(_, v), _) => v,
+        (_, Some(id)) => b.take::<rucx::dt::Iov<Vec<u8>>>(id).unwrap().unwrap().1,
+        _ => unreachable!("a receive is done or in flight"),
+    };
+    if let Some(id) = ids.1 {
+        a.take::<rucx::dt::Iov<Vec<u8>>>(id).unwrap().unwrap();
+    }
+    assert!(got.into_inner().concat() == data, "data arrived intact");
+}
+
+/// Bounce buffers are the worker's, reused or freed without anyone
+/// invalidating them: their registrations are never cached, so no stale
+/// one outlives them (a later buffer at the same address would otherwise
+/// be read or written through the old pages).
+fn bounce_buffers_stay_out(tls: &str) {
+    let ctx = context(
+        tls,
+        &[
+            ("RUCX_RCACHE_ENABLE", "yes"),
+            ("RUCX_RNDV_SPLIT_THRESH", "inf"),
+        ],
+    );
+    let mut a = ctx.create_worker().unwrap();
+    let mut b = ctx.create_worker().unwrap();
+    let ep = a.connect(&b.address()).unwrap();
+    // Sizes past what the worker keeps as spares, so that bounce buffers
+    // are freed and their addresses reused.
+    for (k, len) in [300_000usize, 600_000, 300_000, 1 << 20]
+        .into_iter()
+        .enumerate()
+    {
+        iov_transfer(&mut a, &mut b, ep, len, 3 + 2 * k as u8);
+        let s = ctx.rcache_stats();
+        assert_eq!((s.misses, s.hits, s.regions), (0, 0, 0), "{tls}: {s:?}");
+    }
+    // The application's own buffers are still cached.
+    let src = vec![9u8; 300_000];
+    let mut dst = vec![0u8; src.len()];
+    transfer(&mut a, &mut b, ep, &src, &mut dst);
+    assert_eq!(ctx.rcache_stats().misses, 1);
+    ctx.rcache_invalidate(src.as_ptr(), src.len());
+    ctx.rcache_invalidate(dst.as_ptr(), dst.len());
+}
+
+#[test]
+fn bounce_buffers_are_not_cached_by_get_over_shm() {
+    bounce_buffers_stay_out("shm");
+}
+
+#[test]
+fn bounce_buffers_are_not_cached_by_put_over_tcp() {
+    bounce_buffers_stay_out("tcp");
+}

@@ -97,6 +97,19 @@ pub(crate) struct BufReg {
     pub(crate) more: Vec<BufReg>,
 }
 
+/// Whether a rendezvous buffer's registration may stay in the cache after
+/// the transfer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Cacheable {
+    /// The application's memory, which it invalidates before freeing.
+    Yes,
+    /// A bounce buffer of rucx's own (a datatype that is not contiguous),
+    /// reused for other requests or freed without anyone invalidating
+    /// it: registered for the transfer alone, never cached, so no stale
+    /// registration can outlive it.
+    No,
+}
+
 /// A transfer's use of a cached region.
 #[derive(Debug)]
 struct Cached {
@@ -119,10 +132,11 @@ pub(crate) fn caches_md(mode: RcacheMode, md: &dyn MemoryDomain) -> bool {
 
 impl Context {
     /// Registers a rendezvous buffer with domain `md`: through the
-    /// context's caches if that domain is cached, else straight with the
-    /// domain. A cached registration this thread used last is found in
-    /// its front cache, under that front's lock only; other lookups take
-    /// the context's lock.
+    /// context's caches if that domain is cached and the buffer is
+    /// `Cacheable::Yes`, else straight with the domain. A cached
+    /// registration this thread used last is found in its front cache,
+    /// under that front's lock only; other lookups take the context's
+    /// lock.
     ///
     /// # Safety
     ///
@@ -135,8 +149,9 @@ impl Context {
         ptr: *mut u8,
         len: usize,
         access: Access,
+        cacheable: Cacheable,
     ) -> ucs::Result<BufReg> {
-        if self.md_cached(md) && len > 0 {
+        if cacheable == Cacheable::Yes && self.md_cached(md) && len > 0 {
             let shared = self.reg_caches();
             let front = front::this_thread(shared);
             let found = front
@@ -213,7 +228,13 @@ impl Context {
         // registered until invalidated (the caller's part, above).
         #[allow(unsafe_code)]
         let r = unsafe {
-            self.register_buffer(md, buf.as_ptr().cast_mut(), buf.len(), Access::REMOTE_READ)
+            self.register_buffer(
+                md,
+                buf.as_ptr().cast_mut(),
+                buf.len(),
+                Access::REMOTE_READ,
+                Cacheable::Yes,
+            )
         }?;
         self.release_buffer(r);
         Ok(())

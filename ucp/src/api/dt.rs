@@ -138,7 +138,7 @@ impl Worker {
         // SAFETY: the bounce buffer moves into the request (`hold`; its
         // heap memory does not move) and is dropped or reused only at
         // completion or with the request.
-        let sb = unsafe { SendBuf::new(bounce.as_ptr(), n) };
+        let sb = unsafe { SendBuf::new(bounce.as_ptr(), n) }.bounce();
         let s = start(self, sb, op)?;
         Ok(self.hold(
             s,
@@ -171,7 +171,7 @@ impl Worker {
         // the request (`hold`; its heap memory does not move) and is
         // dropped or reused only at completion, after the unpack, or with
         // the request (leaked instead if a peer may still write into it).
-        let rb = unsafe { RecvBuf::new(bounce.as_mut_ptr(), cap) };
+        let rb = unsafe { RecvBuf::new(bounce.as_mut_ptr(), cap) }.bounce();
         let s = start(self, rb, op)?;
         if let Started::Done(info) = s {
             let unpacked = data.unpack(0, &bounce[..info.length.min(cap)]);

@@ -52,7 +52,8 @@ fn register(ctx: &Context, addr: usize, len: usize) -> BufReg {
     // SAFETY: the test's buffers outlive their registrations, and are
     // invalidated before they are freed where they were cached.
     #[allow(unsafe_code)]
-    unsafe { ctx.register_buffer(0, addr as *mut u8, len, READ) }.expect("registers")
+    unsafe { ctx.register_buffer(0, addr as *mut u8, len, READ, super::Cacheable::Yes) }
+        .expect("registers")
 }
 
 /// Whether the domain still knows the registration.

@@ -12,6 +12,8 @@
 pub(crate) struct SendBuf {
     ptr: *const u8,
     len: usize,
+    /// Whether a rendezvous registration of it may stay cached.
+    cacheable: crate::reg::Cacheable,
 }
 
 // SAFETY: the buffer is only read, from the thread that owns the worker; the
@@ -23,7 +25,20 @@ impl SendBuf {
     /// `ptr..ptr+len` must be readable and unmodified until the request
     /// holding this view completes (or `len` is 0).
     pub(crate) unsafe fn new(ptr: *const u8, len: usize) -> SendBuf {
-        SendBuf { ptr, len }
+        SendBuf {
+            ptr,
+            len,
+            cacheable: crate::reg::Cacheable::Yes,
+        }
+    }
+
+    /// Marks the buffer as a bounce buffer of rucx's own, whose rendezvous
+    /// registrations are never cached (`crate::reg::Cacheable::No`).
+    pub(crate) fn bounce(self) -> SendBuf {
+        SendBuf {
+            cacheable: crate::reg::Cacheable::No,
+            ..self
+        }
     }
 
     pub(crate) fn len(&self) -> usize {
@@ -53,6 +68,8 @@ impl SendBuf {
 pub(crate) struct RecvBuf {
     ptr: *mut u8,
     cap: usize,
+    /// Whether a rendezvous registration of it may stay cached.
+    cacheable: crate::reg::Cacheable,
 }
 
 // SAFETY: written only from the thread that owns the worker; the tier that
@@ -64,7 +81,19 @@ impl RecvBuf {
     /// `ptr..ptr+cap` must be writable, and accessed by nobody else, until
     /// the request holding this view completes (or `cap` is 0).
     pub(crate) unsafe fn new(ptr: *mut u8, cap: usize) -> RecvBuf {
-        RecvBuf { ptr, cap }
+        RecvBuf {
+            ptr,
+            cap,
+            cacheable: crate::reg::Cacheable::Yes,
+        }
+    }
+
+    /// As [`SendBuf::bounce`].
+    pub(crate) fn bounce(self) -> RecvBuf {
+        RecvBuf {
+            cacheable: crate::reg::Cacheable::No,
+            ..self
+        }
     }
 
     pub(crate) fn capacity(&self) -> usize {
@@ -84,6 +113,7 @@ impl RecvBuf {
         RecvBuf {
             ptr: self.ptr.wrapping_add(start),
             cap: len.min(self.cap - start),
+            cacheable: self.cacheable,
         }
     }
 
@@ -203,6 +233,7 @@ impl SendBuf {
                 self.ptr.cast_mut(),
                 self.len,
                 crate::uct::Access::REMOTE_READ,
+                self.cacheable,
             )
         }
     }
@@ -238,6 +269,7 @@ impl RecvBuf {
                 self.ptr.wrapping_add(start),
                 end - start,
                 crate::uct::Access::REMOTE_WRITE,
+                self.cacheable,
             )
         }
     }
