@@ -83,6 +83,18 @@ impl Config {
         status::OK
     }
 
+    /// Turns the registration cache off unless the program reports the
+    /// memory it unmaps (`reported`) or set `RCACHE_ENABLE` itself (in
+    /// the environment or with `ucp_config_modify`). rucx installs no
+    /// memory hooks: without reports a freed buffer's pages would stay
+    /// registered, and a later buffer at its address would be read or
+    /// written through them.
+    pub fn cache_only_if_unmaps_reported(&mut self, reported: bool) {
+        if !reported && !self.values.contains_key("RCACHE_ENABLE") {
+            self.values.insert("RCACHE_ENABLE", "no".into());
+        }
+    }
+
     /// The configuration these values give.
     pub fn parse(&self) -> Result<UcpConfig, ConfigError> {
         UcpConfig::from_lookup(|var| self.lookup(var))
@@ -301,6 +313,31 @@ mod tests {
                 .find(|(n, _)| *n == k)
                 .map(|(_, v)| v.to_string())
         }
+    }
+
+    #[test]
+    fn the_registration_cache_is_off_unless_unmaps_are_reported_or_it_is_set() {
+        use rucx::ucp::RcacheMode;
+        let mode = |vars: &'static [(&'static str, &'static str)], reported: bool| {
+            let mut c = Config::read(None, env(vars));
+            c.cache_only_if_unmaps_reported(reported);
+            c.parse().unwrap().rcache_enable
+        };
+        assert_eq!(mode(&[], false), RcacheMode::No);
+        assert_eq!(mode(&[], true), RcacheMode::Auto);
+        assert_eq!(
+            mode(&[("RUCX_RCACHE_ENABLE", "auto")], false),
+            RcacheMode::Auto
+        );
+        assert_eq!(
+            mode(&[("RUCX_RCACHE_ENABLE", "yes")], false),
+            RcacheMode::Yes
+        );
+        // Set with ucp_config_modify before ucp_init.
+        let mut c = Config::read(None, env(&[]));
+        assert_eq!(c.modify("RCACHE_ENABLE", "yes"), status::OK);
+        c.cache_only_if_unmaps_reported(false);
+        assert_eq!(c.parse().unwrap().rcache_enable, RcacheMode::Yes);
     }
 
     #[test]

@@ -66,10 +66,11 @@ pub unsafe extern "C" fn ucp_init_version(
         }
         let has = |bit| p.field_mask & bit != 0;
         // SAFETY: NULL or a configuration from ucp_config_read (contract).
-        let cfg = match unsafe { config.as_ref() } {
+        let mut cfg = match unsafe { config.as_ref() } {
             Some(c) => c.clone(),
             None => Config::read(None, rucx::ucp::ucs::config::env_lookup),
         };
+        cfg.cache_only_if_unmaps_reported(crate::ucm::unmaps_reported());
         let ucp_cfg = match cfg.parse() {
             Ok(c) => c,
             Err(e) => {

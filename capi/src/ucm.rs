@@ -4,7 +4,10 @@
 //!
 //! rucx installs no memory hooks (no `munmap`/`brk` interception): what
 //! rendezvous transfers registered stays cached (with
-//! `RUCX_RCACHE_ENABLE`) until the program says the memory goes away.
+//! `RUCX_RCACHE_ENABLE`) until the program says the memory goes away. So
+//! `ucp_init` turns the cache off unless the program declared that it
+//! reports unmaps ([`unmaps_reported`]) or set `RUCX_RCACHE_ENABLE`
+//! itself.
 //! `ucm_vm_munmap` is that report: the range is invalidated in the
 //! registration caches of every live context ([`rucx::Context::rcache_invalidate`]).
 //! Programs report from memory hooks that can run inside `malloc`'s own
@@ -47,6 +50,13 @@ pub fn register(ctx: &rucx::ucp::Context) {
 /// The events declared external so far.
 pub fn external_events() -> c_int {
     EXTERNAL.load(Ordering::Relaxed)
+}
+
+/// Whether the program said it reports unmapped memory
+/// (`UCM_EVENT_VM_UNMAPPED`): `ucp_init` keeps the registration cache's
+/// `auto` only then, and turns it off otherwise.
+pub fn unmaps_reported() -> bool {
+    external_events() & UCM_EVENT_VM_UNMAPPED != 0
 }
 
 /// Invalidates `len` bytes at `addr` in every live context; how many
