@@ -223,8 +223,24 @@ pub(crate) fn listening(port: u16) -> bool {
 /// Runs UCX's `ucp_hello_world` example `exe` as a server with `args` on
 /// a free port, and once it listens as its client (`-n localhost`); both
 /// outputs once both exited (each killed after 60 s). Both see `env` and
-/// no other transport choice.
+/// no other transport choice. A server that could not bind its port
+/// (another process of the host took it after `free_port` found it
+/// free, and the client then met that process) is run again on another
+/// port, twice at most.
 pub(crate) fn run_pair(exe: &Path, args: &[&str], env: &[(&str, &str)]) -> (Output, Output) {
+    let mut attempt = 0;
+    loop {
+        let (server, client) = run_pair_once(exe, args, env);
+        let lost_port = String::from_utf8_lossy(&server.stderr).contains("open server socket");
+        if !lost_port || attempt == 2 {
+            return (server, client);
+        }
+        attempt += 1;
+    }
+}
+
+/// One try of [`run_pair`].
+fn run_pair_once(exe: &Path, args: &[&str], env: &[(&str, &str)]) -> (Output, Output) {
     use std::process::Stdio;
     use std::time::{Duration, Instant};
     let port = free_port().to_string();
