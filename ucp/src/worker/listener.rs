@@ -153,9 +153,8 @@ impl Worker {
     /// endpoint to the client's worker already, that is the one returned,
     /// with `params` added to its error handling (as
     /// [`Worker::connect_with`] adds them) once the client has its
-    /// answer; a client
-    /// that left before the answer leaves that endpoint as it was (an
-    /// endpoint made for it is closed).
+    /// answer; a client that left before the answer leaves that endpoint
+    /// as it was (an endpoint made for it is closed).
     pub fn accept(&mut self, req: ConnRequest, params: EpParams) -> Result<Ep> {
         let (ep, pending) = match self.core.find_ep(req.client_uuid) {
             Some(id) => (Ep(id), Some(params)),
@@ -169,10 +168,9 @@ impl Worker {
             }
             return Err(Error::transport(e));
         }
-        let ep = match pending {
-            Some(params) => self.connect_with(&req.client, params)?,
-            None => ep,
-        };
+        if let Some(params) = pending {
+            self.apply_ep_params(ep, params);
+        }
         if let Some((local, peer)) = addrs {
             self.set_sockaddrs(ep, local, peer);
         }
