@@ -343,10 +343,18 @@ impl Inner {
         Some(w)
     }
 
+    /// Disposes of the requests of futures dropped while the worker was
+    /// borrowed, if there are any (a look at a length on every borrow).
+    #[inline]
     fn dispose_orphans(&self, w: &mut Worker) {
-        if self.orphans.borrow().is_empty() {
-            return;
+        if !self.orphans.borrow().is_empty() {
+            self.dispose_orphans_now(w);
         }
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn dispose_orphans_now(&self, w: &mut Worker) {
         let orphans = std::mem::take(&mut *self.orphans.borrow_mut());
         for (id, cancel) in orphans {
             dispose(w, id, cancel);
@@ -356,26 +364,34 @@ impl Inner {
     /// Disposes of orphaned requests; the wakers of the futures whose
     /// requests completed since the last look, and those of flushes if
     /// `progressed`.
+    #[inline]
     fn completions(&self, w: &mut Worker, progressed: bool) -> Vec<Waker> {
         self.dispose_orphans(w);
         let mut wake = Vec::new();
         let count = w.completed_count();
         if count != self.completed.get() {
             self.completed.set(count);
-            self.waiters.borrow_mut().retain(|(id, k)| {
-                let active = w.request_is_active(*id);
-                if !active {
-                    wake.push(k.clone());
-                }
-                active
-            });
+            let mut waiters = self.waiters.borrow_mut();
+            if !waiters.is_empty() {
+                waiters.retain(|(id, k)| {
+                    let active = w.request_is_active(*id);
+                    if !active {
+                        wake.push(k.clone());
+                    }
+                    active
+                });
+            }
         }
         if progressed || !wake.is_empty() {
-            wake.append(&mut self.others.borrow_mut());
+            let mut others = self.others.borrow_mut();
+            if !others.is_empty() {
+                wake.append(&mut others);
+            }
         }
         wake
     }
 
+    #[inline]
     fn forget(&self, id: ReqId) {
         let mut ws = self.waiters.borrow_mut();
         if !ws.is_empty() {
@@ -385,7 +401,11 @@ impl Inner {
 }
 
 /// Wakes `wake`, with no borrow of the worker alive.
+#[inline]
 fn wake_all(wake: Vec<Waker>) {
+    if wake.is_empty() {
+        return;
+    }
     for k in wake {
         k.wake();
     }
