@@ -63,4 +63,18 @@ impl Worker {
             crate::request::Request::owns_nothing,
         )
     }
+
+    /// [`Worker::take`] once request `id` is no longer in flight; before
+    /// that only a look at its slot, which is most looks of a spinning
+    /// future.
+    #[inline]
+    pub(crate) fn take_if_done<B: 'static>(
+        &mut self,
+        id: ReqId,
+    ) -> Option<Result<(Info, B), OpError<B>>> {
+        if self.request_is_active(id) {
+            return None;
+        }
+        self.take::<B>(id)
+    }
 }

@@ -60,10 +60,10 @@ impl<B: Send + 'static> Future for LocalFuture<B> {
             return Poll::Pending;
         };
         let mut n = 0;
-        let mut r = wk.take::<B>(id);
+        let mut r = wk.take_if_done::<B>(id);
         if r.is_none() {
             n = wk.progress();
-            r = wk.take::<B>(id);
+            r = wk.take_if_done::<B>(id);
         }
         let spin = inner.poll_spin.get();
         if r.is_none() && !spin.is_zero() && inner.waiters.borrow().is_empty() {
@@ -73,7 +73,7 @@ impl<B: Send + 'static> Future for LocalFuture<B> {
             let mut calls = 0u32;
             while r.is_none() {
                 n += wk.progress();
-                r = wk.take::<B>(id);
+                r = wk.take_if_done::<B>(id);
                 calls += 1;
                 if calls % SPIN_CHECK == 0
                     && start.get_or_insert_with(Instant::now).elapsed() >= spin

@@ -215,11 +215,11 @@ fn take_or_progress<B: Send + 'static>(
     g: &mut Locked<'_>,
     id: ReqId,
 ) -> (Option<OpResult<B>>, usize) {
-    if let Some(r) = g.worker().take::<B>(id) {
+    if let Some(r) = g.worker().take_if_done::<B>(id) {
         return (Some(r), 0);
     }
     let n = g.worker().progress();
-    (g.worker().take::<B>(id), n)
+    (g.worker().take_if_done::<B>(id), n)
 }
 
 /// Takes request `id`'s result, progressing the worker once if it is not
@@ -303,7 +303,7 @@ fn spin_for<B: Send + 'static>(
     let mut calls = 0u32;
     loop {
         n += g.worker().progress();
-        if let Some(r) = g.worker().take::<B>(id) {
+        if let Some(r) = g.worker().take_if_done::<B>(id) {
             return (Some(r), n);
         }
         calls += 1;
