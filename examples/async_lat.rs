@@ -4,6 +4,7 @@
 //! ```sh
 //! RUCX_TLS=shm cargo run --release --features tokio --example async_lat -- -s 8 -n 100000
 //! RUCX_TLS=shm cargo run --release --features tokio --example async_lat -- -m tokio --spin 0
+//! RUCX_TLS=shm cargo run --release --features tokio --example async_lat -- --cpus 0,1
 //! ```
 //!
 //! The parent starts a copy of itself as the peer, each side with one
@@ -25,11 +26,14 @@
 //!   `rucx::ucp::local::tokio::LocalDriver` with the same spins, on a
 //!   `LocalSet` of a current-thread runtime.
 //!
+//! `--cpus A,B` binds the measuring side to CPU `A` and the peer to `B`.
+//!
 //! `all` runs the four and prints the ratios of tokio's and local's
 //! medians to the blocking one's.
 
 use rucx::ucp::local::tokio::LocalDriver;
 use rucx::ucp::tokio as driver;
+use rucx::ucp::Posted;
 use rucx::{Context, Worker};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
@@ -86,6 +90,8 @@ struct Opts {
     mode: String,
     spin: Duration,
     poll_spin: Duration,
+    /// The CPUs of the measuring side and of the peer (`--cpus A,B`).
+    cpus: Option<(usize, usize)>,
 }
 
 fn opts() -> Result<Opts, Error> {
@@ -96,6 +102,7 @@ fn opts() -> Result<Opts, Error> {
         mode: "all".into(),
         spin: driver::DEFAULT_SPIN,
         poll_spin: driver::DEFAULT_POLL_SPIN,
+        cpus: None,
     };
     let args: Vec<String> = std::env::args().skip(1).collect();
     let mut it = args.iter();
@@ -108,6 +115,11 @@ fn opts() -> Result<Opts, Error> {
             "-m" => o.mode = val()?.clone(),
             "--spin" => o.spin = Duration::from_micros(val()?.parse()?),
             "--poll-spin" => o.poll_spin = Duration::from_micros(val()?.parse()?),
+            "--cpus" => {
+                let v = val()?;
+                let (a, b) = v.split_once(',').ok_or("--cpus takes two CPUs, A,B")?;
+                o.cpus = Some((a.parse()?, b.parse()?));
+            }
             _ => return Err(format!("unknown option {a}").into()),
         }
     }
@@ -117,7 +129,17 @@ fn opts() -> Result<Opts, Error> {
 fn main() -> Result<(), Error> {
     let o = opts()?;
     if let Ok(peer) = std::env::var("ASYNC_LAT_PEER") {
+        if let Some((_, b)) = o.cpus {
+            pin(b)?;
+        }
         return answer(&o, &unhex(&peer));
+    }
+    if let Some((a, b)) = o.cpus {
+        // Both checked against this process's CPUs before it binds to
+        // one (the peer, started later, inherits that binding).
+        allowed(a)?;
+        allowed(b)?;
+        pin(a)?;
     }
     let modes: Vec<&str> = match o.mode.as_str() {
         "all" => vec!["blocking", "shared", "tokio", "local"],
@@ -160,11 +182,28 @@ fn ping(o: &Opts, mode: &str) -> Result<Vec<Duration>, Error> {
         .args(["-w", &o.warmup.to_string(), "-m", mode])
         .args(["--spin", &o.spin.as_micros().to_string()])
         .args(["--poll-spin", &o.poll_spin.as_micros().to_string()])
+        .args(
+            o.cpus
+                .map(|(a, b)| ["--cpus".to_string(), format!("{a},{b}")])
+                .into_iter()
+                .flatten(),
+        )
         .env("ASYNC_LAT_PEER", hex(&w.address()))
         .stdin(Stdio::null())
         .spawn()?;
-    let mut addr = vec![0u8; 4096];
-    let info = w.tag_recv_blocking(&mut addr, 0, u64::MAX)?;
+    // The peer's address, unless it ends first.
+    let (info, mut addr) = match w.tag_recv(vec![0u8; 4096], 0, u64::MAX, Default::default())? {
+        Posted::Done(info, b) => (info, b),
+        Posted::InFlight(id) => loop {
+            w.progress();
+            if let Some(r) = w.take::<Vec<u8>>(id) {
+                break r.map_err(|e| e.error)?;
+            }
+            if let Some(st) = child.try_wait()? {
+                return Err(format!("the peer ended ({st}) before it sent its address").into());
+            }
+        },
+    };
     addr.truncate(info.length);
     let ep = w.connect(&addr)?;
     let n = o.warmup + o.iters;
@@ -304,6 +343,42 @@ fn runtime() -> Result<tokio::runtime::Runtime, Error> {
     Ok(tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()?)
+}
+
+/// Whether this process may run on `cpu`: an error if not.
+fn allowed(cpu: usize) -> Result<(), Error> {
+    if cpu >= libc::CPU_SETSIZE as usize {
+        return Err(format!("no CPU {cpu}").into());
+    }
+    // SAFETY: `set` is a zeroed cpu_set_t, filled by the kernel and read
+    // by the libc macro, with its size.
+    let ok = unsafe {
+        let mut set: libc::cpu_set_t = std::mem::zeroed();
+        libc::sched_getaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &mut set) == 0
+            && libc::CPU_ISSET(cpu, &set)
+    };
+    if !ok {
+        return Err(format!("CPU {cpu} is not one this process may run on").into());
+    }
+    Ok(())
+}
+
+/// Binds this process to `cpu`.
+fn pin(cpu: usize) -> Result<(), Error> {
+    if cpu >= libc::CPU_SETSIZE as usize {
+        return Err(format!("no CPU {cpu}").into());
+    }
+    // SAFETY: `set` is a zeroed cpu_set_t, filled by the libc macros and
+    // passed with its size.
+    let rc = unsafe {
+        let mut set: libc::cpu_set_t = std::mem::zeroed();
+        libc::CPU_SET(cpu, &mut set);
+        libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set)
+    };
+    if rc != 0 {
+        return Err(format!("bind to CPU {cpu}: {}", std::io::Error::last_os_error()).into());
+    }
+    Ok(())
 }
 
 fn hex(b: &[u8]) -> String {
