@@ -2,8 +2,9 @@
 //! both workers in one thread (no second core, no cache-line transfers):
 //! what the protocol and transport code cost per message, apart from the
 //! memory system (the per-message figure includes one progress call of the
-//! sender, which takes back the FIFO's flow-control credits). Run with `cargo test --release --test shm_overhead --
-//! --ignored --nocapture --test-threads=1` (alone on the machine: the two
+//! sender, which takes back the FIFO's flow-control credits). Run with
+//! `cargo test --release --test shm_overhead -- --ignored --nocapture
+//! --test-threads=1` (alone on the machine: the two
 //! tests would share its cores); it prints figures and asserts nothing about
 //! them.
 
