@@ -345,11 +345,18 @@ fn runtime() -> Result<tokio::runtime::Runtime, Error> {
         .build()?)
 }
 
-/// Whether this process may run on `cpu`: an error if not.
-fn allowed(cpu: usize) -> Result<(), Error> {
+/// An error for a CPU number a `cpu_set_t` cannot hold (the libc macros
+/// would index past it).
+fn in_range(cpu: usize) -> Result<(), Error> {
     if cpu >= libc::CPU_SETSIZE as usize {
         return Err(format!("no CPU {cpu}").into());
     }
+    Ok(())
+}
+
+/// Whether this process may run on `cpu`: an error if not.
+fn allowed(cpu: usize) -> Result<(), Error> {
+    in_range(cpu)?;
     // SAFETY: `set` is a zeroed cpu_set_t, filled by the kernel and read
     // by the libc macro, with its size.
     let ok = unsafe {
@@ -365,9 +372,7 @@ fn allowed(cpu: usize) -> Result<(), Error> {
 
 /// Binds this process to `cpu`.
 fn pin(cpu: usize) -> Result<(), Error> {
-    if cpu >= libc::CPU_SETSIZE as usize {
-        return Err(format!("no CPU {cpu}").into());
-    }
+    in_range(cpu)?;
     // SAFETY: `set` is a zeroed cpu_set_t, filled by the libc macros and
     // passed with its size.
     let rc = unsafe {
